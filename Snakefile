@@ -1,0 +1,27 @@
+"""offloadbench: when does moving NumPy work to PyTorch (CPU or GPU) pay off on this machine?
+
+config -> grid of cells -> one measure job per cell -> tables -> figures -> report.
+"""
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_targets(),

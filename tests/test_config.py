@@ -1,0 +1,45 @@
+import pytest
+
+from offloadbench.config import ConfigError, validate
+
+
+def test_empty_config_gets_every_default():
+    config = validate({})
+    assert config["machine"] == "auto"
+    assert config["grid"]["sizes"] == [128, 256, 512, 1024, 2048]
+    assert config["grid"]["threads"] == [1, "all"]
+    assert config["measure"]["target_rel_ci"] == 0.02
+    assert config["analysis"]["bootstrap_resamples"] == 2000
+
+
+def test_the_default_config_file_is_valid():
+    import yaml
+
+    with open("config/config.yaml", encoding="utf-8") as handle:
+        config = validate(yaml.safe_load(handle))
+    assert set(config["grid"]["devices"]) == {"cpu", "cuda", "mps"}
+    assert max(config["grid"]["sizes"]) <= 2048
+
+
+@pytest.mark.parametrize(
+    "config, key, words",
+    [
+        ({"grid": {"sizes": [128, -5]}}, "grid.sizes[1]", "minimum"),
+        ({"grid": {"sizes": "big"}}, "grid.sizes", "not of type"),
+        ({"grid": {"ops": ["fft"]}}, "grid.ops[0]", "'fft'"),
+        ({"grid": {"threads": [1, "many"]}}, "grid.threads[1]", "positive integer or \"all\""),
+        ({"grid": {"size": [1]}}, "grid", "unknown key 'size'"),
+        ({"grid": {"devices": []}}, "grid.devices", "non-empty"),
+        ({"measure": {"target_rel_ci": 0}}, "measure.target_rel_ci", "less than or equal to"),
+        ({"measure": {"min_samples": 50, "max_samples": 20}}, "measure.max_samples", "below"),
+        ({"machine": "my/box"}, "machine", "does not match"),
+        ({"measure": {"pinned_memory": "yes"}}, "measure.pinned_memory", "boolean"),
+    ],
+)
+def test_invalid_configs_name_the_key_in_one_line(config, key, words):
+    with pytest.raises(ConfigError) as error:
+        validate(config)
+    message = str(error.value)
+    assert f"config key {key}:" in message
+    assert words in message
+    assert "\n" not in message

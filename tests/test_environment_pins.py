@@ -1,0 +1,60 @@
+"""environment.yml and the pip requirements must name the same packages and versions."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_TO_PIP = {"pytorch": "torch", "snakemake-minimal": "snakemake", "matplotlib-base": "matplotlib"}
+CONDA_ONLY = {"python", "pip"}
+
+
+def pip_pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            pins.update(pip_pins(path.parent / line[3:].strip()))
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([^\s;]+)", line)
+        assert match, f"{path.name}: '{line}' is not pinned with =="
+        pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def conda_pins(path: Path) -> dict[str, str]:
+    env = yaml.safe_load(path.read_text())
+    pins = {}
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            for line in dep.get("pip", []):
+                if line.startswith("-"):
+                    continue
+                name, version = line.split("==")
+                pins[name.lower()] = version
+            continue
+        name, _, version = dep.partition("=")
+        name = CONDA_TO_PIP.get(name.lower(), name.lower())
+        if name in CONDA_ONLY:
+            continue
+        assert version, f"environment.yml: {dep} has no version"
+        pins[name] = version
+    return pins
+
+
+def test_conda_and_pip_agree():
+    assert conda_pins(ROOT / "environment.yml") == pip_pins(ROOT / "requirements-dev.txt")
+
+
+def test_torch_is_pinned_for_a_fast_cpu_install():
+    assert pip_pins(ROOT / "requirements.txt")["torch"] == "2.13.0"
+
+
+def test_python_version_matches_snakemake_9():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
+    major, minor = map(int, python.split("=")[1].split(".")[:2])
+    assert (major, minor) >= (3, 11)

@@ -1,0 +1,51 @@
+import matplotlib.image as mpimg
+import pytest
+
+from offloadbench.figures import FIGURES, draw, read_tables
+from offloadbench.layout import FIGURE_NAMES
+
+
+def assert_real_figure(pdf, png):
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 2000
+    image = mpimg.imread(png)
+    assert image.ndim == 3 and min(image.shape[:2]) > 300
+    assert image.std() > 0.01  # not a blank canvas
+
+
+@pytest.mark.parametrize("name", FIGURE_NAMES)
+def test_each_figure_is_drawn_from_gpu_tables(tmp_path, gpu_tables, name):
+    pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
+    draw(name, gpu_tables, "gpubox", str(pdf), str(png))
+    assert_real_figure(pdf, png)
+
+
+def test_pngs_are_300_dpi(tmp_path, gpu_tables):
+    from PIL import Image
+
+    png = tmp_path / "speedup.png"
+    draw("speedup", gpu_tables, "gpubox", str(tmp_path / "speedup.pdf"), str(png))
+    dpi = Image.open(png).info.get("dpi")
+    assert dpi and round(dpi[0]) == 300
+
+
+def test_transfer_overhead_without_gpu_cells_says_so(tmp_path, gpu_tables):
+    cpu_only = {k: v[v["device"] == "cpu"] if "device" in v else v for k, v in gpu_tables.items()}
+    fig = FIGURES["transfer_overhead"](cpu_only, "laptop")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("No GPU cell was measured on laptop" in t for t in texts)
+    assert len(fig.axes) == 1
+
+
+def test_speedup_figure_has_a_line_at_one_and_log_size_axis(gpu_tables):
+    fig = FIGURES["speedup"](gpu_tables, "gpubox")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert any(list(line.get_ydata()) == [1.0, 1.0] for line in ax.get_lines())
+    assert "speedup over NumPy" in ax.get_ylabel() and "n" in ax.get_xlabel()
+
+
+def test_tables_round_trip_through_csv(tmp_path, gpu_tables):
+    gpu_tables["timings"].to_csv(tmp_path / "t.csv", index=False)
+    gpu_tables["speedups"].to_csv(tmp_path / "s.csv", index=False)
+    tables = read_tables(str(tmp_path / "t.csv"), str(tmp_path / "s.csv"))
+    assert tables["timings"]["threads"].tolist() == gpu_tables["timings"]["threads"].tolist()

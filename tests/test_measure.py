@@ -1,0 +1,96 @@
+"""run_cell on real numpy and torch cells (tiny sizes, short budgets)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from offloadbench import ops
+from offloadbench.cells import Cell
+from offloadbench.measure import Settings, run_cell
+from offloadbench.timing import StopRule, WarmupRule
+
+FAST = Settings(stop=StopRule(budget_s=0.2, min_samples=8), warmup=WarmupRule(budget_s=0.1))
+
+
+def test_numpy_cell_is_measured_and_checked():
+    record = run_cell(Cell("matmul", "numpy", "cpu", "float64", 64, "1"), "m", FAST)
+    assert record["status"] == "ok", record["reason"]
+    assert len(record["samples_s"]) >= 6 and all(s > 0 for s in record["samples_s"])
+    assert record["check"]["passed"] and record["check"]["rel_err"] < 1e-13
+    assert record["model"]["flops"] == 2 * 64**3
+    assert record["warmup"]["count"] >= 2
+    assert record["stopping"]["stop_reason"] in ("ci", "budget", "max_samples")
+    assert record["started_at"] <= record["finished_at"]
+    assert record["provenance"]["fingerprint"]["cpu_model"]
+    assert list(record["phases"]) == ["compute"]
+
+
+def test_torch_cpu_cell_records_compute_and_end_to_end():
+    torch = pytest.importorskip("torch")
+    record = run_cell(Cell("matmul", "torch", "cpu", "float32", 64, "1"), "m", FAST, torch)
+    assert record["status"] == "ok", record["reason"]
+    assert set(record["phases"]) == {"compute", "end_to_end"}
+    assert record["settings"]["tf32_matmul"] is False
+    assert record["device"]["name"] == "cpu"
+
+
+def test_bfloat16_torch_cell_runs_and_passes_its_own_tolerance():
+    torch = pytest.importorskip("torch")
+    record = run_cell(Cell("matmul", "torch", "cpu", "bfloat16", 64, "1"), "m", FAST, torch)
+    assert record["status"] == "ok", record["reason"]
+    assert record["check"]["tolerance"] > 1e-3
+
+
+@pytest.mark.parametrize("device", ["cuda", "mps"])
+def test_absent_gpu_gives_a_skipped_record_with_a_reason(device):
+    torch = pytest.importorskip("torch")
+    available = torch.cuda.is_available() if device == "cuda" else torch.backends.mps.is_available()
+    if available:
+        pytest.skip(f"{device} exists here")
+    record = run_cell(Cell("matmul", "torch", device, "float32", 64, "1"), "m", FAST, torch)
+    assert record["status"] == "skipped"
+    assert record["reason"].startswith(f"{device} unavailable")
+    assert record["samples_s"] == []
+
+
+def test_compute_then_plot_runs_on_the_cpu_and_renders_a_png():
+    record = run_cell(Cell("compute_then_plot", "numpy", "cpu", "float32", 64, "1"), "m", FAST)
+    assert record["status"] == "ok", record["reason"]
+    assert {"compute", "finish", "end_to_end"} <= set(record["phases"])
+    e2e = np.median(record["phases"]["end_to_end"]["samples_s"])
+    assert e2e > np.median(record["samples_s"])  # plotting costs time
+
+
+def test_a_wrong_result_is_an_error_not_a_speedup(monkeypatch):
+    wrong = dataclasses.replace(ops.OPS["matmul"], compute=lambda lib, a, b: a @ b + 1e-3)
+    monkeypatch.setitem(ops.OPS, "matmul", wrong)
+    record = run_cell(Cell("matmul", "numpy", "cpu", "float32", 64, "1"), "m", FAST)
+    assert record["status"] == "error"
+    assert record["reason"].startswith("wrong result")
+    assert record["samples_s"] == []
+
+
+def test_an_exception_becomes_an_error_record(monkeypatch):
+    def boom(lib, a, b):
+        raise RuntimeError("kernel exploded\nsecond line")
+
+    monkeypatch.setitem(ops.OPS, "matmul", dataclasses.replace(ops.OPS["matmul"], compute=boom))
+    record = run_cell(Cell("matmul", "numpy", "cpu", "float32", 64, "1"), "m", FAST)
+    assert record["status"] == "error"
+    assert record["reason"] == "RuntimeError during check: kernel exploded"
+
+
+def test_memory_error_becomes_oom(monkeypatch):
+    def no_memory(lib, a, b):
+        raise MemoryError("Unable to allocate 3 TiB")
+
+    monkeypatch.setitem(ops.OPS, "matmul", dataclasses.replace(ops.OPS["matmul"], compute=no_memory))
+    record = run_cell(Cell("matmul", "numpy", "cpu", "float32", 64, "1"), "m", FAST)
+    assert record["status"] == "oom"
+
+
+def test_a_cell_too_large_for_host_memory_is_oom_before_allocating():
+    record = run_cell(Cell("matmul", "numpy", "cpu", "float64", 131072, "1"), "m", FAST)
+    assert record["status"] == "oom"
+    assert "GiB" in record["reason"]

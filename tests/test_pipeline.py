@@ -1,0 +1,154 @@
+"""The real pipeline, end to end, on a tiny grid in a temporary copy of the repository."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pandas as pd
+import pytest
+import yaml
+
+from offloadbench.layout import FIGURE_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TINY = {
+    "machine": "ci-box",
+    "grid": {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu", "cuda", "mps"],
+             "dtypes": ["float32"], "sizes": [32, 64], "threads": [1]},
+    "measure": {"budget_s": 0.1, "warmup_budget_s": 0.05, "min_samples": 6, "timeout_s": 120},
+    "analysis": {"bootstrap_resamples": 200},
+}
+pytestmark = pytest.mark.pipeline
+
+
+def copy_workflow(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "environment.yml"):
+        shutil.copy(ROOT / name, dest / name)
+    for folder in ("config", "workflow"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def snakemake(workdir: Path, *args, config: dict | None = None, check=True):
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1"]
+    if config is not None:
+        (workdir / "test.yaml").write_text(yaml.safe_dump(config))
+        cmd += ["--configfile", "test.yaml"]
+    result = subprocess.run(cmd + list(args), cwd=workdir, capture_output=True, text=True, timeout=900)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = copy_workflow(tmp_path_factory.mktemp("pipeline"))
+    dry = snakemake(workdir, "-n", config=TINY)
+    snakemake(workdir, config=TINY)
+    return {"dir": workdir, "out": workdir / "results" / "ci-box", "dry": dry.stdout + dry.stderr}
+
+
+def test_dry_run_plans_one_measure_job_per_cell(run):
+    assert "measure" in run["dry"]
+    line = next(l for l in run["dry"].splitlines() if l.strip().startswith("measure"))
+    assert int(line.split()[1]) == 8  # numpy 2 + torch cpu 2 + cuda 2 + mps 2
+
+
+def test_every_output_exists(run):
+    out = run["out"]
+    expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "report.md", "report.html"]
+    expected += [f"figures/{n}.{k}" for n in FIGURE_NAMES for k in ("pdf", "png")]
+    for name in expected:
+        assert (out / name).is_file(), name
+    assert len(list((out / "raw" / "matmul").glob("*.json"))) == 8
+    assert not list(out.rglob("*.tmp")), "a temporary file was left behind"
+
+
+def test_statuses_and_columns(run):
+    timings = pd.read_csv(run["out"] / "timings.csv", dtype={"threads": str})
+    for column in ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "reason", "n_samples",
+                   "median_s", "q1_s", "q3_s", "ci_low_s", "ci_high_s", "gflops", "rel_err",
+                   "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction"]:
+        assert column in timings.columns, column
+    gpu = timings[timings["device"].isin(["cuda", "mps"])]
+    assert len(gpu) == 4 and set(gpu["status"]) == {"skipped"}
+    assert gpu["reason"].str.contains("unavailable").all()
+    cpu = timings[timings["device"] == "cpu"]
+    assert set(cpu["status"]) == {"ok"} and (cpu["median_s"] > 0).all() and (cpu["n_samples"] >= 6).all()
+    speedups = pd.read_csv(run["out"] / "speedups.csv")
+    assert len(speedups) == 2 and (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
+
+
+def test_records_carry_their_provenance(run):
+    record = json.loads((run["out"] / "raw" / "matmul" / "torch-cpu-float32-n64-t1.json").read_text())
+    assert record["threads"]["effective"] == 1
+    assert record["settings"]["tf32_matmul"] is False
+    assert record["provenance"]["cpu_model"] and record["provenance"]["torch"]
+    assert any(pool["library"] for pool in record["threads"]["pools"])
+    env = json.loads((run["out"] / "environment.json").read_text())
+    for key in ("cpu_model", "logical_cores", "gpus", "cuda_available", "mps_available", "torch_version",
+                "numpy_version", "threadpools", "tf32_matmul_default", "hostname", "os", "python", "captured_at"):
+        assert key in env, key
+
+
+def test_figures_are_real_images(run):
+    for name in FIGURE_NAMES:
+        assert (run["out"] / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+        image = mpimg.imread(run["out"] / "figures" / f"{name}.png")
+        assert image.ndim == 3 and image.std() > 0.01
+
+
+def test_report_references_each_figure_and_the_skipped_cells(run):
+    text = (run["out"] / "report.md").read_text()
+    for name in FIGURE_NAMES:
+        assert f"figures/{name}.png" in text
+    assert "## Seed claims checked" in text and "**No GPU cell ran on this machine**" in text
+    assert "**skipped** (2): cuda unavailable" in text
+    html = (run["out"] / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(FIGURE_NAMES)
+
+
+def test_a_second_run_has_nothing_to_do(run):
+    result = snakemake(run["dir"], "-n", config=TINY)
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_a_corrupted_record_is_rejected_by_name(run, tmp_path):
+    workdir = copy_workflow(tmp_path / "copy")
+    shutil.copytree(run["out"], workdir / "results" / "ci-box")
+    victim = workdir / "results" / "ci-box" / "raw" / "matmul" / "numpy-cpu-float32-n32-t1.json"
+    victim.write_text(victim.read_text()[:200])
+    result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False)
+    assert result.returncode != 0
+    assert "raw/matmul/numpy-cpu-float32-n32-t1.json: not valid JSON" in result.stdout + result.stderr
+
+
+def test_lint_is_clean():
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Lints for" not in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_snakefmt_is_clean():
+    files = ["Snakefile", *map(str, sorted((ROOT / "workflow" / "rules").glob("*.smk")))]
+    result = subprocess.run([str(BIN / "snakefmt"), "--check", *files], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "bad, key",
+    [({"grid": {"sizes": [0]}}, "grid.sizes[0]"), ({"measure": {"budget": 1}}, "measure"), ({"grid": {"threads": ["x"]}}, "grid.threads[0]")],
+)
+def test_an_invalid_config_stops_before_any_job_in_one_line(tmp_path, bad, key):
+    workdir = copy_workflow(tmp_path / "bad")
+    result = snakemake(workdir, config={**TINY, **bad}, check=False)
+    assert result.returncode != 0
+    errors = [l for l in (result.stdout + result.stderr).splitlines() if l.startswith("error:")]
+    assert len(errors) == 1 and f"config key {key}:" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert not (workdir / "results").exists()

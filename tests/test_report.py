@@ -1,0 +1,65 @@
+
+from offloadbench.config import validate
+from offloadbench.layout import FIGURE_NAMES
+from offloadbench.report import Inputs, build_markdown, write_report
+from offloadbench.seed import judge
+
+
+def inputs(tables, machine="gpubox"):
+    env = {"hostname": machine, "cpu_model": "Test CPU", "logical_cores": 4, "gpus": [{"name": "Test GPU", "total_memory_bytes": 2**34}]}
+    return Inputs(machine, env, tables["timings"], tables["speedups"], tables["thread_scaling"], validate({}))
+
+
+def test_report_states_findings_with_cis(gpu_tables):
+    text = build_markdown(inputs(gpu_tables))
+    assert "The largest speedup over NumPy is **" in text and "95% CI" in text
+    assert "with the copies counted, the GPU beats NumPy from n = " in text
+    assert "copies take" in text
+    assert "Thread scaling, numpy matmul float32" in text
+    for name in FIGURE_NAMES:
+        assert f"figures/{name}.png" in text
+
+
+def test_report_says_plainly_when_there_is_no_gpu(gpu_tables):
+    t = gpu_tables["timings"].copy()
+    cuda = t["device"] == "cuda"
+    t.loc[cuda, "status"] = "skipped"
+    t.loc[cuda, "reason"] = "cuda unavailable: no CUDA device is visible"
+    s = gpu_tables["speedups"][gpu_tables["speedups"]["device"] == "cpu"]
+    text = build_markdown(inputs({**gpu_tables, "timings": t, "speedups": s}))
+    assert "**No GPU cell ran on this machine** (cuda unavailable: no CUDA device is visible)" in text
+    assert "GPU half of the claim" in text
+    assert "**skipped** (3): cuda unavailable" in text
+
+
+def test_seed_claims_below_the_seed_size_are_not_compared(gpu_tables):
+    text = build_markdown(inputs(gpu_tables))
+    assert "not the seed's 10000" in text
+
+
+def test_seed_claims_at_the_seed_size_get_a_verdict(gpu_tables):
+    t, s = gpu_tables["timings"].copy(), gpu_tables["speedups"].copy()
+    t.loc[t["size"] == 4096, "size"] = 10000
+    s.loc[s["size"] == 4096, "size"] = 10000
+    text = build_markdown(inputs({**gpu_tables, "timings": t, "speedups": s}))
+    assert "against the seed's 1.445 s" in text
+    assert "against the seed's 0.0708 s" in text
+    assert "the claim **holds** here." in text  # 50x device-resident in the synthetic data
+
+
+def test_judge_needs_the_whole_ci_on_one_side():
+    assert judge(11, 12, 10) == "holds"
+    assert judge(8, 9, 10) == "does not hold"
+    assert judge(9, 11, 10).startswith("cannot be decided")
+
+
+def test_html_is_self_contained(tmp_path, gpu_tables):
+    from offloadbench.figures import draw
+
+    (tmp_path / "figures").mkdir()
+    for name in FIGURE_NAMES:
+        draw(name, gpu_tables, "gpubox", str(tmp_path / "figures" / f"{name}.pdf"), str(tmp_path / "figures" / f"{name}.png"))
+    write_report(inputs(gpu_tables), str(tmp_path / "report.md"), str(tmp_path / "report.html"))
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('src="data:image/png;base64,') == len(FIGURE_NAMES)
+    assert "<table>" in html and "figures/speedup.png" not in html.split("<body>")[1].split("Vector version")[0]

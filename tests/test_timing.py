@@ -1,0 +1,155 @@
+import math
+import time
+
+import numpy as np
+import pytest
+
+from offloadbench.diagnostics import flags_for_samples
+from offloadbench.timing import (
+    BlockRule,
+    Region,
+    StopRule,
+    WarmupRule,
+    choose_calls_per_sample,
+    sample_until_stable,
+    warm_up,
+)
+
+
+def busy_wait(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_timer_reads_a_known_busy_loop():
+    region = Region("busy", lambda: busy_wait(2e-3))
+    warm_up(region, BlockRule(), WarmupRule(budget_s=0.2))
+    sample_until_stable([region], StopRule(budget_s=0.5, min_samples=10))
+    median = float(np.median(region.samples_s))
+    # The loop can only overrun (preemption), never finish early.
+    assert 2e-3 <= median < 2e-3 * 1.3
+
+
+def test_timer_reads_a_known_sleep():
+    region = Region("sleep", lambda: time.sleep(5e-3))
+    sample_until_stable([region], StopRule(budget_s=0.3, min_samples=8, target_rel_ci=0.5))
+    assert 5e-3 <= float(np.median(region.samples_s)) < 5e-3 * 2
+
+
+def test_synchronisation_is_inside_the_timed_region():
+    calls = []
+    region = Region("sync", lambda: calls.append("fn"), sync=lambda: calls.append("sync"))
+    region.time_block(3)
+    assert calls == ["sync", "fn", "fn", "fn", "sync"]
+
+
+def test_warm_up_absorbs_first_call_costs():
+    state = {"first": True}
+
+    def lazy_init_then_fast():
+        if state["first"]:
+            state["first"] = False
+            busy_wait(30e-3)  # e.g. a CUDA context or cuBLAS handle
+        busy_wait(1e-3)
+
+    region = Region("lazy", lazy_init_then_fast)
+    warm_up(region, BlockRule(), WarmupRule(budget_s=0.5))
+    sample_until_stable([region], StopRule(budget_s=0.3))
+    assert region.first_call_s >= 30e-3
+    assert max(region.samples_s) < 10e-3
+
+
+def test_fast_calls_are_batched_so_the_timer_cost_is_negligible():
+    assert choose_calls_per_sample(1e-6, overhead_s=1e-7, rule=BlockRule(min_sample_s=1e-4)) == 100
+    # Timer overhead dominates: blocks grow until it is below 0.1%.
+    assert choose_calls_per_sample(1e-5, overhead_s=1e-5, rule=BlockRule(min_sample_s=1e-4)) == 1000
+    assert choose_calls_per_sample(2.0, overhead_s=1e-7) == 1
+
+
+class ScriptedRegion(Region):
+    """A region whose samples come from a list: tests the stopping rule without a clock."""
+
+    def __init__(self, values):
+        super().__init__("scripted", lambda: None)
+        self._values = iter(values)
+
+    def sample(self):
+        value = next(self._values)
+        self.samples_s.append(value)
+        return value
+
+
+class FakeClock:
+    def __init__(self, step):
+        self.t, self.step = 0.0, step
+
+    def __call__(self):
+        self.t += self.step
+        return self.t
+
+
+def test_stable_stream_stops_on_the_ci():
+    rng = np.random.default_rng(0)
+    region = ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.01, 10_000)))
+    outcome = sample_until_stable([region], StopRule(target_rel_ci=0.02, min_samples=10, budget_s=100), now=FakeClock(0.001))
+    assert outcome.stop_reason == "ci"
+    assert region.converged and region.rel_ci <= 0.02
+    assert len(region.samples_s) < 100
+
+
+def test_noisy_stream_hits_the_budget_and_is_flagged():
+    rng = np.random.default_rng(1)
+    region = ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.6, 10_000)))
+    rule = StopRule(target_rel_ci=0.01, min_samples=10, budget_s=1.0)
+    outcome = sample_until_stable([region], rule, now=FakeClock(0.05))
+    assert outcome.stop_reason == "budget"
+    assert not region.converged
+    flags = flags_for_samples(region.samples_s, outcome.stop_reason, region.rel_ci, rule.target_rel_ci)
+    assert any(f.startswith("CI not reached") for f in flags)
+
+
+def test_bimodal_stream_is_flagged():
+    rng = np.random.default_rng(2)
+    values = np.where(rng.random(10_000) < 0.5, 1e-3, 1.4e-3) * np.exp(rng.normal(0, 0.005, 10_000))
+    region = ScriptedRegion(values)
+    rule = StopRule(target_rel_ci=0.02, min_samples=40, budget_s=100)
+    outcome = sample_until_stable([region], rule, now=FakeClock(0.001))
+    flags = flags_for_samples(region.samples_s, outcome.stop_reason, region.rel_ci, rule.target_rel_ci)
+    assert any(f.startswith("bimodal") for f in flags)
+
+
+def test_drifting_stream_is_flagged():
+    values = [1e-3] * 30 + [1.2e-3] * 30
+    flags = flags_for_samples(values, "ci", 0.01, 0.02)
+    assert any(f.startswith("drift") for f in flags)
+
+
+def test_unimodal_noise_is_not_flagged():
+    rng = np.random.default_rng(3)
+    values = list(1e-3 * np.exp(rng.normal(0, 0.05, 400)))
+    assert flags_for_samples(values, "ci", 0.005, 0.02) == []
+
+
+def test_at_least_the_floor_of_samples_is_taken_past_the_budget():
+    region = ScriptedRegion([1.0] * 100)
+    outcome = sample_until_stable([region], StopRule(budget_s=0.0, floor_samples=6, min_samples=10), now=FakeClock(10))
+    assert len(region.samples_s) == 6
+    assert outcome.stop_reason == "budget"
+    assert math.isfinite(region.rel_ci)
+
+
+def test_interleaved_regions_each_get_samples():
+    a, b = ScriptedRegion([1.0] * 50), ScriptedRegion([2.0] * 50)
+    sample_until_stable([a, b], StopRule(min_samples=10, budget_s=100), now=FakeClock(0.001))
+    assert len(a.samples_s) == len(b.samples_s) == 10
+    assert a.converged and b.converged
+
+
+@pytest.mark.parametrize("max_samples", [7, 12])
+def test_max_samples_caps_the_count(max_samples):
+    rng = np.random.default_rng(4)
+    region = ScriptedRegion(np.exp(rng.normal(0, 1, 100)))
+    outcome = sample_until_stable([region], StopRule(min_samples=6, max_samples=max_samples, budget_s=100, target_rel_ci=1e-6), now=FakeClock(0.001))
+    assert outcome.stop_reason == "max_samples"
+    assert len(region.samples_s) == max_samples

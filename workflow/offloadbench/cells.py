@@ -1,0 +1,94 @@
+"""A cell of the grid: one (op, library, device, dtype, size, threads) combination.
+
+Imported by the Snakefile and by every measurement job, so it imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass
+
+LIBRARIES = ("numpy", "torch")
+DEVICES = ("cpu", "cuda", "mps")
+GPU_DEVICES = ("cuda", "mps")
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+ALL_THREADS = "all"
+
+_STEM = re.compile(
+    r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)"
+    r"-n(?P<size>\d+)-t(?P<threads>\d+|all)$"
+)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (respects affinity masks set by SLURM or taskset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity API
+        return os.cpu_count() or 1
+
+
+def resolve_threads(label: str | int) -> int:
+    """Turn a thread label ("all" or a count) into the count to use on this host."""
+    if str(label) == ALL_THREADS:
+        return usable_cores()
+    return int(label)
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    op: str
+    library: str
+    device: str
+    dtype: str
+    size: int
+    threads: str  # a count as text, or "all"; resolved on the host that measures
+
+    @property
+    def stem(self) -> str:
+        return (
+            f"{self.library}-{self.device}-{self.dtype}-n{self.size}-t{self.threads}"
+        )
+
+    @property
+    def relpath(self) -> str:
+        """Path of the raw record below results/<machine>/raw/."""
+        return f"{self.op}/{self.stem}.json"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.device in GPU_DEVICES
+
+    @property
+    def label(self) -> str:
+        return f"{self.op} {self.library}/{self.device} {self.dtype} n={self.size} t={self.threads}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_stem(cls, op: str, stem: str) -> "Cell":
+        match = _STEM.match(stem)
+        if not match:
+            raise ValueError(f"not a cell name: {stem!r}")
+        parts = match.groupdict()
+        return cls(
+            op=op,
+            library=parts["library"],
+            device=parts["device"],
+            dtype=parts["dtype"],
+            size=int(parts["size"]),
+            threads=parts["threads"],
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Cell":
+        return cls(
+            op=str(data["op"]),
+            library=str(data["library"]),
+            device=str(data["device"]),
+            dtype=str(data["dtype"]),
+            size=int(data["size"]),
+            threads=str(data["threads"]),
+        )

@@ -1,0 +1,78 @@
+"""Config validation: the schema's defaults filled in, and one-line errors naming the key."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .errors import UserError
+from .provenance import machine_label
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(UserError):
+    """An invalid config; the message is one line that names the key."""
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def fill_defaults(data: dict, schema: dict) -> dict:
+    """Fill missing keys from the schema's defaults, recursing into objects."""
+    for key, sub in schema.get("properties", {}).items():
+        if key not in data and "default" in sub:
+            data[key] = copy.deepcopy(sub["default"])
+        if isinstance(data.get(key), dict) and sub.get("type") == "object":
+            fill_defaults(data[key], sub)
+    return data
+
+
+def key_path(parts) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def describe_error(error: jsonschema.ValidationError) -> str:
+    where = key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"config key {where}: unknown key {', '.join(map(repr, unknown))} (allowed: {allowed})"
+    if error.validator in ("oneOf", "anyOf"):
+        expected = error.schema.get("description", "a valid value")
+        return f"config key {where}: {error.instance!r} is not {expected}"
+    return f"config key {where}: {error.message}"
+
+
+def validate(config: dict, schema: dict | None = None) -> dict:
+    """Return a validated copy of `config` with defaults filled in; raise ConfigError."""
+    schema = schema or load_schema()
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise ConfigError("config: expected a mapping of keys to values")
+    data = fill_defaults(copy.deepcopy(config), schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        raise ConfigError(describe_error(errors[0]))
+    measure = data["measure"]
+    if measure["max_samples"] < measure["min_samples"]:
+        raise ConfigError(
+            f"config key measure.max_samples: {measure['max_samples']} is below "
+            f"measure.min_samples ({measure['min_samples']})"
+        )
+    return data
+
+
+def resolve_machine(config: dict) -> str:
+    label = config["machine"]
+    return machine_label() if label == "auto" else label

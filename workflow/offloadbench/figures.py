@@ -1,0 +1,253 @@
+"""Paper-ready figures from the tidy tables (seaborn, colour-blind palette, units on axes).
+
+Each figure is a function of the tables that returns a matplotlib Figure, so tests can
+draw them without Snakemake. A figure with nothing to show says why in one panel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as ticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .cells import ALL_THREADS  # noqa: E402
+from .layout import FIGURE_NAMES  # noqa: E402
+
+PANEL_HEIGHT_IN = 2.4
+PANEL_ASPECT = 1.25
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
+PHASE_LABELS = {"h2d": "copy in (host→device)", "compute": "compute", "d2h": "copy out (device→host)", "finish": "plot on host"}
+LOG_TICKS = [m * 10.0**e for e in range(-4, 7) for m in (1, 2, 5)]
+UNSTABLE_NOTE = "hollow marker: unstable cell (see report)"
+
+
+def theme() -> None:
+    sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.0)
+    plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight"})
+
+
+def series_label(row) -> str:
+    """One legend entry per library, device and thread count."""
+    if row["device"] != "cpu":
+        name = row.get("device_name")
+        return f"{row['library']} {row['device']}" + (f" ({name})" if isinstance(name, str) and name not in ("", "cpu") else "")
+    threads = row["threads"]
+    effective = row.get("threads_effective")
+    if threads == ALL_THREADS:
+        count = f"all = {int(effective)}" if _is_number(effective) else "all"
+        return f"{row['library']} cpu, {count} threads"
+    return f"{row['library']} cpu, {threads} thread{'s' if threads != '1' else ''}"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not math.isnan(value)
+
+
+def _series_order(frame: pd.DataFrame) -> list[str]:
+    def key(label_row):
+        lib_rank = {"numpy": 0, "torch": 1}.get(label_row["library"], 2)
+        dev_rank = {"cpu": 0, "cuda": 1, "mps": 2}.get(label_row["device"], 3)
+        t = label_row["threads"]
+        return (lib_rank, dev_rank, 10**9 if t == ALL_THREADS else int(t))
+
+    rows = frame.drop_duplicates("series").to_dict(orient="records")
+    return [r["series"] for r in sorted(rows, key=key)]
+
+
+def _styles(series: list[str]) -> tuple[dict, dict]:
+    palette = sns.color_palette("colorblind", n_colors=max(len(series), 3))
+    colours = {s: palette[i % len(palette)] for i, s in enumerate(series)}
+    markers = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(series)}
+    return colours, markers
+
+
+def _with_series(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    frame["series"] = frame.apply(series_label, axis=1)
+    return frame
+
+
+def message_figure(title: str, message: str) -> plt.Figure:
+    """A one-panel figure that states why there is nothing to plot."""
+    fig, ax = plt.subplots(figsize=(5.0, 2.0))
+    ax.axis("off")
+    ax.set_title(title, loc="left", fontweight="bold")
+    ax.text(0.0, 0.5, message, ha="left", va="center", wrap=True, transform=ax.transAxes)
+    return fig
+
+
+def _log_y(ax, suffix: str = "") -> None:
+    """Log axis with plain tick labels (0.5×, 1×, 2×) instead of powers of ten."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.FixedLocator(LOG_TICKS))
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
+
+
+def _size_axis(ax, sizes) -> None:
+    ax.set_xscale("log", base=2)
+    sizes = sorted(set(int(s) for s in sizes))
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(s) for s in sizes], rotation=45 if len(sizes) > 6 else 0)
+    ax.minorticks_off()
+
+
+def _facets(frame: pd.DataFrame, series: list[str], sharey: bool = True) -> sns.FacetGrid:
+    rows = "op" if frame["op"].nunique() > 1 else None
+    return sns.FacetGrid(
+        frame, col="dtype", row=rows, hue="series", hue_order=series,
+        col_order=sorted(frame["dtype"].unique(), key=_dtype_rank),
+        height=PANEL_HEIGHT_IN, aspect=PANEL_ASPECT, sharey=sharey, margin_titles=True,
+        despine=False,
+    )
+
+
+def _dtype_rank(dtype: str) -> int:
+    return ["float16", "bfloat16", "float32", "float64"].index(dtype) if dtype in ("float16", "bfloat16", "float32", "float64") else 9
+
+
+def _line_with_band(data: pd.DataFrame, y: str, lo: str, hi: str, colours: dict, markers: dict, band: bool = True, **_):
+    ax = plt.gca()
+    data = data.sort_values("size")
+    name = data["series"].iloc[0]
+    colour, marker = colours[name], markers[name]
+    ax.plot(data["size"], data[y], color=colour, marker=marker, markersize=4, linewidth=1.2, label=name)
+    if band:
+        ax.fill_between(data["size"], data[lo], data[hi], color=colour, alpha=0.2, linewidth=0)
+    else:
+        yerr = np.vstack([(data[y] - data[lo]).clip(lower=0), (data[hi] - data[y]).clip(lower=0)])
+        ax.errorbar(data["size"], data[y], yerr=yerr, fmt="none", ecolor=colour, elinewidth=0.8, capsize=2)
+    unstable = data[data["unstable"].fillna("").astype(str) != ""]
+    if not unstable.empty:
+        ax.plot(unstable["size"], unstable[y], linestyle="none", marker=marker, markersize=6,
+                markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.2)
+
+
+def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str) -> plt.Figure:
+    for ax in g.axes.flat:
+        _size_axis(ax, frame["size"])
+    g.set_axis_labels("matrix size n (n×n)", ylabel)
+    g.set_titles(col_template="{col_name}", row_template="{row_name}")
+    g.add_legend(title="")
+    note = UNSTABLE_NOTE if (frame["unstable"].fillna("").astype(str) != "").any() else None
+    g.figure.suptitle(title, x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
+    if note:
+        g.figure.text(0.01, -0.04, note, ha="left", va="top", fontsize="small")
+    return g.figure
+
+
+def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
+    """Device-resident speedup over numpy on the cpu, with 95% CI bands and a line at 1."""
+    if speedups.empty:
+        return message_figure("Speedup over NumPy", f"No cell on {machine} has both a result and a NumPy baseline.")
+    frame = _with_series(speedups)
+    series = _series_order(frame)
+    colours, markers = _styles(series)
+    g = _facets(frame, series)
+    g.map_dataframe(_line_with_band, y="speedup", lo="speedup_ci_low", hi="speedup_ci_high", colours=colours, markers=markers)
+    for ax in g.axes.flat:
+        _log_y(ax, "×")
+        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+    return _finish_grid(g, "speedup over NumPy (×, log)", frame, f"Speedup over NumPy on the CPU — {machine}")
+
+
+def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
+    """Achieved GFLOP/s against size, with the 95% CI of the median as error bars."""
+    ok = timings[timings["status"] == "ok"]
+    if ok.empty:
+        return message_figure("Throughput", f"No cell on {machine} finished with status ok.")
+    frame = _with_series(ok)
+    series = _series_order(frame)
+    colours, markers = _styles(series)
+    g = _facets(frame, series)
+    g.map_dataframe(_line_with_band, y="gflops", lo="gflops_ci_low", hi="gflops_ci_high", colours=colours, markers=markers, band=False)
+    for ax in g.axes.flat:
+        _log_y(ax)
+    return _finish_grid(g, "throughput (GFLOP/s, log)", frame, f"Throughput — {machine}")
+
+
+def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
+    """Share of the time in each phase (copy in, compute, copy out) per size, device cells."""
+    device = timings[(timings["status"] == "ok") & (timings["device"] != "cpu")]
+    if device.empty:
+        skipped = timings[timings["device"] != "cpu"]
+        reasons = "; ".join(sorted(skipped["reason"].dropna().astype(str).unique()))
+        why = (
+            f" {len(skipped)} GPU cells were not measured ({reasons})."
+            if not skipped.empty else " The grid has no cuda or mps cells."
+        )
+        return message_figure(
+            "Transfer overhead",
+            f"No GPU cell was measured on {machine}, so there are no copies to show.{why}\n"
+            "Run on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+        )
+    phases = [p for p in ("h2d", "compute", "d2h", "finish") if device[f"{p}_s"].notna().any()]
+    long = device.melt(
+        id_vars=["op", "device", "dtype", "size"], value_vars=[f"{p}_s" for p in phases],
+        var_name="phase", value_name="seconds",
+    )
+    long["phase"] = long["phase"].str.removesuffix("_s")
+    total = long.groupby(["op", "device", "dtype", "size"])["seconds"].transform("sum")
+    long["share"] = long["seconds"] / total * 100
+    palette = dict(zip(phases, sns.color_palette("colorblind", n_colors=len(phases))))
+    rows = "device" if long["device"].nunique() > 1 else ("op" if long["op"].nunique() > 1 else None)
+    g = sns.FacetGrid(
+        long, col="dtype", row=rows, col_order=sorted(long["dtype"].unique(), key=_dtype_rank),
+        height=PANEL_HEIGHT_IN, aspect=PANEL_ASPECT, sharey=True, margin_titles=True, despine=False,
+    )
+
+    def stacked(data: pd.DataFrame, **_):
+        ax = plt.gca()
+        table = data.pivot_table(index="size", columns="phase", values="share", aggfunc="median").reindex(columns=phases)
+        positions = np.arange(len(table.index))
+        bottom = np.zeros(len(table.index))
+        for phase in phases:
+            values = table[phase].fillna(0).to_numpy()
+            ax.bar(positions, values, bottom=bottom, color=palette[phase], label=PHASE_LABELS[phase], width=0.75, edgecolor="white", linewidth=0.5)
+            bottom += values
+        ax.set_xticks(positions)
+        ax.set_xticklabels([str(s) for s in table.index], rotation=45 if len(positions) > 6 else 0)
+        ax.set_ylim(0, 100)
+
+    g.map_dataframe(stacked)
+    g.set_axis_labels("matrix size n (n×n)", "share of the phase times (%)")
+    g.set_titles(col_template="{col_name}", row_template="{row_name}")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in phases]
+    g.figure.legend(handles, [PHASE_LABELS[p] for p in phases], loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    g.figure.suptitle(f"Where the time goes on the device — {machine}", x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
+    return g.figure
+
+
+FIGURES: dict[str, Callable] = {
+    "speedup": lambda tables, machine: speedup_figure(tables["speedups"], machine),
+    "transfer_overhead": lambda tables, machine: transfer_overhead_figure(tables["timings"], machine),
+    "throughput": lambda tables, machine: throughput_figure(tables["timings"], machine),
+}
+
+
+assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree"
+
+
+def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str) -> None:
+    """Draw one figure and save it as vector PDF and 300-dpi PNG."""
+    theme()
+    fig = FIGURES[name](tables, machine)
+    fig.savefig(pdf_path)
+    fig.savefig(png_path, dpi=300)
+    plt.close(fig)
+
+
+def read_tables(timings_path: str, speedups_path: str) -> dict[str, pd.DataFrame]:
+    dtypes = {"threads": str, "unstable": str, "reason": str}
+    timings = pd.read_csv(timings_path, dtype=dtypes, keep_default_na=False, na_values=[""])
+    speedups = pd.read_csv(speedups_path, dtype=dtypes, keep_default_na=False, na_values=[""])
+    return {"timings": timings, "speedups": speedups}

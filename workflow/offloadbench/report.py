@@ -1,0 +1,328 @@
+"""The report: what was found on this machine, in sentences with numbers and 95% CIs.
+
+Built as Markdown from the tables and environment.json, then rendered to one
+self-contained HTML file with the figures embedded.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .cells import ALL_THREADS
+from .layout import FIGURE_NAMES
+from .seed import SEED_CLAIM, check_seed_claims
+
+FIGURE_CAPTIONS = {
+    "speedup": "Device-resident speedup of PyTorch over NumPy on the CPU (baseline: NumPy at the same thread count; GPU cells against NumPy on all cores). Bands: 95% bootstrap CI of the ratio of medians; dashed line: no difference.",
+    "transfer_overhead": "Share of the time of each device cell spent copying inputs to the device, computing, and copying the result back.",
+    "throughput": "Achieved throughput (FLOP model ÷ median time) with the 95% CI of the median as error bars.",
+}
+
+
+@dataclass
+class Inputs:
+    machine: str
+    environment: dict
+    timings: pd.DataFrame
+    speedups: pd.DataFrame
+    thread_scaling: pd.DataFrame
+    settings: dict  # the validated config
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "–"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_ratio(value: float, lo: float, hi: float) -> str:
+    if not math.isfinite(value):
+        return "–"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{value:.2f}× (CI unavailable)"
+    return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
+
+
+def cell_phrase(row) -> str:
+    if row["device"] == "cpu":
+        t = row["threads"]
+        eff = row.get("threads_effective")
+        threads = f"all = {int(eff)} threads" if t == ALL_THREADS and _finite(eff) else (f"{t} thread" + ("s" if t != "1" else ""))
+        where = f"on the cpu ({threads})"
+    else:
+        where = f"on {row['device']}"
+    return f"{row['op']} with {row['library']} {where}, {row['dtype']}, n = {int(row['size'])}"
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def machine_section(env: dict, machine: str) -> list[str]:
+    gpus = env.get("gpus") or []
+    gpu = ", ".join(f"{g['name']} ({g['total_memory_bytes'] / 2**30:.0f} GiB)" if g.get("total_memory_bytes") else g["name"] for g in gpus) or "none visible to torch"
+    blas = env.get("numpy_blas") or {}
+    lines = [
+        "## Machine",
+        "",
+        f"- Label: `{machine}` (host `{env.get('hostname')}`), {env.get('os')}",
+        f"- CPU: {env.get('cpu_model')}, {env.get('logical_cores')} logical cores ({env.get('usable_cores')} usable), governor {env.get('cpu_governor') or 'not readable'}",
+        f"- GPU: {gpu}" + (f", driver {env['nvidia_driver']}" if env.get("nvidia_driver") else ""),
+        f"- Software: Python {env.get('python')}, NumPy {env.get('numpy_version')} ({blas.get('name', 'BLAS unknown')} {blas.get('version') or ''}), PyTorch {env.get('torch_version') or 'not installed'}"
+        + (f" (CUDA {env['torch_cuda_build']})" if env.get("torch_cuda_build") else ""),
+        f"- TF32 for float32 matmuls: {'allowed' if env.get('tf32_matmul_default') else 'off'} by default; cells record their own setting",
+        f"- BLAS/OpenMP environment: {', '.join(f'{k}={v}' for k, v in (env.get('blas_env') or {}).items()) or 'nothing set'}",
+        f"- Captured at {env.get('captured_at')}",
+        "",
+    ]
+    return lines
+
+
+def speedup_findings(speedups: pd.DataFrame) -> list[str]:
+    if speedups.empty:
+        return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
+    lines = []
+    faster = speedups[speedups["speedup_verdict"] == "faster"]
+    if not faster.empty:
+        best = faster.loc[faster["speedup"].idxmax()]
+        lines.append(
+            f"- The largest speedup over NumPy is **{fmt_ratio(best['speedup'], best['speedup_ci_low'], best['speedup_ci_high'])}**, "
+            f"for {cell_phrase(best)}."
+        )
+    else:
+        best = speedups.loc[speedups["speedup"].idxmax()]
+        lines.append(
+            f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {fmt_ratio(best['speedup'], best['speedup_ci_low'], best['speedup_ci_high'])} "
+            f"for {cell_phrase(best)}, is {best['speedup_verdict']}."
+        )
+    slower = speedups[speedups["speedup_verdict"] == "slower"]
+    if not slower.empty:
+        worst = slower.loc[slower["speedup"].idxmin()]
+        lines.append(
+            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {fmt_ratio(worst['speedup'], worst['speedup_ci_low'], worst['speedup_ci_high'])} "
+            f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy)."
+        )
+    same = (speedups["speedup_verdict"] == "no measurable difference").sum()
+    if same:
+        lines.append(f"- {same} of {len(speedups)} cells show no measurable difference from NumPy (their 95% CI includes 1).")
+    return lines
+
+
+def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    gpu_rows = timings[timings["device"] != "cpu"]
+    ok = gpu_rows[gpu_rows["status"] == "ok"]
+    if ok.empty:
+        if gpu_rows.empty:
+            return ["- The grid has no GPU cells, so whether offloading pays is not measured here."]
+        reasons = "; ".join(sorted(gpu_rows["reason"].dropna().unique()))
+        return [
+            f"- **No GPU cell ran on this machine** ({reasons}). Whether offloading pays, and what the copies cost, "
+            "cannot be answered here: run `config/paper.yaml` on a GPU machine, or `make gpu-check`."
+        ]
+    lines = []
+    gpu_speed = speedups[speedups["device"] != "cpu"]
+    for (op, device, dtype), group in gpu_speed.groupby(["op", "device", "dtype"]):
+        group = group.sort_values("size")
+        paying = group[group["end_to_end_verdict"] == "faster"]
+        if paying.empty:
+            lines.append(f"- {op}, {dtype} on {device}: with the copies counted, the GPU never beats NumPy within the grid (up to n = {int(group['size'].max())}).")
+        else:
+            first = paying.iloc[0]
+            lines.append(
+                f"- {op}, {dtype} on {device}: with the copies counted, the GPU beats NumPy from n = {int(first['size'])} "
+                f"({fmt_ratio(first['end_to_end_speedup'], first['end_to_end_speedup_ci_low'], first['end_to_end_speedup_ci_high'])} end to end)."
+            )
+    for (op, device, dtype), group in ok.groupby(["op", "device", "dtype"]):
+        largest = group.loc[group["size"].idxmax()]
+        if _finite(largest["transfer_fraction"]):
+            lines.append(
+                f"- At n = {int(largest['size'])} ({op}, {dtype}, {device}), copies take {largest['transfer_fraction']:.0%} of the end-to-end time "
+                f"(copy in {fmt_time(largest['h2d_s'])}, compute {fmt_time(largest['compute_s'])}, copy out {fmt_time(largest['d2h_s'])})."
+            )
+    return lines
+
+
+def scaling_findings(scaling: pd.DataFrame) -> list[str]:
+    lines = []
+    for (op, library, dtype), group in scaling.groupby(["op", "library", "dtype"]):
+        row = group.loc[group["size"].idxmax()]
+        threads = f"{int(row['threads_effective'])} threads" if _finite(row["threads_effective"]) else f"{row['threads']} threads"
+        lines.append(
+            f"- Thread scaling, {library} {op} {dtype} at n = {int(row['size'])}: {threads} run "
+            f"{fmt_ratio(row['scaling'], row['scaling_ci_low'], row['scaling_ci_high'])} as fast as one thread."
+        )
+    return lines
+
+
+def stability_findings(timings: pd.DataFrame) -> list[str]:
+    ok = timings[timings["status"] == "ok"]
+    unstable = ok[ok["unstable"].fillna("").astype(str) != ""]
+    if ok.empty:
+        return []
+    if unstable.empty:
+        return [f"- All {len(ok)} measured cells met the noise checks."]
+    return [f"- {len(unstable)} of {len(ok)} measured cells are flagged unstable (listed below; hollow markers in the figures)."]
+
+
+def status_section(timings: pd.DataFrame) -> list[str]:
+    counts = timings["status"].value_counts()
+    lines = ["## Cells", "", "Cells per status: " + ", ".join(f"{status} {counts[status]}" for status in counts.index) + ".", ""]
+    bad = timings[timings["status"] != "ok"]
+    if not bad.empty:
+        lines += ["### Skipped or failed cells", ""]
+        for (status, reason), group in bad.groupby(["status", "reason"], dropna=False):
+            names = ", ".join(f"`{r.library}-{r.device}-{r.dtype}-n{int(r.size)}-t{r.threads}`" for r in group.itertuples())
+            lines.append(f"- **{status}** ({len(group)}): {reason}. Cells: {names}")
+        lines.append("")
+    unstable = timings[(timings["status"] == "ok") & (timings["unstable"].fillna("").astype(str) != "")]
+    if not unstable.empty:
+        lines += ["### Unstable cells", ""]
+        for r in unstable.itertuples():
+            lines.append(f"- `{r.op}/{r.library}-{r.device}-{r.dtype}-n{int(r.size)}-t{r.threads}`: {r.unstable}")
+        lines.append("")
+    return lines
+
+
+def timings_markdown(timings: pd.DataFrame) -> str:
+    ok = timings.copy()
+    table = pd.DataFrame({
+        "op": ok["op"], "library": ok["library"], "device": ok["device"], "dtype": ok["dtype"],
+        "n": ok["size"].astype(int), "threads": ok["threads"], "status": ok["status"],
+        "median": ok["median_s"].map(fmt_time),
+        "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if _finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
+        "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if _finite(v) else "–"),
+        "end to end": ok["end_to_end_s"].map(fmt_time),
+        "copies": ok["transfer_fraction"].map(lambda v: f"{v:.0%}" if _finite(v) else "–"),
+        "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if _finite(v) else "–"),
+        "samples": ok["n_samples"].astype(int),
+        "stable": ok["unstable"].fillna("").map(lambda v: "no" if v else "yes"),
+    })
+    return markdown_table(table)
+
+
+def speedups_markdown(speedups: pd.DataFrame) -> str:
+    if speedups.empty:
+        return "_No speedups: no PyTorch cell has a NumPy baseline._"
+    table = pd.DataFrame({
+        "op": speedups["op"], "library": speedups["library"], "device": speedups["device"],
+        "dtype": speedups["dtype"], "n": speedups["size"].astype(int), "threads": speedups["threads"],
+        "speedup": [fmt_ratio(v, lo, hi) for v, lo, hi in zip(speedups["speedup"], speedups["speedup_ci_low"], speedups["speedup_ci_high"])],
+        "verdict": speedups["speedup_verdict"],
+        "end-to-end speedup": [fmt_ratio(v, lo, hi) for v, lo, hi in zip(speedups["end_to_end_speedup"], speedups["end_to_end_speedup_ci_low"], speedups["end_to_end_speedup_ci_high"])],
+        "end-to-end verdict": speedups["end_to_end_verdict"],
+    })
+    return markdown_table(table)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def method_section(settings: dict) -> list[str]:
+    m, a = settings["measure"], settings["analysis"]
+    return [
+        "## Method",
+        "",
+        f"Each cell runs in its own process, alone on the machine (a host-wide lock), with its CPU thread count set before NumPy and PyTorch load and read back afterwards. "
+        f"Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
+        f"A region first runs until two consecutive blocks agree within 5% (warm-up), then repeats calls within a sample until a sample lasts at least {m['min_sample_s'] * 1e3:g} ms and the timer's own cost is below 0.1%. "
+        f"Samples are taken in interleaved rounds over the regions of a cell until the distribution-free 95% CI of every median is within ±{m['target_rel_ci']:.0%} "
+        f"(at least {m['min_samples']} samples) or the {m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
+        f"Each result is checked against a float64 NumPy reference on {m['check_rows']} sampled rows with a dtype-aware tolerance; a wrong result is an error, not a speedup. "
+        f"TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is {'pinned' if m['pinned_memory'] else 'pageable'}.",
+        "",
+        f"Confidence intervals in the tables and this report are percentile bootstraps ({a['bootstrap_resamples']} resamples, seed {a['seed']}) of the median, "
+        f"and, for speedups, of the ratio of the two medians drawing both sample sets. A speedup whose CI includes 1 is reported as *no measurable difference*.",
+        "",
+    ]
+
+
+def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
+    t, s = inputs.timings, inputs.speedups
+    findings = speedup_findings(s) + gpu_findings(t, s) + scaling_findings(inputs.thread_scaling) + stability_findings(t)
+    lines = [
+        f"# NumPy vs PyTorch on `{inputs.machine}`",
+        "",
+        "When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from the GPU cost?",
+        "",
+        *machine_section(inputs.environment, inputs.machine),
+        "## Key findings",
+        "",
+        *findings,
+        "",
+        "## Seed claims checked",
+        "",
+        f"> {SEED_CLAIM}",
+        "",
+        *check_seed_claims(t, s),
+        "",
+        "## Figures",
+        "",
+    ]
+    for name in FIGURE_NAMES:
+        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {FIGURE_CAPTIONS[name]} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+    lines += status_section(t)
+    lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
+    lines += method_section(inputs.settings)
+    return "\n".join(lines)
+
+
+HTML_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.5;color:#222}
+table{border-collapse:collapse;font-size:.85em;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+th{background:#f3f3f3}img{max-width:100%}blockquote{border-left:4px solid #ccc;margin:0;padding:0 1em;color:#555}
+code{background:#f5f5f5;padding:0 .2em}
+"""
+
+
+def to_html(markdown_text: str, base_dir: Path, title: str) -> str:
+    """Render the Markdown to one self-contained page, figures embedded as data URIs."""
+    import markdown
+
+    body = markdown.markdown(markdown_text, extensions=["tables", "sane_lists"])
+
+    def embed(match: re.Match) -> str:
+        src = match.group(1)
+        path = base_dir / src
+        if not path.exists():
+            return match.group(0)
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'src="data:image/png;base64,{data}"'
+
+    body = re.sub(r'src="([^"]+\.png)"', embed, body)
+    return f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{HTML_STYLE}</style></head><body>\n{body}\n</body></html>\n"
+
+
+def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
+    md_file = Path(md_path)
+    text = build_markdown(inputs)
+    md_file.write_text(text, encoding="utf-8")
+    Path(html_path).write_text(to_html(text, md_file.parent, f"offloadbench — {inputs.machine}"), encoding="utf-8")
+
+
+def load_inputs(paths, machine: str, settings: dict) -> Inputs:
+    """Read the tables and environment.json named by `paths` (an object with attributes)."""
+    import json
+
+    from .figures import read_tables
+
+    tables = read_tables(paths.timings, paths.speedups)
+    scaling = pd.read_csv(paths.thread_scaling, dtype={"threads": str}, keep_default_na=False, na_values=[""])
+    with open(paths.environment, encoding="utf-8") as handle:
+        environment = json.load(handle)
+    return Inputs(machine, environment, tables["timings"], tables["speedups"], scaling, settings)

@@ -1,0 +1,203 @@
+"""How one region is timed: blocks of calls, warm-up until stable, adaptive sampling.
+
+The timer only knows callables and a synchronise function, so it is tested on synthetic
+workloads and reused for every phase (host->device copy, compute, device->host copy,
+end to end). Statistics of the finished samples live in `stats`; presentation elsewhere.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .stats import median_ci_rel_halfwidth
+
+Clock = Callable[[], int]
+
+
+def _no_sync() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a region's sampling ends: its median's 95% CI is tight enough, or its time
+    budget or sample cap runs out."""
+
+    target_rel_ci: float = 0.02
+    min_samples: int = 10
+    floor_samples: int = 6  # taken even past the budget: fewer give no 95% CI of a median
+    max_samples: int = 2000
+    budget_s: float = 2.0  # per timed region
+    confidence: float = 0.95
+    slice_s: float = 0.05  # time a region is sampled before the next region's turn
+
+
+@dataclass(frozen=True)
+class WarmupRule:
+    """Warm-up ends when two consecutive blocks agree within `rel_tol`, or its budget ends."""
+
+    rel_tol: float = 0.05
+    min_blocks: int = 2
+    max_blocks: int = 50
+    budget_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """How many calls make one sample: enough that the timer's own cost is negligible."""
+
+    min_sample_s: float = 1e-4
+    max_overhead_frac: float = 1e-3
+    max_calls: int = 1_000_000
+
+
+@dataclass
+class Region:
+    """A timed region: what to call and how to wait for the device to finish."""
+
+    name: str
+    fn: Callable[[], object]
+    sync: Callable[[], object] = _no_sync
+    clock: Clock = time.perf_counter_ns
+    calls_per_sample: int = 1
+    first_call_s: float | None = None
+    warmup_s: list[float] = field(default_factory=list)
+    samples_s: list[float] = field(default_factory=list)
+    converged: bool = False
+    rel_ci: float = math.inf
+    spent_s: float = 0.0
+    stop_reason: str | None = None
+
+    def time_block(self, calls: int) -> float:
+        """Mean seconds per call over `calls` back-to-back calls, device work included."""
+        fn, sync, clock = self.fn, self.sync, self.clock
+        sync()
+        start = clock()
+        for _ in range(calls):
+            fn()
+        sync()
+        return (clock() - start) / calls / 1e9
+
+    def timer_overhead_s(self, repeats: int = 7) -> float:
+        """Cost of an empty timed block (clock reads plus two synchronisations)."""
+        sync, clock = self.sync, self.clock
+        costs = []
+        for _ in range(repeats):
+            sync()
+            start = clock()
+            sync()
+            costs.append((clock() - start) / 1e9)
+        return sorted(costs)[len(costs) // 2]
+
+    def sample(self) -> float:
+        value = self.time_block(self.calls_per_sample)
+        self.samples_s.append(value)
+        return value
+
+
+def choose_calls_per_sample(
+    call_s: float, overhead_s: float, rule: BlockRule = BlockRule()
+) -> int:
+    """Calls per sample so that a sample lasts min_sample_s and overhead stays below its share."""
+    if call_s <= 0:
+        return rule.max_calls
+    wanted_s = max(rule.min_sample_s, overhead_s / rule.max_overhead_frac)
+    calls = math.ceil(wanted_s / call_s * (1 - 1e-9))  # no extra call from rounding noise
+    return int(min(rule.max_calls, max(1, calls)))
+
+
+def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> None:
+    """Pay first-call costs, size the blocks, then run blocks until two agree."""
+    region.first_call_s = region.time_block(1)
+    overhead = region.timer_overhead_s()
+    region.calls_per_sample = choose_calls_per_sample(region.first_call_s, overhead, block)
+    region.warmup_s = [region.first_call_s]
+    deadline = time.perf_counter() + rule.budget_s
+    blocks: list[float] = []
+    while len(blocks) < rule.max_blocks:
+        blocks.append(region.time_block(region.calls_per_sample))
+        if len(blocks) >= rule.min_blocks and _agree(blocks[-2], blocks[-1], rule.rel_tol):
+            break
+        if time.perf_counter() > deadline:
+            break
+    region.warmup_s.extend(blocks)
+    # Re-size once from warm numbers: the cold estimate may have been far off.
+    region.calls_per_sample = choose_calls_per_sample(min(blocks), overhead, block)
+
+
+def _agree(a: float, b: float, rel_tol: float) -> bool:
+    return abs(a - b) <= rel_tol * min(a, b)
+
+
+@dataclass(frozen=True)
+class SamplingOutcome:
+    stop_reason: str  # of the whole cell: "ci" | "budget" | "max_samples"
+    elapsed_s: float
+    rounds: int
+
+
+def _stop_reason(region: Region, rule: StopRule) -> str | None:
+    n = len(region.samples_s)
+    if region.converged:
+        return "ci"
+    if n >= rule.max_samples:
+        return "max_samples"
+    if n >= rule.floor_samples and region.spent_s >= rule.budget_s:
+        return "budget"
+    return None
+
+
+def _update_ci(region: Region, rule: StopRule) -> None:
+    n = len(region.samples_s)
+    # The CI costs a sort; past 50 samples, every 5th sample is often enough.
+    if n >= rule.min_samples and (n < 50 or n % 5 == 0):
+        region.rel_ci = median_ci_rel_halfwidth(region.samples_s, rule.confidence)
+        region.converged = region.rel_ci <= rule.target_rel_ci
+
+
+def sample_until_stable(
+    regions: Sequence[Region], rule: StopRule, now: Callable[[], float] = time.perf_counter
+) -> SamplingOutcome:
+    """Sample the regions in interleaved rounds until every median CI meets the target.
+
+    Each round gives every unfinished region a slice of time (at least one sample), so slow
+    drift (thermal, frequency, neighbours) hits all regions of a cell alike while caches
+    stay warm within a slice. A region stops on its CI, its own time budget (after the
+    floor of samples) or the sample cap. GC is off while sampling.
+    """
+    start = now()
+    rounds = 0
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        while True:
+            pending = [r for r in regions if _stop_reason(r, rule) is None]
+            if not pending:
+                break
+            for region in pending:
+                slice_end = now() + rule.slice_s
+                while True:
+                    began = now()
+                    region.sample()
+                    region.spent_s += now() - began
+                    _update_ci(region, rule)
+                    if _stop_reason(region, rule) is not None or now() >= slice_end:
+                        break
+            rounds += 1
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    for region in regions:
+        region.stop_reason = _stop_reason(region, rule) or "budget"
+        if len(region.samples_s) >= 2:
+            region.rel_ci = median_ci_rel_halfwidth(region.samples_s, rule.confidence)
+            # Tight enough is tight enough, even when few samples fit the budget.
+            region.converged = region.rel_ci <= rule.target_rel_ci
+    reasons = {region.stop_reason for region in regions}
+    overall = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
+    return SamplingOutcome(stop_reason=overall, elapsed_s=now() - start, rounds=rounds)

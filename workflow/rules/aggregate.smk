@@ -1,0 +1,20 @@
+# Raw records -> tidy tables (pandas): one row per cell, speedups, thread scaling.
+
+
+rule aggregate:
+    input:
+        records=raw_records,
+        environment=f"{OUT}/environment.json",
+    output:
+        timings=f"{OUT}/timings.csv",
+        speedups=f"{OUT}/speedups.csv",
+        thread_scaling=f"{OUT}/thread_scaling.csv",
+    log:
+        f"{OUT}/logs/aggregate.log",
+    conda:
+        "../../environment.yml"
+    params:
+        machine=MACHINE,
+        analysis=config["analysis"],
+    script:
+        "../scripts/aggregate.py"

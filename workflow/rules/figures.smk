@@ -1,0 +1,22 @@
+# Tables -> paper-ready figures (seaborn), each as vector PDF and 300-dpi PNG.
+
+
+rule figure:
+    input:
+        timings=f"{OUT}/timings.csv",
+        speedups=f"{OUT}/speedups.csv",
+    output:
+        pdf=f"{OUT}/figures/{{figure}}.pdf",
+        png=report(
+            f"{OUT}/figures/{{figure}}.png",
+            caption="../report/{figure}.rst",
+            category="Figures",
+        ),
+    log:
+        f"{OUT}/logs/figures/{{figure}}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        machine=MACHINE,
+    script:
+        "../scripts/draw_figure.py"

@@ -1,0 +1,37 @@
+# One job per cell. A shell command, not `script:`, keeps snakemake and pandas out of the
+# measuring process; the job takes the host's benchmark lock and all local cores.
+
+
+rule environment:
+    output:
+        f"{OUT}/environment.json",
+    log:
+        f"{OUT}/logs/environment.log",
+    conda:
+        "../../environment.yml"
+    threads: bench_threads
+    params:
+        machine=MACHINE,
+    script:
+        "../scripts/capture_environment.py"
+
+
+rule measure:
+    input:
+        environment=f"{OUT}/environment.json",
+    output:
+        f"{OUT}/raw/{{op}}/{{cell}}.json",
+    log:
+        f"{OUT}/logs/measure/{{op}}/{{cell}}.log",
+    conda:
+        "../../environment.yml"
+    threads: bench_threads
+    params:
+        python=sys.executable,
+        script=os.path.join(PACKAGE_DIR, "scripts", "measure_cell.py"),
+        machine=MACHINE,
+        settings=json.dumps(config["measure"], sort_keys=True),
+    shell:
+        '"{params.python}" "{params.script}" --op {wildcards.op} --cell {wildcards.cell}'
+        " --machine {params.machine} --settings {params.settings:q}"
+        ' --environment "{input.environment}" --out "{output}" 2> "{log}"'

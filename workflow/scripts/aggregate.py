@@ -1,0 +1,20 @@
+"""Entry point of the aggregate rule: raw records -> timings, speedups, thread scaling."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the offloadbench package
+
+from offloadbench.aggregate import Analysis, write_tables  # noqa: E402
+from offloadbench.scripting import run_logged  # noqa: E402
+
+run_logged(
+    snakemake.log[0],  # noqa: F821 - injected by snakemake
+    lambda: write_tables(
+        snakemake.input.records,  # noqa: F821
+        snakemake.input.environment,  # noqa: F821
+        snakemake.params.machine,  # noqa: F821
+        Analysis.from_config(snakemake.params.analysis),  # noqa: F821
+        dict(snakemake.output.items()),  # noqa: F821
+    ),
+)
