@@ -9,7 +9,7 @@ SMK_FILES := Snakefile $(wildcard workflow/rules/*.smk)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint gpu-check gpu-wheels clean-venv
+.PHONY: run test lint bench-fidelity bench-overhead gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -26,6 +26,14 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check $(SMK_FILES)
+
+# Benchmarks of the method (numbers, not tests): fidelity against torch.utils.benchmark,
+# and the pipeline's own overhead.
+bench-fidelity: $(STAMP)
+	$(BIN)/python benchmarks/fidelity.py
+
+bench-overhead: $(STAMP)
+	$(BIN)/python benchmarks/overhead.py
 
 # DESIGN.md section 7: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
 gpu-check:

@@ -43,3 +43,10 @@ def test_invalid_configs_name_the_key_in_one_line(config, key, words):
     assert f"config key {key}:" in message
     assert words in message
     assert "\n" not in message
+
+
+def test_measure_settings_round_trip_through_the_schema():
+    from offloadbench.measure import Settings
+
+    section = validate({"measure": {"budget_s": 3.5, "pinned_memory": True}})["measure"]
+    assert Settings.from_config(section).as_dict() == section

@@ -11,10 +11,11 @@ import time
 import pytest
 
 from offloadbench import job
+from offloadbench.config import validate
 from offloadbench.records import load_record
 
-SETTINGS = {"target_rel_ci": 0.05, "budget_s": 0.2, "warmup_budget_s": 0.1, "min_samples": 6, "max_samples": 100,
-            "min_sample_s": 1e-4, "timeout_s": 30, "seed": 0, "check_rows": 8, "pinned_memory": False, "allow_tf32": False}
+SETTINGS = {**validate({})["measure"], "target_rel_ci": 0.05, "budget_s": 0.2, "warmup_budget_s": 0.1,
+            "min_sampling_s": 0.01, "timeout_s": 30, "check_rows": 8}
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the supervisor forks (POSIX only)")
 
@@ -97,3 +98,15 @@ def test_measurement_jobs_never_overlap(tmp_path):
     spans = sorted((r["started_at"], r["finished_at"]) for r in records)
     assert spans[0][1] <= spans[1][0], "the two measurements overlapped"
     assert max(r["lock_wait_s"] for r in records) > 0
+
+
+def test_a_bug_in_the_child_is_an_error_record_with_its_traceback_in_the_log(tmp_path, monkeypatch, capfd):
+    def bug(a, cell, settings, extra, report):
+        raise KeyError("a missing setting")
+
+    monkeypatch.setattr(job, "measure_in_child", bug)
+    assert job.run(args(tmp_path)) == 0
+    record = load_record(tmp_path / "raw" / "numpy-cpu-float32-n32-t1.json")
+    assert record["status"] == "error" and "exited with status 1" in record["reason"]
+    err = capfd.readouterr().err
+    assert "Traceback" in err and "a missing setting" in err

@@ -9,8 +9,8 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pandas as pd
 import pytest
-import yaml
 
+from offloadbench import sandbox
 from offloadbench.layout import FIGURE_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,21 +25,8 @@ TINY = {
 pytestmark = pytest.mark.pipeline
 
 
-def copy_workflow(dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "environment.yml"):
-        shutil.copy(ROOT / name, dest / name)
-    for folder in ("config", "workflow"):
-        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
 def snakemake(workdir: Path, *args, config: dict | None = None, check=True):
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1"]
-    if config is not None:
-        (workdir / "test.yaml").write_text(yaml.safe_dump(config))
-        cmd += ["--configfile", "test.yaml"]
-    result = subprocess.run(cmd + list(args), cwd=workdir, capture_output=True, text=True, timeout=900)
+    result = sandbox.snakemake(workdir, *args, config=config, timeout=900)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
     return result
@@ -47,7 +34,7 @@ def snakemake(workdir: Path, *args, config: dict | None = None, check=True):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    workdir = copy_workflow(tmp_path_factory.mktemp("pipeline"))
+    workdir = sandbox.copy_workflow(tmp_path_factory.mktemp("pipeline"))
     dry = snakemake(workdir, "-n", config=TINY)
     snakemake(workdir, config=TINY)
     return {"dir": workdir, "out": workdir / "results" / "ci-box", "dry": dry.stdout + dry.stderr}
@@ -119,7 +106,7 @@ def test_a_second_run_has_nothing_to_do(run):
 
 
 def test_a_corrupted_record_is_rejected_by_name(run, tmp_path):
-    workdir = copy_workflow(tmp_path / "copy")
+    workdir = sandbox.copy_workflow(tmp_path / "copy")
     shutil.copytree(run["out"], workdir / "results" / "ci-box")
     victim = workdir / "results" / "ci-box" / "raw" / "matmul" / "numpy-cpu-float32-n32-t1.json"
     victim.write_text(victim.read_text()[:200])
@@ -145,7 +132,7 @@ def test_snakefmt_is_clean():
     [({"grid": {"sizes": [0]}}, "grid.sizes[0]"), ({"measure": {"budget": 1}}, "measure"), ({"grid": {"threads": ["x"]}}, "grid.threads[0]")],
 )
 def test_an_invalid_config_stops_before_any_job_in_one_line(tmp_path, bad, key):
-    workdir = copy_workflow(tmp_path / "bad")
+    workdir = sandbox.copy_workflow(tmp_path / "bad")
     result = snakemake(workdir, config={**TINY, **bad}, check=False)
     assert result.returncode != 0
     errors = [l for l in (result.stdout + result.stderr).splitlines() if l.startswith("error:")]

@@ -141,7 +141,7 @@ def test_at_least_the_floor_of_samples_is_taken_past_the_budget():
 
 def test_interleaved_regions_each_get_samples():
     a, b = ScriptedRegion([1.0] * 50), ScriptedRegion([2.0] * 50)
-    sample_until_stable([a, b], StopRule(min_samples=10, budget_s=100), now=FakeClock(0.001))
+    sample_until_stable([a, b], StopRule(min_samples=10, min_sampling_s=0, budget_s=100), now=FakeClock(0.001))
     assert len(a.samples_s) == len(b.samples_s) == 10
     assert a.converged and b.converged
 
@@ -153,3 +153,18 @@ def test_max_samples_caps_the_count(max_samples):
     outcome = sample_until_stable([region], StopRule(min_samples=6, max_samples=max_samples, budget_s=100, target_rel_ci=1e-6), now=FakeClock(0.001))
     assert outcome.stop_reason == "max_samples"
     assert len(region.samples_s) == max_samples
+
+
+def test_cheap_regions_sample_long_enough_for_the_noise_checks():
+    region = ScriptedRegion([1e-3] * 1000)
+    sample_until_stable([region], StopRule(min_samples=6, min_sampling_s=0.05, budget_s=100), now=FakeClock(0.0005))
+    # Each sample spends 0.0005 s on the fake clock: 0.05 s takes 100 samples.
+    assert len(region.samples_s) >= 100
+    assert region.converged
+
+
+def test_a_slow_first_call_that_agrees_with_the_next_ends_warm_up_early():
+    region = Region("slow", lambda: busy_wait(20e-3))
+    warm_up(region, BlockRule(), WarmupRule(budget_s=1.0))
+    assert region.calls_per_sample == 1
+    assert len(region.warmup_s) <= 3  # the first call counts as a block when it is warm

@@ -18,6 +18,7 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 from .cells import Cell, resolve_threads
@@ -25,6 +26,8 @@ from .records import base_record, write_json_atomic
 
 EXIT_REFUSED = 2  # the child refused to measure (message on stderr); write nothing
 LOCK_NAME = "offloadbench-measure.lock"
+# Modules a measuring process should load only when its cell needs them (kept in the record).
+HEAVY_MODULES = ("torch", "pandas", "seaborn", "matplotlib", "snakemake", "scipy", "jsonschema")
 
 
 class Refused(Exception):
@@ -118,6 +121,7 @@ def measure_in_child(args: argparse.Namespace, cell: Cell, settings: dict, extra
         cell, args.machine, Settings.from_config(settings), torch, Progress(report=report), extra
     )
     record["measure_s"] = time.perf_counter() - start - extra["import_s"]
+    record["heavy_modules_loaded"] = [m for m in HEAVY_MODULES if m in sys.modules]
     write_json_atomic(args.out, record)
 
 
@@ -131,6 +135,9 @@ def _child_main(args, cell, settings, extra, write_fd: int) -> int:
     except Refused as refusal:
         print(f"error: cell {cell.label}: {refusal}", file=sys.stderr)
         return EXIT_REFUSED
+    except BaseException:  # noqa: BLE001 - a bug, not a cell's failure: keep the traceback in the log
+        traceback.print_exc()
+        return 1
     return 0
 
 

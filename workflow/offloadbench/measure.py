@@ -47,6 +47,7 @@ class Settings:
             stop=StopRule(
                 target_rel_ci=float(section["target_rel_ci"]),
                 min_samples=int(section["min_samples"]),
+                min_sampling_s=float(section["min_sampling_s"]),
                 max_samples=int(section["max_samples"]),
                 budget_s=float(section["budget_s"]),
             ),
@@ -64,6 +65,7 @@ class Settings:
         return {
             "target_rel_ci": self.stop.target_rel_ci,
             "min_samples": self.stop.min_samples,
+            "min_sampling_s": self.stop.min_sampling_s,
             "max_samples": self.stop.max_samples,
             "budget_s": self.stop.budget_s,
             "warmup_budget_s": self.warmup.budget_s,

@@ -242,7 +242,9 @@ def method_section(settings: dict) -> list[str]:
         f"Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
         f"A region first runs until two consecutive blocks agree within 5% (warm-up), then repeats calls within a sample until a sample lasts at least {m['min_sample_s'] * 1e3:g} ms and the timer's own cost is below 0.1%. "
         f"Samples are taken in interleaved rounds over the regions of a cell until the distribution-free 95% CI of every median is within ±{m['target_rel_ci']:.0%} "
-        f"(at least {m['min_samples']} samples) or the {m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
+        f"(after at least {m['min_samples']} samples and {m['min_sampling_s']:g} s, so that cheap cells also feed the noise checks) "
+        f"or the region's {m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
+        f"Cells are flagged unstable when the CI target is not met, the samples have two modes, the second half drifts from the first, or a readable CPU/GPU clock moved by more than 10%. "
         f"Each result is checked against a float64 NumPy reference on {m['check_rows']} sampled rows with a dtype-aware tolerance; a wrong result is an error, not a speedup. "
         f"TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is {'pinned' if m['pinned_memory'] else 'pageable'}.",
         "",

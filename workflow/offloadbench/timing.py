@@ -28,8 +28,9 @@ class StopRule:
     budget or sample cap runs out."""
 
     target_rel_ci: float = 0.02
-    min_samples: int = 10
-    floor_samples: int = 6  # taken even past the budget: fewer give no 95% CI of a median
+    min_samples: int = 6  # fewer give no 95% CI of a median
+    min_sampling_s: float = 0.05  # cheap regions sample at least this long, for the noise checks
+    floor_samples: int = 6  # taken even past the budget
     max_samples: int = 2000
     budget_s: float = 2.0  # per timed region
     confidence: float = 0.95
@@ -50,7 +51,7 @@ class WarmupRule:
 class BlockRule:
     """How many calls make one sample: enough that the timer's own cost is negligible."""
 
-    min_sample_s: float = 1e-4
+    min_sample_s: float = 1e-3
     max_overhead_frac: float = 1e-3
     max_calls: int = 1_000_000
 
@@ -115,16 +116,17 @@ def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> None:
     region.first_call_s = region.time_block(1)
     overhead = region.timer_overhead_s()
     region.calls_per_sample = choose_calls_per_sample(region.first_call_s, overhead, block)
-    region.warmup_s = [region.first_call_s]
+    # A slow call is its own block: if the next call agrees with the first, neither was cold.
+    first_is_block = region.calls_per_sample == 1
+    blocks = [region.first_call_s] if first_is_block else []
     deadline = time.perf_counter() + rule.budget_s
-    blocks: list[float] = []
     while len(blocks) < rule.max_blocks:
         blocks.append(region.time_block(region.calls_per_sample))
         if len(blocks) >= rule.min_blocks and _agree(blocks[-2], blocks[-1], rule.rel_tol):
             break
         if time.perf_counter() > deadline:
             break
-    region.warmup_s.extend(blocks)
+    region.warmup_s = blocks if first_is_block else [region.first_call_s, *blocks]
     # Re-size once from warm numbers: the cold estimate may have been far off.
     region.calls_per_sample = choose_calls_per_sample(min(blocks), overhead, block)
 
@@ -153,8 +155,10 @@ def _stop_reason(region: Region, rule: StopRule) -> str | None:
 
 def _update_ci(region: Region, rule: StopRule) -> None:
     n = len(region.samples_s)
+    if n < rule.min_samples or region.spent_s < rule.min_sampling_s:
+        return
     # The CI costs a sort; past 50 samples, every 5th sample is often enough.
-    if n >= rule.min_samples and (n < 50 or n % 5 == 0):
+    if n < 50 or n % 5 == 0:
         region.rel_ci = median_ci_rel_halfwidth(region.samples_s, rule.confidence)
         region.converged = region.rel_ci <= rule.target_rel_ci
 
@@ -167,13 +171,12 @@ def sample_until_stable(
     Each round gives every unfinished region a slice of time (at least one sample), so slow
     drift (thermal, frequency, neighbours) hits all regions of a cell alike while caches
     stay warm within a slice. A region stops on its CI, its own time budget (after the
-    floor of samples) or the sample cap. GC is off while sampling.
+    floor of samples) or the sample cap. The garbage collector is off while sampling.
     """
     start = now()
     rounds = 0
     gc_was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
+    gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
     try:
         while True:
             pending = [r for r in regions if _stop_reason(r, rule) is None]

@@ -23,6 +23,8 @@ rule measure:
         f"{OUT}/raw/{{op}}/{{cell}}.json",
     log:
         f"{OUT}/logs/measure/{{op}}/{{cell}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/measure/{{op}}/{{cell}}.tsv"
     conda:
         "../../environment.yml"
     threads: bench_threads

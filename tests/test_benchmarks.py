@@ -1,0 +1,40 @@
+"""Smoke tests of the benchmarks: they run on a tiny setting and print their tables.
+Their full runs (`make bench-fidelity`, `make bench-overhead`) stay out of CI."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fidelity_smoke(capsys):
+    pytest.importorskip("torch")
+    assert load("fidelity").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "| matmul" not in out  # rows are named by cell stem
+    assert "numpy-cpu-float32-n64-t1" in out and "torch-cpu-float32-n64-t1" in out
+    assert out.strip().splitlines()[-1].startswith("worst ratio ours/reference: ")
+    assert "precision per second" in out
+
+
+@pytest.mark.pipeline
+def test_overhead_smoke(capsys):
+    assert load("overhead").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "| matmul/numpy-cpu-float32-n64-t1 |" in out
+    assert "snakemake -n on " in out and "overhead per cell: median" in out
+    numpy_row = next(line for line in out.splitlines() if "numpy-cpu-float32-n64-t1" in line)
+    assert numpy_row.rstrip(" |").endswith("none"), "a numpy cell loaded a heavy module"
+    torch_row = next(line for line in out.splitlines() if "torch-cpu-float32-n64-t1" in line)
+    assert "torch" in torch_row and "pandas" not in torch_row and "snakemake" not in torch_row

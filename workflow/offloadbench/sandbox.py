@@ -1,0 +1,31 @@
+"""A disposable copy of the workflow, for end-to-end tests and the overhead benchmark."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def copy_workflow(dest: Path, root: Path = ROOT) -> Path:
+    """Copy what a run needs (Snakefile, config, workflow, environment.yml) into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "environment.yml"):
+        shutil.copy(root / name, dest / name)
+    for folder in ("config", "workflow"):
+        shutil.copytree(root / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, config: dict | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """Run this interpreter's snakemake in `workdir`, with `config` written to test.yaml."""
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1"]
+    if config is not None:
+        (workdir / "test.yaml").write_text(yaml.safe_dump(config))
+        cmd += ["--configfile", "test.yaml"]
+    return subprocess.run(cmd + list(args), cwd=workdir, capture_output=True, text=True, timeout=timeout)
