@@ -64,6 +64,8 @@ def job_rows(out: Path) -> list[dict]:
     rows = []
     for record_path in sorted((out / "raw").rglob("*.json")):
         record = json.loads(record_path.read_text())
+        if "cell" not in record:  # the transfer sweep's record
+            continue
         cell = record["cell"]
         bench = out / "benchmarks" / "measure" / cell["op"] / f"{record_path.stem}.tsv"
         header, values = bench.read_text().splitlines()[:2]

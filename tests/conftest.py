@@ -77,7 +77,7 @@ def environment_json():
 @pytest.fixture
 def gpu_tables(record_factory):
     """Tables of a machine with a GPU: numpy and torch on the cpu, torch on cuda, 3 sizes."""
-    from offloadbench.aggregate import Analysis, speedups_table, thread_scaling_table, timings_table
+    from offloadbench.aggregate import Analysis, speedups_table, thread_scaling_table, timings_table, transfer_table
 
     records = []
     for i, size in enumerate((256, 1024, 4096)):
@@ -94,4 +94,27 @@ def gpu_tables(record_factory):
         "timings": timings_table(records, "gpubox", analysis),
         "speedups": speedups_table(records, "gpubox", analysis),
         "thread_scaling": thread_scaling_table(records, "gpubox", analysis),
+        "transfer": transfer_table([make_transfer_record()], "gpubox", analysis),
+    }
+
+
+def make_transfer_record(device="cuda", link_gbs=63.0, status="ok", reason=""):
+    """A sweep record: pinned reaches 50 GB/s, pageable 20 GB/s, small copies pay latency."""
+    rng = np.random.default_rng(7)
+    points = []
+    for memory, peak in (("pageable", 20e9), ("pinned", 50e9)):
+        for direction in ("h2d", "d2h"):
+            for nbytes in (4096, 2**20, 2**28):
+                seconds = 10e-6 + nbytes / peak
+                point = {"direction": direction, "memory": memory, "bytes": nbytes, "status": status, "reason": reason}
+                if status == "ok":
+                    point["samples_s"] = (seconds * np.exp(rng.normal(0, 0.01, 20))).tolist()
+                points.append(point)
+    return {
+        "schema_version": 1, "kind": "transfer", "machine": "gpubox", "device": device,
+        "device_name": "Test GPU" if status == "ok" else None,
+        "link": {"kind": "PCIe gen 5 x16", "gbs": link_gbs} if status == "ok" else None,
+        "points": points, "settings": {},
+        "provenance": {"hostname": "gpubox", "cpu_model": "Test CPU"},
+        "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:01+00:00",
     }

@@ -45,7 +45,8 @@ def test_speedup_figure_has_a_line_at_one_and_log_size_axis(gpu_tables):
 
 
 def test_tables_round_trip_through_csv(tmp_path, gpu_tables):
-    gpu_tables["timings"].to_csv(tmp_path / "t.csv", index=False)
-    gpu_tables["speedups"].to_csv(tmp_path / "s.csv", index=False)
-    tables = read_tables(str(tmp_path / "t.csv"), str(tmp_path / "s.csv"))
+    for name, table in gpu_tables.items():
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+    tables = read_tables({name: str(tmp_path / f"{name}.csv") for name in gpu_tables})
     assert tables["timings"]["threads"].tolist() == gpu_tables["timings"]["threads"].tolist()
+    assert tables["speedups"]["break_even"].tolist() == gpu_tables["speedups"]["break_even"].tolist()

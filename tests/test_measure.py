@@ -94,3 +94,16 @@ def test_a_cell_too_large_for_host_memory_is_oom_before_allocating():
     record = run_cell(Cell("matmul", "numpy", "cpu", "float64", 131072, "1"), "m", FAST)
     assert record["status"] == "oom"
     assert "GiB" in record["reason"]
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_compute_then_plot_saves_a_real_png(tmp_path, library):
+    import matplotlib.image as mpimg
+
+    torch = pytest.importorskip("torch") if library == "torch" else None
+    png = tmp_path / "field.png"
+    record = run_cell(Cell("compute_then_plot", library, "cpu", "float32", 96, "1"), "m", FAST, torch, artifact_path=str(png))
+    assert record["status"] == "ok", record["reason"]
+    assert record["artifact"] == "field.png"
+    image = mpimg.imread(png)
+    assert image.ndim == 3 and image.shape[0] > 200 and image.std() > 0.05

@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TINY = {
     "machine": "ci-box",
-    "grid": {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu", "cuda", "mps"],
+    "grid": {"ops": ["matmul", "compute_then_plot"], "libraries": ["numpy", "torch"], "devices": ["cpu", "cuda", "mps"],
              "dtypes": ["float32"], "sizes": [32, 64], "threads": [1]},
-    "measure": {"budget_s": 0.1, "warmup_budget_s": 0.05, "min_samples": 6, "timeout_s": 120},
+    "measure": {"budget_s": 0.1, "warmup_budget_s": 0.05, "min_sampling_s": 0.01, "timeout_s": 120},
+    "transfer": {"sizes": ["4KiB", "1MiB"], "budget_s": 0.1},
     "analysis": {"bootstrap_resamples": 200},
 }
 pytestmark = pytest.mark.pipeline
@@ -43,16 +44,21 @@ def run(tmp_path_factory):
 def test_dry_run_plans_one_measure_job_per_cell(run):
     assert "measure" in run["dry"]
     line = next(l for l in run["dry"].splitlines() if l.strip().startswith("measure"))
-    assert int(line.split()[1]) == 8  # numpy 2 + torch cpu 2 + cuda 2 + mps 2
+    assert int(line.split()[1]) == 16  # per op: numpy 2 + torch cpu 2 + cuda 2 + mps 2
+    assert any(l.strip().startswith("transfer") for l in run["dry"].splitlines())
 
 
 def test_every_output_exists(run):
     out = run["out"]
-    expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "report.md", "report.html"]
+    expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "transfer.csv", "report.md", "report.html"]
     expected += [f"figures/{n}.{k}" for n in FIGURE_NAMES for k in ("pdf", "png")]
+    expected += ["raw/transfer/cuda.json", "raw/transfer/mps.json"]
     for name in expected:
         assert (out / name).is_file(), name
     assert len(list((out / "raw" / "matmul").glob("*.json"))) == 8
+    assert len(list((out / "raw" / "compute_then_plot").glob("*.json"))) == 8
+    # the rendered fields of the cells that ran
+    assert len(list((out / "raw" / "compute_then_plot").glob("*.png"))) == 4
     assert not list(out.rglob("*.tmp")), "a temporary file was left behind"
 
 
@@ -63,12 +69,22 @@ def test_statuses_and_columns(run):
                    "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction"]:
         assert column in timings.columns, column
     gpu = timings[timings["device"].isin(["cuda", "mps"])]
-    assert len(gpu) == 4 and set(gpu["status"]) == {"skipped"}
+    assert len(gpu) == 8 and set(gpu["status"]) == {"skipped"}
     assert gpu["reason"].str.contains("unavailable").all()
     cpu = timings[timings["device"] == "cpu"]
     assert set(cpu["status"]) == {"ok"} and (cpu["median_s"] > 0).all() and (cpu["n_samples"] >= 6).all()
     speedups = pd.read_csv(run["out"] / "speedups.csv")
-    assert len(speedups) == 2 and (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
+    assert len(speedups) == 4 and (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
+    assert speedups["break_even"].notna().all()
+    plot_cells = timings[(timings["op"] == "compute_then_plot") & (timings["status"] == "ok")]
+    assert (plot_cells["finish_s"] > 0).all() and (plot_cells["end_to_end_s"] > plot_cells["median_s"]).all()
+
+
+def test_the_transfer_sweep_is_skipped_with_reasons_without_a_gpu(run):
+    transfer = pd.read_csv(run["out"] / "transfer.csv")
+    assert len(transfer) == 2 * 2 * 2 * 2  # devices x directions x memory kinds x sizes
+    assert set(transfer["status"]) == {"skipped"}
+    assert transfer["reason"].str.contains("unavailable").all()
 
 
 def test_records_carry_their_provenance(run):
@@ -95,7 +111,8 @@ def test_report_references_each_figure_and_the_skipped_cells(run):
     for name in FIGURE_NAMES:
         assert f"figures/{name}.png" in text
     assert "## Seed claims checked" in text and "**No GPU cell ran on this machine**" in text
-    assert "**skipped** (2): cuda unavailable" in text
+    assert "**skipped** (4): cuda unavailable" in text
+    assert "**This machine has no GPU that PyTorch can use**" in text
     html = (run["out"] / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(FIGURE_NAMES)
 

@@ -7,14 +7,17 @@ from offloadbench.seed import judge
 
 def inputs(tables, machine="gpubox"):
     env = {"hostname": machine, "cpu_model": "Test CPU", "logical_cores": 4, "gpus": [{"name": "Test GPU", "total_memory_bytes": 2**34}]}
-    return Inputs(machine, env, tables["timings"], tables["speedups"], tables["thread_scaling"], validate({}))
+    return Inputs(machine, env, tables["timings"], tables["speedups"], tables["thread_scaling"], validate({}), tables["transfer"])
 
 
 def test_report_states_findings_with_cis(gpu_tables):
     text = build_markdown(inputs(gpu_tables))
     assert "The largest speedup over NumPy is **" in text and "95% CI" in text
-    assert "with the copies counted, the GPU beats NumPy from n = " in text
+    assert "Offloading matmul (float32) to cuda pays with the copies counted from " in text
+    assert "## Does offloading pay?" in text and "### Break-even sizes" in text
     assert "copies take" in text
+    assert "of the PCIe gen 5 x16 rate (63 GB/s)" in text
+    assert "pinned memory copies the largest size 2.50× as fast as pageable memory" in text
     assert "Thread scaling, numpy matmul float32" in text
     for name in FIGURE_NAMES:
         assert f"figures/{name}.png" in text

@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .breakeven import break_even
 from .cells import ALL_THREADS, Cell
-from .records import MalformedRecord, load_record
+from .records import TRANSFER_SCHEMA, MalformedRecord, load_record
 from .stats import bootstrap_median_ci, bootstrap_ratio_ci
+from .transfer import bandwidth_gbs
 
 CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads"]
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
@@ -207,7 +209,25 @@ def speedups_table(records: list[dict], machine: str, analysis: Analysis) -> pd.
         "speedup_verdict", "end_to_end_speedup", "end_to_end_speedup_ci_low",
         "end_to_end_speedup_ci_high", "end_to_end_verdict", "unstable",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    order = frame["threads"].map(lambda t: 10**9 if t == ALL_THREADS else int(t))
+    frame = frame.assign(_t=order).sort_values(["op", "library", "device", "dtype", "_t", "size"]).drop(columns="_t")
+    return with_break_even(frame.reset_index(drop=True))
+
+
+SERIES = ["op", "library", "device", "dtype", "threads"]
+
+
+def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
+    """Add each series' break-even size (end-to-end speedup CI above 1 from there on)."""
+    frame = speedups.copy()
+    frame["break_even_size"] = pd.Series(dtype=float)
+    frame["break_even"] = pd.Series(dtype=str)
+    for _, group in frame.groupby(SERIES, sort=False):
+        result = break_even(group["size"].tolist(), group["end_to_end_speedup_ci_low"].tolist())
+        frame.loc[group.index, "break_even_size"] = result.size
+        frame.loc[group.index, "break_even"] = result.describe()
+    return frame
 
 
 def thread_scaling_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
@@ -238,8 +258,53 @@ def thread_scaling_table(records: list[dict], machine: str, analysis: Analysis) 
     return pd.DataFrame(rows, columns=columns)
 
 
-def write_tables(record_paths, environment_path: str, machine: str, analysis: Analysis, outputs: dict[str, str]) -> None:
-    """Load the records of one machine and write timings, speedups and thread scaling."""
+TRANSFER_COLUMNS = [
+    "machine", "device", "device_name", "direction", "memory", "bytes", "status", "reason", "n_samples",
+    "median_s", "ci_low_s", "ci_high_s", "gbs", "gbs_ci_low", "gbs_ci_high", "link", "link_gbs", "link_fraction",
+]
+
+
+def load_transfer_records(paths) -> list[dict]:
+    records = []
+    for path in map(Path, paths):
+        record = load_record(path, TRANSFER_SCHEMA)
+        if path.stem != record["device"]:
+            raise MalformedRecord(f"{path}: record is for device {record['device']}, not for this file name")
+        for i, point in enumerate(record["points"]):
+            if point["status"] == "ok" and not point.get("samples_s"):
+                raise MalformedRecord(f"{path}: malformed record: points.{i} has status ok but no samples")
+        records.append(record)
+    return records
+
+
+def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
+    """One row per device, direction, memory kind and size, with GB/s and its CI."""
+    rows = []
+    for record in records:
+        link = record.get("link") or {}
+        link_gbs = link.get("gbs") or math.nan
+        for point in record["points"]:
+            samples = point.get("samples_s") or []
+            median = _median(samples)
+            lo, hi = (bootstrap_median_ci(samples, analysis.resamples, analysis.confidence, analysis.seed)
+                      if len(samples) >= 2 else (math.nan, math.nan))
+            gbs = bandwidth_gbs(point["bytes"], median) if samples else math.nan
+            rows.append({
+                "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
+                "direction": point["direction"], "memory": point["memory"], "bytes": point["bytes"],
+                "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
+                "median_s": median, "ci_low_s": lo, "ci_high_s": hi, "gbs": gbs,
+                "gbs_ci_low": bandwidth_gbs(point["bytes"], hi) if samples else math.nan,
+                "gbs_ci_high": bandwidth_gbs(point["bytes"], lo) if samples else math.nan,
+                "link": link.get("kind"), "link_gbs": link_gbs,
+                "link_fraction": gbs / link_gbs if samples and link_gbs == link_gbs else math.nan,
+            })
+    return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
+
+
+def write_tables(record_paths, transfer_paths, environment_path: str, machine: str, analysis: Analysis,
+                 outputs: dict[str, str]) -> None:
+    """Load the records of one machine and write every table of layout.TABLES."""
     import json
 
     with open(environment_path, encoding="utf-8") as handle:
@@ -249,6 +314,7 @@ def write_tables(record_paths, environment_path: str, machine: str, analysis: An
         "timings": timings_table(records, machine, analysis),
         "speedups": speedups_table(records, machine, analysis),
         "thread_scaling": thread_scaling_table(records, machine, analysis),
+        "transfer": transfer_table(load_transfer_records(transfer_paths), machine, analysis),
     }
     for name, path in outputs.items():
         tables[name].to_csv(path, index=False)

@@ -47,7 +47,7 @@ def describe_error(error: jsonschema.ValidationError) -> str:
         unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"config key {where}: unknown key {', '.join(map(repr, unknown))} (allowed: {allowed})"
     if error.validator in ("oneOf", "anyOf"):
-        expected = error.schema.get("description", "a valid value")
+        expected = error.schema.get("x-expected") or error.schema.get("description", "a valid value")
         return f"config key {where}: {error.instance!r} is not {expected}"
     return f"config key {where}: {error.message}"
 

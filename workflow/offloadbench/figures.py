@@ -21,6 +21,7 @@ import seaborn as sns  # noqa: E402
 
 from .cells import ALL_THREADS  # noqa: E402
 from .layout import FIGURE_NAMES  # noqa: E402
+from .transfer import format_bytes  # noqa: E402
 
 PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
@@ -227,9 +228,102 @@ def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
     return g.figure
 
 
+def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
+    """Device-resident and end-to-end speedup of GPU cells: the gap is what the copies cost."""
+    gpu = speedups[speedups["device"] != "cpu"]
+    if gpu.empty:
+        return message_figure(
+            "What the copies cost",
+            f"No GPU cell on {machine} has a result and a NumPy baseline, so there is no copy cost to show.\n"
+            "Run on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+        )
+    long = pd.concat([
+        gpu.assign(kind="data on the device", value=gpu["speedup"], lo=gpu["speedup_ci_low"], hi=gpu["speedup_ci_high"]),
+        gpu.assign(kind="copies counted (end to end)", value=gpu["end_to_end_speedup"],
+                   lo=gpu["end_to_end_speedup_ci_low"], hi=gpu["end_to_end_speedup_ci_high"]),
+    ])
+    long["series"] = long["device"] + ": " + long["kind"]
+    series = sorted(long["series"].unique(), key=lambda s: (s.split(":")[0], "copies" in s))
+    colours = {name: sns.color_palette("colorblind")[(i // 2) % 10] for i, name in enumerate(series)}
+    markers = {name: ("o" if "device" in name.split(": ")[1] else "s") for name in series}
+    g = _facets(long, series)
+
+    def draw_series(data: pd.DataFrame, **_):
+        ax = plt.gca()
+        data = data.sort_values("size")
+        name = data["series"].iloc[0]
+        dashed = "copies" in name
+        ax.plot(data["size"], data["value"], color=colours[name], marker=markers[name], markersize=4,
+                linewidth=1.2, linestyle="--" if dashed else "-", label=name)
+        ax.fill_between(data["size"], data["lo"], data["hi"], color=colours[name], alpha=0.15, linewidth=0)
+        for size in data["break_even_size"].dropna().unique()[:1] if dashed else []:
+            ax.axvline(size, color=colours[name], linewidth=0.8, linestyle=":")
+
+    g.map_dataframe(draw_series)
+    for ax in g.axes.flat:
+        _log_y(ax, "×")
+        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+    frame = long.assign(unstable="")
+    fig = _finish_grid(g, "speedup over NumPy (×, log)", frame, f"What the copies cost — {machine}")
+    fig.text(0.01, -0.04, "dotted vertical line: break-even size with the copies counted (CI above 1 from there on)",
+             ha="left", va="top", fontsize="small")
+    return fig
+
+
+def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:
+    """Copy bandwidth against copy size, per direction and host memory kind, with the link rate."""
+    ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
+    if ok.empty:
+        reasons = "; ".join(sorted(transfer["reason"].dropna().astype(str).unique())) if not transfer.empty else ""
+        why = f" ({reasons})" if reasons else " (the sweep is off: transfer.devices is empty)"
+        return message_figure(
+            "Copy bandwidth",
+            f"No host↔device copy was measured on {machine}{why}.\n"
+            "Run on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+        )
+    frame = ok.assign(series=ok["direction"].map({"h2d": "host→device", "d2h": "device→host"}) + ", " + ok["memory"])
+    series = sorted(frame["series"].unique())
+    # Colour tells the memory kind, line style the direction, so overlapping lines stay apart.
+    memory_colour = dict(zip(("pageable", "pinned"), sns.color_palette("colorblind", 2)))
+    g = sns.FacetGrid(frame, col="device", hue="series", hue_order=series, height=PANEL_HEIGHT_IN + 0.3,
+                      aspect=PANEL_ASPECT + 0.2, sharey=True, despine=False)
+
+    def draw_series(data: pd.DataFrame, **_):
+        ax = plt.gca()
+        data = data.sort_values("bytes")
+        name, memory, direction = data["series"].iloc[0], data["memory"].iloc[0], data["direction"].iloc[0]
+        yerr = np.vstack([(data["gbs"] - data["gbs_ci_low"]).clip(lower=0), (data["gbs_ci_high"] - data["gbs"]).clip(lower=0)])
+        ax.errorbar(data["bytes"], data["gbs"], yerr=yerr, color=memory_colour[memory],
+                    marker="o" if direction == "h2d" else "s", markersize=4, linewidth=1.2,
+                    linestyle="-" if direction == "h2d" else "--", capsize=2, label=name)
+
+    g.map_dataframe(draw_series)
+    for ax, (_, group) in zip(g.axes.flat, frame.groupby("device", sort=True)):
+        ax.set_xscale("log", base=2)
+        ticks = sorted(group["bytes"].unique())
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([format_bytes(t).replace(" ", "") for t in ticks], rotation=45)
+        ax.minorticks_off()
+        _log_y(ax)
+        link = group["link_gbs"].dropna()
+        if not link.empty:
+            ax.axhline(link.iloc[0], color="0.2", linestyle=":", linewidth=1.0)
+            # Small copies are slow, so the left end below the link line is free for its label.
+            ax.text(0.02, link.iloc[0] * 0.88, f"link: {group['link'].iloc[0]}, {link.iloc[0]:.0f} GB/s",
+                    transform=ax.get_yaxis_transform(), ha="left", va="top", fontsize="small", color="0.2")
+            ax.set_ylim(top=link.iloc[0] * 1.4)
+    g.set_axis_labels("copy size", "bandwidth (GB/s, log)")
+    g.set_titles(col_template="{col_name}")
+    g.add_legend(title="")
+    g.figure.suptitle(f"Host↔device copy bandwidth — {machine}", x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
+    return g.figure
+
+
 FIGURES: dict[str, Callable] = {
     "speedup": lambda tables, machine: speedup_figure(tables["speedups"], machine),
+    "copy_cost": lambda tables, machine: copy_cost_figure(tables["speedups"], machine),
     "transfer_overhead": lambda tables, machine: transfer_overhead_figure(tables["timings"], machine),
+    "bandwidth": lambda tables, machine: bandwidth_figure(tables["transfer"], machine),
     "throughput": lambda tables, machine: throughput_figure(tables["timings"], machine),
 }
 
@@ -246,8 +340,10 @@ def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str
     plt.close(fig)
 
 
-def read_tables(timings_path: str, speedups_path: str) -> dict[str, pd.DataFrame]:
-    dtypes = {"threads": str, "unstable": str, "reason": str}
-    timings = pd.read_csv(timings_path, dtype=dtypes, keep_default_na=False, na_values=[""])
-    speedups = pd.read_csv(speedups_path, dtype=dtypes, keep_default_na=False, na_values=[""])
-    return {"timings": timings, "speedups": speedups}
+def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """Read the named CSV tables, keeping thread labels and reasons as text."""
+    dtypes = {"threads": str, "unstable": str, "reason": str, "break_even": str, "link": str}
+    return {
+        name: pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=[""])
+        for name, path in paths.items()
+    }

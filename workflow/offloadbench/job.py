@@ -117,8 +117,10 @@ def measure_in_child(args: argparse.Namespace, cell: Cell, settings: dict, extra
     if cell.is_gpu and torch is not None and cell.device == "cuda" and torch.cuda.is_available():
         gpu_names = [torch.cuda.get_device_name(0)]
     check_same_machine(args.environment, host_facts(), gpu_names)
+    # Ops that plot leave their last rendering beside the record, for a look at what was timed.
+    artifact = str(Path(args.out).with_suffix(".png"))
     record = run_cell(
-        cell, args.machine, Settings.from_config(settings), torch, Progress(report=report), extra
+        cell, args.machine, Settings.from_config(settings), torch, Progress(report=report), extra, artifact
     )
     record["measure_s"] = time.perf_counter() - start - extra["import_s"]
     record["heavy_modules_loaded"] = [m for m in HEAVY_MODULES if m in sys.modules]

@@ -3,6 +3,6 @@
 Kept free of heavy imports: the Snakefile reads it at parse time.
 """
 
-FIGURE_NAMES = ("speedup", "transfer_overhead", "throughput")
+FIGURE_NAMES = ("speedup", "copy_cost", "transfer_overhead", "bandwidth", "throughput")
 FIGURE_FORMATS = ("pdf", "png")
-TABLES = ("timings", "speedups", "thread_scaling")
+TABLES = ("timings", "speedups", "thread_scaling", "transfer")

@@ -11,6 +11,7 @@ has no host finish; torch cells on the cpu wrap and unwrap numpy arrays without 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,7 +21,7 @@ from . import correctness, devices, diagnostics
 from .cells import Cell
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz, fingerprint, host_facts, utc_now
-from .records import base_record
+from .records import base_record, write_bytes_atomic
 from .timing import BlockRule, Region, StopRule, WarmupRule, sample_until_stable, warm_up
 
 TORCH_ONLY_DTYPES = ("bfloat16",)
@@ -268,8 +269,11 @@ def run_cell(
     torch=None,
     progress: Progress | None = None,
     extra: dict | None = None,
+    artifact_path: str | None = None,
 ) -> dict:
-    """Measure `cell` and return its record; failures become records, not exceptions."""
+    """Measure `cell` and return its record; failures become records, not exceptions.
+
+    For ops with a host finish (plotting), the last rendering is saved to `artifact_path`."""
     progress = progress or Progress()
     started = utc_now()
     facts = host_facts()
@@ -278,7 +282,7 @@ def run_cell(
     )
     record.update(extra or {})
     try:
-        _measure_into(record, cell, settings, torch, progress)
+        _measure_into(record, cell, settings, torch, progress, artifact_path)
     except CellFailed as failure:
         record["status"], record["reason"] = failure.status, failure.reason
     except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
@@ -298,7 +302,7 @@ def _first_line(error: BaseException) -> str:
     return text[0][:300] if text else type(error).__name__
 
 
-def _measure_into(record: dict, cell: Cell, settings: Settings, torch, progress: Progress) -> None:
+def _measure_into(record: dict, cell: Cell, settings: Settings, torch, progress: Progress, artifact_path: str | None) -> None:
     op = get_op(cell.op)
     reason = devices.unavailable_reason(cell.device, torch) if cell.library == "torch" else None
     if reason:
@@ -363,6 +367,11 @@ def _measure_into(record: dict, cell: Cell, settings: Settings, torch, progress:
         "target_rel_ci": settings.stop.target_rel_ci,
     }
     record["diagnostics"] = _diagnose(regions, settings, (cpu_before, cpu_after), (gpu_before, gpu_after))
+    if op.finish and artifact_path:
+        progress.enter("saving the rendering")
+        rendered = op.finish(backend.as_numpy(backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs]))))
+        write_bytes_atomic(artifact_path, rendered)
+        record["artifact"] = os.path.basename(artifact_path)
 
 
 def _diagnose(regions: dict[str, Region], settings: Settings, cpu, gpu) -> dict:

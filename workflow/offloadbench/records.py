@@ -13,7 +13,9 @@ from .errors import UserError
 
 STATUSES = ("ok", "skipped", "oom", "error", "timeout")
 SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "record.schema.yaml"
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+CELL_SCHEMA = SCHEMAS / "record.schema.yaml"
+TRANSFER_SCHEMA = SCHEMAS / "transfer.schema.yaml"
 
 
 def base_record(cell: dict, machine: str, settings: dict, started_at: str, facts: dict) -> dict:
@@ -56,15 +58,14 @@ def _json_safe(value):
     return value
 
 
-def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
-    """Write JSON so that readers see the old file or the whole new one, never a part."""
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write a file so that readers see the old file or the whole new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(_json_safe(data), handle, indent=1, allow_nan=False)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -74,28 +75,34 @@ def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
         raise
 
 
-@lru_cache(maxsize=1)
-def _validator():
+def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
+    """Write JSON atomically; inf and nan are stored as null."""
+    text = json.dumps(_json_safe(data), indent=1, allow_nan=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+@lru_cache(maxsize=4)
+def _validator(schema_path: Path):
     import jsonschema
     import yaml
 
-    with open(SCHEMA_PATH, encoding="utf-8") as handle:
+    with open(schema_path, encoding="utf-8") as handle:
         schema = yaml.safe_load(handle)
     return jsonschema.Draft202012Validator(schema)
 
 
-def validate_record(record: dict, source: str) -> dict:
-    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA) -> dict:
+    errors = sorted(_validator(schema_path).iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         error = errors[0]
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise MalformedRecord(f"{source}: malformed record at {where}: {error.message}")
-    if record["status"] == "ok" and not record.get("samples_s"):
+    if record.get("status") == "ok" and not record.get("samples_s"):
         raise MalformedRecord(f"{source}: malformed record: status ok but no samples")
     return record
 
 
-def load_record(path: str | os.PathLike) -> dict:
+def load_record(path: str | os.PathLike, schema_path: Path = CELL_SCHEMA) -> dict:
     """Read and validate one raw record; raise MalformedRecord naming the file."""
     path = Path(path)
     try:
@@ -107,4 +114,4 @@ def load_record(path: str | os.PathLike) -> dict:
         raise MalformedRecord(f"{path}: cannot be read ({error.strerror})") from None
     if not isinstance(record, dict):
         raise MalformedRecord(f"{path}: malformed record: expected an object")
-    return validate_record(record, str(path))
+    return validate_record(record, str(path), schema_path)

@@ -7,20 +7,31 @@ self-contained HTML file with the figures embedded.
 from __future__ import annotations
 
 import base64
-import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from .cells import ALL_THREADS
-from .layout import FIGURE_NAMES
-from .seed import SEED_CLAIM, check_seed_claims
+from .findings import (
+    finite,
+    fmt_ratio,
+    fmt_time,
+    gpu_findings,
+    offload_section,
+    scaling_findings,
+    speedup_findings,
+    stability_findings,
+)
+from .layout import FIGURE_NAMES, TABLES
+from .transfer import format_bytes
+from .seed import SEED_CLAIM, check_seed_claims, saving_claims
 
 FIGURE_CAPTIONS = {
     "speedup": "Device-resident speedup of PyTorch over NumPy on the CPU (baseline: NumPy at the same thread count; GPU cells against NumPy on all cores). Bands: 95% bootstrap CI of the ratio of medians; dashed line: no difference.",
-    "transfer_overhead": "Share of the time of each device cell spent copying inputs to the device, computing, and copying the result back.",
+    "copy_cost": "GPU speedup over NumPy with the data already on the device (solid) and with the copies counted (dashed); the gap is what the copies cost. Dotted line: break-even size.",
+    "transfer_overhead": "Share of the time of each device cell spent copying inputs to the device, computing, copying the result back (and plotting, for compute-then-plot).",
+    "bandwidth": "Host↔device copy bandwidth against copy size, per direction and host memory kind, with the 95% CI; dotted line: the link's theoretical rate.",
     "throughput": "Achieved throughput (FLOP model ÷ median time) with the 95% CI of the median as error bars.",
 }
 
@@ -33,41 +44,7 @@ class Inputs:
     speedups: pd.DataFrame
     thread_scaling: pd.DataFrame
     settings: dict  # the validated config
-
-
-def fmt_time(seconds: float) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "–"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_ratio(value: float, lo: float, hi: float) -> str:
-    if not math.isfinite(value):
-        return "–"
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{value:.2f}× (CI unavailable)"
-    return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
-
-
-def cell_phrase(row) -> str:
-    if row["device"] == "cpu":
-        t = row["threads"]
-        eff = row.get("threads_effective")
-        threads = f"all = {int(eff)} threads" if t == ALL_THREADS and _finite(eff) else (f"{t} thread" + ("s" if t != "1" else ""))
-        where = f"on the cpu ({threads})"
-    else:
-        where = f"on {row['device']}"
-    return f"{row['op']} with {row['library']} {where}, {row['dtype']}, n = {int(row['size'])}"
-
-
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def machine_section(env: dict, machine: str) -> list[str]:
@@ -88,92 +65,6 @@ def machine_section(env: dict, machine: str) -> list[str]:
         "",
     ]
     return lines
-
-
-def speedup_findings(speedups: pd.DataFrame) -> list[str]:
-    if speedups.empty:
-        return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
-    lines = []
-    faster = speedups[speedups["speedup_verdict"] == "faster"]
-    if not faster.empty:
-        best = faster.loc[faster["speedup"].idxmax()]
-        lines.append(
-            f"- The largest speedup over NumPy is **{fmt_ratio(best['speedup'], best['speedup_ci_low'], best['speedup_ci_high'])}**, "
-            f"for {cell_phrase(best)}."
-        )
-    else:
-        best = speedups.loc[speedups["speedup"].idxmax()]
-        lines.append(
-            f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {fmt_ratio(best['speedup'], best['speedup_ci_low'], best['speedup_ci_high'])} "
-            f"for {cell_phrase(best)}, is {best['speedup_verdict']}."
-        )
-    slower = speedups[speedups["speedup_verdict"] == "slower"]
-    if not slower.empty:
-        worst = slower.loc[slower["speedup"].idxmin()]
-        lines.append(
-            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {fmt_ratio(worst['speedup'], worst['speedup_ci_low'], worst['speedup_ci_high'])} "
-            f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy)."
-        )
-    same = (speedups["speedup_verdict"] == "no measurable difference").sum()
-    if same:
-        lines.append(f"- {same} of {len(speedups)} cells show no measurable difference from NumPy (their 95% CI includes 1).")
-    return lines
-
-
-def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
-    gpu_rows = timings[timings["device"] != "cpu"]
-    ok = gpu_rows[gpu_rows["status"] == "ok"]
-    if ok.empty:
-        if gpu_rows.empty:
-            return ["- The grid has no GPU cells, so whether offloading pays is not measured here."]
-        reasons = "; ".join(sorted(gpu_rows["reason"].dropna().unique()))
-        return [
-            f"- **No GPU cell ran on this machine** ({reasons}). Whether offloading pays, and what the copies cost, "
-            "cannot be answered here: run `config/paper.yaml` on a GPU machine, or `make gpu-check`."
-        ]
-    lines = []
-    gpu_speed = speedups[speedups["device"] != "cpu"]
-    for (op, device, dtype), group in gpu_speed.groupby(["op", "device", "dtype"]):
-        group = group.sort_values("size")
-        paying = group[group["end_to_end_verdict"] == "faster"]
-        if paying.empty:
-            lines.append(f"- {op}, {dtype} on {device}: with the copies counted, the GPU never beats NumPy within the grid (up to n = {int(group['size'].max())}).")
-        else:
-            first = paying.iloc[0]
-            lines.append(
-                f"- {op}, {dtype} on {device}: with the copies counted, the GPU beats NumPy from n = {int(first['size'])} "
-                f"({fmt_ratio(first['end_to_end_speedup'], first['end_to_end_speedup_ci_low'], first['end_to_end_speedup_ci_high'])} end to end)."
-            )
-    for (op, device, dtype), group in ok.groupby(["op", "device", "dtype"]):
-        largest = group.loc[group["size"].idxmax()]
-        if _finite(largest["transfer_fraction"]):
-            lines.append(
-                f"- At n = {int(largest['size'])} ({op}, {dtype}, {device}), copies take {largest['transfer_fraction']:.0%} of the end-to-end time "
-                f"(copy in {fmt_time(largest['h2d_s'])}, compute {fmt_time(largest['compute_s'])}, copy out {fmt_time(largest['d2h_s'])})."
-            )
-    return lines
-
-
-def scaling_findings(scaling: pd.DataFrame) -> list[str]:
-    lines = []
-    for (op, library, dtype), group in scaling.groupby(["op", "library", "dtype"]):
-        row = group.loc[group["size"].idxmax()]
-        threads = f"{int(row['threads_effective'])} threads" if _finite(row["threads_effective"]) else f"{row['threads']} threads"
-        lines.append(
-            f"- Thread scaling, {library} {op} {dtype} at n = {int(row['size'])}: {threads} run "
-            f"{fmt_ratio(row['scaling'], row['scaling_ci_low'], row['scaling_ci_high'])} as fast as one thread."
-        )
-    return lines
-
-
-def stability_findings(timings: pd.DataFrame) -> list[str]:
-    ok = timings[timings["status"] == "ok"]
-    unstable = ok[ok["unstable"].fillna("").astype(str) != ""]
-    if ok.empty:
-        return []
-    if unstable.empty:
-        return [f"- All {len(ok)} measured cells met the noise checks."]
-    return [f"- {len(unstable)} of {len(ok)} measured cells are flagged unstable (listed below; hollow markers in the figures)."]
 
 
 def status_section(timings: pd.DataFrame) -> list[str]:
@@ -201,11 +92,11 @@ def timings_markdown(timings: pd.DataFrame) -> str:
         "op": ok["op"], "library": ok["library"], "device": ok["device"], "dtype": ok["dtype"],
         "n": ok["size"].astype(int), "threads": ok["threads"], "status": ok["status"],
         "median": ok["median_s"].map(fmt_time),
-        "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if _finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
-        "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if _finite(v) else "–"),
+        "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
+        "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if finite(v) else "–"),
         "end to end": ok["end_to_end_s"].map(fmt_time),
-        "copies": ok["transfer_fraction"].map(lambda v: f"{v:.0%}" if _finite(v) else "–"),
-        "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if _finite(v) else "–"),
+        "copies": ok["transfer_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
+        "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if finite(v) else "–"),
         "samples": ok["n_samples"].astype(int),
         "stable": ok["unstable"].fillna("").map(lambda v: "no" if v else "yes"),
     })
@@ -222,6 +113,20 @@ def speedups_markdown(speedups: pd.DataFrame) -> str:
         "verdict": speedups["speedup_verdict"],
         "end-to-end speedup": [fmt_ratio(v, lo, hi) for v, lo, hi in zip(speedups["end_to_end_speedup"], speedups["end_to_end_speedup_ci_low"], speedups["end_to_end_speedup_ci_high"])],
         "end-to-end verdict": speedups["end_to_end_verdict"],
+        "break-even (copies counted)": speedups["break_even"],
+    })
+    return markdown_table(table)
+
+
+def transfer_markdown(transfer: pd.DataFrame) -> str:
+    ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
+    if ok.empty:
+        return "_No copy was measured on this machine (see Does offloading pay?)._"
+    table = pd.DataFrame({
+        "device": ok["device"], "direction": ok["direction"], "memory": ok["memory"],
+        "size": ok["bytes"].map(format_bytes), "median": ok["median_s"].map(fmt_time),
+        "GB/s": [f"{v:.2f} ({lo:.2f}–{hi:.2f})" for v, lo, hi in zip(ok["gbs"], ok["gbs_ci_low"], ok["gbs_ci_high"])],
+        "of link": ok["link_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
     })
     return markdown_table(table)
 
@@ -267,6 +172,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
         *findings,
         "",
+        *offload_section(t, s, inputs.transfer, saving_claims(s, t)),
         "## Seed claims checked",
         "",
         f"> {SEED_CLAIM}",
@@ -280,6 +186,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {FIGURE_CAPTIONS[name]} Vector version: `{figure_dir}/{name}.pdf`.", ""]
     lines += status_section(t)
     lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
+    lines += ["## Copy bandwidth", "", transfer_markdown(inputs.transfer), ""]
     lines += method_section(inputs.settings)
     return "\n".join(lines)
 
@@ -323,8 +230,7 @@ def load_inputs(paths, machine: str, settings: dict) -> Inputs:
 
     from .figures import read_tables
 
-    tables = read_tables(paths.timings, paths.speedups)
-    scaling = pd.read_csv(paths.thread_scaling, dtype={"threads": str}, keep_default_na=False, na_values=[""])
+    tables = read_tables({name: getattr(paths, name) for name in TABLES})
     with open(paths.environment, encoding="utf-8") as handle:
         environment = json.load(handle)
-    return Inputs(machine, environment, tables["timings"], tables["speedups"], scaling, settings)
+    return Inputs(machine, environment, tables["timings"], tables["speedups"], tables["thread_scaling"], settings, tables["transfer"])

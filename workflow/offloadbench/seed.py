@@ -97,10 +97,17 @@ def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
         best = group.loc[saving.idxmax()]
         s, lo, hi = (1 - 1 / best["end_to_end_speedup"], 1 - 1 / best["end_to_end_speedup_ci_low"], 1 - 1 / best["end_to_end_speedup_ci_high"])
         verdict = judge(lo, hi, SEED_SAVING)
+        cell = timings[(timings["op"] == "compute_then_plot") & (timings["device"] == device)
+                       & (timings["dtype"] == dtype) & (timings["size"] == best["size"])]
+        shares = ""
+        if not cell.empty and cell.iloc[0]["end_to_end_s"] > 0:
+            c = cell.iloc[0]
+            shares = (f" Of the GPU's total there, the copy back takes {c['d2h_s'] / c['end_to_end_s']:.0%} "
+                      f"and the plotting {c['finish_s'] / c['end_to_end_s']:.0%}.")
         lines.append(
             f"- Compute then plot, {dtype} on {device}: the largest total-time saving over NumPy is {s:.0%} "
             f"({_ci(lo, hi, 100, '%')}) at n = {int(best['size'])}, copies and plotting included. "
-            f"\"At least {SEED_SAVING:.0%} saved\" **{verdict}** there."
+            f"\"At least {SEED_SAVING:.0%} saved\" **{verdict}** there.{shares}"
         )
     return lines
 

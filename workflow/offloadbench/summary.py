@@ -12,7 +12,7 @@ from .report import gpu_findings, markdown_table, speedup_findings
 
 
 def summarize(folder: Path) -> str:
-    tables = read_tables(str(folder / "timings.csv"), str(folder / "speedups.csv"))
+    tables = read_tables({name: str(folder / f"{name}.csv") for name in ("timings", "speedups")})
     t, s = tables["timings"], tables["speedups"]
     counts = ", ".join(f"{k} {v}" for k, v in t["status"].value_counts().items())
     rows = t[t["status"] == "ok"]

@@ -4,11 +4,13 @@
 rule aggregate:
     input:
         records=raw_records,
+        transfer=transfer_records,
         environment=f"{OUT}/environment.json",
     output:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
+        transfer=f"{OUT}/transfer.csv",
     log:
         f"{OUT}/logs/aggregate.log",
     conda:

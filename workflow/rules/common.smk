@@ -31,10 +31,17 @@ wildcard_constraints:
     op="|".join(sorted(set(CELLS["op"]))),
     cell=r"[a-z]+-[a-z]+-[a-z0-9]+-n\d+-t(\d+|all)",
     figure="|".join(FIGURE_NAMES),
+    device="cuda|mps",
 
 
 def raw_records(wildcards=None):
     return cell_grid.raw_paths(CELLS, f"{OUT}/raw")
+
+
+def transfer_records(wildcards=None):
+    return [
+        f"{OUT}/raw/transfer/{device}.json" for device in config["transfer"]["devices"]
+    ]
 
 
 def figure_files(kind):

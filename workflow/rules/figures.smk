@@ -5,6 +5,7 @@ rule figure:
     input:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
+        transfer=f"{OUT}/transfer.csv",
     output:
         pdf=f"{OUT}/figures/{{figure}}.pdf",
         png=report(

@@ -37,3 +37,24 @@ rule measure:
         '"{params.python}" "{params.script}" --op {wildcards.op} --cell {wildcards.cell}'
         " --machine {params.machine} --settings {params.settings:q}"
         ' --environment "{input.environment}" --out "{output}" 2> "{log}"'
+
+
+rule transfer:
+    input:
+        environment=f"{OUT}/environment.json",
+    output:
+        f"{OUT}/raw/transfer/{{device}}.json",
+    log:
+        f"{OUT}/logs/transfer/{{device}}.log",
+    conda:
+        "../../environment.yml"
+    threads: bench_threads
+    params:
+        python=sys.executable,
+        script=os.path.join(PACKAGE_DIR, "scripts", "transfer_sweep.py"),
+        machine=MACHINE,
+        settings=json.dumps(config["transfer"], sort_keys=True),
+    shell:
+        '"{params.python}" "{params.script}" --device {wildcards.device}'
+        " --machine {params.machine} --settings {params.settings:q}"
+        ' --out "{output}" 2> "{log}"'

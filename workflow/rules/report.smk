@@ -6,6 +6,7 @@ rule report:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
+        transfer=f"{OUT}/transfer.csv",
         environment=f"{OUT}/environment.json",
         figures=figure_files("png"),
     output:

@@ -12,6 +12,7 @@ run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: write_tables(
         snakemake.input.records,  # noqa: F821
+        snakemake.input.transfer,  # noqa: F821
         snakemake.input.environment,  # noqa: F821
         snakemake.params.machine,  # noqa: F821
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821

@@ -12,7 +12,7 @@ run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: draw(
         snakemake.wildcards.figure,  # noqa: F821
-        read_tables(snakemake.input.timings, snakemake.input.speedups),  # noqa: F821
+        read_tables(dict(snakemake.input.items())),  # noqa: F821
         snakemake.params.machine,  # noqa: F821
         snakemake.output.pdf,  # noqa: F821
         snakemake.output.png,  # noqa: F821
