@@ -71,23 +71,20 @@ def test_a_wrong_result_is_an_error_not_a_speedup(monkeypatch):
     assert record["samples_s"] == []
 
 
-def test_an_exception_becomes_an_error_record(monkeypatch):
-    def boom(lib, a, b):
-        raise RuntimeError("kernel exploded\nsecond line")
+@pytest.mark.parametrize(
+    "error, status, reason",
+    [
+        (RuntimeError("kernel exploded\nsecond line"), "error", "RuntimeError during check: kernel exploded"),
+        (MemoryError("Unable to allocate 3 TiB"), "oom", "out of memory during check: Unable to allocate 3 TiB"),
+    ],
+)
+def test_an_exception_becomes_a_record(monkeypatch, error, status, reason):
+    def fail(lib, a, b):
+        raise error
 
-    monkeypatch.setitem(ops.OPS, "matmul", dataclasses.replace(ops.OPS["matmul"], compute=boom))
+    monkeypatch.setitem(ops.OPS, "matmul", dataclasses.replace(ops.OPS["matmul"], compute=fail))
     record = run_cell(Cell("matmul", "numpy", "cpu", "float32", 64, "1"), "m", FAST)
-    assert record["status"] == "error"
-    assert record["reason"] == "RuntimeError during check: kernel exploded"
-
-
-def test_memory_error_becomes_oom(monkeypatch):
-    def no_memory(lib, a, b):
-        raise MemoryError("Unable to allocate 3 TiB")
-
-    monkeypatch.setitem(ops.OPS, "matmul", dataclasses.replace(ops.OPS["matmul"], compute=no_memory))
-    record = run_cell(Cell("matmul", "numpy", "cpu", "float32", 64, "1"), "m", FAST)
-    assert record["status"] == "oom"
+    assert (record["status"], record["reason"]) == (status, reason)
 
 
 def test_a_cell_too_large_for_host_memory_is_oom_before_allocating():

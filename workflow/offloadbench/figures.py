@@ -146,19 +146,26 @@ def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str)
     return g.figure
 
 
+def _series_grid(frame: pd.DataFrame, y: str, band: bool, suffix: str = "") -> sns.FacetGrid:
+    """One line per library/device/threads series, faceted by dtype, log-log, with CIs."""
+    frame = _with_series(frame)
+    series = _series_order(frame)
+    colours, markers = _styles(series)
+    g = _facets(frame, series)
+    g.map_dataframe(_line_with_band, y=y, lo=f"{y}_ci_low", hi=f"{y}_ci_high", colours=colours, markers=markers, band=band)
+    for ax in g.axes.flat:
+        _log_y(ax, suffix)
+    return g
+
+
 def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     """Device-resident speedup over numpy on the cpu, with 95% CI bands and a line at 1."""
     if speedups.empty:
         return message_figure("Speedup over NumPy", f"No cell on {machine} has both a result and a NumPy baseline.")
-    frame = _with_series(speedups)
-    series = _series_order(frame)
-    colours, markers = _styles(series)
-    g = _facets(frame, series)
-    g.map_dataframe(_line_with_band, y="speedup", lo="speedup_ci_low", hi="speedup_ci_high", colours=colours, markers=markers)
+    g = _series_grid(speedups, "speedup", band=True, suffix="×")
     for ax in g.axes.flat:
-        _log_y(ax, "×")
         ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-    return _finish_grid(g, "speedup over NumPy (×, log)", frame, f"Speedup over NumPy on the CPU — {machine}")
+    return _finish_grid(g, "speedup over NumPy (×, log)", speedups, f"Speedup over NumPy on the CPU — {machine}")
 
 
 def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
@@ -166,14 +173,8 @@ def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
     ok = timings[timings["status"] == "ok"]
     if ok.empty:
         return message_figure("Throughput", f"No cell on {machine} finished with status ok.")
-    frame = _with_series(ok)
-    series = _series_order(frame)
-    colours, markers = _styles(series)
-    g = _facets(frame, series)
-    g.map_dataframe(_line_with_band, y="gflops", lo="gflops_ci_low", hi="gflops_ci_high", colours=colours, markers=markers, band=False)
-    for ax in g.axes.flat:
-        _log_y(ax)
-    return _finish_grid(g, "throughput (GFLOP/s, log)", frame, f"Throughput — {machine}")
+    g = _series_grid(ok, "gflops", band=False)
+    return _finish_grid(g, "throughput (GFLOP/s, log)", ok, f"Throughput — {machine}")
 
 
 def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:

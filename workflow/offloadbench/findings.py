@@ -48,6 +48,11 @@ def finite(value) -> bool:
         return False
 
 
+def ratio_of(row, column: str = "speedup") -> str:
+    """A ratio column of a table row with its CI, e.g. "2.10× (95% CI 2.05–2.14)"."""
+    return fmt_ratio(row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
+
+
 def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
@@ -56,20 +61,20 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if not faster.empty:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
-            f"- The largest speedup over NumPy is **{fmt_ratio(best['speedup'], best['speedup_ci_low'], best['speedup_ci_high'])}**, "
+            f"- The largest speedup over NumPy is **{ratio_of(best)}**, "
             f"for {cell_phrase(best)}."
         )
     else:
         best = speedups.loc[speedups["speedup"].idxmax()]
         lines.append(
-            f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {fmt_ratio(best['speedup'], best['speedup_ci_low'], best['speedup_ci_high'])} "
+            f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {ratio_of(best)} "
             f"for {cell_phrase(best)}, is {best['speedup_verdict']}."
         )
     slower = speedups[speedups["speedup_verdict"] == "slower"]
     if not slower.empty:
         worst = slower.loc[slower["speedup"].idxmin()]
         lines.append(
-            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {fmt_ratio(worst['speedup'], worst['speedup_ci_low'], worst['speedup_ci_high'])} "
+            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {ratio_of(worst)} "
             f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy)."
         )
     same = (speedups["speedup_verdict"] == "no measurable difference").sum()
@@ -96,8 +101,7 @@ def break_even_lines(speedups: pd.DataFrame) -> list[str]:
         lines.append(
             f"- {op}, {dtype} on {device}: with the copies counted, offloading pays from "
             f"{largest['break_even']}; at n = {int(largest['size'])} the end-to-end speedup is "
-            f"{fmt_ratio(largest['end_to_end_speedup'], largest['end_to_end_speedup_ci_low'], largest['end_to_end_speedup_ci_high'])} "
-            f"against {fmt_ratio(largest['speedup'], largest['speedup_ci_low'], largest['speedup_ci_high'])} with the data already on the device."
+            f"{ratio_of(largest, 'end_to_end_speedup')} against {ratio_of(largest)} with the data already on the device."
         )
     return lines
 
@@ -189,7 +193,7 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
         threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
         lines.append(
             f"- Thread scaling, {library} {op} {dtype} at n = {int(row['size'])}: {threads} run "
-            f"{fmt_ratio(row['scaling'], row['scaling_ci_low'], row['scaling_ci_high'])} as fast as one thread."
+            f"{ratio_of(row, 'scaling')} as fast as one thread."
         )
     return lines
 

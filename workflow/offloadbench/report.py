@@ -15,7 +15,7 @@ import pandas as pd
 
 from .findings import (
     finite,
-    fmt_ratio,
+    ratio_of,
     fmt_time,
     gpu_findings,
     offload_section,
@@ -109,9 +109,9 @@ def speedups_markdown(speedups: pd.DataFrame) -> str:
     table = pd.DataFrame({
         "op": speedups["op"], "library": speedups["library"], "device": speedups["device"],
         "dtype": speedups["dtype"], "n": speedups["size"].astype(int), "threads": speedups["threads"],
-        "speedup": [fmt_ratio(v, lo, hi) for v, lo, hi in zip(speedups["speedup"], speedups["speedup_ci_low"], speedups["speedup_ci_high"])],
+        "speedup": [ratio_of(row) for _, row in speedups.iterrows()],
         "verdict": speedups["speedup_verdict"],
-        "end-to-end speedup": [fmt_ratio(v, lo, hi) for v, lo, hi in zip(speedups["end_to_end_speedup"], speedups["end_to_end_speedup_ci_low"], speedups["end_to_end_speedup_ci_high"])],
+        "end-to-end speedup": [ratio_of(row, "end_to_end_speedup") for _, row in speedups.iterrows()],
         "end-to-end verdict": speedups["end_to_end_verdict"],
         "break-even (copies counted)": speedups["break_even"],
     })
