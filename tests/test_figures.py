@@ -50,3 +50,11 @@ def test_tables_round_trip_through_csv(tmp_path, gpu_tables):
     tables = read_tables({name: str(tmp_path / f"{name}.csv") for name in gpu_tables})
     assert tables["timings"]["threads"].tolist() == gpu_tables["timings"]["threads"].tolist()
     assert tables["speedups"]["break_even"].tolist() == gpu_tables["speedups"]["break_even"].tolist()
+
+
+@pytest.mark.parametrize("lo, hi", [(0.75, 1.2), (0.3, 30), (0.95, 1.05), (1e-3, 1e4)])
+def test_log_ticks_label_every_range(lo, hi):
+    from offloadbench.figures import log_ticks
+
+    ticks = log_ticks(lo, hi)
+    assert len(ticks) >= 2 and all(lo <= t <= hi for t in ticks)

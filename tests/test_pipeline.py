@@ -122,6 +122,15 @@ def test_a_second_run_has_nothing_to_do(run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
+def test_a_moved_clone_does_not_re_measure(run, tmp_path):
+    """Paths of the clone or the interpreter are not rerun triggers: moving must not
+    invalidate hours of measurements."""
+    moved = tmp_path / "moved"
+    shutil.copytree(run["dir"], moved, symlinks=True)  # copy2 keeps modification times
+    result = snakemake(moved, "-n", config=TINY)
+    assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-2000:]
+
+
 def test_a_corrupted_record_is_rejected_by_name(run, tmp_path):
     workdir = sandbox.copy_workflow(tmp_path / "copy")
     shutil.copytree(run["out"], workdir / "results" / "ci-box")

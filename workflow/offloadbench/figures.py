@@ -27,7 +27,6 @@ PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 PHASE_LABELS = {"h2d": "copy in (host→device)", "compute": "compute", "d2h": "copy out (device→host)", "finish": "plot on host"}
-LOG_TICKS = [m * 10.0**e for e in range(-4, 7) for m in (1, 2, 5)]
 UNSTABLE_NOTE = "hollow marker: unstable cell (see report)"
 
 
@@ -86,10 +85,21 @@ def message_figure(title: str, message: str) -> plt.Figure:
     return fig
 
 
+def log_ticks(lo: float, hi: float, at_least: int = 3) -> list[float]:
+    """Round tick values for a log axis from lo to hi: 1-2-5 steps, finer when the range is narrow."""
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.1, 1.2, 1.3, 1.5, 1.7, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [m * 10.0**e for e in range(-6, 9) for m in mantissas if lo <= m * 10.0**e <= hi]
+        if len(ticks) >= at_least:
+            return ticks
+    # A range narrower than 10%: evenly spaced round numbers read better than log steps.
+    return [float(t) for t in ticker.MaxNLocator(nbins=4).tick_values(lo, hi) if lo <= t <= hi]
+
+
 def _log_y(ax, suffix: str = "") -> None:
-    """Log axis with plain tick labels (0.5×, 1×, 2×) instead of powers of ten."""
+    """Log axis with plain tick labels (0.5×, 1×, 2×) instead of powers of ten; call after plotting."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(ticker.FixedLocator(LOG_TICKS))
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_locator(ticker.FixedLocator(log_ticks(lo, hi)))
     ax.yaxis.set_minor_locator(ticker.NullLocator())
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
 

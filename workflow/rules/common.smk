@@ -1,11 +1,20 @@
 # Config validation, the grid of cells, the machine label and the target lists.
 import json
 import os
+import shlex
 import sys
 
 PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
 # The package lives beside the rules; scripts find it the same way (no install needed).
 sys.path.insert(0, PACKAGE_DIR)
+
+# The interpreter and the scripts reach the shell commands through the shell prefix, not
+# params: params are rerun triggers, and a new venv or clone path must not re-measure.
+shell.prefix(
+    "set -euo pipefail; "
+    f"OFFLOADBENCH_PYTHON={shlex.quote(sys.executable)}; "
+    f"OFFLOADBENCH_SCRIPTS={shlex.quote(os.path.join(PACKAGE_DIR, 'scripts'))}; "
+)
 
 from offloadbench import grid as cell_grid
 from offloadbench.config import ConfigError, resolve_machine, validate

@@ -29,12 +29,10 @@ rule measure:
         "../../environment.yml"
     threads: bench_threads
     params:
-        python=sys.executable,
-        script=os.path.join(PACKAGE_DIR, "scripts", "measure_cell.py"),
         machine=MACHINE,
         settings=json.dumps(config["measure"], sort_keys=True),
     shell:
-        '"{params.python}" "{params.script}" --op {wildcards.op} --cell {wildcards.cell}'
+        '"$OFFLOADBENCH_PYTHON" "$OFFLOADBENCH_SCRIPTS/measure_cell.py" --op {wildcards.op} --cell {wildcards.cell}'
         " --machine {params.machine} --settings {params.settings:q}"
         ' --environment "{input.environment}" --out "{output}" 2> "{log}"'
 
@@ -50,11 +48,9 @@ rule transfer:
         "../../environment.yml"
     threads: bench_threads
     params:
-        python=sys.executable,
-        script=os.path.join(PACKAGE_DIR, "scripts", "transfer_sweep.py"),
         machine=MACHINE,
         settings=json.dumps(config["transfer"], sort_keys=True),
     shell:
-        '"{params.python}" "{params.script}" --device {wildcards.device}'
+        '"$OFFLOADBENCH_PYTHON" "$OFFLOADBENCH_SCRIPTS/transfer_sweep.py" --device {wildcards.device}'
         " --machine {params.machine} --settings {params.settings:q}"
         ' --out "{output}" 2> "{log}"'
