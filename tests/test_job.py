@@ -28,7 +28,7 @@ def args(tmp_path, cell="numpy-cpu-float32-n32-t1", **overrides):
 
 @pytest.fixture(autouse=True)
 def private_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(job, "LOCK_NAME", f"offloadbench-test-{os.getpid()}.lock")
+    monkeypatch.setenv(job.LOCK_ENV, str(tmp_path / "test.lock"))
 
 
 def test_a_real_cell_writes_an_ok_record(tmp_path):
@@ -86,9 +86,7 @@ def test_measurement_jobs_never_overlap(tmp_path):
     """Two jobs started together: the second waits for the host lock."""
     env = {**os.environ, "PYTHONPATH": "workflow"}
     script = "workflow/scripts/measure_cell.py"
-    lock_dir = tmp_path / "tmp"
-    lock_dir.mkdir()
-    env["TMPDIR"] = str(lock_dir)
+    env[job.LOCK_ENV] = str(tmp_path / "overlap.lock")
     procs = [
         subprocess.Popen([sys.executable, script, *args(tmp_path, cell=f"numpy-cpu-float32-n{n}-t1")], env=env)
         for n in (32, 48)
@@ -110,3 +108,13 @@ def test_a_bug_in_the_child_is_an_error_record_with_its_traceback_in_the_log(tmp
     assert record["status"] == "error" and "exited with status 1" in record["reason"]
     err = capfd.readouterr().err
     assert "Traceback" in err and "a missing setting" in err
+
+
+def test_the_lock_is_one_per_host_whatever_tmpdir_a_job_gets(monkeypatch, tmp_path):
+    import tempfile
+    from pathlib import Path
+
+    monkeypatch.delenv(job.LOCK_ENV, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert job.lock_path() == Path("/tmp") / job.LOCK_NAME

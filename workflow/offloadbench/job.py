@@ -26,6 +26,7 @@ from .records import base_record, write_json_atomic
 
 EXIT_REFUSED = 2  # the child refused to measure (message on stderr); write nothing
 LOCK_NAME = "offloadbench-measure.lock"
+LOCK_ENV = "OFFLOADBENCH_LOCK"  # another lock file, e.g. for tests that must not wait on real runs
 # Modules a measuring process should load only when its cell needs them (kept in the record).
 HEAVY_MODULES = ("torch", "pandas", "seaborn", "matplotlib", "snakemake", "scipy", "jsonschema")
 
@@ -45,23 +46,40 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def lock_path() -> Path:
+    """One lock file per host, whatever TMPDIR a job gets (SLURM and Snakemake set their own)."""
+    override = os.environ.get(LOCK_ENV)
+    if override:
+        return Path(override)
+    shared = Path("/tmp")
+    return (shared if shared.is_dir() else Path(tempfile.gettempdir())) / LOCK_NAME
+
+
 @contextlib.contextmanager
 def host_lock(path: Path | None = None):
     """Hold the per-host benchmark lock: no two cells are measured at once on one machine,
-    whatever --cores is and however many workflows run. Yields the seconds spent waiting."""
-    path = path or Path(tempfile.gettempdir()) / LOCK_NAME
+    whatever --cores is and however many workflows or users run. Yields the seconds waited."""
+    path = path or lock_path()
     start = time.perf_counter()
     try:
         import fcntl
     except ImportError:  # Windows: rely on the scheduler alone
         yield 0.0
         return
-    with open(path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    # Read-only suffices for flock, so another user's lock file (mode 0666 from us) still works.
+    old_umask = os.umask(0)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+    finally:
+        os.umask(old_umask)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield time.perf_counter() - start
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def thread_count(cell: Cell) -> int:
