@@ -122,6 +122,13 @@ def test_a_second_run_has_nothing_to_do(run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
+def test_snakemake_report_builds_with_every_caption(run):
+    result = snakemake(run["dir"], "--report", "smk-report.html", config=TINY)
+    assert "Report created" in result.stdout + result.stderr
+    html = (run["dir"] / "smk-report.html").read_text()
+    assert "break-even size" in html and "copy bandwidth" in html.lower()
+
+
 def test_a_moved_clone_does_not_re_measure(run, tmp_path):
     """Paths of the clone or the interpreter are not rerun triggers: moving must not
     invalidate hours of measurements."""

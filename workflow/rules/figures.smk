@@ -10,7 +10,8 @@ rule figure:
         pdf=f"{OUT}/figures/{{figure}}.pdf",
         png=report(
             f"{OUT}/figures/{{figure}}.png",
-            caption="../report/{figure}.rst",
+            caption="../report/figure.rst",
+            labels={"figure": "{figure}"},
             category="Figures",
         ),
     log:
