@@ -50,3 +50,26 @@ def test_measure_settings_round_trip_through_the_schema():
 
     section = validate({"measure": {"budget_s": 3.5, "pinned_memory": True}})["measure"]
     assert Settings.from_config(section).as_dict() == section
+
+
+def test_nested_command_line_overrides_get_the_schema_types():
+    # What `snakemake --config grid='{"sizes": [256, 512], "threads": [1, all]}'` passes in.
+    config = validate({"grid": {"sizes": ["256", "512"], "threads": ["1", "all"]},
+                       "measure": {"budget_s": "0.5", "pinned_memory": "true"}})
+    assert config["grid"]["sizes"] == [256, 512]
+    assert config["grid"]["threads"] == [1, "all"]
+    assert config["measure"]["budget_s"] == 0.5 and config["measure"]["pinned_memory"] is True
+    with pytest.raises(ConfigError, match=r"config key grid.sizes\[0\]: 0 is less than the minimum of 1"):
+        validate({"grid": {"sizes": ["0"]}})
+
+
+def test_provenance_lists_the_users_blas_variables_not_those_libraries_set(monkeypatch):
+    from offloadbench import threads
+
+    monkeypatch.setitem(threads.STARTUP_ENV, "OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", "True")  # set by a library after start-up
+    monkeypatch.delitem(threads.STARTUP_ENV, "KMP_DUPLICATE_LIB_OK", raising=False)
+    env = threads.blas_tuning_env()
+    assert env.get("OPENBLAS_CORETYPE") == "Haswell"
+    assert "KMP_DUPLICATE_LIB_OK" not in env
+    assert not any(key.endswith("_NUM_THREADS") for key in env)  # set per cell, recorded per cell

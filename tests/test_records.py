@@ -18,6 +18,9 @@ def test_atomic_write_leaves_only_the_final_file(tmp_path, record_factory):
     write_json_atomic(target, record_factory())
     assert os.listdir(target.parent) == [target.name]
     assert load_record(target)["status"] == "ok"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # readable like any other output
 
 
 def test_non_finite_numbers_are_stored_as_null(tmp_path, record_factory):

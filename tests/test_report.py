@@ -66,3 +66,13 @@ def test_html_is_self_contained(tmp_path, gpu_tables):
     html = (tmp_path / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') == len(FIGURE_NAMES)
     assert "<table>" in html and "figures/speedup.png" not in html.split("<body>")[1].split("Vector version")[0]
+
+
+def test_a_headline_from_an_unstable_cell_carries_a_warning(gpu_tables):
+    s = gpu_tables["speedups"].copy()
+    best = s["speedup"].idxmax()
+    s.loc[best, "unstable"] = "bimodal samples (two modes 40% apart, 12/30 in the faster)"
+    text = build_markdown(inputs({**gpu_tables, "speedups": s}))
+    headline = next(line for line in text.splitlines() if line.startswith("- The largest speedup"))
+    assert "*Flagged unstable, read with care:* bimodal samples" in headline
+    assert "against NumPy" in headline  # the two medians behind the ratio

@@ -141,6 +141,11 @@ def timings_table(records: list[dict], machine: str, analysis: Analysis) -> pd.D
     return frame.assign(_t=order).sort_values(CELL_COLUMNS[:-1] + ["_t"]).drop(columns="_t").reset_index(drop=True)
 
 
+def _pair_unstable(record: dict, base: dict) -> str:
+    """Noise flags of a ratio: the contender's, then the baseline's."""
+    return "; ".join(filter(None, [_unstable_reason(record), _unstable_reason(base) and "baseline: " + _unstable_reason(base)]))
+
+
 def baseline_threads(device: str, threads: str, available: set[str]) -> str | None:
     """Thread label of the numpy baseline: the cell's own on the cpu, all cores for GPUs."""
     if device == "cpu":
@@ -187,7 +192,6 @@ def speedups_table(records: list[dict], machine: str, analysis: Analysis) -> pd.
             _samples(base, "end_to_end"), _samples(record, "end_to_end"),
             analysis.resamples, analysis.confidence, analysis.seed,
         )
-        unstable = "; ".join(filter(None, [_unstable_reason(record), _unstable_reason(base) and "baseline: " + _unstable_reason(base)]))
         rows.append({
             "machine": machine,
             **{k: cell[k] for k in CELL_COLUMNS},
@@ -202,12 +206,17 @@ def speedups_table(records: list[dict], machine: str, analysis: Analysis) -> pd.
             "end_to_end_speedup_ci_low": e2e[1],
             "end_to_end_speedup_ci_high": e2e[2],
             "end_to_end_verdict": verdict(e2e[1], e2e[2]),
-            "unstable": unstable,
+            "median_s": _median(_samples(record, "compute")),
+            "baseline_median_s": _median(_samples(base, "compute")),
+            "end_to_end_s": _median(_samples(record, "end_to_end")),
+            "baseline_end_to_end_s": _median(_samples(base, "end_to_end")),
+            "unstable": _pair_unstable(record, base),
         })
     columns = [
         "machine", *CELL_COLUMNS, "threads_effective", "device_name", "baseline_threads", "speedup", "speedup_ci_low", "speedup_ci_high",
         "speedup_verdict", "end_to_end_speedup", "end_to_end_speedup_ci_low",
-        "end_to_end_speedup_ci_high", "end_to_end_verdict", "unstable",
+        "end_to_end_speedup_ci_high", "end_to_end_verdict", "median_s", "baseline_median_s", "end_to_end_s",
+        "baseline_end_to_end_s", "unstable",
     ]
     frame = pd.DataFrame(rows, columns=columns)
     order = frame["threads"].map(lambda t: 10**9 if t == ALL_THREADS else int(t))
@@ -252,9 +261,10 @@ def thread_scaling_table(records: list[dict], machine: str, analysis: Analysis) 
             "threads": most, "threads_effective": (many.get("threads") or {}).get("effective"),
             "scaling": ratio[0], "scaling_ci_low": ratio[1], "scaling_ci_high": ratio[2],
             "verdict": verdict(ratio[1], ratio[2]),
+            "unstable": _pair_unstable(many, one).replace("baseline:", "1 thread:"),
         })
     columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "threads_effective",
-               "scaling", "scaling_ci_low", "scaling_ci_high", "verdict"]
+               "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "unstable"]
     return pd.DataFrame(rows, columns=columns)
 
 

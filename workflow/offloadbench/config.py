@@ -33,6 +33,38 @@ def fill_defaults(data: dict, schema: dict) -> dict:
     return data
 
 
+def _coerce_scalar(value: str, schema: dict):
+    """A string as the schema's scalar type, when it reads as one (else unchanged)."""
+    kinds = [schema.get("type")] + [option.get("type") for option in schema.get("oneOf", [])]
+    for kind in kinds:
+        try:
+            if kind == "integer" and value.strip().lstrip("-").isdigit():
+                return int(value)
+            if kind == "number":
+                return float(value)
+            if kind == "boolean" and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+        except ValueError:
+            continue
+    return value
+
+
+def coerce_strings(data, schema: dict):
+    """Turn strings into the numbers and booleans the schema asks for.
+
+    `snakemake --config grid='{"sizes": [256, 512]}'` parses nested values with YAML's base
+    loader, which keeps every scalar a string; this makes such overrides work."""
+    if isinstance(data, dict):
+        properties = schema.get("properties", {})
+        return {key: coerce_strings(value, properties.get(key, {})) for key, value in data.items()}
+    if isinstance(data, list):
+        items = schema.get("items", {})
+        return [coerce_strings(value, items) for value in data]
+    if isinstance(data, str):
+        return _coerce_scalar(data, schema)
+    return data
+
+
 def key_path(parts) -> str:
     text = ""
     for part in parts:
@@ -59,7 +91,7 @@ def validate(config: dict, schema: dict | None = None) -> dict:
         config = {}
     if not isinstance(config, dict):
         raise ConfigError("config: expected a mapping of keys to values")
-    data = fill_defaults(copy.deepcopy(config), schema)
+    data = fill_defaults(coerce_strings(copy.deepcopy(config), schema), schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:

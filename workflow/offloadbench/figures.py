@@ -7,6 +7,7 @@ draw them without Snakemake. A figure with nothing to show says why in one panel
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Callable
 
 import matplotlib
@@ -81,7 +82,8 @@ def message_figure(title: str, message: str) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(5.0, 2.0))
     ax.axis("off")
     ax.set_title(title, loc="left", fontweight="bold")
-    ax.text(0.0, 0.5, message, ha="left", va="center", wrap=True, transform=ax.transAxes)
+    text = "\n".join(textwrap.fill(part, width=75) for part in message.replace("`", "").split("\n"))
+    ax.text(0.0, 0.5, text, ha="left", va="center", transform=ax.transAxes)
     return fig
 
 
@@ -126,20 +128,23 @@ def _dtype_rank(dtype: str) -> int:
     return ["float16", "bfloat16", "float32", "float64"].index(dtype) if dtype in ("float16", "bfloat16", "float32", "float64") else 9
 
 
-def _line_with_band(data: pd.DataFrame, y: str, lo: str, hi: str, colours: dict, markers: dict, band: bool = True, **_):
+def _line_with_band(data: pd.DataFrame, y: str, lo: str, hi: str, colours: dict, markers: dict, band: bool = True,
+                    dodge: dict | None = None, **_):
     ax = plt.gca()
     data = data.sort_values("size")
     name = data["series"].iloc[0]
     colour, marker = colours[name], markers[name]
-    ax.plot(data["size"], data[y], color=colour, marker=marker, markersize=4, linewidth=1.2, label=name)
+    # Error bars of neighbouring series are nudged apart on the log size axis to stay visible.
+    x = data["size"] * (dodge or {}).get(name, 1.0)
+    ax.plot(x, data[y], color=colour, marker=marker, markersize=4, linewidth=1.2, label=name)
     if band:
-        ax.fill_between(data["size"], data[lo], data[hi], color=colour, alpha=0.2, linewidth=0)
+        ax.fill_between(x, data[lo], data[hi], color=colour, alpha=0.25, linewidth=0)
     else:
         yerr = np.vstack([(data[y] - data[lo]).clip(lower=0), (data[hi] - data[y]).clip(lower=0)])
-        ax.errorbar(data["size"], data[y], yerr=yerr, fmt="none", ecolor=colour, elinewidth=0.8, capsize=2)
-    unstable = data[data["unstable"].fillna("").astype(str) != ""]
-    if not unstable.empty:
-        ax.plot(unstable["size"], unstable[y], linestyle="none", marker=marker, markersize=6,
+        ax.errorbar(x, data[y], yerr=yerr, fmt="none", ecolor=colour, elinewidth=0.8, capsize=2)
+    unstable = data["unstable"].fillna("").astype(str) != ""
+    if unstable.any():
+        ax.plot(x[unstable], data.loc[unstable, y], linestyle="none", marker=marker, markersize=6,
                 markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.2)
 
 
@@ -148,6 +153,7 @@ def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str)
         _size_axis(ax, frame["size"])
     g.set_axis_labels("matrix size n (n×n)", ylabel)
     g.set_titles(col_template="{col_name}", row_template="{row_name}")
+    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
     g.add_legend(title="")
     note = UNSTABLE_NOTE if (frame["unstable"].fillna("").astype(str) != "").any() else None
     g.figure.suptitle(title, x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
@@ -161,8 +167,10 @@ def _series_grid(frame: pd.DataFrame, y: str, band: bool, suffix: str = "") -> s
     frame = _with_series(frame)
     series = _series_order(frame)
     colours, markers = _styles(series)
+    dodge = None if band else {name: 1.04 ** (i - (len(series) - 1) / 2) for i, name in enumerate(series)}
     g = _facets(frame, series)
-    g.map_dataframe(_line_with_band, y=y, lo=f"{y}_ci_low", hi=f"{y}_ci_high", colours=colours, markers=markers, band=band)
+    g.map_dataframe(_line_with_band, y=y, lo=f"{y}_ci_low", hi=f"{y}_ci_high", colours=colours, markers=markers,
+                    band=band, dodge=dodge)
     for ax in g.axes.flat:
         _log_y(ax, suffix)
     return g

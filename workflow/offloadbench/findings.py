@@ -53,6 +53,17 @@ def ratio_of(row, column: str = "speedup") -> str:
     return fmt_ratio(row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
 
 
+def caveat(row) -> str:
+    """A warning to append when a number comes from a cell that failed a noise check."""
+    flags = row.get("unstable")
+    return " *Flagged unstable, read with care:* " + str(flags) + "." if isinstance(flags, str) and flags else ""
+
+
+def times_of(row) -> str:
+    """The two medians behind a speedup, so a ratio can be read for what it is."""
+    return f"{row['library']} {fmt_time(row['median_s'])} against NumPy {fmt_time(row['baseline_median_s'])}"
+
+
 def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
@@ -62,20 +73,20 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
             f"- The largest speedup over NumPy is **{ratio_of(best)}**, "
-            f"for {cell_phrase(best)}."
+            f"for {cell_phrase(best)} ({times_of(best)}).{caveat(best)}"
         )
     else:
         best = speedups.loc[speedups["speedup"].idxmax()]
         lines.append(
             f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {ratio_of(best)} "
-            f"for {cell_phrase(best)}, is {best['speedup_verdict']}."
+            f"for {cell_phrase(best)} ({times_of(best)}), is {best['speedup_verdict']}.{caveat(best)}"
         )
     slower = speedups[speedups["speedup_verdict"] == "slower"]
     if not slower.empty:
         worst = slower.loc[slower["speedup"].idxmin()]
         lines.append(
-            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {ratio_of(worst)} "
-            f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy)."
+            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)} "
+            f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy).{caveat(worst)}"
         )
     same = (speedups["speedup_verdict"] == "no measurable difference").sum()
     if same:
@@ -193,7 +204,7 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
         threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
         lines.append(
             f"- Thread scaling, {library} {op} {dtype} at n = {int(row['size'])}: {threads} run "
-            f"{ratio_of(row, 'scaling')} as fast as one thread."
+            f"{ratio_of(row, 'scaling')} as fast as one thread.{caveat(row)}"
         )
     return lines
 

@@ -58,12 +58,19 @@ def _json_safe(value):
     return value
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write a file so that readers see the old file or the whole new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from co-workers
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

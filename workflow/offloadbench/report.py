@@ -98,7 +98,8 @@ def timings_markdown(timings: pd.DataFrame) -> str:
         "copies": ok["transfer_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
         "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if finite(v) else "–"),
         "samples": ok["n_samples"].astype(int),
-        "stable": ok["unstable"].fillna("").map(lambda v: "no" if v else "yes"),
+        "stable": [("no" if flags else "yes") if status == "ok" else "–"
+                   for flags, status in zip(ok["unstable"].fillna(""), ok["status"])],
     })
     return markdown_table(table)
 
@@ -186,7 +187,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {FIGURE_CAPTIONS[name]} Vector version: `{figure_dir}/{name}.pdf`.", ""]
     lines += status_section(t)
     lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
-    lines += ["## Copy bandwidth", "", transfer_markdown(inputs.transfer), ""]
+    lines += ["## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]
     lines += method_section(inputs.settings)
     return "\n".join(lines)
 

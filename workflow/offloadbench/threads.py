@@ -17,6 +17,9 @@ THREAD_ENV_VARS = (
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 )
+# The environment as the user gave it: threadpoolctl and torch set variables of their own on
+# import (e.g. KMP_DUPLICATE_LIB_OK), which are not the user's settings.
+STARTUP_ENV = dict(os.environ)
 # Variables that change BLAS speed or threading without being thread counts.
 BLAS_TUNING_ENV_PREFIXES = ("OPENBLAS_", "OMP_", "MKL_", "GOTO", "KMP_", "BLIS_", "GOMP_")
 
@@ -32,7 +35,7 @@ def blas_tuning_env() -> dict[str, str]:
     NumPy's speed by 40%). Thread counts are set per cell and recorded with the cell."""
     return {
         key: value
-        for key, value in sorted(os.environ.items())
+        for key, value in sorted(STARTUP_ENV.items())
         if key.startswith(BLAS_TUNING_ENV_PREFIXES)
         and key not in THREAD_ENV_VARS
         and not key.endswith("_NUM_THREADS")
