@@ -118,3 +118,16 @@ def test_the_lock_is_one_per_host_whatever_tmpdir_a_job_gets(monkeypatch, tmp_pa
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
     assert job.lock_path() == Path("/tmp") / job.LOCK_NAME
+
+
+def test_with_a_log_the_user_sees_one_line_and_the_log_keeps_the_details(tmp_path, monkeypatch, capfd):
+    def bug(a, cell, settings, extra, report):
+        raise KeyError("a missing setting")
+
+    monkeypatch.setattr(job, "measure_in_child", bug)
+    log = tmp_path / "cell.log"
+    assert job.run(args(tmp_path) + ["--log", str(log)]) == 0
+    terminal = capfd.readouterr().err.strip().splitlines()
+    assert terminal == ["cell matmul numpy/cpu float32 n=32 t=1: error: the measuring process exited with status 1 (during starting)"]
+    details = log.read_text()
+    assert "Traceback" in details and "a missing setting" in details and terminal[0] in details

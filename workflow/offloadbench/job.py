@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .cells import Cell, resolve_threads
 from .records import base_record, write_json_atomic
+from .scripting import stderr_to_log, tell
 
 EXIT_REFUSED = 2  # the child refused to measure (message on stderr); write nothing
 LOCK_NAME = "offloadbench-measure.lock"
@@ -43,6 +44,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
     parser.add_argument("--environment", help="environment.json of this machine label")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
     return parser.parse_args(argv)
 
 
@@ -145,7 +147,7 @@ def measure_in_child(args: argparse.Namespace, cell: Cell, settings: dict, extra
     write_json_atomic(args.out, record)
 
 
-def _child_main(args, cell, settings, extra, write_fd: int) -> int:
+def _child_main(args, cell, settings, extra, write_fd: int, terminal) -> int:
     def report(phase: str) -> None:
         with contextlib.suppress(OSError):
             os.write(write_fd, (phase + "\n").encode())
@@ -153,7 +155,7 @@ def _child_main(args, cell, settings, extra, write_fd: int) -> int:
     try:
         measure_in_child(args, cell, settings, extra, report)
     except Refused as refusal:
-        print(f"error: cell {cell.label}: {refusal}", file=sys.stderr)
+        tell(terminal, f"error: cell {cell.label}: {refusal}")
         return EXIT_REFUSED
     except BaseException:  # noqa: BLE001 - a bug, not a cell's failure: keep the traceback in the log
         traceback.print_exc()
@@ -194,18 +196,23 @@ def _failure_status(wait_status: int) -> tuple[str, str]:
 
 def run(argv: list[str]) -> int:
     args = parse_args(argv)
+    with stderr_to_log(args.log) as terminal:
+        return _run(args, terminal)
+
+
+def _run(args: argparse.Namespace, terminal) -> int:
     try:
         cell = Cell.from_stem(args.op, args.cell)
         settings = json.loads(args.settings)
     except (ValueError, json.JSONDecodeError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        tell(terminal, f"error: {error}")
         return EXIT_REFUSED
     timeout_s = float(settings.get("timeout_s", 600))
     with host_lock() as waited:
         extra = {"lock_wait_s": waited}
         started = _utc_now()
         if not hasattr(os, "fork"):
-            return _child_main(args, cell, settings, extra, write_fd=-1)
+            return _child_main(args, cell, settings, extra, -1, terminal)
         read_fd, write_fd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -214,7 +221,7 @@ def run(argv: list[str]) -> int:
             os.close(read_fd)
             code = 1
             try:
-                code = _child_main(args, cell, settings, extra, write_fd)
+                code = _child_main(args, cell, settings, extra, write_fd, terminal)
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -224,6 +231,8 @@ def run(argv: list[str]) -> int:
         os.close(read_fd)
     if not timed_out and os.WIFEXITED(wait_status):
         code = os.WEXITSTATUS(wait_status)
+        if code == 0:
+            _tell_failed_cell(args.out, cell, terminal)
         if code in (0, EXIT_REFUSED):
             return code
     if timed_out:
@@ -232,8 +241,16 @@ def run(argv: list[str]) -> int:
         status, reason = _failure_status(wait_status)
         reason = f"{reason} (during {phase})"
     _write_failure(args, cell, settings, started, status, reason, extra)
-    print(f"cell {cell.label}: {status}: {reason}", file=sys.stderr)
+    tell(terminal, f"cell {cell.label}: {status}: {reason}")
     return 0
+
+
+def _tell_failed_cell(record_path: str, cell: Cell, terminal) -> None:
+    """A cell that failed (not one merely skipped) is worth a line on the terminal."""
+    with open(record_path, encoding="utf-8") as handle:
+        record = json.load(handle)
+    if record["status"] in ("oom", "error", "timeout"):
+        tell(terminal, f"cell {cell.label}: {record['status']}: {record['reason']}")
 
 
 def _utc_now() -> str:

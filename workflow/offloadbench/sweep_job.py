@@ -9,6 +9,7 @@ import time
 
 from .job import host_lock
 from .records import write_json_atomic
+from .scripting import stderr_to_log
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -17,11 +18,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--machine", required=True)
     parser.add_argument("--settings", required=True, help="the config's transfer section as JSON")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
     return parser.parse_args(argv)
 
 
 def run(argv: list[str]) -> int:
     args = parse_args(argv)
+    with stderr_to_log(args.log):
+        return _sweep(args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
     settings = json.loads(args.settings)
     with host_lock() as waited:
         from .threads import set_thread_env

@@ -34,7 +34,7 @@ rule measure:
     shell:
         '"$OFFLOADBENCH_PYTHON" "$OFFLOADBENCH_SCRIPTS/measure_cell.py" --op {wildcards.op} --cell {wildcards.cell}'
         " --machine {params.machine} --settings {params.settings:q}"
-        ' --environment "{input.environment}" --out "{output}" 2> "{log}"'
+        ' --environment "{input.environment}" --out "{output}" --log "{log}"'
 
 
 rule transfer:
@@ -53,4 +53,4 @@ rule transfer:
     shell:
         '"$OFFLOADBENCH_PYTHON" "$OFFLOADBENCH_SCRIPTS/transfer_sweep.py" --device {wildcards.device}'
         " --machine {params.machine} --settings {params.settings:q}"
-        ' --out "{output}" 2> "{log}"'
+        ' --out "{output}" --log "{log}"'
