@@ -89,7 +89,7 @@ def is_out_of_memory(error: BaseException, torch) -> bool:
         return True
     text = str(error).lower()
     return isinstance(error, RuntimeError) and (
-        "out of memory" in text or "mps backend out of memory" in text
+        "out of memory" in text or "alloc_failed" in text  # e.g. CUBLAS_STATUS_ALLOC_FAILED
     )
 
 

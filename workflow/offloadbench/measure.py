@@ -179,6 +179,8 @@ class Backend:
         return self.op.compute(self.lib, *inputs)
 
     def pin(self, host_inputs: list) -> list:
+        """With pinned_memory, the inputs live in pinned memory from the start, as when an
+        application allocates its buffers pinned; copying them there is not timed."""
         if not (self.settings.pinned_memory and self.cell.device == "cuda"):
             return host_inputs
         torch = self.torch
@@ -229,13 +231,11 @@ def check_result(backend: Backend, host_inputs: list) -> dict:
 
 
 def _configure_torch(torch, settings: Settings) -> dict:
+    """TF32 for CUDA matmuls only, as configured. set_float32_matmul_precision would also let
+    oneDNN lower the precision of CPU matmuls, which the CPU tolerance does not allow for."""
     torch.backends.cuda.matmul.allow_tf32 = settings.allow_tf32
     torch.backends.cudnn.allow_tf32 = settings.allow_tf32
-    torch.set_float32_matmul_precision("high" if settings.allow_tf32 else "highest")
-    return {
-        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-    }
+    return {"tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
 
 
 def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
@@ -292,7 +292,10 @@ def run_cell(
         else:
             record["status"] = "error"
             record["reason"] = f"{type(error).__name__} during {progress.phase}: {_first_line(error)}"
-        devices.release_memory(cell.device, torch)
+        try:
+            devices.release_memory(cell.device, torch)
+        except Exception:  # noqa: BLE001 - a broken device must not hide the reason above
+            pass
     record["finished_at"] = utc_now()
     return record
 
@@ -321,6 +324,9 @@ def _measure_into(record: dict, cell: Cell, settings: Settings, torch, progress:
         "itemsize": itemsize,
     }
     _memory_precheck(op, cell, settings)
+
+    # NVML's first call is slow; make it before warm-up, not between warm-up and sampling.
+    devices.gpu_clocks(cell.device, torch)
 
     progress.enter("inputs")
     backend = Backend(cell, op, settings, torch)

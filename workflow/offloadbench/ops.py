@@ -16,6 +16,9 @@ from typing import Callable
 import numpy as np
 
 
+FINISH_PEAK_COPIES = 10  # imshow peaks near 8 float64 copies of the field (measured at 8192²)
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
@@ -36,11 +39,13 @@ class Op:
         return self.n_inputs * n * n * itemsize
 
     def working_set_bytes(self, n: int, itemsize: int) -> int:
-        """Peak bytes one measurement holds: float64 generation, inputs, results, reference."""
+        """Peak bytes one measurement holds: float64 generation, inputs, results, reference,
+        and, for ops that plot, matplotlib's float64 working copies of the field."""
         square = n * n
         generation = 8 * square  # random numbers are drawn in float64, then cast
         temporaries = 3 * square * itemsize  # result plus elementwise temporaries
-        return generation + self.input_bytes(n, itemsize) + temporaries
+        rendering = FINISH_PEAK_COPIES * 8 * square if self.finish else 0
+        return generation + self.input_bytes(n, itemsize) + temporaries + rendering
 
     def inner_dimension(self, n: int) -> int:
         """Length of the sums behind each output element, which sets the rounding error."""
@@ -80,6 +85,10 @@ def render_field_png(values: np.ndarray, dpi: int = 100) -> bytes:
     ax.set_title(f"field {values.shape[0]}×{values.shape[1]}")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
+    # The figure holds the field in reference cycles; with the garbage collector off while
+    # sampling, each render would leak a copy of it. Drop the data explicitly.
+    image.set_data(np.zeros((1, 1)))
+    fig.clear()
     return buffer.getvalue()
 
 

@@ -152,7 +152,11 @@ def method_section(settings: dict) -> list[str]:
         f"or the region's {m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
         f"Cells are flagged unstable when the CI target is not met, the samples have two modes, the second half drifts from the first, or a readable CPU/GPU clock moved by more than 10%. "
         f"Each result is checked against a float64 NumPy reference on {m['check_rows']} sampled rows with a dtype-aware tolerance; a wrong result is an error, not a speedup. "
-        f"TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is {'pinned' if m['pinned_memory'] else 'pageable'}.",
+        f"TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is "
+        + ("pinned: the inputs live in pinned memory from the start (copying them there is not timed), as when an application allocates its buffers pinned. "
+           if m["pinned_memory"] else "pageable. ")
+        + "The copy-out phase and the end-to-end region make a fresh host array each call, as `.cpu().numpy()` does; "
+        "the bandwidth sweep copies into reused buffers, so it shows what the link itself sustains.",
         "",
         f"Confidence intervals in the tables and this report are percentile bootstraps ({a['bootstrap_resamples']} resamples, seed {a['seed']}) of the median, "
         f"and, for speedups, of the ratio of the two medians drawing both sample sets. A speedup whose CI includes 1 is reported as *no measurable difference*.",
