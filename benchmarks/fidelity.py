@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 from offloadbench.cells import Cell, resolve_threads  # noqa: E402
 from offloadbench.measure import Backend, Settings, make_host_inputs  # noqa: E402
 from offloadbench.ops import get_op  # noqa: E402
-from offloadbench.stats import bootstrap_ratio_ci, median_ci_rel_halfwidth  # noqa: E402
+from offloadbench.stats import bootstrap_median_ci, bootstrap_ratio_ci, median_ci_rel_halfwidth  # noqa: E402
 from offloadbench.timing import BlockRule, Region, StopRule, WarmupRule, sample_until_stable, warm_up  # noqa: E402
 
 TARGET = 0.02
@@ -185,13 +185,7 @@ def report(tallies: dict[Cell, Tally]) -> list[str]:
 
 def round_ratio_ci(ratios: list[float]) -> tuple[float, float, float]:
     """Median of the per-round ratios with a bootstrap 95% CI over rounds."""
-    data = np.asarray(ratios)
-    if data.size < 2:
-        return float(data[0]), math.nan, math.nan
-    rng = np.random.default_rng(0)
-    medians = np.median(data[rng.integers(0, data.size, (2000, data.size))], axis=1)
-    lo, hi = np.percentile(medians, [2.5, 97.5])
-    return float(np.median(data)), float(lo), float(hi)
+    return (statistics.median(ratios), *bootstrap_median_ci(ratios))
 
 
 def _shown(rel_ci: float) -> str:

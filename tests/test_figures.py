@@ -1,7 +1,8 @@
 import matplotlib.image as mpimg
 import pytest
 
-from offloadbench.figures import FIGURES, draw, read_tables
+from offloadbench.aggregate import read_tables
+from offloadbench.figures import FIGURES, draw
 from offloadbench.layout import FIGURE_NAMES
 
 

@@ -328,3 +328,12 @@ def write_tables(record_paths, transfer_paths, environment_path: str, machine: s
     }
     for name, path in outputs.items():
         tables[name].to_csv(path, index=False)
+
+
+def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """Read the named CSV tables back, keeping thread labels and reasons as text."""
+    dtypes = {"threads": str, "unstable": str, "reason": str, "break_even": str, "link": str}
+    return {
+        name: pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=[""])
+        for name, path in paths.items()
+    }

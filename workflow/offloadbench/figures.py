@@ -357,12 +357,3 @@ def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str
     fig.savefig(pdf_path)
     fig.savefig(png_path, dpi=300)
     plt.close(fig)
-
-
-def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
-    """Read the named CSV tables, keeping thread labels and reasons as text."""
-    dtypes = {"threads": str, "unstable": str, "reason": str, "break_even": str, "link": str}
-    return {
-        name: pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=[""])
-        for name, path in paths.items()
-    }

@@ -20,13 +20,9 @@ def _thread_label(value) -> str:
 
 
 def possible(op: str, library: str, device: str, dtype: str) -> bool:
-    if library == "numpy" and device != "cpu":
-        return False
-    if library == "numpy" and dtype == "bfloat16":
-        return False
-    if device == "mps" and dtype == "float64":
-        return False  # MPS has no float64
-    return True
+    numpy_off_cpu = library == "numpy" and (device != "cpu" or dtype == "bfloat16")
+    mps_float64 = device == "mps" and dtype == "float64"  # MPS has no float64
+    return not (numpy_off_cpu or mps_float64)
 
 
 def expand(grid: dict) -> pd.DataFrame:

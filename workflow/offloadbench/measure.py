@@ -11,6 +11,7 @@ has no host finish; torch cells on the cpu wrap and unwrap numpy arrays without 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Callable
@@ -109,6 +110,10 @@ def _available_host_memory() -> int | None:
     except OSError:
         pass
     return None
+
+
+def itemsize_of(dtype: str) -> int:
+    return 2 if dtype in ("float16", "bfloat16") else np.dtype(dtype).itemsize
 
 
 def _np_dtype(dtype: str):
@@ -239,8 +244,7 @@ def _configure_torch(torch, settings: Settings) -> dict:
 
 
 def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
-    itemsize = 2 if cell.dtype in ("float16", "bfloat16") else np.dtype(cell.dtype).itemsize
-    need = op.working_set_bytes(cell.size, itemsize)
+    need = op.working_set_bytes(cell.size, itemsize_of(cell.dtype))
     available = _available_host_memory()
     if available is not None and need > settings.memory_headroom * available:
         raise CellFailed(
@@ -292,10 +296,8 @@ def run_cell(
         else:
             record["status"] = "error"
             record["reason"] = f"{type(error).__name__} during {progress.phase}: {_first_line(error)}"
-        try:
+        with contextlib.suppress(Exception):  # a broken device must not hide the reason above
             devices.release_memory(cell.device, torch)
-        except Exception:  # noqa: BLE001 - a broken device must not hide the reason above
-            pass
     record["finished_at"] = utc_now()
     return record
 
@@ -315,7 +317,7 @@ def _measure_into(record: dict, cell: Cell, settings: Settings, torch, progress:
         record["device"] = devices.describe(cell.device, torch)
         if cell.is_gpu:
             record["provenance"]["fingerprint"] = fingerprint(record["provenance"], [record["device"]["name"]])
-    itemsize = 2 if cell.dtype in ("float16", "bfloat16") else np.dtype(cell.dtype).itemsize
+    itemsize = itemsize_of(cell.dtype)
     record["model"] = {
         "flops": op.flops(cell.size),
         "h2d_bytes": op.input_bytes(cell.size, itemsize),

@@ -233,7 +233,7 @@ def load_inputs(paths, machine: str, settings: dict) -> Inputs:
     """Read the tables and environment.json named by `paths` (an object with attributes)."""
     import json
 
-    from .figures import read_tables
+    from .aggregate import read_tables
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
     with open(paths.environment, encoding="utf-8") as handle:

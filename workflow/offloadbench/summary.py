@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .figures import read_tables
+from .aggregate import read_tables
 from .report import gpu_findings, markdown_table, speedup_findings
 
 

@@ -7,6 +7,7 @@ allocator; pinned copies are `non_blocking` and synchronised like every device r
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 
 from . import devices
@@ -101,7 +102,7 @@ def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str =
         region = Region("d2h", lambda: host.copy_(dev, non_blocking=pinned), sync)
     warm_up(region, BlockRule(), warmup)
     sample_until_stable([region], stop or StopRule())
-    median = sorted(region.samples_s)[len(region.samples_s) // 2]
+    median = statistics.median(region.samples_s)
     return {
         "samples_s": region.samples_s,
         "calls_per_sample": region.calls_per_sample,

@@ -5,7 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the offloadbench package
 
-from offloadbench.figures import draw, read_tables  # noqa: E402
+from offloadbench.aggregate import read_tables  # noqa: E402
+from offloadbench.figures import draw  # noqa: E402
 from offloadbench.scripting import run_logged  # noqa: E402
 
 run_logged(
