@@ -6,8 +6,10 @@ CONFIG ?= config/config.yaml
 OUT ?= gpu-check-out
 SMK_FILES := Snakefile $(wildcard workflow/rules/*.smk)
 
-BIN := $(VENV)/bin
+BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
+# The rules run `python` from PATH, as under --sdm conda; the venv's comes first.
+SNAKEMAKE := PATH="$(BIN):$$PATH" $(BIN)/snakemake
 
 .PHONY: run test lint bench-fidelity bench-overhead gpu-check gpu-wheels clean-venv
 
@@ -18,14 +20,15 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $@
 
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/snakemake --lint
+	$(SNAKEMAKE) --lint
 	$(BIN)/snakefmt --check $(SMK_FILES)
+	$(BIN)/ruff check workflow tests benchmarks
 
 # Benchmarks of the method (numbers, not tests): fidelity against torch.utils.benchmark,
 # and the pipeline's own overhead.
@@ -33,18 +36,22 @@ bench-fidelity: $(STAMP)
 	$(BIN)/python benchmarks/fidelity.py
 
 bench-overhead: $(STAMP)
-	$(BIN)/python benchmarks/overhead.py
+	PATH="$(BIN):$$PATH" $(BIN)/python benchmarks/overhead.py
 
-# DESIGN.md section 7: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
+# The GPU check: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
 gpu-check:
 	OUT=$(OUT) tools/gpu-check.sh
 
-# Snakemake as wheels for the lent GPU machine, which has torch but no snakemake and no network.
+# Wheels for the lent GPU machine, which has torch, numpy and seaborn but no network:
+# snakemake with what it needs, and the pinned packages that machine lacks or has in other versions.
+GPU_WHEEL_PINS := pandas matplotlib threadpoolctl nvidia-ml-py jinja2 markdown
+PLATFORMS := --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any
 gpu-wheels:
 	$(PYTHON) -m pip wheel --no-deps -w .whl connection_pool==0.0.3
-	$(PYTHON) -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
-	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	  --platform any --find-links .whl -d .whl snakemake==$$(sed -n 's/^snakemake==//p' requirements.txt)
+	$(PYTHON) -m pip download --only-binary=:all: --python-version 3.12 --implementation cp $(PLATFORMS) \
+	  --find-links .whl -d .whl snakemake==$$(sed -n 's/^snakemake==//p' requirements.txt)
+	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $(PLATFORMS) \
+	  -d .whl $$(for p in $(GPU_WHEEL_PINS); do grep -i "^$$p==" requirements.txt; done)
 
 clean-venv:
 	rm -rf $(VENV)

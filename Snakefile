@@ -1,6 +1,6 @@
 """offloadbench: when does moving NumPy work to PyTorch (CPU or GPU) pay off on this machine?
 
-config -> grid of cells -> one measure job per cell -> tables -> figures -> report.
+config -> grid of cells -> rounds of measurement (fresh processes) -> tables -> figures -> report.
 """
 
 from snakemake.utils import min_version

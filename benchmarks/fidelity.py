@@ -25,16 +25,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.utils.benchmark as tbench  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from offloadbench.cells import Cell, resolve_threads  # noqa: E402
-from offloadbench.measure import Backend, Settings, make_host_inputs  # noqa: E402
-from offloadbench.ops import get_op  # noqa: E402
-from offloadbench.stats import bootstrap_median_ci, bootstrap_ratio_ci, median_ci_rel_halfwidth  # noqa: E402
-from offloadbench.timing import BlockRule, Region, StopRule, WarmupRule, sample_until_stable, warm_up  # noqa: E402
+import numpy as np
+import torch
+import torch.utils.benchmark as tbench
+from offloadbench.cells import Cell, resolve_threads
+from offloadbench.measure.cell import Backend, Settings, make_host_inputs
+from offloadbench.measure.ops import get_op
+from offloadbench.measure.timing import BlockRule, Region, StopRule, WarmupRule, measure_region
+from offloadbench.stats import draws, median_and_ci, median_ci_rel_halfwidth, ratio_ci
+from threadpoolctl import threadpool_limits
 
 TARGET = 0.02
 
@@ -62,10 +61,8 @@ def compute_closure(cell: Cell):
 def ours(fn, sync, stop: StopRule) -> tuple[list[float], float, float]:
     """Our method end to end: warm-up, block sizing, adaptive sampling; wall time included."""
     start = time.perf_counter()
-    region = Region("compute", fn, sync)
-    warm_up(region, BlockRule(), WarmupRule(budget_s=0.5))
-    sample_until_stable([region], stop)
-    return region.samples_s, time.perf_counter() - start, region.rel_ci
+    measured = measure_region(Region("compute", fn, sync), BlockRule(), WarmupRule(budget_s=0.5), stop)
+    return list(measured.samples_s), time.perf_counter() - start, measured.rel_ci
 
 
 def reference(fn, threads: int, min_run_time: float) -> list[float]:
@@ -134,7 +131,8 @@ def cuda_comparison(sizes, dtypes, budget_s: float) -> list[str]:
                 end.record()
                 end.synchronize()
                 events.append(start.elapsed_time(end) / 1e3)
-            ratio, lo, hi = bootstrap_ratio_ci(samples, events)
+            interval = ratio_ci(draws([samples], 2000, 0), draws([events], 2000, 1))
+            ratio, lo, hi = interval.value, interval.low, interval.high
             worst = max(worst, ratio, 1 / ratio)
             bench = ""
             if do_bench is not None:
@@ -185,7 +183,8 @@ def report(tallies: dict[Cell, Tally]) -> list[str]:
 
 def round_ratio_ci(ratios: list[float]) -> tuple[float, float, float]:
     """Median of the per-round ratios with a bootstrap 95% CI over rounds."""
-    return (statistics.median(ratios), *bootstrap_median_ci(ratios))
+    interval = median_and_ci(ratios)
+    return statistics.median(ratios), interval.low, interval.high
 
 
 def _shown(rel_ci: float) -> str:

@@ -1,4 +1,4 @@
-"""Shared fixtures: synthetic records and tables, and the GPU marker's skip rule."""
+"""Shared fixtures: synthetic records and tables, and the skip rules of the gpu and slurm marks."""
 
 from __future__ import annotations
 
@@ -31,14 +31,17 @@ FINGERPRINT = {"cpu_model": "Test CPU", "logical_cores": 4, "gpus": None}
 
 
 def make_record(op="matmul", library="numpy", device="cpu", dtype="float32", size=256, threads="1",
-                median=1e-3, spread=0.01, n=30, status="ok", seed=0, phases=None, reason=""):
-    """A record as the measure job writes it, with lognormal samples around `median`."""
+                median=1e-3, spread=0.01, n=30, status="ok", seed=0, phases=None, reason="",
+                round=1, rounds=1, shares_cores=False):
+    """A record as a worker writes it, with lognormal samples around `median`."""
     rng = np.random.default_rng(seed)
     samples = (median * np.exp(rng.normal(0, spread, n))).tolist() if status == "ok" else []
     record = {
-        "schema_version": 1,
+        "schema_version": 2,
         "cell": {"op": op, "library": library, "device": device, "dtype": dtype, "size": size, "threads": threads},
         "machine": "testbox",
+        "process": {"round": round, "rounds": rounds, "worker": f"{library}-{device}-t{threads}", "pid": 100 + round,
+                    "position": 1, "host": "testbox", "slurm_job_id": None},
         "status": status,
         "reason": reason,
         "samples_s": samples,
@@ -47,10 +50,11 @@ def make_record(op="matmul", library="numpy", device="cpu", dtype="float32", siz
         "phases": {},
         "stopping": {"stop_reason": "ci", "converged": True, "rel_ci": 0.01, "n_samples": n, "elapsed_s": 0.1, "rounds": n, "target_rel_ci": 0.02},
         "diagnostics": {"unstable": False, "flags": []},
-        "model": {"flops": 2.0 * size**3, "h2d_bytes": 8 * size**2, "d2h_bytes": 4 * size**2, "memory_bytes": 12 * size**2, "itemsize": 4},
+        "model": {"flops": 2.0 * size**3, "traffic_bytes": 12 * size**2, "h2d_bytes": 8 * size**2, "d2h_bytes": 4 * size**2, "itemsize": 4},
         "check": {"rel_err": 1e-7, "tolerance": 1e-5, "passed": True, "rows_checked": 32},
         "device": {"name": "cpu" if device == "cpu" else "Test GPU"},
         "threads": {"requested": 1, "effective": 4 if threads == "all" else int(threads)},
+        "sharing": {"threads": 4 if threads == "all" else int(threads), "cores_usable": 4, "shares_cores_with_orchestrator": shares_cores},
         "settings": {},
         "provenance": {"hostname": "testbox", "cpu_model": "Test CPU", "fingerprint": copy.deepcopy(FINGERPRINT)},
         "started_at": "2026-01-01T00:00:00.000+00:00",
@@ -64,6 +68,18 @@ def make_record(op="matmul", library="numpy", device="cpu", dtype="float32", siz
     return record
 
 
+def make_processes(processes=3, process_spread=0.0, seed=0, **cell):
+    """One record per process of one cell, each process's median moved by its own effect."""
+    rng = np.random.default_rng(seed + 7919)
+    records = []
+    for k in range(1, processes + 1):
+        effect = float(np.exp(rng.normal(0, process_spread))) if process_spread else 1.0
+        phases = {name: value * effect for name, value in (cell.get("phases") or {}).items()}
+        args = {**cell, "median": cell.get("median", 1e-3) * effect, "phases": phases}
+        records.append(make_record(**args, seed=seed * 100 + k, round=k, rounds=processes))
+    return records
+
+
 @pytest.fixture
 def record_factory():
     return make_record
@@ -74,28 +90,50 @@ def environment_json():
     return {"fingerprint": copy.deepcopy(FINGERPRINT), "hostname": "testbox", "cpu_model": "Test CPU"}
 
 
-@pytest.fixture
-def gpu_tables(record_factory):
-    """Tables of a machine with a GPU: numpy and torch on the cpu, torch on cuda, 3 sizes."""
-    from offloadbench.aggregate import Analysis, speedups_table, thread_scaling_table, timings_table, transfer_table
+def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = None, resamples: int = 300) -> dict:
+    from offloadbench.analysis.measured import Analysis, group_records
+    from offloadbench.analysis.tables import (
+        speedups_table,
+        thread_scaling_table,
+        timings_table,
+        transfer_table,
+    )
 
+    analysis = Analysis(resamples=resamples)
+    cells = group_records(records, analysis)
+    return {
+        "timings": timings_table(cells, machine),
+        "speedups": speedups_table(cells, machine),
+        "thread_scaling": thread_scaling_table(cells, machine),
+        "transfer": transfer_table(transfer or [], machine, analysis),
+    }
+
+
+def gpu_machine_records(processes: int = 2) -> list[dict]:
+    """numpy and torch on the cpu (1 thread and all), torch on cuda, at 3 sizes."""
     records = []
     for i, size in enumerate((256, 1024, 4096)):
         scale = (size / 256) ** 3
         for threads in ("1", "all"):
-            records.append(record_factory(library="numpy", size=size, threads=threads, median=1e-3 * scale / (1 if threads == "1" else 1.8), seed=10 * i + 1))
-            records.append(record_factory(library="torch", size=size, threads=threads, median=1.1e-3 * scale / (1 if threads == "1" else 1.8), seed=10 * i + 2, phases={"end_to_end": 1.15e-3 * scale}))
+            speed = 1 if threads == "1" else 1.8
+            records += make_processes(processes, seed=10 * i + 1 + (threads == "all") * 5, library="numpy",
+                                      size=size, threads=threads, median=1e-3 * scale / speed)
+            records += make_processes(processes, seed=10 * i + 2 + (threads == "all") * 5, library="torch",
+                                      size=size, threads=threads, median=1.1e-3 * scale / speed,
+                                      phases={"end_to_end": 1.15e-3 * scale / speed})
         copies = 2e-4 * (size / 256) ** 2
         compute = 2e-5 * scale
-        records.append(record_factory(library="torch", device="cuda", size=size, median=compute, seed=10 * i + 3,
-                                      phases={"h2d": copies, "compute": compute, "d2h": copies / 2, "end_to_end": 1.5 * copies + compute}))
-    analysis = Analysis(resamples=300)
-    return {
-        "timings": timings_table(records, "gpubox", analysis),
-        "speedups": speedups_table(records, "gpubox", analysis),
-        "thread_scaling": thread_scaling_table(records, "gpubox", analysis),
-        "transfer": transfer_table([make_transfer_record()], "gpubox", analysis),
-    }
+        records += make_processes(processes, seed=10 * i + 3, library="torch", device="cuda", size=size,
+                                  median=compute,
+                                  phases={"h2d": copies, "compute": compute, "d2h": copies / 2,
+                                          "end_to_end": 1.5 * copies + compute})
+    return records
+
+
+@pytest.fixture(scope="session")
+def gpu_tables():
+    """Tables of a machine with a GPU, each cell measured in two processes."""
+    return tables_of(gpu_machine_records(), "gpubox", [make_transfer_record()])
 
 
 def make_transfer_record(device="cuda", link_gbs=63.0, status="ok", reason=""):
@@ -111,7 +149,7 @@ def make_transfer_record(device="cuda", link_gbs=63.0, status="ok", reason=""):
                     point["samples_s"] = (seconds * np.exp(rng.normal(0, 0.01, 20))).tolist()
                 points.append(point)
     return {
-        "schema_version": 1, "kind": "transfer", "machine": "gpubox", "device": device,
+        "schema_version": 2, "kind": "transfer", "machine": "gpubox", "device": device,
         "device_name": "Test GPU" if status == "ok" else None,
         "link": {"kind": "PCIe gen 5 x16", "gbs": link_gbs} if status == "ok" else None,
         "points": points, "settings": {},

@@ -1,41 +1,62 @@
 import math
 
 import pytest
-
-from offloadbench.aggregate import Analysis, speedups_table, thread_scaling_table, timings_table
+from conftest import make_processes, make_record
+from offloadbench.analysis.measured import Analysis, group_records
+from offloadbench.analysis.tables import speedups_table, thread_scaling_table, timings_table
 
 FAST = Analysis(resamples=500, seed=0)
 TIMING_COLUMNS = ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "reason", "n_samples",
                   "median_s", "q1_s", "q3_s", "ci_low_s", "ci_high_s", "gflops", "rel_err",
-                  "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction", "unstable"]
+                  "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction", "unstable",
+                  "processes", "ci_scope", "process_spread", "shares_cores", "host", "slurm_job_id"]
 
 
 @pytest.fixture
-def records(record_factory):
+def cells():
     gpu_phases = {"h2d": 2e-3, "compute": 1e-4, "d2h": 1e-3, "end_to_end": 3.2e-3}
-    return [
-        record_factory(library="numpy", threads="1", median=4e-3, seed=1),
-        record_factory(library="numpy", threads="all", median=1e-3, seed=2),
-        record_factory(library="torch", threads="1", median=2e-3, seed=3, phases={"end_to_end": 2.1e-3}),
-        record_factory(library="torch", threads="all", median=1e-3, seed=4, phases={"end_to_end": 1.05e-3}),
-        record_factory(library="torch", device="cuda", threads="1", median=1e-4, seed=5, phases=gpu_phases),
-        record_factory(library="torch", device="mps", threads="1", status="skipped", reason="mps unavailable: x"),
+    records = [
+        *make_processes(3, seed=1, library="numpy", threads="1", median=4e-3),
+        *make_processes(3, seed=2, library="numpy", threads="all", median=1e-3, shares_cores=True),
+        *make_processes(3, seed=3, library="torch", threads="1", median=2e-3, phases={"end_to_end": 2.1e-3}),
+        *make_processes(3, seed=4, library="torch", threads="all", median=1e-3, phases={"end_to_end": 1.05e-3}),
+        *make_processes(3, seed=5, library="torch", device="cuda", threads="1", median=1e-4, phases=gpu_phases),
+        *make_processes(3, seed=6, library="torch", device="mps", threads="1", status="skipped", reason="mps unavailable: x"),
     ]
+    return group_records(records, FAST)
 
 
-def test_timings_have_the_contract_columns_and_one_row_per_cell(records):
-    table = timings_table(records, "testbox", FAST)
+def test_timings_have_the_contract_columns_and_one_row_per_cell(cells):
+    table = timings_table(cells, "testbox")
     assert set(TIMING_COLUMNS) <= set(table.columns)
-    assert len(table) == len(records)
+    assert len(table) == len(cells) == 6
     numpy1 = table[(table.library == "numpy") & (table.threads == "1")].iloc[0]
     assert numpy1.median_s == pytest.approx(4e-3, rel=0.02)
     assert numpy1.ci_low_s < numpy1.median_s < numpy1.ci_high_s
     assert numpy1.gflops == pytest.approx(2 * 256**3 / numpy1.median_s / 1e9)
     assert numpy1.end_to_end_s == numpy1.median_s  # numpy: the compute region is end to end
+    assert numpy1.processes == 3 and numpy1.ci_scope == "across processes"
+    assert numpy1.n_samples == 90 and numpy1.host == "testbox"
 
 
-def test_device_cells_have_phases_and_a_transfer_fraction(records):
-    table = timings_table(records, "testbox", FAST)
+def test_a_cells_time_is_the_geometric_mean_of_its_process_medians():
+    records = [make_record(median=m, spread=0.001, seed=i, round=i + 1, rounds=3) for i, m in enumerate((1e-3, 2e-3, 4e-3))]
+    (cell,) = group_records(records, FAST)
+    row = timings_table([cell], "m").iloc[0]
+    assert row.median_s == pytest.approx(2e-3, rel=0.01)
+    assert row.process_spread == pytest.approx(3.0, rel=0.02)
+    assert row.ci_low_s < 1.5e-3 and row.ci_high_s > 2.7e-3  # three processes that disagree: a wide CI
+
+
+def test_one_process_is_labelled_within_process_only():
+    (cell,) = group_records([make_record(median=1e-3)], FAST)
+    row = timings_table([cell], "m").iloc[0]
+    assert row.processes == 1 and row.ci_scope == "within-process only"
+    assert math.isnan(row.process_spread)
+
+
+def test_device_cells_have_phases_and_a_transfer_fraction(cells):
+    table = timings_table(cells, "testbox")
     gpu = table[table.device == "cuda"].iloc[0]
     assert gpu.h2d_s == pytest.approx(2e-3, rel=0.02)
     assert gpu.transfer_fraction == pytest.approx(3e-3 / 3.2e-3, rel=0.03)
@@ -44,12 +65,13 @@ def test_device_cells_have_phases_and_a_transfer_fraction(records):
     assert math.isnan(skipped.median_s)
 
 
-def test_speedups_use_the_right_baseline(records):
-    table = speedups_table(records, "testbox", FAST).set_index(["device", "threads"])
+def test_speedups_use_the_right_baseline(cells):
+    table = speedups_table(cells, "testbox").set_index(["device", "threads"])
     # cpu cell vs numpy at its own thread count
     assert table.loc[("cpu", "1"), "speedup"] == pytest.approx(2.0, rel=0.03)
     assert table.loc[("cpu", "1"), "baseline_threads"] == "1"
     assert table.loc[("cpu", "all"), "speedup_verdict"] == "no measurable difference"
+    assert bool(table.loc[("cpu", "all"), "shares_cores"]) and not bool(table.loc[("cpu", "1"), "shares_cores"])
     # GPU cell vs numpy on all cores, device-resident and with copies
     assert table.loc[("cuda", "1"), "baseline_threads"] == "all"
     assert table.loc[("cuda", "1"), "speedup"] == pytest.approx(10.0, rel=0.03)
@@ -57,16 +79,33 @@ def test_speedups_use_the_right_baseline(records):
     assert table.loc[("cuda", "1"), "end_to_end_verdict"] == "slower"
     lo, hi = table.loc[("cuda", "1"), ["speedup_ci_low", "speedup_ci_high"]]
     assert lo < 10.0 * 1.03 and hi > 10.0 * 0.97
+    assert table.loc[("cuda", "1"), "processes"] == 3
     assert ("mps", "1") not in table.index  # skipped cells have no speedup
 
 
-def test_a_cell_without_a_baseline_has_no_speedup(record_factory):
-    table = speedups_table([record_factory(library="torch", dtype="bfloat16")], "m", FAST)
+def test_a_cell_without_a_baseline_has_no_speedup():
+    table = speedups_table(group_records([make_record(library="torch", dtype="bfloat16")], FAST), "m")
     assert table.empty
 
 
-def test_thread_scaling_compares_most_threads_with_one(records):
-    table = thread_scaling_table(records, "testbox", FAST).set_index("library")
+def test_thread_scaling_compares_most_threads_with_one(cells):
+    table = thread_scaling_table(cells, "testbox").set_index("library")
     assert table.loc["numpy", "scaling"] == pytest.approx(4.0, rel=0.03)
     assert table.loc["numpy", "verdict"] == "faster"
     assert table.loc["numpy", "threads"] == "all"
+
+
+def test_a_process_that_failed_is_named_among_the_flags():
+    records = make_processes(3, seed=9, median=1e-3)
+    records[1] = make_record(status="timeout", reason="exceeded the cell time limit", round=2, rounds=3)
+    (cell,) = group_records(records, FAST)
+    row = timings_table([cell], "m").iloc[0]
+    assert row.status == "ok" and row.processes == 2
+    assert "1 of 3 processes failed (timeout: exceeded the cell time limit)" in row.unstable
+
+
+def test_tables_are_reproducible_from_the_same_records():
+    records = make_processes(3, process_spread=0.05, seed=4, median=1e-3)
+    first = timings_table(group_records(records, FAST), "m")
+    again = timings_table(group_records(records, FAST), "m")
+    assert first.equals(again)

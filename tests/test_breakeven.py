@@ -1,8 +1,7 @@
 import math
 
 import pytest
-
-from offloadbench.breakeven import break_even
+from offloadbench.analysis.breakeven import break_even
 
 
 def test_crossing_within_the_grid_is_interpolated_on_log_axes():

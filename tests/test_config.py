@@ -1,5 +1,6 @@
-import pytest
+import dataclasses
 
+import pytest
 from offloadbench.config import ConfigError, validate
 
 
@@ -45,11 +46,31 @@ def test_invalid_configs_name_the_key_in_one_line(config, key, words):
     assert "\n" not in message
 
 
-def test_measure_settings_round_trip_through_the_schema():
-    from offloadbench.measure import Settings
+def test_measure_settings_reach_the_timer():
+    from offloadbench.measure.cell import Settings
 
-    section = validate({"measure": {"budget_s": 3.5, "pinned_memory": True}})["measure"]
-    assert Settings.from_config(section).as_dict() == section
+    section = validate({"measure": {"budget_s": 3.5, "pinned_memory": True, "min_sample_s": 0.002}})["measure"]
+    settings = Settings.from_config(section)
+    assert settings.stop.budget_s == 3.5 and settings.pinned_memory is True and settings.block.min_sample_s == 0.002
+    assert section["processes"] == 3
+
+
+def test_every_op_in_the_schema_is_in_the_catalogue_and_back():
+    from offloadbench.catalogue import SPECS
+    from offloadbench.config import load_schema
+
+    enum = load_schema()["properties"]["grid"]["properties"]["ops"]["items"]["enum"]
+    assert sorted(enum) == sorted(SPECS)
+
+
+def test_a_size_too_small_for_an_op_is_refused_naming_the_op(monkeypatch):
+    from offloadbench import catalogue
+
+    monkeypatch.setitem(catalogue.SPECS, "matmul", dataclasses.replace(catalogue.SPECS["matmul"], min_size=3))
+    with pytest.raises(ConfigError) as error:
+        validate({"grid": {"ops": ["matmul"], "sizes": [64, 2]}})
+    message = str(error.value)
+    assert message.startswith("config key grid.sizes[1]: 2 is too small: op matmul needs n ≥ 3") and "\n" not in message
 
 
 def test_nested_command_line_overrides_get_the_schema_types():
@@ -64,7 +85,7 @@ def test_nested_command_line_overrides_get_the_schema_types():
 
 
 def test_provenance_lists_the_users_blas_variables_not_those_libraries_set(monkeypatch):
-    from offloadbench import threads
+    from offloadbench.measure import threads
 
     monkeypatch.setitem(threads.STARTUP_ENV, "OPENBLAS_CORETYPE", "Haswell")
     monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", "True")  # set by a library after start-up

@@ -1,6 +1,5 @@
 import numpy as np
-
-from offloadbench.correctness import check, check_rows, relative_error, tolerance
+from offloadbench.measure.correctness import check_rows, relative_error, tolerance, verdict
 
 
 def test_tolerances_follow_the_precision():
@@ -21,7 +20,7 @@ def test_float32_matmul_passes_against_the_float64_reference():
     rows = check_rows(512, 32, np.random.default_rng(0))
     result = (a32 @ b32)[rows]
     reference = a32.astype(np.float64)[rows] @ b32.astype(np.float64)
-    assert check(result, reference, "float32", 512, tf32=False, rows=len(rows))["passed"]
+    assert verdict(relative_error(result, reference), "float32", 512, False, len(rows))["passed"]
 
 
 def _round_mantissa(x, bits):
@@ -35,8 +34,8 @@ def test_a_tf32_like_result_fails_float32_but_passes_tf32():
     rows = np.arange(16)
     reference = a32.astype(np.float64)[rows] @ b32.astype(np.float64)
     tf32_like = _round_mantissa(a32.astype(np.float64)[rows], 11) @ _round_mantissa(b32.astype(np.float64), 11)
-    assert not check(tf32_like, reference, "float32", 1024, tf32=False, rows=16)["passed"]
-    assert check(tf32_like, reference, "float32", 1024, tf32=True, rows=16)["passed"]
+    assert not verdict(relative_error(tf32_like, reference), "float32", 1024, False, 16)["passed"]
+    assert verdict(relative_error(tf32_like, reference), "float32", 1024, True, 16)["passed"]
 
 
 def test_a_float16_result_fails_the_float32_tolerance():
@@ -44,7 +43,7 @@ def test_a_float16_result_fails_the_float32_tolerance():
     rows = np.arange(8)
     reference = a[rows] @ b
     half = (a.astype(np.float16)[rows] @ b.astype(np.float16)).astype(np.float64)
-    assert not check(half, reference, "float32", 256, tf32=False, rows=8)["passed"]
+    assert not verdict(relative_error(half, reference), "float32", 256, False, 8)["passed"]
 
 
 def test_non_finite_results_never_pass():

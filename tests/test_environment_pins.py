@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,13 +41,26 @@ def conda_pins(path: Path) -> dict[str, str]:
         name = CONDA_TO_PIP.get(name.lower(), name.lower())
         if name in CONDA_ONLY:
             continue
-        assert version, f"environment.yml: {dep} has no version"
+        assert version, f"{path.name}: {dep} has no version"
         pins[name] = version
     return pins
 
 
 def test_conda_and_pip_agree():
     assert conda_pins(ROOT / "environment.yml") == pip_pins(ROOT / "requirements-dev.txt")
+
+
+@pytest.mark.parametrize("rule_env", sorted((ROOT / "workflow" / "envs").glob("*.yaml")), ids=lambda p: p.name)
+def test_each_rule_environment_agrees_with_the_development_environment(rule_env):
+    mine, everything = conda_pins(rule_env), conda_pins(ROOT / "environment.yml")
+    assert mine, f"{rule_env.name} pins nothing"
+    assert {name: everything.get(name) for name in mine} == mine
+
+
+def test_the_measure_environment_has_what_the_measuring_code_imports():
+    pins = conda_pins(ROOT / "workflow" / "envs" / "measure.yaml")
+    assert {"numpy", "torch", "threadpoolctl", "nvidia-ml-py"} <= set(pins)
+    assert "pandas" not in pins and "seaborn" not in pins
 
 
 def test_torch_is_pinned_for_a_fast_cpu_install():

@@ -1,9 +1,8 @@
 import matplotlib.image as mpimg
 import pytest
-
-from offloadbench.aggregate import read_tables
-from offloadbench.figures import FIGURES, draw
+from offloadbench.analysis.tables import read_tables
 from offloadbench.layout import FIGURE_NAMES
+from offloadbench.report.figures import FIGURES, draw
 
 
 def assert_real_figure(pdf, png):
@@ -55,7 +54,7 @@ def test_tables_round_trip_through_csv(tmp_path, gpu_tables):
 
 @pytest.mark.parametrize("lo, hi", [(0.75, 1.2), (0.3, 30), (0.95, 1.05), (1e-3, 1e4)])
 def test_log_ticks_label_every_range(lo, hi):
-    from offloadbench.figures import log_ticks
+    from offloadbench.report.figures import log_ticks
 
     ticks = log_ticks(lo, hi)
     assert len(ticks) >= 2 and all(lo <= t <= hi for t in ticks)

@@ -4,14 +4,19 @@ import time
 
 import numpy as np
 import pytest
-
-from offloadbench import measure
 from offloadbench.cells import Cell
-from offloadbench.measure import Settings, run_cell
-from offloadbench.timing import BlockRule, Region, StopRule, WarmupRule, sample_until_stable, warm_up
+from offloadbench.measure import cell as measure_cell
+from offloadbench.measure.cell import Settings
+from offloadbench.measure.timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 pytestmark = pytest.mark.gpu
 SETTINGS = Settings(stop=StopRule(budget_s=1.0, min_samples=10), warmup=WarmupRule(budget_s=0.5))
+
+
+def run_cell(cell, settings, torch):
+    """The outcome's fields as one dict, as a record holds them."""
+    outcome = measure_cell.run_cell(cell, settings, torch)
+    return {"status": outcome.status, "reason": outcome.reason, "settings": outcome.settings, **outcome.measured}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +37,7 @@ def default_precision(torch):
 
 
 def test_cuda_cell_records_every_phase(torch):
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 2048, "1"), "gpu", SETTINGS, torch)
+    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 2048, "1"), SETTINGS, torch)
     assert record["status"] == "ok", record["reason"]
     assert set(record["phases"]) == {"h2d", "compute", "d2h", "end_to_end"}
     assert record["device"]["name"] == torch.cuda.get_device_name(0)
@@ -64,16 +69,15 @@ def test_timing_without_sync_reads_far_too_fast_and_ours_matches_the_synced_valu
 
     naive = np.median([unsynced() for _ in range(10)])
     events = np.median([cuda_events() for _ in range(10)])
-    region = Region("compute", lambda: a @ b, torch.cuda.synchronize)
-    warm_up(region, BlockRule(), WarmupRule(budget_s=0.5))
-    sample_until_stable([region], StopRule(budget_s=1.0))
-    ours = float(np.median(region.samples_s))
+    measured = measure_region(Region("compute", lambda: a @ b, torch.cuda.synchronize), BlockRule(),
+                              WarmupRule(budget_s=0.5), StopRule(budget_s=1.0))
+    ours = float(np.median(measured.samples_s))
     assert naive < events / 5, "an unsynchronised timing should only see the launch"
     assert ours == pytest.approx(events, rel=0.07)
 
 
 def test_phases_add_up_to_the_end_to_end_time(torch):
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), "gpu", SETTINGS, torch)
+    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), SETTINGS, torch)
     assert record["status"] == "ok", record["reason"]
     median = {name: np.median(p["samples_s"]) for name, p in record["phases"].items()}
     parts = median["h2d"] + median["compute"] + median["d2h"]
@@ -82,7 +86,7 @@ def test_phases_add_up_to_the_end_to_end_time(torch):
 
 
 def test_pinned_memory_copies_faster_than_pageable_for_large_arrays(torch):
-    from offloadbench.transfer import measure_copy
+    from offloadbench.measure.transfer import measure_copy
 
     pageable = measure_copy(torch, 256 * 2**20, "h2d", pinned=False, stop=StopRule(budget_s=0.5))
     pinned = measure_copy(torch, 256 * 2**20, "h2d", pinned=True, stop=StopRule(budget_s=0.5))
@@ -94,22 +98,22 @@ def test_tf32_sneaking_in_is_caught_by_the_correctness_check(torch, monkeypatch)
         torch_module.backends.cuda.matmul.allow_tf32 = True
         return {"tf32_matmul": True}
 
-    monkeypatch.setattr(measure, "_configure_torch", tf32_on)
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), "gpu", SETTINGS, torch)
+    monkeypatch.setattr(measure_cell, "configure_torch", tf32_on)
+    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), SETTINGS, torch)
     assert record["status"] == "error"
     assert record["reason"].startswith("wrong result")
 
 
 def test_allowed_tf32_is_checked_against_its_own_tolerance(torch):
     settings = Settings(stop=SETTINGS.stop, warmup=SETTINGS.warmup, allow_tf32=True)
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), "gpu", settings, torch)
+    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), settings, torch)
     assert record["status"] == "ok", record["reason"]
     assert record["settings"]["tf32_matmul"] is True
 
 
 def test_pinned_cells_record_their_memory_kind(torch):
     settings = Settings(stop=SETTINGS.stop, warmup=SETTINGS.warmup, pinned_memory=True)
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 1024, "1"), "gpu", settings, torch)
+    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 1024, "1"), settings, torch)
     assert record["status"] == "ok", record["reason"]
     assert record["settings"]["pinned_memory"] is True
 
@@ -120,7 +124,7 @@ def test_out_of_device_memory_becomes_an_oom_record(torch):
     hog = torch.empty(free - 2**30, dtype=torch.uint8, device="cuda")  # leave 1 GiB
     try:
         # 16384^2 float32: 1 GiB per matrix, so the inputs alone cannot fit.
-        record = run_cell(Cell("matmul", "torch", "cuda", "float32", 16384, "1"), "gpu", SETTINGS, torch)
+        record = run_cell(Cell("matmul", "torch", "cuda", "float32", 16384, "1"), SETTINGS, torch)
     finally:
         del hog
         torch.cuda.empty_cache()

@@ -2,9 +2,11 @@ import json
 import os
 
 import pytest
+from offloadbench.analysis.measured import load_cells
+from offloadbench.cells import Cell
+from offloadbench.records import MalformedRecord, cell_record, load_record, settings_differ, write_json_atomic
 
-from offloadbench.aggregate import load_records
-from offloadbench.records import MalformedRecord, load_record, write_json_atomic
+V2_PATH = "matmul/numpy-cpu-float32-n256-t1/p1.json"
 
 
 def write(path, record):
@@ -14,7 +16,7 @@ def write(path, record):
 
 
 def test_atomic_write_leaves_only_the_final_file(tmp_path, record_factory):
-    target = tmp_path / "raw" / "matmul" / "numpy-cpu-float32-n256-t1.json"
+    target = tmp_path / "raw" / V2_PATH
     write_json_atomic(target, record_factory())
     assert os.listdir(target.parent) == [target.name]
     assert load_record(target)["status"] == "ok"
@@ -31,11 +33,11 @@ def test_non_finite_numbers_are_stored_as_null(tmp_path, record_factory):
     assert json.loads(target.read_text())["check"]["rel_err"] is None
 
 
-def test_truncated_json_is_rejected_by_name(tmp_path):
-    target = tmp_path / "matmul" / "numpy-cpu-float32-n256-t1.json"
-    target.parent.mkdir()
-    target.write_text('{"schema_version": 1, "cell": {')
-    with pytest.raises(MalformedRecord, match=r"numpy-cpu-float32-n256-t1.json: not valid JSON"):
+def test_truncated_json_is_rejected_by_name_with_the_way_out(tmp_path):
+    target = tmp_path / V2_PATH
+    target.parent.mkdir(parents=True)
+    target.write_text('{"schema_version": 2, "cell": {')
+    with pytest.raises(MalformedRecord, match=r"p1.json: not valid JSON .*delete it and run again"):
         load_record(target)
 
 
@@ -47,26 +49,67 @@ def test_truncated_json_is_rejected_by_name(tmp_path):
         (lambda r: r.update(samples_s=[0.1, -1.0]), "at samples_s.1"),
         (lambda r: r.update(samples_s=[]), "status ok but no samples"),
         (lambda r: r["cell"].update(threads="lots"), "at cell.threads"),
+        (lambda r: r.pop("process"), "'process' is a required property"),
     ],
 )
 def test_schema_violations_name_the_file_and_the_field(tmp_path, record_factory, mutate, words):
     record = record_factory()
     mutate(record)
-    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n256-t1.json", record)
+    target = write(tmp_path / V2_PATH, record)
     with pytest.raises(MalformedRecord) as error:
         load_record(target)
     assert str(target) in str(error.value) and words in str(error.value)
 
 
 def test_a_record_under_the_wrong_name_is_rejected(tmp_path, record_factory):
-    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n512-t1.json", record_factory(size=256))
+    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n512-t1" / "p1.json", record_factory(size=256))
     with pytest.raises(MalformedRecord, match="not for this file name"):
-        load_records([target])
+        load_cells([target])
+    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n256-t1" / "p2.json", record_factory(size=256))
+    with pytest.raises(MalformedRecord, match="not for this file name"):
+        load_cells([target])
 
 
 def test_records_from_other_hardware_are_rejected(tmp_path, record_factory, environment_json):
     record = record_factory()
     record["provenance"]["fingerprint"]["cpu_model"] = "Another CPU"
-    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n256-t1.json", record)
+    target = write(tmp_path / V2_PATH, record)
     with pytest.raises(MalformedRecord, match="results of two machines are mixed"):
-        load_records([target], environment_json)
+        load_cells([target], environment_json)
+
+
+def test_a_single_process_record_of_the_first_format_is_read_as_process_1_of_1(tmp_path, record_factory):
+    record = record_factory()
+    record["schema_version"] = 1
+    record.pop("process")
+    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n256-t1.json", record)
+    (cell,) = load_cells([target])
+    assert cell.records[0]["process"]["round"] == 1 and cell.records[0]["process"]["rounds"] == 1
+
+
+def test_an_unknown_record_format_is_refused_in_one_line_naming_the_file(tmp_path, record_factory):
+    record = record_factory()
+    record["schema_version"] = 7
+    target = write(tmp_path / V2_PATH, record)
+    with pytest.raises(MalformedRecord) as error:
+        load_record(target)
+    message = str(error.value)
+    assert str(target) in message and "version 7" in message and "\n" not in message
+
+
+def test_the_builder_refuses_a_record_that_breaks_the_schema():
+    cell = Cell("matmul", "numpy", "cpu", "float32", 64, "1")
+    good = {"status": "ok", "reason": "", "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:01+00:00",
+            "provenance": {"hostname": "h", "cpu_model": "c"}, "settings": {}, "measured": {"samples_s": [1e-3]}}
+    record = cell_record(cell, "m", {"round": 1, "rounds": 1}, **good)
+    assert record["schema_version"] == 2 and record["cell"]["size"] == 64
+    with pytest.raises(ValueError, match="breaks the record schema"):
+        cell_record(cell, "m", {"round": 0, "rounds": 1}, **good)
+    with pytest.raises(ValueError, match="status ok but no samples"):
+        cell_record(cell, "m", {"round": 1, "rounds": 1}, **{**good, "measured": {}})
+
+
+def test_only_settings_that_change_a_measurement_make_a_record_stale():
+    recorded = {"budget_s": 1.0, "processes": 3, "timeout_s": 600, "seed": 0}
+    assert settings_differ(recorded, {"budget_s": 1.0, "processes": 5, "timeout_s": 60, "seed": 0}) == []
+    assert settings_differ(recorded, {"budget_s": 2.0, "processes": 3, "seed": 0}) == ["budget_s"]

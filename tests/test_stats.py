@@ -2,13 +2,15 @@ import math
 
 import numpy as np
 import pytest
-
 from offloadbench.stats import (
-    bootstrap_median_ci,
-    bootstrap_ratio_ci,
+    centre_ci,
+    draws,
+    median_and_ci,
     median_ci,
     median_ci_ranks,
     median_ci_rel_halfwidth,
+    ratio_ci,
+    seed_for,
 )
 
 
@@ -32,39 +34,56 @@ def test_too_few_samples_give_no_interval():
     assert median_ci_rel_halfwidth([1.0, 2.0, 3.0]) == math.inf
 
 
-def test_bootstrap_median_ci_brackets_the_median():
-    rng = np.random.default_rng(0)
-    data = rng.lognormal(0, 0.1, 200)
-    lo, hi = bootstrap_median_ci(data, seed=1)
-    assert lo < np.median(data) < hi
-    assert bootstrap_median_ci(data, seed=1) == (lo, hi)  # seeded: reproducible
+def _two_level(seed, processes, n, between, within):
+    rng = np.random.default_rng(seed)
+    return [np.exp(rng.normal(0, between) + rng.normal(0, within, n)) for _ in range(processes)]
 
 
-def test_ratio_ci_covers_the_true_ratio_at_about_the_nominal_rate():
-    true_ratio = 2.5
+@pytest.mark.parametrize(
+    "processes, between, within",
+    [(3, 0.0, 0.05), (3, 0.02, 0.05), (3, 0.10, 0.02), (5, 0.05, 0.05), (5, 0.20, 0.01)],
+)
+def test_the_two_level_ci_covers_the_true_centre_at_about_the_nominal_rate(processes, between, within):
+    """Synthetic cells with known between- and within-process variance, true centre 1."""
+    trials = 300
+    hits = sum(
+        (ci := centre_ci(draws(_two_level(seed, processes, 20, between, within), 400, seed))).low <= 1 <= ci.high
+        for seed in range(trials)
+    )
+    assert 0.90 <= hits / trials <= 0.99
+
+
+def test_processes_that_disagree_widen_the_ci_beyond_the_within_process_noise():
+    quiet = centre_ci(draws(_two_level(1, 3, 40, 0.0, 0.02), 1000, 1))
+    spread = centre_ci(draws(_two_level(1, 3, 40, 0.2, 0.02), 1000, 1))
+    assert spread.rel_halfwidth > 5 * quiet.rel_halfwidth
+    assert spread.processes == 3 and spread.scope == "across processes"
+
+
+def test_one_process_gives_a_ci_labelled_within_process_only():
+    rng = np.random.default_rng(3)
+    ci = median_and_ci(rng.lognormal(0, 0.05, 60), seed=3)
+    assert ci.processes == 1 and ci.scope == "within-process only"
+    assert ci.low < ci.value < ci.high
+
+
+def test_a_ratio_ci_covers_the_true_ratio_across_processes():
     trials, hits = 200, 0
     for seed in range(trials):
-        rng = np.random.default_rng(seed)
-        base = rng.lognormal(math.log(2.5e-3), 0.05, 40)
-        contender = rng.lognormal(math.log(1e-3), 0.05, 40)
-        _, lo, hi = bootstrap_ratio_ci(base, contender, resamples=1000, seed=seed)
-        hits += lo <= true_ratio <= hi
-    coverage = hits / trials
-    assert 0.88 <= coverage <= 0.995
+        base = [g * 2.5 for g in _two_level(seed, 3, 20, 0.05, 0.03)]
+        contender = _two_level(seed + 10_000, 3, 20, 0.05, 0.03)
+        ratio = ratio_ci(draws(base, 400, seed), draws(contender, 400, seed + 1))
+        hits += ratio.low <= 2.5 <= ratio.high
+    assert 0.90 <= hits / trials <= 0.995
 
 
-def test_ratio_ci_uses_the_noise_of_both_samples():
-    rng = np.random.default_rng(5)
-    quiet = rng.lognormal(0, 0.01, 50)
-    noisy = rng.lognormal(0, 0.2, 50)
-    _, lo1, hi1 = bootstrap_ratio_ci(quiet, rng.lognormal(0, 0.01, 50))
-    _, lo2, hi2 = bootstrap_ratio_ci(noisy, rng.lognormal(0, 0.01, 50))
-    _, lo3, hi3 = bootstrap_ratio_ci(quiet, noisy)
-    assert hi2 - lo2 > 3 * (hi1 - lo1)
-    assert hi3 - lo3 > 3 * (hi1 - lo1)
+def test_student_t_quantiles_match_the_tables():
+    from offloadbench.stats import _t_quantile
+
+    for dof, value in ((1, 12.706), (2, 4.303), (4, 2.776), (10, 2.228), (30, 2.042), (math.inf, 1.960)):
+        assert _t_quantile(0.975, dof) == pytest.approx(value, abs=2e-3)
 
 
-def test_equal_distributions_give_a_ratio_ci_that_includes_one():
-    rng = np.random.default_rng(6)
-    ratio, lo, hi = bootstrap_ratio_ci(rng.lognormal(0, 0.1, 60), rng.lognormal(0, 0.1, 60))
-    assert lo < 1 < hi
+def test_seeds_are_stable_and_differ_per_quantity():
+    assert seed_for(0, "matmul/x", "compute") == seed_for(0, "matmul/x", "compute")
+    assert seed_for(0, "matmul/x", "compute") != seed_for(0, "matmul/x", "end_to_end")

@@ -3,14 +3,15 @@ import time
 
 import numpy as np
 import pytest
-
-from offloadbench.diagnostics import flags_for_samples
-from offloadbench.timing import (
+from offloadbench.measure.diagnostics import flags_for_samples
+from offloadbench.measure.timing import (
     BlockRule,
     Region,
     StopRule,
+    Warmup,
     WarmupRule,
     choose_calls_per_sample,
+    measure_region,
     sample_until_stable,
     warm_up,
 )
@@ -23,18 +24,17 @@ def busy_wait(seconds: float) -> None:
 
 
 def test_timer_reads_a_known_busy_loop():
-    region = Region("busy", lambda: busy_wait(2e-3))
-    warm_up(region, BlockRule(), WarmupRule(budget_s=0.2))
-    sample_until_stable([region], StopRule(budget_s=0.5, min_samples=10))
-    median = float(np.median(region.samples_s))
+    measured = measure_region(Region("busy", lambda: busy_wait(2e-3)), BlockRule(), WarmupRule(budget_s=0.2),
+                              StopRule(budget_s=0.5, min_samples=10))
+    median = float(np.median(measured.samples_s))
     # The loop can only overrun (preemption), never finish early.
     assert 2e-3 <= median < 2e-3 * 1.3
 
 
 def test_timer_reads_a_known_sleep():
-    region = Region("sleep", lambda: time.sleep(5e-3))
-    sample_until_stable([region], StopRule(budget_s=0.3, min_samples=8, target_rel_ci=0.5))
-    assert 5e-3 <= float(np.median(region.samples_s)) < 5e-3 * 2
+    measured = measure_region(Region("sleep", lambda: time.sleep(5e-3)), BlockRule(), WarmupRule(budget_s=0.05),
+                              StopRule(budget_s=0.3, min_samples=8, target_rel_ci=0.5))
+    assert 5e-3 <= float(np.median(measured.samples_s)) < 5e-3 * 2
 
 
 def test_synchronisation_is_inside_the_timed_region():
@@ -53,11 +53,10 @@ def test_warm_up_absorbs_first_call_costs():
             busy_wait(30e-3)  # e.g. a CUDA context or cuBLAS handle
         busy_wait(1e-3)
 
-    region = Region("lazy", lazy_init_then_fast)
-    warm_up(region, BlockRule(), WarmupRule(budget_s=0.5))
-    sample_until_stable([region], StopRule(budget_s=0.3))
-    assert region.first_call_s >= 30e-3
-    assert max(region.samples_s) < 10e-3
+    measured = measure_region(Region("lazy", lazy_init_then_fast), BlockRule(), WarmupRule(budget_s=0.5),
+                              StopRule(budget_s=0.3))
+    assert measured.warmup.first_call_s >= 30e-3
+    assert max(measured.samples_s) < 10e-3
 
 
 def test_fast_calls_are_batched_so_the_timer_cost_is_negligible():
@@ -67,17 +66,22 @@ def test_fast_calls_are_batched_so_the_timer_cost_is_negligible():
     assert choose_calls_per_sample(2.0, overhead_s=1e-7) == 1
 
 
-class ScriptedRegion(Region):
+class ScriptedRegion:
     """A region whose samples come from a list: tests the stopping rule without a clock."""
 
-    def __init__(self, values):
-        super().__init__("scripted", lambda: None)
+    def __init__(self, values, name="scripted"):
+        self.name = name
         self._values = iter(values)
 
-    def sample(self):
-        value = next(self._values)
-        self.samples_s.append(value)
-        return value
+    def time_block(self, calls):
+        return next(self._values)
+
+
+def sample(*regions, rule, now):
+    """Sample scripted regions (one call per sample); their measurements by name."""
+    warmed = [(r, Warmup(1.0, (), 1)) for r in regions]
+    outcome = sample_until_stable(warmed, rule, now=now)
+    return outcome, [outcome.measurements[r.name] for r in regions]
 
 
 class FakeClock:
@@ -91,31 +95,29 @@ class FakeClock:
 
 def test_stable_stream_stops_on_the_ci():
     rng = np.random.default_rng(0)
-    region = ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.01, 10_000)))
-    outcome = sample_until_stable([region], StopRule(target_rel_ci=0.02, min_samples=10, budget_s=100), now=FakeClock(0.001))
+    outcome, (m,) = sample(ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.01, 10_000))),
+                           rule=StopRule(target_rel_ci=0.02, min_samples=10, budget_s=100), now=FakeClock(0.001))
     assert outcome.stop_reason == "ci"
-    assert region.converged and region.rel_ci <= 0.02
-    assert len(region.samples_s) < 100
+    assert m.converged and m.rel_ci <= 0.02
+    assert len(m.samples_s) < 100
 
 
 def test_noisy_stream_hits_the_budget_and_is_flagged():
     rng = np.random.default_rng(1)
-    region = ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.6, 10_000)))
     rule = StopRule(target_rel_ci=0.01, min_samples=10, budget_s=1.0)
-    outcome = sample_until_stable([region], rule, now=FakeClock(0.05))
+    outcome, (m,) = sample(ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.6, 10_000))), rule=rule, now=FakeClock(0.05))
     assert outcome.stop_reason == "budget"
-    assert not region.converged
-    flags = flags_for_samples(region.samples_s, outcome.stop_reason, region.rel_ci, rule.target_rel_ci)
+    assert not m.converged
+    flags = flags_for_samples(m.samples_s, outcome.stop_reason, m.rel_ci, rule.target_rel_ci)
     assert any(f.startswith("CI not reached") for f in flags)
 
 
 def test_bimodal_stream_is_flagged():
     rng = np.random.default_rng(2)
     values = np.where(rng.random(10_000) < 0.5, 1e-3, 1.4e-3) * np.exp(rng.normal(0, 0.005, 10_000))
-    region = ScriptedRegion(values)
     rule = StopRule(target_rel_ci=0.02, min_samples=40, budget_s=100)
-    outcome = sample_until_stable([region], rule, now=FakeClock(0.001))
-    flags = flags_for_samples(region.samples_s, outcome.stop_reason, region.rel_ci, rule.target_rel_ci)
+    outcome, (m,) = sample(ScriptedRegion(values), rule=rule, now=FakeClock(0.001))
+    flags = flags_for_samples(m.samples_s, outcome.stop_reason, m.rel_ci, rule.target_rel_ci)
     assert any(f.startswith("bimodal") for f in flags)
 
 
@@ -132,16 +134,16 @@ def test_unimodal_noise_is_not_flagged():
 
 
 def test_at_least_the_floor_of_samples_is_taken_past_the_budget():
-    region = ScriptedRegion([1.0] * 100)
-    outcome = sample_until_stable([region], StopRule(budget_s=0.0, floor_samples=6, min_samples=10), now=FakeClock(10))
-    assert len(region.samples_s) == 6
+    outcome, (m,) = sample(ScriptedRegion([1.0] * 100), rule=StopRule(budget_s=0.0, floor_samples=6, min_samples=10),
+                           now=FakeClock(10))
+    assert len(m.samples_s) == 6
     assert outcome.stop_reason == "budget"
-    assert math.isfinite(region.rel_ci)
+    assert math.isfinite(m.rel_ci)
 
 
 def test_interleaved_regions_each_get_samples():
-    a, b = ScriptedRegion([1.0] * 50), ScriptedRegion([2.0] * 50)
-    sample_until_stable([a, b], StopRule(min_samples=10, min_sampling_s=0, budget_s=100), now=FakeClock(0.001))
+    _, (a, b) = sample(ScriptedRegion([1.0] * 50, "a"), ScriptedRegion([2.0] * 50, "b"),
+                       rule=StopRule(min_samples=10, min_sampling_s=0, budget_s=100), now=FakeClock(0.001))
     assert len(a.samples_s) == len(b.samples_s) == 10
     assert a.converged and b.converged
 
@@ -149,22 +151,21 @@ def test_interleaved_regions_each_get_samples():
 @pytest.mark.parametrize("max_samples", [7, 12])
 def test_max_samples_caps_the_count(max_samples):
     rng = np.random.default_rng(4)
-    region = ScriptedRegion(np.exp(rng.normal(0, 1, 100)))
-    outcome = sample_until_stable([region], StopRule(min_samples=6, max_samples=max_samples, budget_s=100, target_rel_ci=1e-6), now=FakeClock(0.001))
+    rule = StopRule(min_samples=6, max_samples=max_samples, budget_s=100, target_rel_ci=1e-6)
+    outcome, (m,) = sample(ScriptedRegion(np.exp(rng.normal(0, 1, 100))), rule=rule, now=FakeClock(0.001))
     assert outcome.stop_reason == "max_samples"
-    assert len(region.samples_s) == max_samples
+    assert len(m.samples_s) == max_samples
 
 
 def test_cheap_regions_sample_long_enough_for_the_noise_checks():
-    region = ScriptedRegion([1e-3] * 1000)
-    sample_until_stable([region], StopRule(min_samples=6, min_sampling_s=0.05, budget_s=100), now=FakeClock(0.0005))
+    _, (m,) = sample(ScriptedRegion([1e-3] * 1000), rule=StopRule(min_samples=6, min_sampling_s=0.05, budget_s=100),
+                     now=FakeClock(0.0005))
     # Each sample spends 0.0005 s on the fake clock: 0.05 s takes 100 samples.
-    assert len(region.samples_s) >= 100
-    assert region.converged
+    assert len(m.samples_s) >= 100
+    assert m.converged
 
 
 def test_a_slow_first_call_that_agrees_with_the_next_ends_warm_up_early():
-    region = Region("slow", lambda: busy_wait(20e-3))
-    warm_up(region, BlockRule(), WarmupRule(budget_s=1.0))
-    assert region.calls_per_sample == 1
-    assert len(region.warmup_s) <= 3  # the first call counts as a block when it is warm
+    warmup = warm_up(Region("slow", lambda: busy_wait(20e-3)), BlockRule(), WarmupRule(budget_s=1.0))
+    assert warmup.calls_per_sample == 1
+    assert len(warmup.blocks_s) <= 3  # the first call counts as a block when it is warm

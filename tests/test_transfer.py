@@ -1,24 +1,25 @@
 import subprocess
 
 import pytest
-
-from offloadbench import transfer
-from offloadbench.aggregate import Analysis, transfer_table
-from offloadbench.timing import StopRule
+from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.tables import transfer_table
+from offloadbench.measure import transfer
+from offloadbench.measure.timing import StopRule
+from offloadbench.units import bandwidth_gbs, parse_size
 
 
 @pytest.mark.parametrize("text, nbytes", [(4096, 4096), ("4KiB", 4096), ("64 KiB", 65536), ("1.5GB", 1_500_000_000), ("2GiB", 2**31), ("512B", 512)])
 def test_sizes_parse(text, nbytes):
-    assert transfer.parse_size(text) == nbytes
+    assert parse_size(text) == nbytes
 
 
 def test_bad_sizes_are_rejected():
     with pytest.raises(ValueError, match="not a size"):
-        transfer.parse_size("4 parsecs")
+        parse_size("4 parsecs")
 
 
 def test_bandwidth_is_bytes_over_the_median_time(gpu_tables, record_factory):
-    assert transfer.bandwidth_gbs(2**30, 0.05) == pytest.approx(2**30 / 0.05 / 1e9)
+    assert bandwidth_gbs(2**30, 0.05) == pytest.approx(2**30 / 0.05 / 1e9)
     table = gpu_tables["transfer"]
     row = table[(table.memory == "pinned") & (table.direction == "h2d") & (table.bytes == 2**28)].iloc[0]
     assert row.gbs == pytest.approx(row.bytes / row.median_s / 1e9)

@@ -1,4 +1,5 @@
-"""A cell of the grid: one (op, library, device, dtype, size, threads) combination.
+"""A cell of the grid, one (op, library, device, dtype, size, threads) combination, and
+the one place that turns it into a file name and back.
 
 Imported by the Snakefile and by every measurement job, so it imports nothing heavy.
 """
@@ -9,15 +10,15 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
-LIBRARIES = ("numpy", "torch")
-DEVICES = ("cpu", "cuda", "mps")
 GPU_DEVICES = ("cuda", "mps")
-DTYPES = ("float16", "bfloat16", "float32", "float64")
+DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
 ALL_THREADS = "all"
+CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads"]
 
+# The file stem of a cell; the rules use the same text as a wildcard constraint.
+STEM_PATTERN = r"[a-z]+-[a-z]+-[a-z0-9]+-n\d+-t(?:\d+|all)"
 _STEM = re.compile(
-    r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)"
-    r"-n(?P<size>\d+)-t(?P<threads>\d+|all)$"
+    r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)-n(?P<size>\d+)-t(?P<threads>\d+|all)$"
 )
 
 
@@ -36,6 +37,20 @@ def resolve_threads(label: str | int) -> int:
     return int(label)
 
 
+def thread_label(value) -> str:
+    """A thread setting from the config (1, "1", "all") as the label cells carry."""
+    return ALL_THREADS if str(value) == ALL_THREADS else str(int(value))
+
+
+def thread_sort_key(label) -> int:
+    """Orders thread labels 1, 2, ..., all."""
+    return 10**9 if str(label) == ALL_THREADS else int(label)
+
+
+def dtype_sort_key(dtype: str) -> int:
+    return DTYPE_ORDER.index(dtype) if dtype in DTYPE_ORDER else len(DTYPE_ORDER)
+
+
 @dataclass(frozen=True, order=True)
 class Cell:
     op: str
@@ -47,14 +62,12 @@ class Cell:
 
     @property
     def stem(self) -> str:
-        return (
-            f"{self.library}-{self.device}-{self.dtype}-n{self.size}-t{self.threads}"
-        )
+        return f"{self.library}-{self.device}-{self.dtype}-n{self.size}-t{self.threads}"
 
     @property
-    def relpath(self) -> str:
-        """Path of the raw record below results/<machine>/raw/."""
-        return f"{self.op}/{self.stem}.json"
+    def key(self) -> str:
+        """`<op>/<stem>`: names the cell in paths and messages."""
+        return f"{self.op}/{self.stem}"
 
     @property
     def is_gpu(self) -> bool:
@@ -68,22 +81,20 @@ class Cell:
         return asdict(self)
 
     @classmethod
-    def from_stem(cls, op: str, stem: str) -> "Cell":
+    def from_stem(cls, op: str, stem: str) -> Cell:
         match = _STEM.match(stem)
         if not match:
             raise ValueError(f"not a cell name: {stem!r}")
         parts = match.groupdict()
-        return cls(
-            op=op,
-            library=parts["library"],
-            device=parts["device"],
-            dtype=parts["dtype"],
-            size=int(parts["size"]),
-            threads=parts["threads"],
-        )
+        return cls(op=op, size=int(parts.pop("size")), **parts)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Cell":
+    def from_key(cls, key: str) -> Cell:
+        op, _, stem = key.partition("/")
+        return cls.from_stem(op, stem)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Cell:
         return cls(
             op=str(data["op"]),
             library=str(data["library"]),

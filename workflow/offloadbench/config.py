@@ -8,8 +8,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from .catalogue import get_spec
 from .errors import UserError
-from .provenance import machine_label
+from .machine import machine_label
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -102,7 +103,17 @@ def validate(config: dict, schema: dict | None = None) -> dict:
             f"config key measure.max_samples: {measure['max_samples']} is below "
             f"measure.min_samples ({measure['min_samples']})"
         )
+    _check_sizes(data["grid"])
     return data
+
+
+def _check_sizes(grid: dict) -> None:
+    """A size that makes no sense for an op (a 5-point stencil on a 2×2 grid) is refused."""
+    for op in grid["ops"]:
+        for i, size in enumerate(grid["sizes"]):
+            problem = get_spec(op).too_small(size)
+            if problem:
+                raise ConfigError(f"config key grid.sizes[{i}]: {size} is too small: {problem}")
 
 
 def resolve_machine(config: dict) -> str:

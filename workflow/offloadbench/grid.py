@@ -1,54 +1,44 @@
-"""Grid expansion: the validated config becomes a DataFrame of cells, one job each.
+"""Grid expansion: the validated config's `grid` section becomes the list of cells.
 
 Impossible combinations are dropped here, at parse time, with the rule that dropped them:
-numpy on a GPU, bfloat16 in numpy, and thread counts for GPU cells (measured once, t1).
+numpy on a GPU, bfloat16 in numpy, float64 on mps, and thread counts for GPU cells
+(measured once, with one host thread). Pure Python, so measurement jobs can expand the
+same grid as the Snakefile; `frame` gives the pandas view.
 """
 
 from __future__ import annotations
 
 import itertools
 
-import pandas as pd
-
-from .cells import ALL_THREADS, Cell
-
-COLUMNS = ["op", "library", "device", "dtype", "size", "threads"]
+from .cells import CELL_COLUMNS, Cell, dtype_sort_key, thread_label, thread_sort_key
 
 
-def _thread_label(value) -> str:
-    return ALL_THREADS if str(value) == ALL_THREADS else str(int(value))
-
-
-def possible(op: str, library: str, device: str, dtype: str) -> bool:
+def possible(library: str, device: str, dtype: str) -> bool:
+    """Whether a library can run this dtype on this device at all."""
     numpy_off_cpu = library == "numpy" and (device != "cpu" or dtype == "bfloat16")
     mps_float64 = device == "mps" and dtype == "float64"  # MPS has no float64
     return not (numpy_off_cpu or mps_float64)
 
 
-def expand(grid: dict) -> pd.DataFrame:
+def expand(grid: dict) -> list[Cell]:
     """All possible cells of the grid section, sorted, without duplicates."""
-    thread_labels = [_thread_label(t) for t in grid["threads"]]
-    rows = []
+    labels = sorted({thread_label(t) for t in grid["threads"]}, key=thread_sort_key)
+    cells = set()
     for op, library, device, dtype, size in itertools.product(
         grid["ops"], grid["libraries"], grid["devices"], grid["dtypes"], grid["sizes"]
     ):
-        if not possible(op, library, device, dtype):
-            continue
-        labels = ["1"] if device in ("cuda", "mps") else thread_labels
-        rows.extend((op, library, device, dtype, int(size), label) for label in labels)
-    cells = pd.DataFrame(rows, columns=COLUMNS).drop_duplicates()
-    return cells.sort_values(COLUMNS, key=_sort_key).reset_index(drop=True)
+        if possible(library, device, dtype):
+            for label in ["1"] if device != "cpu" else labels:
+                cells.add(Cell(op, library, device, dtype, int(size), label))
+    return sorted(cells, key=sort_key)
 
 
-def _sort_key(column: pd.Series) -> pd.Series:
-    if column.name == "threads":
-        return column.map(lambda t: 10**9 if t == ALL_THREADS else int(t))
-    return column
+def sort_key(cell: Cell) -> tuple:
+    return (cell.op, cell.library, cell.device, dtype_sort_key(cell.dtype), cell.size, thread_sort_key(cell.threads))
 
 
-def cells_of(frame: pd.DataFrame) -> list[Cell]:
-    return [Cell(**row) for row in frame.to_dict(orient="records")]
+def frame(cells: list[Cell]):
+    """The cells as a pandas DataFrame, one row each."""
+    import pandas as pd
 
-
-def raw_paths(frame: pd.DataFrame, raw_dir: str) -> list[str]:
-    return [f"{raw_dir}/{cell.relpath}" for cell in cells_of(frame)]
+    return pd.DataFrame([c.as_dict() for c in cells], columns=CELL_COLUMNS)

@@ -1,8 +1,31 @@
-"""Names of the outputs under results/<machine>/, shared by the Snakefile and the package.
+"""Where things live under results/<machine>/, shared by the Snakefile and the package.
 
 Kept free of heavy imports: the Snakefile reads it at parse time.
 """
 
+from __future__ import annotations
+
+from .cells import Cell
+
 FIGURE_NAMES = ("speedup", "copy_cost", "transfer_overhead", "bandwidth", "throughput")
-FIGURE_FORMATS = ("pdf", "png")
 TABLES = ("timings", "speedups", "thread_scaling", "transfer")
+
+
+def record_relpath(cell: Cell, round_index: int) -> str:
+    """Path of a cell's record from one round, below results/<machine>/raw/."""
+    return f"{cell.key}/p{round_index}.json"
+
+
+def partial_dir(round_index: int) -> str:
+    """Where a round keeps its finished records until the whole round is done, so that an
+    interrupted round resumes where it stopped (Snakemake removes a failed job's outputs)."""
+    return f".partial/p{round_index}"
+
+
+def partial_relpath(cell: Cell, round_index: int) -> str:
+    return f"{partial_dir(round_index)}/{cell.key}.json"
+
+
+def round_relpath(round_index: int) -> str:
+    """The round's own record: its worker processes and the system check around it."""
+    return f"rounds/p{round_index}.json"

@@ -1,4 +1,10 @@
-"""Raw records on disk: atomic writes, and loads that reject a malformed file by name."""
+"""Raw records on disk: the one builder of a cell's record, validation against the record
+schemas when writing and reading, and atomic writes.
+
+A cell record holds one cell measured in one process (one round of the run). Version 1
+records (one process per cell, `raw/<op>/<stem>.json`) are read as the only process of
+their cell, so older result folders stay usable.
+"""
 
 from __future__ import annotations
 
@@ -9,42 +15,71 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from .cells import Cell
 from .errors import UserError
 
-STATUSES = ("ok", "skipped", "oom", "error", "timeout")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 CELL_SCHEMA = SCHEMAS / "record.schema.yaml"
 TRANSFER_SCHEMA = SCHEMAS / "transfer.schema.yaml"
-
-
-def base_record(cell: dict, machine: str, settings: dict, started_at: str, facts: dict) -> dict:
-    """A record with every required field, before any measurement fills it in."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "cell": cell,
-        "machine": machine,
-        "status": "ok",
-        "reason": "",
-        "samples_s": [],
-        "calls_per_sample": None,
-        "warmup": {"count": 0, "samples_s": []},
-        "phases": {},
-        "stopping": None,
-        "diagnostics": {"unstable": False, "flags": []},
-        "model": None,
-        "check": None,
-        "device": {"name": "cpu"},
-        "threads": None,
-        "settings": settings,
-        "provenance": facts,
-        "started_at": started_at,
-        "finished_at": None,
-    }
+ROOFS_SCHEMA = SCHEMAS / "roofs.schema.yaml"
+FAILED = ("oom", "error", "timeout")
+# Measure settings that change what a record holds; the others (processes, timeout_s) do not.
+MEASUREMENT_KEYS = (
+    "target_rel_ci", "budget_s", "warmup_budget_s", "min_samples", "min_sampling_s",
+    "max_samples", "min_sample_s", "seed", "check_rows", "pinned_memory", "allow_tf32",
+)
 
 
 class MalformedRecord(UserError):
     """A raw record that cannot be used; the message names the file and the problem."""
+
+
+def cell_record(
+    cell: Cell,
+    machine: str,
+    process: dict,
+    *,
+    status: str,
+    reason: str,
+    started_at: str,
+    finished_at: str,
+    provenance: dict,
+    settings: dict,
+    measured: dict | None = None,
+    costs: dict | None = None,
+) -> dict:
+    """The record of one cell in one process, whatever its status; validated here.
+
+    `measured` holds what run_cell found (samples, phases, check, model, ...), `costs`
+    what the job spent around it (imports, lock wait)."""
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "cell": cell.as_dict(),
+        "machine": machine,
+        "process": process,
+        "status": status,
+        "reason": reason,
+        "samples_s": [],
+        "phases": {},
+        "diagnostics": {"unstable": False, "flags": []},
+        "settings": settings,
+        "provenance": provenance,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        **(measured or {}),
+        **(costs or {}),
+    }
+    errors = _errors(record, CELL_SCHEMA)
+    if errors:
+        raise ValueError(f"bug: record of {cell.key} breaks the record schema: {errors[0]}")
+    return record
+
+
+def settings_differ(recorded: dict, current: dict) -> list[str]:
+    """Measure settings under which a record was taken that differ from the current ones."""
+    return [key for key in MEASUREMENT_KEYS if key in current and recorded.get(key) != current[key]]
 
 
 def _json_safe(value):
@@ -88,7 +123,7 @@ def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def _validator(schema_path: Path):
     import jsonschema
     import yaml
@@ -98,27 +133,70 @@ def _validator(schema_path: Path):
     return jsonschema.Draft202012Validator(schema)
 
 
-def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA) -> dict:
-    errors = sorted(_validator(schema_path).iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        error = errors[0]
+def _errors(record: dict, schema_path: Path) -> list[str]:
+    found = sorted(_validator(schema_path).iter_errors(_json_safe(record)), key=lambda e: list(map(str, e.absolute_path)))
+    messages = []
+    for error in found:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise MalformedRecord(f"{source}: malformed record at {where}: {error.message}")
-    if record.get("status") == "ok" and not record.get("samples_s"):
-        raise MalformedRecord(f"{source}: malformed record: status ok but no samples")
+        messages.append(f"at {where}: {error.message}")
+    if record.get("status") == "ok" and "samples_s" in record and not record.get("samples_s"):
+        messages.append("status ok but no samples")
+    if schema_path == TRANSFER_SCHEMA:
+        for i, point in enumerate(record.get("points") or []):
+            if isinstance(point, dict) and point.get("status") == "ok" and not point.get("samples_s"):
+                messages.append(f"points.{i} has status ok but no samples")
+    return messages
+
+
+def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA) -> dict:
+    errors = _errors(record, schema_path)
+    if errors:
+        raise MalformedRecord(f"{source}: malformed record {errors[0]}")
     return record
 
 
-def load_record(path: str | os.PathLike, schema_path: Path = CELL_SCHEMA) -> dict:
-    """Read and validate one raw record; raise MalformedRecord naming the file."""
+def read_json(path: str | os.PathLike) -> dict:
+    """Read a JSON object; raise MalformedRecord naming the file and how to recover."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
+            data = json.load(handle)
     except json.JSONDecodeError as error:
-        raise MalformedRecord(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+        raise MalformedRecord(
+            f"{path}: not valid JSON ({error.msg} at line {error.lineno}); delete it and run again to measure it anew"
+        ) from None
     except OSError as error:
         raise MalformedRecord(f"{path}: cannot be read ({error.strerror})") from None
-    if not isinstance(record, dict):
+    if not isinstance(data, dict):
         raise MalformedRecord(f"{path}: malformed record: expected an object")
-    return validate_record(record, str(path), schema_path)
+    return data
+
+
+def load_record(path: str | os.PathLike, schema_path: Path = CELL_SCHEMA) -> dict:
+    """Read and validate one raw record; version 1 cell records become process 1 of 1."""
+    record = read_json(path)
+    version = record.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise MalformedRecord(
+            f"{path}: record format version {version!r} is not one this version reads "
+            f"({', '.join(map(str, READABLE_VERSIONS))}); measure it again or use the matching offloadbench"
+        )
+    validate_record(record, str(path), schema_path)
+    if schema_path == CELL_SCHEMA and version == 1:
+        record = {**record, "process": {"round": 1, "rounds": 1, "format": "version 1: one process per cell"}}
+    return record
+
+
+def check_record_path(path: str | os.PathLike, record: dict) -> Cell:
+    """The cell a record holds, refusing a record stored under another cell's name."""
+    path = Path(path)
+    cell = Cell.from_dict(record["cell"])
+    if record.get("schema_version") == 1:
+        where = (path.parent.name, path.stem)
+        expected = (cell.op, cell.stem)
+    else:
+        where = (path.parent.parent.name, path.parent.name, path.stem)
+        expected = (cell.op, cell.stem, f"p{record['process']['round']}")
+    if where != expected:
+        raise MalformedRecord(f"{path}: record is for {'/'.join(expected)}, not for this file name")
+    return cell

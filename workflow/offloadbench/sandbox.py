@@ -1,7 +1,8 @@
-"""A disposable copy of the workflow, for end-to-end tests and the overhead benchmark."""
+"""A disposable copy of the workflow, for end-to-end tests and the benchmarks of the method."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,15 +18,25 @@ def copy_workflow(dest: Path, root: Path = ROOT) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Snakefile", "environment.yml"):
         shutil.copy(root / name, dest / name)
-    for folder in ("config", "workflow"):
+    for folder in ("config", "workflow", ".test"):
         shutil.copytree(root / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     return dest
 
 
-def snakemake(workdir: Path, *args: str, config: dict | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+def interpreter_path(extra: str | None = None) -> str:
+    """PATH with this interpreter's folder first, as an activated environment has it: the
+    rules run `python` from PATH."""
+    parts = [extra] if extra else []
+    return os.pathsep.join([*parts, str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def snakemake(workdir: Path, *args: str, config: dict | None = None, timeout: float = 1800,
+              env: dict | None = None) -> subprocess.CompletedProcess:
     """Run this interpreter's snakemake in `workdir`, with `config` written to test.yaml."""
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1"]
     if config is not None:
         (workdir / "test.yaml").write_text(yaml.safe_dump(config))
         cmd += ["--configfile", "test.yaml"]
-    return subprocess.run(cmd + list(args), cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    environment = {**os.environ, "PATH": interpreter_path(), **(env or {})}
+    return subprocess.run(cmd + list(args), cwd=workdir, capture_output=True, text=True, timeout=timeout,
+                          env=environment, check=False)

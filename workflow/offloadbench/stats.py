@@ -1,21 +1,36 @@
-"""Statistics of timing samples: medians, their confidence intervals, ratios of medians.
+"""Statistics of timing samples.
 
-Two CI methods, each used where it fits:
-- while sampling, a distribution-free order-statistic CI of the median (cheap, exact coverage);
-- in the analysis, a seeded percentile bootstrap, which also gives the CI of a ratio of
-  two medians from both sample sets (the speedup).
+Two kinds of interval, each where it fits:
+- while sampling, a distribution-free order-statistic CI of one process's median (cheap,
+  exact coverage), which decides when a region has enough samples;
+- in the analysis, the CI of a cell measured in several processes, and of the ratio of
+  two such cells, from a two-level bootstrap (processes, then samples within each).
+
+Why the two-level estimate is built as it is (docs/architecture.md has the longer story):
+a cell's time is the geometric mean of its process medians. Its variance has a part
+between processes, known only with P - 1 degrees of freedom, and the noise of each median
+within its process, known with many. The two-level bootstrap (resample processes, then
+samples within each) and its within-only counterpart estimate both; the larger sets the
+interval, Student's t on the log scale with its degrees of freedom (Satterthwaite's
+formula where a ratio adds two cells' parts). The bootstrap's own percentiles would be
+too narrow with 2 to 5 processes: it cannot see variation beyond the handful of process
+medians it was given.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Sequence
 
 import numpy as np
 
 _EXACT_BINOMIAL_UP_TO = 400
+WITHIN_ONLY = "within-process only"
+ACROSS_PROCESSES = "across processes"
 
 
 @lru_cache(maxsize=4096)
@@ -41,7 +56,7 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
                 return lo, n - 1 - lo
     z = NormalDist().inv_cdf(1 - alpha / 2)
     half = z * math.sqrt(n) / 2
-    lo = max(0, int(math.floor(n / 2 - half)) - 1)
+    lo = max(0, math.floor(n / 2 - half) - 1)
     return lo, n - 1 - lo
 
 
@@ -65,45 +80,157 @@ def median_ci_rel_halfwidth(samples: Sequence[float], confidence: float = 0.95) 
     return (hi - lo) / 2 / med
 
 
-def _bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    idx = rng.integers(0, samples.size, size=(resamples, samples.size))
-    return np.median(samples[idx], axis=1)
+def seed_for(base: int, *names: str) -> int:
+    """A bootstrap seed per quantity, stable across runs and Python processes."""
+    return (base * 1_000_003 + zlib.crc32("/".join(names).encode())) % 2**32
 
 
-def bootstrap_median_ci(
-    samples: Sequence[float], resamples: int = 2000, confidence: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile-bootstrap CI of the median."""
-    data = np.asarray(samples, dtype=float)
-    if data.size < 2:
-        return math.nan, math.nan
-    medians = _bootstrap_medians(data, resamples, np.random.default_rng(seed))
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(medians, [tail, 100 - tail])
-    return float(lo), float(hi)
+@dataclass(frozen=True)
+class Draws:
+    """Bootstrap draws of the log of a cell's centre, at both levels, with what the CI
+    needs to know about where its variance comes from."""
+
+    centre: float  # log of the geometric mean of the process medians
+    two_level: np.ndarray  # resample processes, then samples within each
+    within: np.ndarray  # processes fixed, samples resampled within each
+    processes: int
+    within_dof: float
+
+    def components(self) -> list[tuple[float, float]]:
+        """(variance, degrees of freedom) of Var(log centre).
+
+        When the process medians disagree more than their own within-process noise
+        explains, their spread sets the variance, known with P - 1 degrees of freedom;
+        otherwise each median's within-process noise does."""
+        v_within = float(np.var(self.within))
+        if self.processes < 2:
+            return [(v_within, self.within_dof)]
+        p = self.processes
+        # The two-level bootstrap sees (P-1)/P of the spread of the process medians plus
+        # the within noise once more; this recovers s_b^2 / P, the variance of their mean.
+        spread = max(0.0, float(np.var(self.two_level)) - v_within) * p / (p - 1)
+        if spread > v_within:
+            return [(spread, p - 1)]
+        return [(v_within, self.within_dof)]
 
 
-def bootstrap_ratio_ci(
-    numerator: Sequence[float],
-    denominator: Sequence[float],
-    resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, float, float]:
-    """Ratio of medians with a percentile-bootstrap CI drawn from both sample sets.
-
-    Returns (ratio, lo, hi). Each resample draws both sets independently, so the noise of
-    the baseline and of the contender both widen the interval.
-    """
-    num = np.asarray(numerator, dtype=float)
-    den = np.asarray(denominator, dtype=float)
-    if num.size == 0 or den.size == 0:
-        return math.nan, math.nan, math.nan
-    ratio = float(np.median(num) / np.median(den))
-    if num.size < 2 or den.size < 2:
-        return ratio, math.nan, math.nan
+def draws(groups: Sequence[Sequence[float]], resamples: int, seed: int) -> Draws | None:
+    """Two-level bootstrap draws of one cell; `groups` holds each process's samples."""
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g) > 0]
+    if not groups:
+        return None
     rng = np.random.default_rng(seed)
-    ratios = _bootstrap_medians(num, resamples, rng) / _bootstrap_medians(den, resamples, rng)
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(ratios, [tail, 100 - tail])
-    return ratio, float(lo), float(hi)
+    medians = np.empty((len(groups), resamples))
+    for p, samples in enumerate(groups):
+        idx = rng.integers(0, samples.size, size=(resamples, samples.size))
+        medians[p] = np.median(samples[idx], axis=1)
+    logs = np.log(medians)
+    centre = float(np.mean(np.log([np.median(g) for g in groups])))
+    within = logs.mean(axis=0)
+    p = len(groups)
+    picks = rng.integers(0, p, size=(resamples, p))
+    # Each pick gets its own within-process resample, also when a process is drawn twice.
+    columns = (np.arange(resamples)[:, None] + 7919 * np.arange(p)[None, :]) % resamples
+    two_level = logs[picks, columns].mean(axis=1)
+    within_dof = float(sum(g.size - 1 for g in groups)) or 1.0
+    return Draws(centre, two_level, within, p, within_dof)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A positive quantity (a time or a ratio of times) with its CI."""
+
+    value: float
+    low: float
+    high: float
+    processes: int  # the fewest processes behind any side of it
+    dof: float
+
+    @property
+    def scope(self) -> str:
+        return ACROSS_PROCESSES if self.processes >= 2 else WITHIN_ONLY
+
+    @property
+    def rel_halfwidth(self) -> float:
+        return (self.high - self.low) / 2 / self.value if self.value > 0 else math.nan
+
+
+NO_INTERVAL = Interval(math.nan, math.nan, math.nan, 0, math.nan)
+
+
+def _t_quantile(p: float, dof: float) -> float:
+    """Student's t quantile, by bisection on the regularised incomplete beta function."""
+    if not math.isfinite(dof) or dof > 1e6:
+        return NormalDist().inv_cdf(p)
+    from math import lgamma
+
+    def cdf(t: float) -> float:
+        x = dof / (dof + t * t)
+        tail = 0.5 * _betainc(dof / 2, 0.5, x, lgamma)
+        return 1 - tail if t > 0 else tail
+
+    lo, hi = 0.0, 1e4
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _betainc(a: float, b: float, x: float, lgamma) -> float:
+    """Regularised incomplete beta I_x(a, b), by the continued fraction of Numerical Recipes."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _betainc(b, a, 1 - x, lgamma)
+    front = math.exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * math.log(x) + b * math.log(1 - x))
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (
+            m * (b - m) * x / ((a - 1 + 2 * m) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 1 + 2 * m)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return front * h / a
+
+
+def _interval(log_value: float, parts: list[tuple[float, float]], processes: int, confidence: float) -> Interval:
+    variance = sum(v for v, _ in parts)
+    value = math.exp(log_value)
+    if variance <= 0:
+        return Interval(value, value, value, processes, math.inf)
+    # Satterthwaite: the degrees of freedom of a sum of independently estimated variances.
+    denominator = sum(v * v / dof for v, dof in parts if v > 0)
+    dof = variance * variance / denominator if denominator > 0 else math.inf
+    half = _t_quantile(1 - (1 - confidence) / 2, dof) * math.sqrt(variance)
+    return Interval(value, math.exp(log_value - half), math.exp(log_value + half), processes, dof)
+
+
+def centre_ci(d: Draws | None, confidence: float = 0.95) -> Interval:
+    """A cell's time (geometric mean of its process medians) with its CI."""
+    if d is None:
+        return NO_INTERVAL
+    return _interval(d.centre, d.components(), d.processes, confidence)
+
+
+def ratio_ci(num: Draws | None, den: Draws | None, confidence: float = 0.95) -> Interval:
+    """num / den (e.g. baseline time / contender time = speedup) with its CI."""
+    if num is None or den is None:
+        return NO_INTERVAL
+    parts = num.components() + den.components()
+    return _interval(num.centre - den.centre, parts, min(num.processes, den.processes), confidence)
+
+
+def median_and_ci(samples: Sequence[float], resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Interval:
+    """One process's samples: their median with its CI (within-process only)."""
+    return centre_ci(draws([samples], resamples, seed), confidence)

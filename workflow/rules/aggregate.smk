@@ -1,9 +1,9 @@
-# Raw records -> tidy tables (pandas): one row per cell, speedups, thread scaling.
+# Raw records -> tidy tables (pandas): one row per cell, speedups, thread scaling, copies.
 
 
 rule aggregate:
     input:
-        records=raw_records,
+        records=all_records,
         transfer=transfer_records,
         environment=f"{OUT}/environment.json",
     output:
@@ -14,9 +14,8 @@ rule aggregate:
     log:
         f"{OUT}/logs/aggregate.log",
     conda:
-        "../../environment.yml"
+        "../envs/analysis.yaml"
     params:
-        machine=MACHINE,
         analysis=config["analysis"],
     script:
         "../scripts/aggregate.py"

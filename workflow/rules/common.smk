@@ -1,4 +1,4 @@
-# Config validation, the grid of cells, the machine label and the target lists.
+# Config validation, the grid of cells, the machine labels and the target lists.
 import json
 import os
 import shlex
@@ -8,17 +8,16 @@ PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
 # The package lives beside the rules; scripts find it the same way (no install needed).
 sys.path.insert(0, PACKAGE_DIR)
 
-# The interpreter and the scripts reach the shell commands through the shell prefix, not
-# params: params are rerun triggers, and a new venv or clone path must not re-measure.
+# Jobs run `python` from their own environment (the venv, or --sdm conda/apptainer);
+# the package reaches them through PYTHONPATH, not an interpreter's path.
 shell.prefix(
-    "set -euo pipefail; "
-    f"OFFLOADBENCH_PYTHON={shlex.quote(sys.executable)}; "
-    f"OFFLOADBENCH_SCRIPTS={shlex.quote(os.path.join(PACKAGE_DIR, 'scripts'))}; "
+    f"set -euo pipefail; export PYTHONPATH={shlex.quote(PACKAGE_DIR)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
 )
 
-from offloadbench import grid as cell_grid
+from offloadbench import grid
 from offloadbench.config import ConfigError, resolve_machine, validate
-from offloadbench.layout import FIGURE_NAMES, TABLES
+from offloadbench.layout import FIGURE_NAMES, TABLES, record_relpath, round_relpath
+from offloadbench.report.captions import CAPTIONS
 
 try:
     _validated = validate(config)
@@ -27,46 +26,70 @@ except ConfigError as error:
 config.clear()
 config.update(_validated)
 
-MACHINE = resolve_machine(config)
-OUT = f"{config['results_dir']}/{MACHINE}"
-CELLS = cell_grid.expand(config["grid"])
-if CELLS.empty:
+RESULTS = config["results_dir"]
+MACHINES = [resolve_machine(config)]
+OUT = f"{RESULTS}/{{machine}}"
+CELLS = grid.expand(config["grid"])
+ROUNDS = list(range(1, config["measure"]["processes"] + 1))
+if not CELLS:
     sys.exit(
         "error: config key grid: no possible cell (e.g. numpy only runs on the cpu)"
     )
 
 
 wildcard_constraints:
-    op="|".join(sorted(set(CELLS["op"]))),
-    cell=r"[a-z]+-[a-z]+-[a-z0-9]+-n\d+-t(\d+|all)",
+    machine=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    round=r"\d+",
     figure="|".join(FIGURE_NAMES),
     device="cuda|mps",
 
 
-def raw_records(wildcards=None):
-    return cell_grid.raw_paths(CELLS, f"{OUT}/raw")
+def round_records(round_index):
+    """Every cell's record of one round, as patterns over {machine}."""
+    return [f"{OUT}/raw/{record_relpath(cell, round_index)}" for cell in CELLS]
 
 
-def transfer_records(wildcards=None):
+def all_records(wildcards):
     return [
-        f"{OUT}/raw/transfer/{device}.json" for device in config["transfer"]["devices"]
+        path.format(machine=wildcards.machine)
+        for r in ROUNDS
+        for path in round_records(r)
     ]
 
 
-def figure_files(kind):
-    return [f"{OUT}/figures/{name}.{kind}" for name in FIGURE_NAMES]
+def previous_round(wildcards):
+    """Rounds run one after another, so each cell's processes are spread over the run."""
+    k = int(wildcards.round)
+    return [] if k == 1 else [f"{OUT}/raw/{round_relpath(k - 1)}".format(**wildcards)]
+
+
+def transfer_records(wildcards):
+    return [
+        f"{RESULTS}/{wildcards.machine}/raw/transfer/{device}.json"
+        for device in config["transfer"]["devices"]
+    ]
+
+
+def figure_files(kind, machine="{machine}"):
+    return [f"{RESULTS}/{machine}/figures/{name}.{kind}" for name in FIGURE_NAMES]
 
 
 def final_targets():
-    return [
-        *[f"{OUT}/{table}.csv" for table in TABLES],
-        *figure_files("pdf"),
-        *figure_files("png"),
-        f"{OUT}/report.md",
-        f"{OUT}/report.html",
-    ]
+    targets = []
+    for machine in MACHINES:
+        targets += [f"{RESULTS}/{machine}/{table}.csv" for table in TABLES]
+        targets += figure_files("pdf", machine) + figure_files("png", machine)
+        targets += [
+            f"{RESULTS}/{machine}/report.md",
+            f"{RESULTS}/{machine}/report.html",
+        ]
+    return targets
 
 
 def bench_threads(wildcards):
     """All local cores: no other job runs beside a measurement (the host lock backs this up)."""
     return max(1, workflow.cores or 1)
+
+
+def as_json(section):
+    return json.dumps(section, sort_keys=True)

@@ -17,8 +17,8 @@ rule figure:
     log:
         f"{OUT}/logs/figures/{{figure}}.log",
     conda:
-        "../../environment.yml"
+        "../envs/analysis.yaml"
     params:
-        machine=MACHINE,
+        caption=lambda wildcards: CAPTIONS[wildcards.figure],
     script:
         "../scripts/draw_figure.py"

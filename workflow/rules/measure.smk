@@ -1,5 +1,6 @@
-# One job per cell. A shell command, not `script:`, keeps snakemake and pandas out of the
-# measuring process; the job takes the host's benchmark lock and all local cores.
+# Measurement: the machine's provenance, then the rounds (every cell once per round, in
+# fresh worker processes), and the copy-bandwidth sweep. Each job takes the host's
+# benchmark lock and all local cores, and runs `python` from its own environment.
 
 
 rule environment:
@@ -8,33 +9,40 @@ rule environment:
     log:
         f"{OUT}/logs/environment.log",
     conda:
-        "../../environment.yml"
+        "../envs/measure.yaml"
     threads: bench_threads
     params:
-        machine=MACHINE,
-    script:
-        "../scripts/capture_environment.py"
+        libraries=",".join(config["grid"]["libraries"]),
+    shell:
+        "python -m offloadbench.jobs.environment --machine {wildcards.machine}"
+        " --libraries {params.libraries} --out {output:q} --log {log:q}"
 
 
 rule measure:
     input:
         environment=f"{OUT}/environment.json",
+        previous=previous_round,
     output:
-        f"{OUT}/raw/{{op}}/{{cell}}.json",
+        records=update(round_records("{round}")),
+        round=f"{OUT}/raw/rounds/p{{round}}.json",
     log:
-        f"{OUT}/logs/measure/{{op}}/{{cell}}.log",
+        f"{OUT}/logs/measure/p{{round}}.log",
     benchmark:
-        f"{OUT}/benchmarks/measure/{{op}}/{{cell}}.tsv"
+        f"{OUT}/benchmarks/measure/p{{round}}.tsv"
     conda:
-        "../../environment.yml"
+        "../envs/measure.yaml"
     threads: bench_threads
     params:
-        machine=MACHINE,
-        settings=json.dumps(config["measure"], sort_keys=True),
+        rounds=len(ROUNDS),
+        grid=as_json(config["grid"]),
+        settings=as_json(config["measure"]),
+        raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
+    message:
+        "round {wildcards.round} of {params.rounds} on {wildcards.machine}: every cell once, in fresh processes"
     shell:
-        '"$OFFLOADBENCH_PYTHON" "$OFFLOADBENCH_SCRIPTS/measure_cell.py" --op {wildcards.op} --cell {wildcards.cell}'
-        " --machine {params.machine} --settings {params.settings:q}"
-        ' --environment "{input.environment}" --out "{output}" --log "{log}"'
+        "python -m offloadbench.jobs.round --round {wildcards.round} --rounds {params.rounds}"
+        " --machine {wildcards.machine} --grid {params.grid:q} --settings {params.settings:q}"
+        " --environment {input.environment:q} --raw {params.raw:q} --log {log:q}"
 
 
 rule transfer:
@@ -45,12 +53,10 @@ rule transfer:
     log:
         f"{OUT}/logs/transfer/{{device}}.log",
     conda:
-        "../../environment.yml"
+        "../envs/measure.yaml"
     threads: bench_threads
     params:
-        machine=MACHINE,
-        settings=json.dumps(config["transfer"], sort_keys=True),
+        settings=as_json(config["transfer"]),
     shell:
-        '"$OFFLOADBENCH_PYTHON" "$OFFLOADBENCH_SCRIPTS/transfer_sweep.py" --device {wildcards.device}'
-        " --machine {params.machine} --settings {params.settings:q}"
-        ' --out "{output}" --log "{log}"'
+        "python -m offloadbench.jobs.sweep --device {wildcards.device} --machine {wildcards.machine}"
+        " --settings {params.settings:q} --out {output:q} --log {log:q}"

@@ -17,9 +17,8 @@ rule report:
     log:
         f"{OUT}/logs/report.log",
     conda:
-        "../../environment.yml"
+        "../envs/analysis.yaml"
     params:
-        machine=MACHINE,
         settings=dict(config),
     script:
         "../scripts/write_report.py"

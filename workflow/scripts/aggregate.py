@@ -1,12 +1,13 @@
-"""Entry point of the aggregate rule: raw records -> timings, speedups, thread scaling."""
+"""Entry point of the aggregate rule: raw records -> timings, speedups, thread scaling, copies."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the offloadbench package
 
-from offloadbench.aggregate import Analysis, write_tables  # noqa: E402
-from offloadbench.scripting import run_logged  # noqa: E402
+from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.tables import write_tables
+from offloadbench.logs import run_logged
 
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
@@ -14,7 +15,7 @@ run_logged(
         snakemake.input.records,  # noqa: F821
         snakemake.input.transfer,  # noqa: F821
         snakemake.input.environment,  # noqa: F821
-        snakemake.params.machine,  # noqa: F821
+        snakemake.wildcards.machine,  # noqa: F821
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821
         dict(snakemake.output.items()),  # noqa: F821
     ),

@@ -1,0 +1,153 @@
+"""The round job: workers, supervision, failures turned into records, resumption, the lock."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from offloadbench.config import validate
+from offloadbench.jobs.lock import LOCK_ENV
+from offloadbench.machine import fingerprint
+from offloadbench.measure.provenance import cpu_model
+from offloadbench.records import load_record, read_json
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = {**validate({})["measure"], "target_rel_ci": 0.05, "budget_s": 0.05, "warmup_budget_s": 0.02,
+            "min_sampling_s": 0.01, "timeout_s": 30, "check_rows": 8}
+GRID = {"ops": ["matmul"], "libraries": ["numpy"], "devices": ["cpu"], "dtypes": ["float32"], "sizes": [16, 24, 32], "threads": [1]}
+SITECUSTOMIZE = '''
+import os, signal, time
+faults = dict(item.split("=") for item in os.environ.get("TEST_FAULTS", "").split(";") if item)
+if faults:
+    from offloadbench.measure import cell as _cell
+    _original = _cell.run_cell
+    def run_cell(cell, *args, **kwargs):
+        action = faults.get(cell.key)
+        if action == "hang":
+            time.sleep(600)
+        if action in ("SIGSEGV", "SIGKILL"):
+            os.kill(os.getpid(), getattr(signal, action))
+        return _original(cell, *args, **kwargs)
+    _cell.run_cell = run_cell
+'''
+
+
+@pytest.fixture
+def box(tmp_path):
+    """A machine folder with an environment.json of this host, and a private lock."""
+    (tmp_path / "faults").mkdir()
+    (tmp_path / "faults" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = {"fingerprint": fingerprint(cpu_model(), os.cpu_count()),
+           "devices": {"cpu": None, "cuda": "cuda unavailable: none here", "mps": "mps unavailable: none here"}}
+    (tmp_path / "environment.json").write_text(json.dumps(env))
+    return tmp_path
+
+
+def start_round(box, round_index=1, grid=GRID, settings=None, faults="", raw=None, lock=None):
+    env = {**os.environ, "PYTHONPATH": f"{box / 'faults'}:{ROOT / 'workflow'}", "TEST_FAULTS": faults,
+           LOCK_ENV: str(lock or box / "test.lock")}
+    cmd = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(round_index), "--rounds", "2",
+           "--machine", "box", "--grid", json.dumps(grid), "--settings", json.dumps(settings or SETTINGS),
+           "--environment", str(box / "environment.json"), "--raw", str(raw or box / "raw")]
+    return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def run_round(box, **kwargs):
+    proc = start_round(box, **kwargs)
+    _, err = proc.communicate(timeout=300)
+    return proc.returncode, err
+
+
+def record(box, stem, round_index=1):
+    return load_record(box / "raw" / "matmul" / stem / f"p{round_index}.json")
+
+
+def test_a_round_measures_every_cell_in_fresh_processes(box):
+    code, err = run_round(box, grid={**GRID, "libraries": ["numpy", "torch"], "devices": ["cpu", "cuda"]})
+    assert code == 0, err
+    for stem in ("numpy-cpu-float32-n16-t1", "torch-cpu-float32-n32-t1"):
+        r = record(box, stem)
+        assert r["status"] == "ok" and r["process"]["round"] == 1 and r["threads"]["effective"] == 1
+        assert r["import_s"] > 0 and r["process"]["host"]
+    skipped = record(box, "torch-cuda-float32-n16-t1")
+    assert skipped["status"] == "skipped" and skipped["reason"] == "cuda unavailable: none here"
+    manifest = read_json(box / "raw" / "rounds" / "p1.json")
+    assert set(manifest["workers"]) == {"numpy-cpu-t1", "torch-cpu-t1"}  # no process for the absent GPU
+    assert manifest["statuses"] == {"ok": 6, "skipped": 3} and manifest["system_before"]["cores_present"]
+    assert not (box / "raw" / ".partial").exists()
+
+
+def test_a_hanging_cell_becomes_a_timeout_and_a_fresh_worker_takes_the_rest(box):
+    code, _ = run_round(box, settings={**SETTINGS, "timeout_s": 3}, faults="matmul/numpy-cpu-float32-n16-t1=hang")
+    assert code == 0
+    hung = record(box, "numpy-cpu-float32-n16-t1")
+    assert hung["status"] == "timeout" and hung["reason"].startswith("exceeded the cell time limit of 3 s during")
+    assert record(box, "numpy-cpu-float32-n24-t1")["status"] == "ok"
+    processes = read_json(box / "raw" / "rounds" / "p1.json")["workers"]["numpy-cpu-t1"]["processes"]
+    assert len(processes) == 2
+
+
+@pytest.mark.parametrize("sig, status, words", [("SIGSEGV", "error", "SIGSEGV"), ("SIGKILL", "oom", "out-of-memory")])
+def test_a_dying_worker_still_leaves_a_record_and_the_round_goes_on(box, sig, status, words):
+    code, err = run_round(box, faults=f"matmul/numpy-cpu-float32-n24-t1={sig}")
+    assert code == 0
+    dead = record(box, "numpy-cpu-float32-n24-t1")
+    assert dead["status"] == status and words in dead["reason"]
+    assert record(box, "numpy-cpu-float32-n32-t1")["status"] == "ok"
+    failure_lines = [line for line in err.splitlines() if "n=24" in line]
+    assert len(failure_lines) == 1 and status in failure_lines[0]
+
+
+def test_another_machines_label_is_refused_in_one_line_without_records(box):
+    env = read_json(box / "environment.json")
+    env["fingerprint"]["cpu_model"] = "Some Other CPU"
+    (box / "environment.json").write_text(json.dumps(env))
+    code, err = run_round(box)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "choose a new `machine:` label" in lines[0] and "Traceback" not in err
+    assert not (box / "raw" / "matmul").exists()
+
+
+def test_an_interrupted_round_resumes_with_only_the_missing_cells(box):
+    proc = start_round(box, settings={**SETTINGS, "timeout_s": 60}, faults="matmul/numpy-cpu-float32-n32-t1=hang")
+    partial = box / "raw" / ".partial" / "p1" / "matmul"
+    deadline = time.monotonic() + 120
+    while len(list(partial.rglob("*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # as when Snakemake or SLURM stops the job
+    proc.wait()
+    done_first = sorted(p.name for p in partial.iterdir())
+    assert done_first == ["numpy-cpu-float32-n16-t1.json", "numpy-cpu-float32-n24-t1.json"]
+    code, err = run_round(box)
+    assert code == 0, err
+    assert read_json(box / "raw" / "rounds" / "p1.json")["measured_now"] == 1
+    assert {record(box, s)["status"] for s in ("numpy-cpu-float32-n16-t1", "numpy-cpu-float32-n24-t1", "numpy-cpu-float32-n32-t1")} == {"ok"}
+
+
+def test_a_rerun_measures_nothing_unless_the_settings_changed(box):
+    assert run_round(box)[0] == 0
+    first = record(box, "numpy-cpu-float32-n16-t1")["started_at"]
+    assert run_round(box)[0] == 0
+    assert read_json(box / "raw" / "rounds" / "p1.json")["measured_now"] == 0
+    assert record(box, "numpy-cpu-float32-n16-t1")["started_at"] == first
+    assert run_round(box, settings={**SETTINGS, "min_samples": 7})[0] == 0
+    assert read_json(box / "raw" / "rounds" / "p1.json")["measured_now"] == 3
+
+
+def test_measurement_jobs_never_overlap(box):
+    """Two rounds started together (two machine folders, one host): the second waits."""
+    lock = box / "shared.lock"
+    procs = [start_round(box, raw=box / name, lock=lock) for name in ("raw-a", "raw-b")]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    spans = []
+    for name in ("raw-a", "raw-b"):
+        records = [load_record(p) for p in (box / name / "matmul").rglob("p1.json")]
+        spans.append((min(r["started_at"] for r in records), max(r["finished_at"] for r in records)))
+    (_, a_end), (b_start, _) = sorted(spans)
+    assert a_end <= b_start, "the two rounds measured at the same time"
+    assert max(read_json(box / name / "rounds" / "p1.json")["lock_wait_s"] for name in ("raw-a", "raw-b")) > 0

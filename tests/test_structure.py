@@ -1,0 +1,82 @@
+"""The stages keep to their lanes: the measuring code never loads pandas, seaborn or the
+analysis, and the analysis, figures and report never load the timing or device code."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "workflow" / "offloadbench"
+STAGES = ("measure", "jobs", "analysis", "report")
+FORBIDDEN = {
+    "measure": {"pandas", "seaborn", "offloadbench.analysis", "offloadbench.report"},
+    "jobs": {"pandas", "seaborn", "offloadbench.analysis", "offloadbench.report"},
+    "analysis": {"torch", "offloadbench.measure", "offloadbench.jobs"},
+    "report": {"torch", "offloadbench.measure", "offloadbench.jobs"},
+    # the shared leaves serve every stage and belong to none
+    "leaf": {"torch", *(f"offloadbench.{stage}" for stage in STAGES)},
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, lazily or not, with relative imports made absolute."""
+    package = ".".join(path.relative_to(ROOT / "workflow").with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def stage_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else "leaf"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_each_module_keeps_to_its_stage(path):
+    forbidden = FORBIDDEN[stage_of(path)]
+    crossing = sorted(m for m in imported_modules(path) if any(m == f or m.startswith(f + ".") for f in forbidden))
+    assert not crossing, f"{path.relative_to(PACKAGE)} ({stage_of(path)}) imports {crossing}"
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": ""})
+    return set(out.stdout.split())
+
+
+def test_a_measuring_process_loads_neither_pandas_nor_the_analysis():
+    loaded = loaded_after("import offloadbench.jobs.round, offloadbench.jobs.worker, offloadbench.measure.cell, "
+                          "offloadbench.measure.provenance")
+    assert not {"pandas", "seaborn", "offloadbench.analysis", "offloadbench.report"} & loaded
+
+
+def test_the_analysis_and_report_load_no_timing_or_device_code():
+    loaded = loaded_after("import offloadbench.analysis.tables, offloadbench.report.markdown, offloadbench.report.figures")
+    assert not {"torch", "offloadbench.measure", "offloadbench.jobs"} & loaded
+
+
+def test_every_stage_is_a_folder_and_every_folder_a_stage():
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(STAGES)
+
+
+def test_ruff_is_clean():
+    ruff = Path(sys.executable).parent / "ruff"
+    result = subprocess.run([str(ruff), "check", "workflow", "tests", "benchmarks"], cwd=ROOT, capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:]

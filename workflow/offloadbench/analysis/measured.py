@@ -1,0 +1,141 @@
+"""Measured cells: each cell's records, one per process, read, checked and grouped.
+
+The analysis sees a cell through `MeasuredCell`: its samples per process and phase, the
+status the processes agree on, and the bootstrap draws its CIs come from (computed once
+per cell and phase, whatever number of tables use them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from ..cells import Cell
+from ..machine import mismatch
+from ..records import FAILED, MalformedRecord, check_record_path, load_record
+from ..stats import Draws, draws, seed_for
+
+
+@dataclass(frozen=True)
+class Analysis:
+    resamples: int = 2000
+    seed: int = 0
+    confidence: float = 0.95
+
+    @classmethod
+    def from_config(cls, section: dict) -> Analysis:
+        return cls(int(section["bootstrap_resamples"]), int(section["seed"]), float(section["confidence"]))
+
+
+def phase_samples(record: dict, phase: str) -> list[float]:
+    """Per-call samples of a phase; a numpy cell without host work is its own end to end."""
+    if phase == "compute":
+        return record.get("samples_s") or []
+    phases = record.get("phases") or {}
+    if phase in phases:
+        return phases[phase].get("samples_s") or []
+    if phase == "end_to_end" and record["cell"]["library"] == "numpy" and "finish" not in phases:
+        return record.get("samples_s") or []
+    return []
+
+
+@dataclass
+class MeasuredCell:
+    cell: Cell
+    records: list[dict]  # one per process, by round
+    analysis: Analysis = field(default_factory=Analysis)
+    _draws: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def ok(self) -> list[dict]:
+        return [r for r in self.records if r["status"] == "ok"]
+
+    @property
+    def status(self) -> str:
+        """ok when any process measured it; otherwise the failure the processes share."""
+        if self.ok:
+            return "ok"
+        statuses = [r["status"] for r in self.records]
+        for status in (*FAILED, "skipped"):
+            if status in statuses:
+                return status
+        return statuses[0]
+
+    @property
+    def reason(self) -> str:
+        if self.ok:
+            return ""
+        return next(r["reason"] for r in self.records if r["status"] == self.status)
+
+    @property
+    def first(self) -> dict:
+        """The record that stands for the cell's fixed facts (model, check, device)."""
+        return self.ok[0] if self.ok else self.records[0]
+
+    def groups(self, phase: str) -> list[list[float]]:
+        """The samples of `phase`, one list per process that measured it."""
+        return [s for s in (phase_samples(r, phase) for r in self.ok) if s]
+
+    def draws(self, phase: str) -> Draws | None:
+        if phase not in self._draws:
+            seed = seed_for(self.analysis.seed, self.cell.key, phase)
+            self._draws[phase] = draws(self.groups(phase), self.analysis.resamples, seed)
+        return self._draws[phase]
+
+    def median(self, phase: str) -> float:
+        """Geometric mean of the process medians (the median itself with one process)."""
+        medians = [float(np.median(g)) for g in self.groups(phase)]
+        return math.exp(float(np.mean(np.log(medians)))) if medians else math.nan
+
+    def process_medians(self, phase: str = "compute") -> list[float]:
+        return [float(np.median(g)) for g in self.groups(phase)]
+
+    @property
+    def flags(self) -> list[str]:
+        """Noise flags of every process, each once, and the processes that failed."""
+        seen: list[str] = []
+        for record in self.ok:
+            for flag in (record.get("diagnostics") or {}).get("flags") or []:
+                if flag not in seen:
+                    seen.append(flag)
+        failed = [r for r in self.records if r["status"] in FAILED]
+        if self.ok and failed:
+            seen.append(f"{len(failed)} of {len(self.records)} processes failed ({failed[0]['status']}: {failed[0]['reason']})")
+        return seen
+
+    @property
+    def shares_cores(self) -> bool:
+        """Its threads used every core, so it competed with the orchestrator for them."""
+        return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.ok)
+
+
+def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis()) -> list[MeasuredCell]:
+    """Read every record, refusing malformed ones, misnamed ones and ones from other
+    hardware by file name; group them by cell, processes in round order."""
+    expected = (environment or {}).get("fingerprint")
+    records = []
+    for path in map(Path, paths):
+        record = load_record(path)
+        check_record_path(path, record)
+        different = mismatch(expected, (record.get("provenance") or {}).get("fingerprint"))
+        if different:
+            raise MalformedRecord(
+                f"{path}: measured on other hardware than environment.json records ({different}); results of two machines are mixed"
+            )
+        records.append(record)
+    return group_records(records, analysis)
+
+
+def group_records(records: list[dict], analysis: Analysis = Analysis()) -> list[MeasuredCell]:
+    """One MeasuredCell per cell, its processes in round order."""
+    by_cell: dict[Cell, list[dict]] = {}
+    for record in records:
+        by_cell.setdefault(Cell.from_dict(record["cell"]), []).append(record)
+    return [
+        MeasuredCell(cell, sorted(group, key=lambda r: r["process"]["round"]), analysis)
+        for cell, group in by_cell.items()
+    ]

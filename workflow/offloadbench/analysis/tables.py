@@ -1,0 +1,290 @@
+"""Raw records -> tidy tables: `timings.csv` (one row per cell), `speedups.csv`,
+`thread_scaling.csv` and `transfer.csv`.
+
+A cell's time is the geometric mean of its process medians, with a CI from the two-level
+bootstrap (`stats`); a ratio of two cells (a speedup, thread scaling) takes its CI from
+both cells' draws. Cells measured in one process say so in `ci_scope`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..cells import ALL_THREADS, CELL_COLUMNS, thread_sort_key
+from ..records import TRANSFER_SCHEMA, MalformedRecord, load_record
+from ..stats import Interval, centre_ci, median_and_ci, ratio_ci, seed_for
+from ..units import bandwidth_gbs
+from .breakeven import break_even
+from .measured import Analysis, MeasuredCell, load_cells
+
+PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
+SERIES = ["op", "library", "device", "dtype", "threads"]
+
+
+def verdict(lo: float, hi: float) -> str:
+    if math.isnan(lo) or math.isnan(hi):
+        return "unknown"
+    if lo > 1:
+        return "faster"
+    if hi < 1:
+        return "slower"
+    return "no measurable difference"
+
+
+def _joined(values) -> str:
+    return ", ".join(sorted({str(v) for v in values if v}))
+
+
+def timing_row(mc: MeasuredCell, machine: str) -> dict:
+    first = mc.first
+    model = first.get("model") or {}
+    threads = first.get("threads") or {}
+    compute = centre_ci(mc.draws("compute"), mc.analysis.confidence)
+    pooled = [s for g in mc.groups("compute") for s in g]
+    q1, q3 = np.percentile(pooled, [25, 75]) if pooled else (math.nan, math.nan)
+    medians = mc.process_medians()
+    flops, traffic = model.get("flops") or math.nan, model.get("traffic_bytes") or math.nan
+    median = mc.median("compute")
+    row = {
+        "machine": machine,
+        **mc.cell.as_dict(),
+        "threads_effective": threads.get("effective"),
+        "status": mc.status,
+        "reason": mc.reason,
+        "device_name": (first.get("device") or {}).get("name"),
+        "processes": len(medians),
+        "ci_scope": compute.scope if medians else "",
+        "n_samples": len(pooled),
+        "calls_per_sample": first.get("calls_per_sample"),
+        "warmup_count": (first.get("warmup") or {}).get("count"),
+        "median_s": median,
+        "q1_s": float(q1),
+        "q3_s": float(q3),
+        "ci_low_s": compute.low,
+        "ci_high_s": compute.high,
+        "rel_ci": compute.rel_halfwidth,
+        "process_spread": max(medians) / min(medians) - 1 if len(medians) > 1 else math.nan,
+        "converged": all((r.get("stopping") or {}).get("converged") for r in mc.ok) if mc.ok else None,
+        "gflops": flops / median / 1e9 if median > 0 else math.nan,
+        "gflops_ci_low": flops / compute.high / 1e9 if compute.high > 0 else math.nan,
+        "gflops_ci_high": flops / compute.low / 1e9 if compute.low > 0 else math.nan,
+        "bandwidth_gbs": traffic / median / 1e9 if median > 0 else math.nan,
+        "intensity": flops / traffic if traffic > 0 else math.nan,
+        "rel_err": max(((r.get("check") or {}).get("rel_err") or 0.0 for r in mc.ok), default=math.nan),
+        "tolerance": (first.get("check") or {}).get("tolerance"),
+        "unstable": "; ".join(mc.flags),
+        "shares_cores": mc.shares_cores,
+        "measure_s": sum(r.get("measure_s") or 0.0 for r in mc.records),
+        "import_s": float(np.mean([r["import_s"] for r in mc.ok if r.get("import_s") is not None] or [math.nan])),
+        "host": _joined((r.get("process") or {}).get("host") or (r.get("provenance") or {}).get("hostname") for r in mc.records),
+        "slurm_job_id": _joined((r.get("process") or {}).get("slurm_job_id") for r in mc.records),
+    }
+    for phase in PHASES:
+        row[f"{phase}_s"] = mc.median(phase)
+    e2e = centre_ci(mc.draws("end_to_end"), mc.analysis.confidence)
+    row["end_to_end_ci_low_s"], row["end_to_end_ci_high_s"] = e2e.low, e2e.high
+    copies = np.nansum([row["h2d_s"], row["d2h_s"]])
+    on_device = mc.cell.device != "cpu" and row["end_to_end_s"] > 0
+    row["transfer_fraction"] = copies / row["end_to_end_s"] if on_device else math.nan
+    return row
+
+
+def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    if frame.empty:
+        return frame
+    key = frame["threads"].map(thread_sort_key)
+    return frame.assign(_t=key).sort_values([c if c != "threads" else "_t" for c in by]).drop(columns="_t").reset_index(drop=True)
+
+
+def timings_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    return _sorted(pd.DataFrame([timing_row(mc, machine) for mc in cells]), CELL_COLUMNS)
+
+
+def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "baseline") -> str:
+    """Noise flags of a ratio: the contender's, then the baseline's."""
+    theirs = "; ".join(base.flags)
+    return "; ".join(filter(None, ["; ".join(contender.flags), theirs and f"{base_name}: {theirs}"]))
+
+
+def baseline_threads(device: str, threads: str, available: set[str]) -> str | None:
+    """Thread label of the numpy baseline: the cell's own on the cpu, all cores for GPUs."""
+    if device == "cpu":
+        return threads if threads in available else None
+    if ALL_THREADS in available:
+        return ALL_THREADS
+    numeric = sorted((int(t) for t in available if t != ALL_THREADS), reverse=True)
+    return str(numeric[0]) if numeric else None
+
+
+def _ratio_columns(prefix: str, interval: Interval) -> dict:
+    return {
+        prefix: interval.value,
+        f"{prefix}_ci_low": interval.low,
+        f"{prefix}_ci_high": interval.high,
+    }
+
+
+def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    """One row per ok torch cell that has an ok numpy-cpu baseline at the same op, dtype and size."""
+    ok = [mc for mc in cells if mc.status == "ok"]
+    baselines = {
+        (mc.cell.op, mc.cell.dtype, mc.cell.size, mc.cell.threads): mc
+        for mc in ok if mc.cell.library == "numpy" and mc.cell.device == "cpu"
+    }
+    rows = []
+    for mc in ok:
+        cell = mc.cell
+        if cell.library == "numpy":
+            continue
+        available = {k[3] for k in baselines if k[:3] == (cell.op, cell.dtype, cell.size)}
+        label = baseline_threads(cell.device, cell.threads, available)
+        if label is None:
+            continue
+        base = baselines[(cell.op, cell.dtype, cell.size, label)]
+        confidence = mc.analysis.confidence
+        speed = ratio_ci(base.draws("compute"), mc.draws("compute"), confidence)
+        e2e = ratio_ci(base.draws("end_to_end"), mc.draws("end_to_end"), confidence)
+        rows.append({
+            "machine": machine,
+            **cell.as_dict(),
+            "threads_effective": (mc.first.get("threads") or {}).get("effective"),
+            "device_name": (mc.first.get("device") or {}).get("name"),
+            "baseline_threads": label,
+            "processes": speed.processes,
+            "ci_scope": speed.scope,
+            **_ratio_columns("speedup", speed),
+            "speedup_verdict": verdict(speed.low, speed.high),
+            **_ratio_columns("end_to_end_speedup", e2e),
+            "end_to_end_verdict": verdict(e2e.low, e2e.high),
+            "median_s": mc.median("compute"),
+            "baseline_median_s": base.median("compute"),
+            "end_to_end_s": mc.median("end_to_end"),
+            "baseline_end_to_end_s": base.median("end_to_end"),
+            "shares_cores": mc.shares_cores or base.shares_cores,
+            "unstable": _pair_flags(mc, base),
+        })
+    columns = [
+        "machine", *CELL_COLUMNS, "threads_effective", "device_name", "baseline_threads", "processes", "ci_scope",
+        "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "end_to_end_speedup",
+        "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict", "median_s",
+        "baseline_median_s", "end_to_end_s", "baseline_end_to_end_s", "shares_cores", "unstable",
+    ]
+    frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "device", "dtype", "threads", "size"])
+    return with_break_even(frame)
+
+
+def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
+    """Add each series' break-even size (end-to-end speedup CI above 1 from there on)."""
+    frame = speedups.copy()
+    frame["break_even_size"] = pd.Series(dtype=float)
+    frame["break_even"] = pd.Series(dtype=str)
+    for _, group in frame.groupby(SERIES, sort=False):
+        result = break_even(group["size"].tolist(), group["end_to_end_speedup_ci_low"].tolist())
+        frame.loc[group.index, "break_even_size"] = result.size
+        frame.loc[group.index, "break_even"] = result.describe()
+    return frame
+
+
+def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    """CPU cells: how much faster the most threads are than one thread, with a CI."""
+    groups: dict[tuple, dict[str, MeasuredCell]] = {}
+    for mc in cells:
+        c = mc.cell
+        if mc.status == "ok" and c.device == "cpu":
+            groups.setdefault((c.op, c.library, c.dtype, c.size), {})[c.threads] = mc
+    rows = []
+    for (op, library, dtype, size), by_threads in sorted(groups.items()):
+        if "1" not in by_threads or len(by_threads) < 2:
+            continue
+        most = max(by_threads, key=thread_sort_key)
+        one, many = by_threads["1"], by_threads[most]
+        ratio = ratio_ci(one.draws("compute"), many.draws("compute"), one.analysis.confidence)
+        rows.append({
+            "machine": machine, "op": op, "library": library, "device": "cpu", "dtype": dtype, "size": size,
+            "threads": most, "threads_effective": (many.first.get("threads") or {}).get("effective"),
+            "processes": ratio.processes, "ci_scope": ratio.scope,
+            **_ratio_columns("scaling", ratio),
+            "verdict": verdict(ratio.low, ratio.high),
+            "shares_cores": many.shares_cores,
+            "unstable": _pair_flags(many, one, "1 thread"),
+        })
+    columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "threads_effective", "processes",
+               "ci_scope", "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "shares_cores", "unstable"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+TRANSFER_COLUMNS = [
+    "machine", "device", "device_name", "direction", "memory", "bytes", "status", "reason", "n_samples",
+    "median_s", "ci_low_s", "ci_high_s", "gbs", "gbs_ci_low", "gbs_ci_high", "link", "link_gbs", "link_fraction",
+]
+
+
+def load_transfer_records(paths) -> list[dict]:
+    records = []
+    for path in paths:
+        record = load_record(path, TRANSFER_SCHEMA)
+        if not str(path).endswith(f"/{record['device']}.json"):
+            raise MalformedRecord(f"{path}: record is for device {record['device']}, not for this file name")
+        records.append(record)
+    return records
+
+
+def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
+    """One row per device, direction, memory kind and size, with GB/s and its CI."""
+    rows = []
+    for record in records:
+        link = record.get("link") or {}
+        link_gbs = link.get("gbs") or math.nan
+        for point in record["points"]:
+            samples = point.get("samples_s") or []
+            name = f"transfer/{record['device']}/{point['direction']}/{point['memory']}/{point['bytes']}"
+            time = median_and_ci(samples, analysis.resamples, analysis.confidence, seed_for(analysis.seed, name)) \
+                if samples else Interval(math.nan, math.nan, math.nan, 0, math.nan)
+            gbs = bandwidth_gbs(point["bytes"], time.value) if samples else math.nan
+            rows.append({
+                "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
+                "direction": point["direction"], "memory": point["memory"], "bytes": point["bytes"],
+                "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
+                "median_s": time.value, "ci_low_s": time.low, "ci_high_s": time.high, "gbs": gbs,
+                "gbs_ci_low": bandwidth_gbs(point["bytes"], time.high) if samples else math.nan,
+                "gbs_ci_high": bandwidth_gbs(point["bytes"], time.low) if samples else math.nan,
+                "link": link.get("kind"), "link_gbs": link_gbs,
+                "link_fraction": gbs / link_gbs if samples and math.isfinite(link_gbs) else math.nan,
+            })
+    return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
+
+
+def build_tables(record_paths, transfer_paths, environment: dict, machine: str, analysis: Analysis) -> dict[str, pd.DataFrame]:
+    """Every table of layout.TABLES from one machine's records."""
+    cells = load_cells(record_paths, environment, analysis)
+    return {
+        "timings": timings_table(cells, machine),
+        "speedups": speedups_table(cells, machine),
+        "thread_scaling": thread_scaling_table(cells, machine),
+        "transfer": transfer_table(load_transfer_records(transfer_paths), machine, analysis),
+    }
+
+
+def write_tables(record_paths, transfer_paths, environment_path: str, machine: str, analysis: Analysis,
+                 outputs: dict[str, str]) -> None:
+    with open(environment_path, encoding="utf-8") as handle:
+        environment = json.load(handle)
+    tables = build_tables(record_paths, transfer_paths, environment, machine, analysis)
+    for name, path in outputs.items():
+        tables[name].to_csv(path, index=False)
+
+
+TEXT_COLUMNS = {"threads": str, "unstable": str, "reason": str, "break_even": str, "link": str,
+                "ci_scope": str, "host": str, "slurm_job_id": str}
+
+
+def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """Read the named CSV tables back, keeping thread labels and reasons as text."""
+    return {
+        name: pd.read_csv(path, dtype=TEXT_COLUMNS, keep_default_na=False, na_values=[""])
+        for name, path in paths.items()
+    }

@@ -1,0 +1,56 @@
+"""The environment job: write this machine's provenance, environment.json, once.
+
+    python -m offloadbench.jobs.environment --machine laptop --out results/laptop/environment.json
+
+It runs in the rule's own environment (as the workers do), so it records the versions that
+are measured, and it stops the run when the grid needs torch and this environment has
+none, rather than letting every torch cell be skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import UserError
+from ..logs import stderr_to_log, tell
+from ..records import write_json_atomic
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Record this machine's hardware and software.")
+    parser.add_argument("--machine", required=True)
+    parser.add_argument("--libraries", default="numpy,torch", help="libraries the grid measures")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--log")
+    return parser.parse_args(argv)
+
+
+def capture(machine: str, libraries: list[str]) -> dict:
+    from ..measure.provenance import environment
+
+    try:
+        import torch
+    except ImportError:
+        if "torch" in libraries:
+            raise UserError(
+                f"the grid measures torch, but the Python that runs the measure rules ({sys.executable}) "
+                "cannot import it: install requirements.txt there, or run with --sdm conda"
+            ) from None
+        torch = None
+    return environment(torch, machine)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with stderr_to_log(args.log) as terminal:
+        try:
+            write_json_atomic(args.out, capture(args.machine, args.libraries.split(",")))
+        except UserError as error:
+            tell(terminal, f"error: {error}")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

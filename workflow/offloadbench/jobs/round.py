@@ -1,0 +1,346 @@
+"""One round of the run: every cell measured once, in fresh worker processes.
+
+    python -m offloadbench.jobs.round --round 2 --rounds 3 --machine laptop ...
+
+The round takes the host's benchmark lock, starts one worker per (library, device,
+threads) as its first turn comes (schedule.round_plan), sends it one cell at a time, and
+turns a worker that hangs past the cell's time limit or dies (the kernel's OOM killer, a
+segfault) into a `timeout`, `oom` or `error` record before starting a fresh worker for the
+rest, so a failing cell stops no other. Cells of a device this machine lacks are recorded
+as skipped without starting a process.
+
+Finished records wait in raw/.partial/p<k>/ until the round ends, and a rerun picks them
+up: an interrupted round redoes only the cells it had not finished. This process imports
+nothing heavy; the workers load numpy and torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import grid, layout, schedule
+from ..catalogue import get_spec
+from ..cells import Cell
+from ..errors import UserError
+from ..logs import stderr_to_log, tell
+from ..machine import mismatch
+from ..measure import system
+from ..measure.provenance import host_facts, utc_now, where
+from ..measure.threads import thread_env
+from ..records import MalformedRecord, cell_record, load_record, read_json, settings_differ, write_json_atomic
+from ..units import fmt_duration
+from .lock import host_lock
+from .worker import EXIT_REFUSED, worker_threads
+
+SETTLE_S = 0.1  # between workers: lets the last one's BLAS/OpenMP threads stop spinning
+PROGRESS_EVERY_S = 20.0
+
+
+class Refused(UserError):
+    """The round must stop without measuring (another machine's label, say)."""
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Measure every cell of the grid once, in fresh processes.")
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("--rounds", type=int, required=True)
+    parser.add_argument("--machine", required=True)
+    parser.add_argument("--grid", required=True, help="the config's grid section as JSON")
+    parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
+    parser.add_argument("--environment", required=True, help="environment.json of this machine label")
+    parser.add_argument("--raw", required=True, help="results/<machine>/raw")
+    parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
+    return parser.parse_args(argv)
+
+
+@dataclass
+class WorkerProcess:
+    """A running worker, and what the round saw of it."""
+
+    key: str
+    proc: subprocess.Popen
+    events: object
+    pid: int
+    started_at: str
+    ready: dict = field(default_factory=dict)
+    cells: int = 0
+    buffer: bytes = b""
+
+    def send(self, command: dict) -> None:
+        self.proc.stdin.write((json.dumps(command) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def next_event(self, deadline: float) -> dict | None:
+        """The next event, or None when the worker died or the deadline passed."""
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.events], [], [], min(remaining, 1.0))
+            if ready:
+                chunk = os.read(self.events.fileno(), 65536)
+                if not chunk:
+                    return None
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def kill(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        return self.proc.wait()
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.events.close()
+
+
+def death_reason(returncode: int) -> tuple[str, str]:
+    """Status and reason for a worker that ended in the middle of a cell."""
+    if returncode < 0:
+        sig = -returncode
+        if sig == signal.SIGKILL:
+            return "oom", "killed by SIGKILL, most likely the kernel's out-of-memory killer"
+        return "error", f"the measuring process died from signal {signal.Signals(sig).name}"
+    return "error", f"the measuring process exited with status {returncode}"
+
+
+class Round:
+    def __init__(self, args: argparse.Namespace, terminal):
+        self.args, self.terminal = args, terminal
+        self.raw = Path(args.raw)
+        self.settings = json.loads(args.settings)
+        self.timeout_s = float(self.settings["timeout_s"])
+        self.cells = grid.expand(json.loads(args.grid))
+        self.environment = read_json(args.environment)
+        self.workers: dict[str, WorkerProcess] = {}
+        self.history: dict[str, dict] = {}
+        self.active: str | None = None
+        self.done = 0
+        self.todo: list[Cell] = []
+        self.facts = host_facts()
+
+    # paths
+    def final(self, cell: Cell) -> Path:
+        return self.raw / layout.record_relpath(cell, self.args.round)
+
+    def partial(self, cell: Cell) -> Path:
+        return self.raw / layout.partial_relpath(cell, self.args.round)
+
+    def finished(self, path: Path) -> bool:
+        """A valid record under the current measure settings exists at `path`."""
+        if not path.exists():
+            return False
+        try:
+            record = load_record(path)
+        except MalformedRecord:
+            return False
+        return not settings_differ(record.get("settings") or {}, self.settings)
+
+    def device_reason(self, cell: Cell) -> str | None:
+        if cell.library != "torch":
+            return None
+        return (self.environment.get("devices") or {}).get(cell.device)
+
+    # the round
+    def run(self) -> int:
+        different = mismatch(self.environment.get("fingerprint"), self.facts["fingerprint"])
+        if different:
+            raise Refused(
+                f"this host's {different} recorded in {self.args.environment}: choose a new "
+                "`machine:` label rather than mixing machines"
+            )
+        self.todo = [c for c in self.cells if not (self.finished(self.final(c)) or self.finished(self.partial(c)))]
+        started = utc_now()
+        lock_wait, before, after = 0.0, None, None
+        if self.todo:
+            with host_lock() as lock_wait:
+                before = system.snapshot()
+                self.began = time.monotonic()
+                try:
+                    for turn in schedule.round_plan(self.todo, self.args.round):
+                        self.take_turn(turn)
+                finally:
+                    for worker in list(self.workers.values()):
+                        self.retire(worker)
+                after = system.snapshot()
+        self.publish()
+        self.write_manifest(started, lock_wait, before, after)
+        self.say_done()
+        return 0
+
+    def take_turn(self, turn: schedule.Turn) -> None:
+        for cell in turn.cells:
+            reason = self.device_reason(cell)
+            if reason:
+                self.write_failure(cell, "skipped", reason, None, None)
+            else:
+                self.measure(turn.worker, cell)
+            self.done += 1
+            self.report_progress()
+
+    def worker(self, key: str) -> WorkerProcess:
+        if key in self.workers and self.workers[key].proc.poll() is None:
+            return self.workers[key]
+        _, device, threads = schedule.worker_parts(key)
+        read_fd, write_fd = os.pipe()
+        env = {**os.environ, **thread_env(worker_threads(device, threads))}
+        cmd = [
+            sys.executable, "-m", "offloadbench.jobs.worker", "--worker", key,
+            "--machine", self.args.machine, "--round", str(self.args.round), "--rounds", str(self.args.rounds),
+            "--settings", self.args.settings, "--environment", self.args.environment, "--events-fd", str(write_fd),
+        ]
+        sys.stderr.flush()
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
+        os.close(write_fd)
+        worker = WorkerProcess(key, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
+        self.workers[key] = worker
+        self.history.setdefault(key, {"processes": []})["processes"].append({"pid": proc.pid, "started_at": worker.started_at})
+        event = worker.next_event(time.monotonic() + self.timeout_s)
+        if event and "refused" in event:
+            worker.kill()
+            raise Refused(event["refused"])
+        if not event or "ready" not in event:
+            code = worker.kill()
+            if code == EXIT_REFUSED:
+                raise Refused(f"worker {key} refused to start (see the log)")
+            raise RuntimeError(f"worker {key} did not start: {death_reason(code)[1]} (see the log)")
+        worker.ready = event["ready"]
+        self.history[key]["processes"][-1].update(event["ready"])
+        return worker
+
+    def measure(self, key: str, cell: Cell) -> None:
+        if self.active not in (None, key):
+            time.sleep(SETTLE_S)
+        self.active = key
+        worker = self.worker(key)
+        worker.cells += 1
+        position = worker.cells
+        artifact = get_spec(cell.op).finish is not None
+        worker.send({"cell": cell.key, "out": str(self.partial(cell)), "position": position, "artifact": artifact})
+        deadline = time.monotonic() + self.timeout_s
+        phase = "starting"
+        while True:
+            event = worker.next_event(deadline)
+            if event is None:
+                break
+            if "phase" in event:
+                phase = event["phase"]
+            elif event.get("done") == cell.key:
+                if event["status"] in ("oom", "error", "timeout"):
+                    tell(self.terminal, f"cell {cell.label}: {event['status']}: {event['reason']}")
+                return
+        timed_out = worker.proc.poll() is None
+        code = worker.kill()
+        if timed_out:
+            status, reason = "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during {phase}"
+        else:
+            status, reason = death_reason(code)
+            reason = f"{reason} (during {phase})"
+        self.write_failure(cell, status, reason, worker, position)
+        tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
+
+    def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None, position) -> None:
+        now = utc_now()
+        process = {
+            "round": self.args.round, "rounds": self.args.rounds, "worker": schedule.worker_key(cell),
+            "pid": worker.pid if worker else None, "position": position, **where(),
+        }
+        record = cell_record(
+            cell, self.args.machine, process, status=status, reason=reason, started_at=now, finished_at=now,
+            provenance=self.facts, settings=self.settings,
+        )
+        write_json_atomic(self.partial(cell), record)
+
+    def retire(self, worker: WorkerProcess) -> None:
+        worker.close()
+        entry = self.history[worker.key]["processes"][-1]
+        entry.update(finished_at=utc_now(), cells=worker.cells, returncode=worker.proc.returncode)
+
+    def report_progress(self) -> None:
+        now = time.monotonic()
+        if now - getattr(self, "last_report", self.began) < PROGRESS_EVERY_S or self.done == len(self.todo):
+            return
+        self.last_report = now
+        left = (now - self.began) / self.done * (len(self.todo) - self.done)
+        tell(self.terminal, f"round {self.args.round}/{self.args.rounds}: {self.done}/{len(self.todo)} cells, "
+                            f"about {fmt_duration(left)} left in this round")
+
+    # after the round
+    def publish(self) -> None:
+        """Move the round's finished records from .partial/ to their places."""
+        for cell in self.cells:
+            partial = self.partial(cell)
+            if partial.exists():
+                final = self.final(cell)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                rendering = partial.with_suffix(".png")  # what ops that plot rendered
+                if rendering.exists():
+                    os.replace(rendering, final.with_suffix(".png"))
+                os.replace(partial, final)
+        partial = self.raw / layout.partial_dir(self.args.round)
+        shutil.rmtree(partial, ignore_errors=True)
+        with contextlib.suppress(OSError):  # other rounds may still be waiting there
+            partial.parent.rmdir()
+
+    def write_manifest(self, started: str, lock_wait: float, before: dict | None, after: dict | None) -> None:
+        statuses: dict[str, int] = {}
+        for cell in self.cells:
+            record = read_json(self.final(cell))
+            statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+        write_json_atomic(self.raw / layout.round_relpath(self.args.round), {
+            "kind": "round",
+            "machine": self.args.machine,
+            "round": self.args.round,
+            "rounds": self.args.rounds,
+            "started_at": started,
+            "finished_at": utc_now(),
+            "cells": len(self.cells),
+            "measured_now": len(self.todo),
+            "statuses": statuses,
+            "lock_wait_s": lock_wait,
+            "workers": self.history,
+            "system_before": before,
+            "system_after": after,
+            "advice": system.advice(before) if before else [],
+            **where(),
+        })
+
+    def say_done(self) -> None:
+        if not self.todo:
+            return
+        took = time.monotonic() - self.began
+        tell(self.terminal, f"round {self.args.round}/{self.args.rounds}: {len(self.todo)} cells in {fmt_duration(took)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with stderr_to_log(args.log) as terminal:
+        try:
+            return Round(args, terminal).run()
+        except UserError as error:
+            tell(terminal, f"error: round {args.round} of {args.machine}: {error}")
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

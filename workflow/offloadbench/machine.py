@@ -1,0 +1,38 @@
+"""Which machine a result belongs to: its label, and the hardware fingerprint that every
+result under one label must share, so that one label never mixes two machines."""
+
+from __future__ import annotations
+
+import re
+import socket
+
+
+def machine_label(hostname: str | None = None) -> str:
+    """The `auto` machine label: the short hostname, lower-cased, safe as a folder name."""
+    short = (hostname or socket.gethostname()).split(".")[0].lower()
+    label = re.sub(r"[^a-z0-9_-]+", "-", short).strip("-")
+    return label or "unknown-host"
+
+
+def fingerprint(cpu_model: str | None, logical_cores: int | None, gpu_names: list[str] | None = None) -> dict:
+    """The hardware identity of a host; `gpus` is None where no GPU was looked at."""
+    return {
+        "cpu_model": cpu_model,
+        "logical_cores": logical_cores,
+        "gpus": sorted(gpu_names) if gpu_names is not None else None,
+    }
+
+
+def mismatch(recorded: dict | None, found: dict | None) -> str | None:
+    """How `found` differs from the `recorded` fingerprint, or None when they may be the
+    same machine (a field missing on either side is no evidence)."""
+    recorded, found = recorded or {}, found or {}
+    for key in ("cpu_model", "logical_cores"):
+        if recorded.get(key) is not None and found.get(key) is not None and recorded[key] != found[key]:
+            return f"{key} is {found[key]!r}, not {recorded[key]!r}"
+    mine, theirs = found.get("gpus"), recorded.get("gpus")
+    if mine and theirs is not None:
+        missing = [name for name in mine if name not in theirs]
+        if missing:
+            return f"GPU {missing[0]!r} is not among {theirs}"
+    return None

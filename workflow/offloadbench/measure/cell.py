@@ -1,0 +1,385 @@
+"""Measure one cell: build its timed regions, check the result, time them, diagnose.
+
+The regions of a cell:
+- compute: the op on inputs already where it runs (device-resident time);
+- h2d / d2h (cuda, mps): inputs host->device, result device->host;
+- finish (ops with host work, e.g. plotting): that work on the host result;
+- end_to_end: host inputs in, host result out (and finished), as one region.
+numpy cells have no copies, and their end-to-end region is the compute region when the op
+has no host finish; torch cells on the cpu wrap and unwrap numpy arrays without copying.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cells import Cell
+from ..records import write_bytes_atomic
+from . import correctness, devices, diagnostics, system
+from .ops import Op, get_op
+from .provenance import cpu_clocks_mhz
+from .timing import BlockRule, Measurement, Region, StopRule, WarmupRule, sample_until_stable, warm_up
+
+TORCH_ONLY_DTYPES = ("bfloat16",)
+PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
+FINISH_PEAK_COPIES = 10  # imshow peaks near 8 float64 copies of the field (measured at 8192²)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Measurement settings; `from_config` reads the `measure` section of the config."""
+
+    stop: StopRule = field(default_factory=StopRule)
+    warmup: WarmupRule = field(default_factory=WarmupRule)
+    block: BlockRule = field(default_factory=BlockRule)
+    seed: int = 0
+    check_rows: int = 32
+    pinned_memory: bool = False
+    allow_tf32: bool = False
+    memory_headroom: float = 0.8
+
+    @classmethod
+    def from_config(cls, section: dict) -> Settings:
+        return cls(
+            stop=StopRule(
+                target_rel_ci=float(section["target_rel_ci"]),
+                min_samples=int(section["min_samples"]),
+                min_sampling_s=float(section["min_sampling_s"]),
+                max_samples=int(section["max_samples"]),
+                budget_s=float(section["budget_s"]),
+            ),
+            warmup=WarmupRule(budget_s=float(section["warmup_budget_s"])),
+            block=BlockRule(min_sample_s=float(section["min_sample_s"])),
+            seed=int(section["seed"]),
+            check_rows=int(section["check_rows"]),
+            pinned_memory=bool(section["pinned_memory"]),
+            allow_tf32=bool(section["allow_tf32"]),
+        )
+
+
+@dataclass
+class Progress:
+    """What the cell is doing now; the supervisor reads it to explain a timeout."""
+
+    report: Callable[[str], None] = lambda message: None
+    phase: str = "starting"
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.report(phase)
+
+
+@dataclass
+class CellOutcome:
+    """What measuring a cell found: a status, and the record fields it filled in."""
+
+    status: str = "ok"
+    reason: str = ""
+    measured: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)  # what the cell set up (TF32, memory kind)
+
+
+class CellFailed(Exception):
+    """Ends a cell early with a status other than ok (skipped, oom, error)."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _available_host_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def itemsize_of(dtype: str) -> int:
+    return 2 if dtype in ("float16", "bfloat16") else np.dtype(dtype).itemsize
+
+
+def _np_dtype(dtype: str):
+    return np.dtype(dtype) if dtype not in TORCH_ONLY_DTYPES else np.dtype("float32")
+
+
+def make_host_inputs(op: Op, cell: Cell, seed: int, torch=None) -> list:
+    """The op's random inputs on the host, rounded to the cell's dtype: numpy arrays, or
+    CPU tensors for bfloat16."""
+    arrays = [a.astype(_np_dtype(cell.dtype)) for a in op.make_inputs(np.random.default_rng(seed), cell.size)]
+    if cell.dtype in TORCH_ONLY_DTYPES:
+        return [torch.from_numpy(a).to(getattr(torch, cell.dtype)) for a in arrays]
+    return arrays
+
+
+def as_float64(x) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x if x.dtype in (np.float64, np.complex128) else x.astype(np.float64)
+    return x.detach().to("cpu").double().numpy()
+
+
+class Backend:
+    """How a library moves data and runs the op on one device."""
+
+    def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
+        self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
+        self.lib = torch if cell.library == "torch" else np
+        self.sync = devices.synchronizer(cell.device, torch)
+
+    def to_device(self, host):
+        if self.cell.library == "numpy":
+            return host
+        torch = self.torch
+        tensor = host if isinstance(host, torch.Tensor) else torch.from_numpy(host)
+        if self.cell.device == "cpu":
+            return tensor
+        return tensor.to(self.cell.device, non_blocking=self.settings.pinned_memory)
+
+    def to_host(self, result):
+        """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples."""
+        if isinstance(result, tuple):
+            return tuple(self.to_host(part) for part in result)
+        if self.cell.library == "numpy":
+            return result
+        if self.cell.device == "cpu":
+            host = result
+        elif self.settings.pinned_memory and self.cell.device == "cuda":
+            host = self.torch.empty(result.shape, dtype=result.dtype, pin_memory=True)
+            host.copy_(result, non_blocking=True)
+            self.sync()
+        else:
+            host = result.to("cpu")
+        return host if host.dtype == self.torch.bfloat16 else host.numpy()
+
+    def as_numpy(self, host):
+        """A host result as numpy arrays (bfloat16 is widened)."""
+        if isinstance(host, tuple):
+            return tuple(self.as_numpy(part) for part in host)
+        if isinstance(host, np.ndarray):
+            return host
+        return host.float().numpy() if host.dtype == self.torch.bfloat16 else host.numpy()
+
+    def compute(self, inputs):
+        return self.op.compute(self.lib, *inputs)
+
+    def pin(self, host_inputs: list) -> list:
+        """With pinned_memory, the inputs live in pinned memory from the start, as when an
+        application allocates its buffers pinned; copying them there is not timed."""
+        if not (self.settings.pinned_memory and self.cell.device == "cuda"):
+            return host_inputs
+        torch = self.torch
+        return [(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)).pin_memory() for x in host_inputs]
+
+
+def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
+    """The timed regions of the cell, keyed by phase name, in phase order."""
+    op, cell, sync = backend.op, backend.cell, backend.sync
+    device_inputs = [backend.to_device(x) for x in host_inputs]
+    sync()
+    result = backend.compute(device_inputs)
+    host_array = backend.as_numpy(backend.to_host(result)) if op.finish else None
+
+    def compute():
+        return backend.compute(device_inputs)
+
+    def end_to_end():
+        out = backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs]))
+        if op.finish:
+            op.finish(backend.as_numpy(out))
+        return out
+
+    regions = {"compute": Region("compute", compute, sync)}
+    if cell.is_gpu:
+        regions["h2d"] = Region("h2d", lambda: [backend.to_device(x) for x in host_inputs], sync)
+        regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
+    if op.finish:
+        regions["finish"] = Region("finish", lambda: op.finish(host_array))
+    if cell.library == "torch" or op.finish:
+        regions["end_to_end"] = Region("end_to_end", end_to_end, sync)
+    return {name: regions[name] for name in PHASES if name in regions}
+
+
+def check_result(backend: Backend, host_inputs: list) -> dict:
+    """The op's error against a float64 reference from the same inputs, and its verdict."""
+    op, cell, settings = backend.op, backend.cell, backend.settings
+    rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.seed + 1))
+    result = backend.as_numpy(backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs])))
+    error = op.error([as_float64(x) for x in host_inputs], result, rows)
+    tf32 = settings.allow_tf32 and cell.library == "torch" and cell.device == "cuda"
+    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, len(rows))
+
+
+def configure_torch(torch, settings: Settings) -> dict:
+    """TF32 for CUDA matmuls only, as configured. set_float32_matmul_precision would also let
+    oneDNN lower the precision of CPU matmuls, which the CPU tolerance does not allow for."""
+    torch.backends.cuda.matmul.allow_tf32 = settings.allow_tf32
+    torch.backends.cudnn.allow_tf32 = settings.allow_tf32
+    return {"tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
+
+
+def working_set_bytes(op: Op, n: int, itemsize: int) -> int:
+    """Peak bytes one measurement holds: float64 generation, inputs, results and
+    temporaries, and for ops that plot, matplotlib's float64 working copies of the field."""
+    spec = op.spec
+    rendering = FINISH_PEAK_COPIES * spec.output_bytes(n, 8) if op.finish else 0
+    return spec.input_bytes(n, 8) + spec.input_bytes(n, itemsize) + 3 * spec.output_bytes(n, itemsize) + rendering
+
+
+def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
+    need = working_set_bytes(op, cell.size, itemsize_of(cell.dtype))
+    available = _available_host_memory()
+    if available is not None and need > settings.memory_headroom * available:
+        raise CellFailed(
+            "oom", f"needs about {need / 2**30:.1f} GiB of host memory, {available / 2**30:.1f} GiB available"
+        )
+
+
+def model_of(op: Op, cell: Cell) -> dict:
+    """The FLOP and byte model of the cell, from the op's spec."""
+    spec, itemsize = op.spec, itemsize_of(cell.dtype)
+    return {
+        "flops": spec.flops(cell.size),
+        "traffic_bytes": spec.traffic(cell.size, itemsize),
+        "h2d_bytes": spec.input_bytes(cell.size, itemsize),
+        "d2h_bytes": spec.output_bytes(cell.size, itemsize),
+        "itemsize": itemsize,
+    }
+
+
+def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
+             artifact_path: str | None = None) -> CellOutcome:
+    """Measure `cell`; failures become outcomes, not exceptions.
+
+    For ops with a host finish (plotting), the last rendering is saved to `artifact_path`."""
+    progress = progress or Progress()
+    outcome = CellOutcome()
+    try:
+        _measure_into(outcome, cell, settings, torch, progress, artifact_path)
+    except CellFailed as failure:
+        outcome.status, outcome.reason = failure.status, failure.reason
+    except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
+        oom = devices.is_out_of_memory(error, torch)
+        outcome.status = "oom" if oom else "error"
+        what = "out of memory" if oom else type(error).__name__
+        outcome.reason = f"{what} during {progress.phase}: {_first_line(error)}"
+        with contextlib.suppress(Exception):  # a broken device must not hide the reason above
+            devices.release_memory(cell.device, torch)
+    return outcome
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
+
+
+def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch) -> Op:
+    op = get_op(cell.op)
+    reason = devices.unavailable_reason(cell.device, torch) if cell.library == "torch" else None
+    if reason:
+        raise CellFailed("skipped", reason)
+    if cell.library == "torch":
+        outcome.settings.update(configure_torch(torch, settings))
+        outcome.measured["device"] = devices.describe(cell.device, torch)
+    outcome.measured["model"] = model_of(op, cell)
+    _memory_precheck(op, cell, settings)
+    return op
+
+
+def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, progress: Progress,
+                  artifact_path: str | None) -> None:
+    op = _prepare(outcome, cell, settings, torch)
+    gpu_index = torch.cuda.current_device() if cell.device == "cuda" else None
+    if gpu_index is not None:  # NVML's first call is slow: make it before warm-up, not after
+        system.gpu_clocks(gpu_index)
+
+    progress.enter("inputs")
+    backend = Backend(cell, op, settings, torch)
+    host_inputs = backend.pin(make_host_inputs(op, cell, settings.seed, torch))
+
+    progress.enter("check")
+    check = outcome.measured["check"] = check_result(backend, host_inputs)
+    if not check["passed"]:
+        raise CellFailed(
+            "error",
+            f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
+            f"tolerance {check['tolerance']:.2e}",
+        )
+
+    warmed = []
+    for name, region in build_regions(backend, host_inputs).items():
+        progress.enter(f"warm-up {name}")
+        warmed.append((region, warm_up(region, settings.block, settings.warmup)))
+
+    progress.enter("sampling")
+    clocks_before = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
+    sampled = sample_until_stable(warmed, settings.stop)
+    clocks_after = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
+
+    outcome.measured.update(_sampling_fields(sampled, settings))
+    outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after)
+    if op.finish and artifact_path:
+        progress.enter("saving the rendering")
+        rendered = op.finish(backend.as_numpy(backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs]))))
+        write_bytes_atomic(artifact_path, rendered)
+        outcome.measured["artifact"] = os.path.basename(artifact_path)
+
+
+def _phase_fields(m: Measurement) -> dict:
+    return {
+        "samples_s": list(m.samples_s),
+        "calls_per_sample": m.calls_per_sample,
+        "warmup_s": list(m.warmup.blocks_s),
+        "rel_ci": m.rel_ci,
+        "converged": m.converged,
+        "stop_reason": m.stop_reason,
+        "sampling_s": m.sampling_s,
+    }
+
+
+def _sampling_fields(sampled, settings: Settings) -> dict:
+    compute = sampled.measurements["compute"]
+    return {
+        "samples_s": list(compute.samples_s),
+        "calls_per_sample": compute.calls_per_sample,
+        "warmup": {
+            "count": len(compute.warmup.blocks_s),
+            "samples_s": list(compute.warmup.blocks_s),
+            "first_call_s": compute.warmup.first_call_s,
+        },
+        "phases": {name: _phase_fields(m) for name, m in sampled.measurements.items()},
+        "stopping": {
+            "stop_reason": sampled.stop_reason,
+            "converged": all(m.converged for m in sampled.measurements.values()),
+            "rel_ci": compute.rel_ci,
+            "n_samples": len(compute.samples_s),
+            "elapsed_s": sampled.elapsed_s,
+            "rounds": sampled.rounds,
+            "target_rel_ci": settings.stop.target_rel_ci,
+        },
+    }
+
+
+def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after) -> dict:
+    flags = []
+    for name, m in measurements.items():
+        reason = "ci" if m.converged else m.stop_reason
+        for flag in diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci):
+            flags.append(flag if name == "compute" else f"{name}: {flag}")
+    for flag in (diagnostics.clock_change(before[0], after[0], "CPU"), diagnostics.clock_change(before[1], after[1], "GPU")):
+        if flag:
+            flags.append(flag)
+    return {
+        "unstable": bool(flags),
+        "flags": flags,
+        "cpu_clocks": {"before": before[0], "after": after[0]},
+        "gpu_clocks": {"before": before[1], "after": after[1]},
+    }

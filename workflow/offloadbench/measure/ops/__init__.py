@@ -1,0 +1,85 @@
+"""The NumPy and PyTorch code of every op in the catalogue.
+
+An op pairs its spec (`offloadbench.catalogue`: what n means, shapes, FLOP and byte
+models) with random inputs, the computation (one function for both libraries, `lib`
+being numpy or torch; the few API differences are branched on inside), an optional host
+finish (plotting), and its error against a float64 reference computed from the same
+rounded inputs, on sampled rows where a full reference would cost more than the op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...catalogue import OpSpec, get_spec
+from ..correctness import relative_error
+
+
+@dataclass(frozen=True)
+class Op:
+    spec: OpSpec
+    make_inputs: Callable[[np.random.Generator, int], list[np.ndarray]]  # float64, on the host
+    compute: Callable  # compute(lib, *inputs) -> result: an array, or a tuple of arrays
+    error: Callable  # error(inputs as float64, host result, rows) -> relative error
+    finish: Callable[[np.ndarray], object] | None = None  # host work on the result
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def uniform_inputs(count: int, shape: Callable[[int], tuple[int, ...]]):
+    """`count` arrays of `shape(n)`, uniform in [-1, 1): random, never zeros."""
+
+    def make(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+        return [rng.random(shape(n), dtype=np.float64) * 2.0 - 1.0 for _ in range(count)]
+
+    return make
+
+
+def rows_error(reference_rows: Callable[[list[np.ndarray], np.ndarray], np.ndarray]):
+    """An error function that compares sampled rows of a 2-D result with their reference."""
+
+    def error(inputs: list[np.ndarray], result: np.ndarray, rows: np.ndarray) -> float:
+        return relative_error(np.asarray(result)[rows], reference_rows(inputs, rows))
+
+    return error
+
+
+def full_error(reference: Callable[[list[np.ndarray]], object]):
+    """An error function that compares the whole result with a float64 reference."""
+
+    def error(inputs: list[np.ndarray], result, rows: np.ndarray) -> float:
+        return relative_error(result, reference(inputs))
+
+    return error
+
+
+def is_torch(lib) -> bool:
+    return lib.__name__ == "torch"
+
+
+def _registry() -> dict[str, Op]:
+    from . import linalg, plotting
+
+    ops = {}
+    for module in (linalg, plotting):
+        for op in module.OPS:
+            ops[op.name] = op
+    return ops
+
+
+_OPS: dict[str, Op] | None = None
+
+
+def get_op(name: str) -> Op:
+    global _OPS
+    if _OPS is None:
+        _OPS = _registry()
+    if name not in _OPS:
+        get_spec(name)  # an unknown name: the catalogue's error lists the known ones
+        raise KeyError(f"op {name!r} has a spec but no implementation")
+    return _OPS[name]

@@ -1,0 +1,209 @@
+"""A read-only check of the system around a measurement: it reports, it never tunes.
+
+Load and busy processes, the CPU governor and turbo, the cores present, and on NVIDIA GPUs
+persistence mode, clocks and the reasons they are held down (through nvidia-ml-py). Every
+reading is optional: an unreadable /proc, /sys or NVML gives None, never an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from ..cells import usable_cores
+
+BUSY_CPU_SHARE = 0.10  # a process using this share of one core counts as busy
+BUSY_LOAD_PER_CORE = 0.5  # 1-minute load per core above which the machine is not idle
+
+# nvmlClocksEventReason bits, as named in NVIDIA's documentation.
+CLOCK_EVENT_REASONS = {
+    0x1: "gpu idle",
+    0x2: "application clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+    0x100: "display clocks setting",
+}
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def load_average() -> list[float] | None:
+    text = _read("/proc/loadavg")
+    try:
+        return [float(v) for v in text.split()[:3]] if text else None
+    except ValueError:
+        return None
+
+
+def cpu_governor() -> str | None:
+    return _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+
+
+def turbo() -> str | None:
+    """"on", "off" or None where the kernel does not say."""
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    if no_turbo in ("0", "1"):
+        return "off" if no_turbo == "1" else "on"
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    if boost in ("0", "1"):
+        return "on" if boost == "1" else "off"
+    return None
+
+
+def _cpu_ticks() -> dict[int, tuple[str, int]]:
+    """(command name, user + system ticks) of every readable process."""
+    ticks = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return ticks
+    for pid in pids:
+        text = _read(f"/proc/{pid}/stat")
+        if not text or ")" not in text:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        try:
+            ticks[pid] = (name, int(fields[11]) + int(fields[12]))
+        except (IndexError, ValueError):
+            continue
+    return ticks
+
+
+def _ancestors(pid: int) -> set[int]:
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        text = _read(f"/proc/{pid}/stat")
+        try:
+            pid = int(text[text.rindex(")") + 2 :].split()[1]) if text else 0
+        except (IndexError, ValueError):
+            break
+    return seen
+
+
+def busy_processes(window_s: float = 0.25) -> list[dict] | None:
+    """Processes that used at least a tenth of a core over a short window, busiest first.
+    This process and its ancestors (the job, Snakemake) are marked, not left out."""
+    before = _cpu_ticks()
+    if not before:
+        return None
+    time.sleep(window_s)
+    after = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    own = _ancestors(os.getpid())
+    busy = []
+    for pid, (name, ticks) in after.items():
+        if pid in before:
+            share = (ticks - before[pid][1]) / hz / window_s
+            if share >= BUSY_CPU_SHARE:
+                busy.append({"pid": pid, "name": name, "cpu_share": round(share, 2), "ours": pid in own})
+    return sorted(busy, key=lambda p: -p["cpu_share"])
+
+
+def nvml_state() -> list[dict] | None:
+    """Per NVIDIA GPU: persistence mode, clocks now and at most, and what holds them down."""
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
+        return None
+    gpus = []
+    try:
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            gpus.append({"index": index, **_nvml_device(pynvml, handle)})
+    except Exception as error:  # noqa: BLE001 - a partial reading is still worth keeping
+        gpus.append({"error": str(error)[:200]})
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+    return gpus
+
+
+def _nvml_device(pynvml, handle) -> dict:
+    def read(fn, *args):
+        try:
+            value = fn(handle, *args)
+        except Exception:  # noqa: BLE001 - fields a GPU or driver does not support
+            return None
+        return value.decode() if isinstance(value, bytes) else value
+
+    events = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    mask = read(events) if events else None
+    power = read(pynvml.nvmlDeviceGetPowerUsage)
+    return {
+        "name": read(pynvml.nvmlDeviceGetName),
+        "persistence_mode": {0: "off", 1: "on"}.get(read(pynvml.nvmlDeviceGetPersistenceMode)),
+        "sm_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
+        "sm_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
+        "mem_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
+        "mem_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_MEM),
+        "clock_event_reasons": clock_event_reasons(mask),
+        "temperature_c": read(pynvml.nvmlDeviceGetTemperature, pynvml.NVML_TEMPERATURE_GPU),
+        "power_w": power / 1000 if isinstance(power, (int, float)) else None,
+    }
+
+
+def clock_event_reasons(mask: int | None) -> list[str] | None:
+    """The names of the set bits of an NVML clocks-event (throttle) reason mask."""
+    if mask is None:
+        return None
+    return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+
+
+def gpu_clocks(index: int = 0) -> dict | None:
+    """SM and memory clocks in MHz of one GPU, for the clock-change noise check."""
+    state = nvml_state()
+    if not state or index >= len(state) or "sm_clock_mhz" not in state[index]:
+        return None
+    return {"sm_mhz": state[index]["sm_clock_mhz"], "mem_mhz": state[index]["mem_clock_mhz"]}
+
+
+def snapshot(busy_window_s: float = 0.25) -> dict:
+    """Everything this check reads, once."""
+    return {
+        "load_average": load_average(),
+        "busy_processes": busy_processes(busy_window_s),
+        "cpu_governor": cpu_governor(),
+        "turbo": turbo(),
+        "cores_present": os.cpu_count(),
+        "cores_usable": usable_cores(),
+        "gpus": nvml_state(),
+    }
+
+
+def advice(snap: dict) -> list[str]:
+    """Plain warnings from a snapshot: what may make this run's numbers weaker."""
+    lines = []
+    load = (snap.get("load_average") or [None])[0]
+    cores = snap.get("cores_present") or 1
+    if load is not None and load > BUSY_LOAD_PER_CORE * cores:
+        lines.append(f"the machine was busy (1-minute load {load:.1f} on {cores} cores)")
+    others = [p for p in snap.get("busy_processes") or [] if not p["ours"]]
+    if others:
+        names = ", ".join(f"{p['name']} ({p['cpu_share']:.0%} of a core)" for p in others[:3])
+        lines.append(f"other processes were using the CPU: {names}")
+    if snap.get("cpu_governor") not in (None, "performance"):
+        lines.append(f"the CPU governor is {snap['cpu_governor']!r}, so clocks follow the load")
+    for gpu in snap.get("gpus") or []:
+        reasons = [r for r in gpu.get("clock_event_reasons") or [] if r != "gpu idle"]
+        if reasons:
+            lines.append(f"GPU {gpu.get('index')} clocks were held down: {', '.join(reasons)}")
+        if gpu.get("persistence_mode") == "off":
+            lines.append(f"GPU {gpu.get('index')} has persistence mode off (first use after idle is slower)")
+    return lines

@@ -1,0 +1,241 @@
+"""How one region is timed: blocks of calls, warm-up until stable, adaptive sampling.
+
+As in torch.utils.benchmark, what to time (`Region`: a callable and how to wait for the
+device) is separate from what timing found (`Measurement`: immutable samples and their
+stopping decision). The timer only knows callables and a synchronise function, so it is
+tested on synthetic workloads and reused for every phase (host->device copy, compute,
+device->host copy, end to end) and for the copy sweep.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..stats import median_ci_rel_halfwidth
+
+Clock = Callable[[], int]
+
+
+def _no_sync() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a region's sampling ends: its median's 95% CI is tight enough, or its time
+    budget or sample cap runs out."""
+
+    target_rel_ci: float = 0.02
+    min_samples: int = 6  # fewer give no 95% CI of a median
+    min_sampling_s: float = 0.05  # cheap regions sample at least this long, for the noise checks
+    floor_samples: int = 6  # taken even past the budget
+    max_samples: int = 2000
+    budget_s: float = 2.0  # per timed region
+    confidence: float = 0.95
+    slice_s: float = 0.05  # time a region is sampled before the next region's turn
+
+
+@dataclass(frozen=True)
+class WarmupRule:
+    """Warm-up ends when two consecutive blocks agree within `rel_tol`, or its budget ends."""
+
+    rel_tol: float = 0.05
+    min_blocks: int = 2
+    max_blocks: int = 50
+    budget_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """How many calls make one sample: enough that the timer's own cost is negligible."""
+
+    min_sample_s: float = 1e-3
+    max_overhead_frac: float = 1e-3
+    max_calls: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class Region:
+    """What to time: a callable, how to wait for its device, and the clock."""
+
+    name: str
+    fn: Callable[[], object]
+    sync: Callable[[], object] = _no_sync
+    clock: Clock = time.perf_counter_ns
+
+    def time_block(self, calls: int) -> float:
+        """Mean seconds per call over `calls` back-to-back calls, device work included."""
+        fn, sync, clock = self.fn, self.sync, self.clock
+        sync()
+        start = clock()
+        for _ in range(calls):
+            fn()
+        sync()
+        return (clock() - start) / calls / 1e9
+
+    def timer_overhead_s(self, repeats: int = 7) -> float:
+        """Cost of an empty timed block (clock reads plus two synchronisations)."""
+        sync, clock = self.sync, self.clock
+        costs = []
+        for _ in range(repeats):
+            sync()
+            start = clock()
+            sync()
+            costs.append((clock() - start) / 1e9)
+        return sorted(costs)[len(costs) // 2]
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """What warm-up found: the cold first call, the blocks run, and the block size."""
+
+    first_call_s: float
+    blocks_s: tuple[float, ...]
+    calls_per_sample: int
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A region's samples (seconds per call, in the order taken) and how sampling ended."""
+
+    name: str
+    samples_s: tuple[float, ...]
+    calls_per_sample: int
+    warmup: Warmup
+    rel_ci: float
+    converged: bool
+    stop_reason: str  # "ci" | "budget" | "max_samples"
+    sampling_s: float
+
+
+def choose_calls_per_sample(call_s: float, overhead_s: float, rule: BlockRule = BlockRule()) -> int:
+    """Calls per sample so that a sample lasts min_sample_s and overhead stays below its share."""
+    if call_s <= 0:
+        return rule.max_calls
+    wanted_s = max(rule.min_sample_s, overhead_s / rule.max_overhead_frac)
+    calls = math.ceil(wanted_s / call_s * (1 - 1e-9))  # no extra call from rounding noise
+    return int(min(rule.max_calls, max(1, calls)))
+
+
+def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
+    """Pay first-call costs, size the blocks, then run blocks until two agree."""
+    first_call = region.time_block(1)
+    overhead = region.timer_overhead_s()
+    calls = choose_calls_per_sample(first_call, overhead, block)
+    # A slow call is its own block: if the next call agrees with the first, neither was cold.
+    first_is_block = calls == 1
+    blocks = [first_call] if first_is_block else []
+    deadline = time.perf_counter() + rule.budget_s
+    while len(blocks) < rule.max_blocks:
+        blocks.append(region.time_block(calls))
+        if len(blocks) >= rule.min_blocks and _agree(blocks[-2], blocks[-1], rule.rel_tol):
+            break
+        if time.perf_counter() > deadline:
+            break
+    recorded = blocks if first_is_block else [first_call, *blocks]
+    # Re-size once from warm numbers: the cold estimate may have been far off.
+    return Warmup(first_call, tuple(recorded), choose_calls_per_sample(min(blocks), overhead, block))
+
+
+def _agree(a: float, b: float, rel_tol: float) -> bool:
+    return abs(a - b) <= rel_tol * min(a, b)
+
+
+@dataclass
+class _Sampling:
+    """A region's running state while the rounds go on."""
+
+    region: Region
+    warmup: Warmup
+    samples: list[float] = field(default_factory=list)
+    spent_s: float = 0.0
+    rel_ci: float = math.inf
+    converged: bool = False
+
+    def stop_reason(self, rule: StopRule) -> str | None:
+        n = len(self.samples)
+        if self.converged:
+            return "ci"
+        if n >= rule.max_samples:
+            return "max_samples"
+        if n >= rule.floor_samples and self.spent_s >= rule.budget_s:
+            return "budget"
+        return None
+
+    def update_ci(self, rule: StopRule) -> None:
+        n = len(self.samples)
+        if n < rule.min_samples or self.spent_s < rule.min_sampling_s:
+            return
+        # The CI costs a sort; past 50 samples, every 5th sample is often enough.
+        if n < 50 or n % 5 == 0:
+            self.rel_ci = median_ci_rel_halfwidth(self.samples, rule.confidence)
+            self.converged = self.rel_ci <= rule.target_rel_ci
+
+    def result(self, rule: StopRule) -> Measurement:
+        reason = self.stop_reason(rule) or "budget"
+        rel_ci, converged = self.rel_ci, self.converged
+        if len(self.samples) >= 2:
+            rel_ci = median_ci_rel_halfwidth(self.samples, rule.confidence)
+            # Tight enough is tight enough, even when few samples fit the budget.
+            converged = rel_ci <= rule.target_rel_ci
+        return Measurement(
+            self.region.name, tuple(self.samples), self.warmup.calls_per_sample, self.warmup,
+            rel_ci, converged, reason, self.spent_s,
+        )
+
+
+@dataclass(frozen=True)
+class SamplingOutcome:
+    measurements: dict[str, Measurement]
+    stop_reason: str  # of the whole cell: "ci" | "budget" | "max_samples"
+    elapsed_s: float
+    rounds: int
+
+
+def sample_until_stable(
+    warmed: Sequence[tuple[Region, Warmup]], rule: StopRule, now: Callable[[], float] = time.perf_counter
+) -> SamplingOutcome:
+    """Sample the regions in interleaved rounds until every median CI meets the target.
+
+    Each round gives every unfinished region a slice of time (at least one sample), so slow
+    drift (thermal, frequency, neighbours) hits all regions of a cell alike while caches
+    stay warm within a slice. A region stops on its CI, its own time budget (after the
+    floor of samples) or the sample cap. The garbage collector is off while sampling.
+    """
+    states = [_Sampling(region, warmup) for region, warmup in warmed]
+    start = now()
+    rounds = 0
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
+    try:
+        while True:
+            pending = [s for s in states if s.stop_reason(rule) is None]
+            if not pending:
+                break
+            for state in pending:
+                region, calls = state.region, state.warmup.calls_per_sample
+                slice_end = now() + rule.slice_s
+                while True:
+                    began = now()
+                    state.samples.append(region.time_block(calls))
+                    state.spent_s += now() - began
+                    state.update_ci(rule)
+                    if state.stop_reason(rule) is not None or now() >= slice_end:
+                        break
+            rounds += 1
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    measurements = {s.region.name: s.result(rule) for s in states}
+    reasons = {m.stop_reason for m in measurements.values()}
+    overall = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
+    return SamplingOutcome(measurements, overall, now() - start, rounds)
+
+
+def measure_region(region: Region, block: BlockRule, warmup: WarmupRule, stop: StopRule) -> Measurement:
+    """Warm one region up and sample it alone."""
+    return sample_until_stable([(region, warm_up(region, block, warmup))], stop).measurements[region.name]

@@ -1,0 +1,108 @@
+"""The copy-bandwidth sweep: host->device and device->host, pageable and pinned host memory.
+
+Copies go between preallocated buffers (`copy_`), so the sweep times the link, not the
+allocator; pinned copies are `non_blocking` and synchronised like every device region.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+
+from ..units import bandwidth_gbs
+from . import devices
+from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
+
+DIRECTIONS = ("h2d", "d2h")
+# PCIe per-lane payload rate in GB/s by generation, after line encoding (8b/10b up to gen 2,
+# 128b/130b from gen 3; gen 6 counts its FLIT overhead).
+PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+def pcie_link(run=subprocess.run) -> dict | None:
+    """The GPU's PCIe link as nvidia-smi reports it, with its theoretical rate."""
+    query = "pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current"
+    try:
+        out = run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                  capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    try:
+        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in out.stdout.splitlines()[0].split(","))
+    except ValueError:
+        return None
+    lane = PCIE_LANE_GBS.get(gen_max)
+    return {
+        "kind": f"PCIe gen {gen_max} x{width_max}",
+        "gbs": lane * width_max if lane else None,
+        "current": f"gen {gen_now} x{width_now}",
+        "source": "nvidia-smi (maximum generation and width)",
+    }
+
+
+def link_rate(configured, device: str) -> dict | None:
+    """The theoretical host<->device rate: configured in GB/s, or read where possible."""
+    if isinstance(configured, (int, float)):
+        return {"kind": "configured", "gbs": float(configured), "source": "config transfer.link_gbs"}
+    if device == "cuda":
+        return pcie_link()
+    return None
+
+
+def unavailable(device: str, memory: str, torch) -> str | None:
+    """Why this (device, memory kind) cannot be swept here, or None."""
+    reason = devices.unavailable_reason(device, torch)
+    if reason:
+        return reason
+    if memory == "pinned" and device != "cuda":
+        return f"pinned host memory is a CUDA feature; {device} copies use pageable memory only"
+    return None
+
+
+COPY_WARMUP = WarmupRule(budget_s=0.3)
+
+
+def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str = "cuda",
+                 stop: StopRule | None = None, warmup: WarmupRule = COPY_WARMUP) -> dict:
+    """Time one copy size and direction; returns samples, median and GB/s."""
+    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
+    host.fill_(1)  # touch every page so the first copy does not pay for page faults
+    dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    sync = devices.synchronizer(device, torch)
+    if direction == "h2d":
+        region = Region("h2d", lambda: dev.copy_(host, non_blocking=pinned), sync)
+    else:
+        region = Region("d2h", lambda: host.copy_(dev, non_blocking=pinned), sync)
+    measured = measure_region(region, BlockRule(), warmup, stop or StopRule())
+    median = statistics.median(measured.samples_s)
+    return {
+        "samples_s": list(measured.samples_s),
+        "calls_per_sample": measured.calls_per_sample,
+        "rel_ci": measured.rel_ci,
+        "converged": measured.converged,
+        "median_s": median,
+        "gbs": bandwidth_gbs(nbytes, median),
+    }
+
+
+def sweep(torch, device: str, sizes: list[int], memory_kinds: list[str], stop: StopRule) -> list[dict]:
+    """Every (direction, memory kind, size) point: measured, or skipped/oom with a reason."""
+    points = []
+    for memory in memory_kinds:
+        reason = unavailable(device, memory, torch)
+        for direction in DIRECTIONS:
+            for nbytes in sizes:
+                point = {"direction": direction, "memory": memory, "bytes": nbytes, "status": "ok", "reason": ""}
+                if reason:
+                    point.update(status="skipped", reason=reason)
+                else:
+                    try:
+                        point.update(measure_copy(torch, nbytes, direction, memory == "pinned", device, stop))
+                    except Exception as error:  # noqa: BLE001 - a point's failure is recorded, the sweep goes on
+                        oom = devices.is_out_of_memory(error, torch)
+                        point.update(status="oom" if oom else "error", reason=str(error).strip().splitlines()[0][:300])
+                        devices.release_memory(device, torch)
+                points.append(point)
+    return points

@@ -1,0 +1,212 @@
+"""Findings in sentences: numbers with their 95% CIs, and plain words where data is missing.
+
+Each function takes tidy tables and returns Markdown bullet lines; the report arranges them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..cells import ALL_THREADS
+from ..units import fmt_time, format_bytes
+
+
+def fmt_ratio(value: float, lo: float, hi: float) -> str:
+    if not math.isfinite(value):
+        return "–"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{value:.2f}× (CI unavailable)"
+    return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
+
+
+def cell_phrase(row) -> str:
+    if row["device"] == "cpu":
+        t = row["threads"]
+        eff = row.get("threads_effective")
+        threads = f"all = {int(eff)} threads" if t == ALL_THREADS and finite(eff) else (f"{t} thread" + ("s" if t != "1" else ""))
+        where = f"on the cpu ({threads})"
+    else:
+        where = f"on {row['device']}"
+    return f"{row['op']} with {row['library']} {where}, {row['dtype']}, n = {int(row['size'])}"
+
+
+def finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def ratio_of(row, column: str = "speedup") -> str:
+    """A ratio column of a table row with its CI, e.g. "2.10× (95% CI 2.05–2.14)"."""
+    return fmt_ratio(row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
+
+
+def caveat(row) -> str:
+    """A warning to append when a number comes from a cell that failed a noise check."""
+    flags = row.get("unstable")
+    return " *Flagged unstable, read with care:* " + str(flags) + "." if isinstance(flags, str) and flags else ""
+
+
+def times_of(row) -> str:
+    """The two medians behind a speedup, so a ratio can be read for what it is."""
+    return f"{row['library']} {fmt_time(row['median_s'])} against NumPy {fmt_time(row['baseline_median_s'])}"
+
+
+def speedup_findings(speedups: pd.DataFrame) -> list[str]:
+    if speedups.empty:
+        return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
+    lines = []
+    faster = speedups[speedups["speedup_verdict"] == "faster"]
+    if not faster.empty:
+        best = faster.loc[faster["speedup"].idxmax()]
+        lines.append(
+            f"- The largest speedup over NumPy is **{ratio_of(best)}**, "
+            f"for {cell_phrase(best)} ({times_of(best)}).{caveat(best)}"
+        )
+    else:
+        best = speedups.loc[speedups["speedup"].idxmax()]
+        lines.append(
+            f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {ratio_of(best)} "
+            f"for {cell_phrase(best)} ({times_of(best)}), is {best['speedup_verdict']}.{caveat(best)}"
+        )
+    slower = speedups[speedups["speedup_verdict"] == "slower"]
+    if not slower.empty:
+        worst = slower.loc[slower["speedup"].idxmin()]
+        lines.append(
+            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)} "
+            f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy).{caveat(worst)}"
+        )
+    same = (speedups["speedup_verdict"] == "no measurable difference").sum()
+    if same:
+        lines.append(f"- {same} of {len(speedups)} cells show no measurable difference from NumPy (their 95% CI includes 1).")
+    return lines
+
+
+def no_gpu_reason(timings: pd.DataFrame) -> str | None:
+    """Why no GPU cell ran, or None when one did."""
+    gpu_rows = timings[timings["device"] != "cpu"]
+    if (gpu_rows["status"] == "ok").any():
+        return None
+    if gpu_rows.empty:
+        return "the grid has no GPU cells"
+    return "; ".join(sorted(gpu_rows["reason"].dropna().astype(str).unique())) or "no GPU cell succeeded"
+
+
+def break_even_lines(speedups: pd.DataFrame) -> list[str]:
+    lines = []
+    gpu = speedups[speedups["device"] != "cpu"]
+    for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
+        largest = group.loc[group["size"].idxmax()]
+        lines.append(
+            f"- {op}, {dtype} on {device}: with the copies counted, offloading pays from "
+            f"{largest['break_even']}; at n = {int(largest['size'])} the end-to-end speedup is "
+            f"{ratio_of(largest, 'end_to_end_speedup')} against {ratio_of(largest)} with the data already on the device."
+        )
+    return lines
+
+
+def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    reason = no_gpu_reason(timings)
+    if reason:
+        return [
+            (f"- **No GPU cell ran on this machine** ({reason}). Whether offloading pays, and what the copies cost, "
+             "cannot be answered here: run `config/paper.yaml` on a GPU machine, or `make gpu-check`.")
+        ]
+    gpu = speedups[speedups["device"] != "cpu"]
+    return [
+        f"- Offloading {op} ({dtype}) to {device} pays with the copies counted from {group['break_even'].iloc[0]}."
+        for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"])
+    ]
+
+
+def phase_share_lines(timings: pd.DataFrame) -> list[str]:
+    ok = timings[(timings["device"] != "cpu") & (timings["status"] == "ok")]
+    lines = []
+    for (op, device, dtype), group in ok.groupby(["op", "device", "dtype"]):
+        row = group.loc[group["size"].idxmax()]
+        if not finite(row["transfer_fraction"]):
+            continue
+        line = (
+            f"- {op}, {dtype} on {device}, n = {int(row['size'])}: copies take {row['transfer_fraction']:.0%} of the "
+            f"end-to-end time {fmt_time(row['end_to_end_s'])} (copy in {fmt_time(row['h2d_s'])}, compute "
+            f"{fmt_time(row['compute_s'])}, copy out {fmt_time(row['d2h_s'])}"
+        )
+        if finite(row.get("finish_s")):
+            line += f", plotting {fmt_time(row['finish_s'])} = {row['finish_s'] / row['end_to_end_s']:.0%}"
+        lines.append(line + ").")
+    return lines
+
+
+def bandwidth_lines(transfer: pd.DataFrame) -> list[str]:
+    if transfer is None or transfer.empty:
+        return ["- The copy-bandwidth sweep is off (`transfer.devices` is empty)."]
+    ok = transfer[transfer["status"] == "ok"]
+    if ok.empty:
+        reasons = "; ".join(sorted(transfer["reason"].dropna().astype(str).unique()))
+        return [f"- No copy was measured: {reasons}."]
+    lines = []
+    for (device, direction, memory), group in ok.groupby(["device", "direction", "memory"]):
+        row = group.loc[group["bytes"].idxmax()]
+        arrow = "host→device" if direction == "h2d" else "device→host"
+        line = (
+            f"- {device} {arrow}, {memory} memory: {row['gbs']:.1f} GB/s (95% CI {row['gbs_ci_low']:.1f}–{row['gbs_ci_high']:.1f}) "
+            f"for {format_bytes(row['bytes'])}"
+        )
+        if finite(row["link_gbs"]):
+            line += f", {row['link_fraction']:.0%} of the {row['link']} rate ({row['link_gbs']:.0f} GB/s)"
+        lines.append(line + ".")
+    for (device, direction), group in ok.groupby(["device", "direction"]):
+        kinds = group[group["bytes"] == group["bytes"].max()].set_index("memory")["gbs"]
+        if {"pinned", "pageable"} <= set(kinds.index):
+            lines.append(f"- {device} {direction}: pinned memory copies the largest size {kinds['pinned'] / kinds['pageable']:.2f}× as fast as pageable memory.")
+    return lines
+
+
+def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.DataFrame, saving_lines: list[str]) -> list[str]:
+    """The section "Does offloading pay?": break-even sizes, copy costs, bandwidth, 40% claim."""
+    lines = ["## Does offloading pay?", ""]
+    reason = no_gpu_reason(timings)
+    if reason:
+        lines += [
+            (f"**This machine has no GPU that PyTorch can use** ({reason}), so the break-even sizes, the copy costs "
+             "and the compute-then-plot saving cannot be measured here. Run `make gpu-check` on a GPU machine for a "
+             "quick answer, or `snakemake --cores all --configfile config/paper.yaml` for the full grid."),
+            "",
+            "### Copy bandwidth",
+            "",
+            *bandwidth_lines(transfer),
+            "",
+        ]
+        return lines
+    lines += ["### Break-even sizes", "", *break_even_lines(speedups), ""]
+    lines += ["### Where the time goes", "", *phase_share_lines(timings), ""]
+    lines += ["### Copy bandwidth", "", *bandwidth_lines(transfer), ""]
+    lines += ["### Compute, then plot", "", *saving_lines, ""]
+    return lines
+
+
+def scaling_findings(scaling: pd.DataFrame) -> list[str]:
+    lines = []
+    for (op, library, dtype), group in scaling.groupby(["op", "library", "dtype"]):
+        row = group.loc[group["size"].idxmax()]
+        threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
+        lines.append(
+            f"- Thread scaling, {library} {op} {dtype} at n = {int(row['size'])}: {threads} run "
+            f"{ratio_of(row, 'scaling')} as fast as one thread.{caveat(row)}"
+        )
+    return lines
+
+
+def stability_findings(timings: pd.DataFrame) -> list[str]:
+    ok = timings[timings["status"] == "ok"]
+    unstable = ok[ok["unstable"].fillna("").astype(str) != ""]
+    if ok.empty:
+        return []
+    if unstable.empty:
+        return [f"- All {len(ok)} measured cells met the noise checks."]
+    return [f"- {len(unstable)} of {len(ok)} measured cells are flagged unstable (listed below; hollow markers in the figures)."]
+
+

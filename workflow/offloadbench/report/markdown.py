@@ -1,0 +1,256 @@
+"""The report: what was found on this machine, in sentences with numbers and 95% CIs.
+
+Built as Markdown from the tables and environment.json, then rendered to one
+self-contained HTML file with the figures embedded.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..cells import Cell
+from ..layout import FIGURE_NAMES, TABLES
+from ..units import fmt_time, format_bytes
+from .captions import CAPTIONS
+from .findings import (
+    finite,
+    gpu_findings,
+    offload_section,
+    ratio_of,
+    scaling_findings,
+    speedup_findings,
+    stability_findings,
+)
+from .seed import SEED_CLAIM, check_seed_claims, saving_claims
+
+
+@dataclass
+class Inputs:
+    machine: str
+    environment: dict
+    timings: pd.DataFrame
+    speedups: pd.DataFrame
+    thread_scaling: pd.DataFrame
+    settings: dict  # the validated config
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def machine_section(env: dict, machine: str) -> list[str]:
+    gpus = env.get("gpus") or []
+    gpu = ", ".join(f"{g['name']} ({g['total_memory_bytes'] / 2**30:.0f} GiB)" if g.get("total_memory_bytes") else g["name"] for g in gpus) or "none visible to torch"
+    blas = env.get("numpy_blas") or {}
+    lines = [
+        "## Machine",
+        "",
+        f"- Label: `{machine}` (host `{env.get('hostname')}`), {env.get('os')}",
+        f"- CPU: {env.get('cpu_model')}, {env.get('logical_cores')} logical cores ({env.get('usable_cores')} usable), governor {env.get('cpu_governor') or 'not readable'}",
+        f"- GPU: {gpu}" + (f", driver {env['nvidia_driver']}" if env.get("nvidia_driver") else ""),
+        f"- Software: Python {env.get('python')}, NumPy {env.get('numpy_version')} ({blas.get('name', 'BLAS unknown')} {blas.get('version') or ''}), PyTorch {env.get('torch_version') or 'not installed'}"
+        + (f" (CUDA {env['torch_cuda_build']})" if env.get("torch_cuda_build") else ""),
+        f"- TF32 for float32 matmuls: {'allowed' if env.get('tf32_matmul_default') else 'off'} by default; cells record their own setting",
+        f"- BLAS/OpenMP environment: {', '.join(f'{k}={v}' for k, v in (env.get('blas_env') or {}).items()) or 'nothing set'}",
+        f"- Captured at {env.get('captured_at')}",
+        "",
+    ]
+    return lines
+
+
+def cell_of(row) -> Cell:
+    """The cell a table row describes."""
+    return Cell.from_dict(row)
+
+
+def status_section(timings: pd.DataFrame) -> list[str]:
+    counts = timings["status"].value_counts()
+    lines = ["## Cells", "", "Cells per status: " + ", ".join(f"{status} {counts[status]}" for status in counts.index) + ".", ""]
+    bad = timings[timings["status"] != "ok"]
+    if not bad.empty:
+        lines += ["### Skipped or failed cells", ""]
+        for (status, reason), group in bad.groupby(["status", "reason"], dropna=False):
+            names = ", ".join(f"`{cell_of(r).key}`" for _, r in group.iterrows())
+            lines.append(f"- **{status}** ({len(group)}): {reason}. Cells: {names}")
+        lines.append("")
+    unstable = timings[(timings["status"] == "ok") & (timings["unstable"].fillna("").astype(str) != "")]
+    if not unstable.empty:
+        lines += ["### Unstable cells", ""]
+        for _, r in unstable.iterrows():
+            lines.append(f"- `{cell_of(r).key}`: {r['unstable']}")
+        lines.append("")
+    return lines
+
+
+def timings_markdown(timings: pd.DataFrame) -> str:
+    ok = timings.copy()
+    table = pd.DataFrame({
+        "op": ok["op"], "library": ok["library"], "device": ok["device"], "dtype": ok["dtype"],
+        "n": ok["size"].astype(int), "threads": ok["threads"], "status": ok["status"],
+        "median": ok["median_s"].map(fmt_time),
+        "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
+        "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if finite(v) else "–"),
+        "end to end": ok["end_to_end_s"].map(fmt_time),
+        "copies": ok["transfer_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
+        "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if finite(v) else "–"),
+        "samples": ok["n_samples"].astype(int),
+        "stable": [("no" if flags else "yes") if status == "ok" else "–"
+                   for flags, status in zip(ok["unstable"].fillna(""), ok["status"])],
+    })
+    return markdown_table(table)
+
+
+def speedups_markdown(speedups: pd.DataFrame) -> str:
+    if speedups.empty:
+        return "_No speedups: no PyTorch cell has a NumPy baseline._"
+    table = pd.DataFrame({
+        "op": speedups["op"], "library": speedups["library"], "device": speedups["device"],
+        "dtype": speedups["dtype"], "n": speedups["size"].astype(int), "threads": speedups["threads"],
+        "speedup": [ratio_of(row) for _, row in speedups.iterrows()],
+        "verdict": speedups["speedup_verdict"],
+        "end-to-end speedup": [ratio_of(row, "end_to_end_speedup") for _, row in speedups.iterrows()],
+        "end-to-end verdict": speedups["end_to_end_verdict"],
+        "break-even (copies counted)": speedups["break_even"],
+    })
+    return markdown_table(table)
+
+
+def transfer_markdown(transfer: pd.DataFrame) -> str:
+    ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
+    if ok.empty:
+        return "_No copy was measured on this machine (see Does offloading pay?)._"
+    table = pd.DataFrame({
+        "device": ok["device"], "direction": ok["direction"], "memory": ok["memory"],
+        "size": ok["bytes"].map(format_bytes), "median": ok["median_s"].map(fmt_time),
+        "GB/s": [f"{v:.2f} ({lo:.2f}–{hi:.2f})" for v, lo, hi in zip(ok["gbs"], ok["gbs_ci_low"], ok["gbs_ci_high"])],
+        "of link": ok["link_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
+    })
+    return markdown_table(table)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def method_section(settings: dict) -> list[str]:
+    m, a = settings["measure"], settings["analysis"]
+    memory = (
+        "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
+        "as when an application allocates its buffers pinned. "
+        if m["pinned_memory"] else "pageable. "
+    )
+    measuring = (
+        f"Each cell is measured in {m['processes']} independent processes: the run goes in {m['processes']} rounds, "
+        "and every round measures every cell once, in fresh worker processes (one per library, device and thread "
+        "count), alone on the machine (a host-wide lock). Within a round, the variants that are compared with each "
+        "other (NumPy and PyTorch at the same threads; GPUs and NumPy on all cores) take adjacent turns, in an order "
+        "that reverses from round to round, so slow drift of the machine hits both sides of a ratio alike. "
+        "Thread counts are set before NumPy and PyTorch load and read back afterwards. "
+        "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
+        "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
+        f"A region first runs until two consecutive blocks agree within 5% (warm-up), then repeats calls within a "
+        f"sample until a sample lasts at least {m['min_sample_s'] * 1e3:g} ms and the timer's own cost is below 0.1%. "
+        f"Samples are taken in interleaved rounds over the regions of a cell until the distribution-free 95% CI of "
+        f"every median within the process is within ±{m['target_rel_ci']:.0%} (after at least {m['min_samples']} "
+        f"samples and {m['min_sampling_s']:g} s, so that cheap cells also feed the noise checks) or the region's "
+        f"{m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
+        "Cells are flagged unstable when the CI target is not met, the samples have two modes, the second half drifts "
+        "from the first, a readable CPU/GPU clock moved by more than 10%, or a process failed. "
+        f"Each result is checked against a float64 NumPy reference on {m['check_rows']} sampled rows with a "
+        "dtype-aware tolerance; a wrong result is an error, not a speedup. "
+        f"TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is {memory}"
+        "The copy-out phase and the end-to-end region make a fresh host array each call, as `.cpu().numpy()` does; "
+        "the bandwidth sweep copies into reused buffers, so it shows what the link itself sustains."
+    )
+    intervals = (
+        "A cell's time is the geometric mean of its process medians. Its 95% CI, and the CI of every ratio "
+        "(speedups, thread scaling, break-even), come from a two-level bootstrap "
+        f"({a['bootstrap_resamples']} resamples, seed {a['seed']}): processes are resampled, then samples within each. "
+        "Where the processes disagree more than their own noise explains, that spread sets the interval, with "
+        "Student's t on the processes' degrees of freedom; otherwise the noise within each process does. "
+        "A cell measured in one process has a CI of its within-process noise only, and the tables say so "
+        "(`ci_scope`). A speedup whose CI includes 1 is reported as *no measurable difference*."
+    )
+    return ["## Method", "", measuring, "", intervals, ""]
+
+
+def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
+    t, s = inputs.timings, inputs.speedups
+    findings = speedup_findings(s) + gpu_findings(t, s) + scaling_findings(inputs.thread_scaling) + stability_findings(t)
+    lines = [
+        f"# NumPy vs PyTorch on `{inputs.machine}`",
+        "",
+        "When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from the GPU cost?",
+        "",
+        *machine_section(inputs.environment, inputs.machine),
+        "## Key findings",
+        "",
+        *findings,
+        "",
+        *offload_section(t, s, inputs.transfer, saving_claims(s, t)),
+        "## Seed claims checked",
+        "",
+        f"> {SEED_CLAIM}",
+        "",
+        *check_seed_claims(t, s),
+        "",
+        "## Figures",
+        "",
+    ]
+    for name in FIGURE_NAMES:
+        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {CAPTIONS[name]} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+    lines += status_section(t)
+    lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
+    lines += ["## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]
+    lines += method_section(inputs.settings)
+    return "\n".join(lines)
+
+
+HTML_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.5;color:#222}
+table{border-collapse:collapse;font-size:.85em;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+th{background:#f3f3f3}img{max-width:100%}blockquote{border-left:4px solid #ccc;margin:0;padding:0 1em;color:#555}
+code{background:#f5f5f5;padding:0 .2em}
+"""
+
+
+def to_html(markdown_text: str, base_dir: Path, title: str) -> str:
+    """Render the Markdown to one self-contained page, figures embedded as data URIs."""
+    import markdown
+
+    body = markdown.markdown(markdown_text, extensions=["tables", "sane_lists"])
+
+    def embed(match: re.Match) -> str:
+        src = match.group(1)
+        path = base_dir / src
+        if not path.exists():
+            return match.group(0)
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'src="data:image/png;base64,{data}"'
+
+    body = re.sub(r'src="([^"]+\.png)"', embed, body)
+    return f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{HTML_STYLE}</style></head><body>\n{body}\n</body></html>\n"
+
+
+def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
+    md_file = Path(md_path)
+    text = build_markdown(inputs)
+    md_file.write_text(text, encoding="utf-8")
+    Path(html_path).write_text(to_html(text, md_file.parent, f"offloadbench — {inputs.machine}"), encoding="utf-8")
+
+
+def load_inputs(paths, machine: str, settings: dict) -> Inputs:
+    """Read the tables and environment.json named by `paths` (an object with attributes)."""
+    import json
+
+    from ..analysis.tables import read_tables
+
+    tables = read_tables({name: getattr(paths, name) for name in TABLES})
+    with open(paths.environment, encoding="utf-8") as handle:
+        environment = json.load(handle)
+    return Inputs(machine, environment, tables["timings"], tables["speedups"], tables["thread_scaling"], settings, tables["transfer"])

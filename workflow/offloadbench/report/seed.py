@@ -1,0 +1,132 @@
+"""The seed claims this project was started to check, and the sentences that check them."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+SEED_SIZE = 10000
+SEED_DTYPE = "float32"
+SEED_GPU_S = 0.0708
+SEED_CPU_S = 1.445
+SEED_SPEEDUP = 10.0
+SEED_SAVING = 0.40
+SEED_CLAIM = (
+    f"Seed: a {SEED_SIZE}×{SEED_SIZE} {SEED_DTYPE} matmul takes {SEED_GPU_S} s on a GPU against "
+    f"{SEED_CPU_S} s on a CPU, more than {SEED_SPEEDUP:g}× faster than NumPy; copying the result "
+    f"back costs time, yet the total still saves up to {SEED_SAVING:.0%} when the result is then plotted."
+)
+
+
+def _ci(lo: float, hi: float, scale: float = 1.0, unit: str = "") -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "CI unavailable"
+    return f"95% CI {lo * scale:.3g}–{hi * scale:.3g}{unit}"
+
+
+def judge(lo: float, hi: float, claim: float) -> str:
+    """Whether an interval supports a claimed threshold ("more than claim")."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "cannot be decided (no CI)"
+    if lo > claim:
+        return "holds"
+    if hi < claim:
+        return "does not hold"
+    return "cannot be decided (the CI includes the claimed value)"
+
+
+def _pick_baseline(rows: pd.DataFrame) -> pd.Series | None:
+    numpy = rows[(rows["library"] == "numpy") & (rows["device"] == "cpu")]
+    if numpy.empty:
+        return None
+    preferred = numpy[numpy["threads"] == "all"]
+    return (preferred if not preferred.empty else numpy).iloc[0]
+
+
+def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    ok = timings[(timings["op"] == "matmul") & (timings["dtype"] == SEED_DTYPE) & (timings["status"] == "ok")]
+    if ok.empty:
+        return [f"- No {SEED_DTYPE} matmul was measured here, so the seed's timings cannot be compared."]
+    n = int(ok["size"].max())
+    at_n = ok[ok["size"] == n]
+    gpu = at_n[at_n["device"] != "cpu"]
+    base = _pick_baseline(at_n)
+    lines = []
+    if n != SEED_SIZE:
+        lines.append(
+            f"- This grid's largest {SEED_DTYPE} matmul is n = {n}, not the seed's {SEED_SIZE}; matmul time grows as n³, "
+            f"so the seed's seconds are not compared directly. Run `config/paper.yaml` to measure n = {SEED_SIZE}."
+        )
+    if base is not None:
+        line = f"- NumPy on the CPU (all cores) takes {base['median_s']:.4g} s at n = {n} ({_ci(base['ci_low_s'], base['ci_high_s'], unit=' s')})"
+        if n == SEED_SIZE:
+            line += f", against the seed's {SEED_CPU_S} s: this CPU is {SEED_CPU_S / base['median_s']:.2f}× as fast as the seed's"
+        lines.append(line + ".")
+    if gpu.empty:
+        lines.append("- No GPU cell ran here, so the GPU half of the claim (and the \"more than 10×\") cannot be checked on this machine.")
+        return lines
+    for row in gpu.itertuples():
+        line = f"- PyTorch on {row.device} ({row.device_name}) takes {row.median_s:.4g} s device-resident and {row.end_to_end_s:.4g} s with copies at n = {n}"
+        if n == SEED_SIZE:
+            line += f", against the seed's {SEED_GPU_S} s"
+        lines.append(line + ".")
+        speed = speedups[(speedups["op"] == "matmul") & (speedups["device"] == row.device) & (speedups["dtype"] == SEED_DTYPE) & (speedups["size"] == n)]
+        if not speed.empty:
+            lines.append(speedup_claim(speed.iloc[0], n))
+    return lines
+
+
+def speedup_claim(s: pd.Series, n: int) -> str:
+    """The "more than 10x" claim, judged separately with the data on the device and with
+    the copies counted: it can hold for one and not the other."""
+    where = "" if n == SEED_SIZE else f" at n = {n}"
+    parts = []
+    for label, column in (("with the data already on the device", "speedup"), ("with the copies counted", "end_to_end_speedup")):
+        verdict = judge(s[f"{column}_ci_low"], s[f"{column}_ci_high"], SEED_SPEEDUP)
+        ci = _ci(s[f"{column}_ci_low"], s[f"{column}_ci_high"], unit="×")
+        parts.append(f"{label}, {s[column]:.2f}× ({ci}): it **{verdict}**")
+    return f"- \"More than {SEED_SPEEDUP:g}× faster than NumPy\"{where}: " + "; ".join(parts) + "."
+
+
+def judge_up_to(lo: float, hi: float, claim: float) -> str:
+    """Whether an interval reaches a claimed largest value ("up to claim")."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "cannot be decided (no CI)"
+    if hi < claim:
+        return f"is not reached here: the saving stays below {claim:.0%}"
+    if lo > claim:
+        return f"is exceeded here: the saving is larger than {claim:.0%}"
+    return f"is consistent with this machine (the CI includes {claim:.0%})"
+
+
+def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
+    plot_gpu = speedups[(speedups["op"] == "compute_then_plot") & (speedups["device"] != "cpu")]
+    if plot_gpu.empty:
+        in_grid = (timings["op"] == "compute_then_plot").any()
+        why = "no GPU cell of it ran here" if in_grid else "the `compute_then_plot` op is not in this grid"
+        return [f"- The \"saves up to {SEED_SAVING:.0%} when the result is then plotted\" claim cannot be checked: {why}."]
+    lines = []
+    for (device, dtype), group in plot_gpu.groupby(["device", "dtype"]):
+        # Saving = 1 - t_gpu / t_numpy = 1 - 1 / end-to-end speedup; monotone, so the CI maps through.
+        saving = 1 - 1 / group["end_to_end_speedup"]
+        best = group.loc[saving.idxmax()]
+        s, lo, hi = (1 - 1 / best["end_to_end_speedup"], 1 - 1 / best["end_to_end_speedup_ci_low"], 1 - 1 / best["end_to_end_speedup_ci_high"])
+        verdict = judge_up_to(lo, hi, SEED_SAVING)
+        cell = timings[(timings["op"] == "compute_then_plot") & (timings["device"] == device)
+                       & (timings["dtype"] == dtype) & (timings["size"] == best["size"])]
+        shares = ""
+        if not cell.empty and cell.iloc[0]["end_to_end_s"] > 0:
+            c = cell.iloc[0]
+            shares = (f" Of the GPU's total there, the copy back takes {c['d2h_s'] / c['end_to_end_s']:.0%} "
+                      f"and the plotting {c['finish_s'] / c['end_to_end_s']:.0%}.")
+        lines.append(
+            f"- Compute then plot, {dtype} on {device}: the largest total-time saving over NumPy is {s:.0%} "
+            f"({_ci(lo, hi, 100, '%')}) at n = {int(best['size'])}, copies and plotting included. "
+            f"The seed's \"saves up to {SEED_SAVING:.0%}\" **{verdict}**.{shares}"
+        )
+    return lines
+
+
+def check_seed_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    return matmul_claims(timings, speedups) + saving_claims(speedups, timings)
