@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # The rules run `python` from PATH, as under --sdm conda; the venv's comes first.
 SNAKEMAKE := PATH="$(BIN):$$PATH" $(BIN)/snakemake
 
-.PHONY: run test lint bench-fidelity bench-overhead gpu-check gpu-wheels clean-venv
+.PHONY: run test lint compare bundle bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -21,6 +21,15 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 run: $(STAMP)
 	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG)
+
+# This machine against the shipped H200 results (or WITH=<folder or bundle>).
+WITH ?= tests/data/h200
+compare: $(STAMP)
+	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG) compare --config compare='[auto, $(WITH)]'
+
+# results/<machine>.tar.gz: this machine's records, environment and tables, to carry elsewhere.
+bundle: $(STAMP)
+	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG) bundle
 
 test: $(STAMP)
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
@@ -37,6 +46,10 @@ bench-fidelity: $(STAMP)
 
 bench-overhead: $(STAMP)
 	PATH="$(BIN):$$PATH" $(BIN)/python benchmarks/overhead.py
+
+# The same grid run twice (two labels), compared cell by cell; CONFIG picks the grid.
+bench-reproducibility: $(STAMP)
+	PATH="$(BIN):$$PATH" $(BIN)/python benchmarks/reproducibility.py --config $(CONFIG)
 
 # The GPU check: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
 gpu-check:

@@ -19,6 +19,11 @@ include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/compare.smk"
+
+
+onstart:
+    announce_estimates()
 
 
 rule all:

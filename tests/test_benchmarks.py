@@ -38,3 +38,12 @@ def test_overhead_smoke(capsys):
     assert numpy_row.rstrip(" |").endswith("none"), "a numpy cell loaded a heavy module"
     torch_row = next(line for line in out.splitlines() if "torch-cpu-float32-n64-t1" in line)
     assert "torch" in torch_row and "pandas" not in torch_row and "snakemake" not in torch_row
+
+
+@pytest.mark.pipeline
+def test_reproducibility_smoke(capsys):
+    assert load("reproducibility").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "| matmul/numpy-cpu-float32-n64-t1 |" in out and "wall time: run 1 " in out
+    assert "levels: between-process variance dominates in" in out
+    assert out.strip().splitlines()[-1].startswith("inside: ")

@@ -2,7 +2,7 @@ import matplotlib.image as mpimg
 import pytest
 from offloadbench.analysis.tables import read_tables
 from offloadbench.layout import FIGURE_NAMES
-from offloadbench.report.figures import FIGURES, draw
+from offloadbench.report.draw import FIGURES, draw
 
 
 def assert_real_figure(pdf, png):

@@ -7,7 +7,7 @@ from offloadbench.report.seed import judge
 
 def inputs(tables, machine="gpubox"):
     env = {"hostname": machine, "cpu_model": "Test CPU", "logical_cores": 4, "gpus": [{"name": "Test GPU", "total_memory_bytes": 2**34}]}
-    return Inputs(machine, env, tables["timings"], tables["speedups"], tables["thread_scaling"], validate({}), tables["transfer"])
+    return Inputs(machine, env, tables, validate({}))
 
 
 def test_report_states_findings_with_cis(gpu_tables):
@@ -62,7 +62,7 @@ def test_judge_needs_the_whole_ci_on_one_side():
 
 
 def test_html_is_self_contained(tmp_path, gpu_tables):
-    from offloadbench.report.figures import draw
+    from offloadbench.report.draw import draw
 
     (tmp_path / "figures").mkdir()
     for name in FIGURE_NAMES:
@@ -81,3 +81,25 @@ def test_a_headline_from_an_unstable_cell_carries_a_warning(gpu_tables):
     headline = next(line for line in text.splitlines() if line.startswith("- The largest speedup"))
     assert "*Flagged unstable, read with care:* bimodal samples" in headline
     assert "against NumPy" in headline  # the two medians behind the ratio
+
+
+def test_the_report_says_how_the_measurement_went(gpu_tables):
+    t = gpu_tables["timings"].copy()
+    t.loc[t["threads"] == "all", "shares_cores"] = True
+    environment = {"hostname": "gpubox", "system": {"advice": ["the machine was busy (1-minute load 3.2 on 2 cores)"]}}
+    rounds = [{"round": 1, "measured_now": 30, "estimated_s": 100.0, "took_s": 150.0, "advice": []},
+              {"round": 2, "measured_now": 30, "estimated_s": 100.0, "took_s": 130.0,
+               "advice": ["the machine was busy (1-minute load 3.2 on 2 cores)", "other processes were using the CPU: x"]}]
+    text = build_markdown(Inputs("gpubox", environment, {**gpu_tables, "timings": t}, validate({}), rounds))
+    section = text.split("## How the measurement went")[1].split("\n## ")[0]
+    assert "used every core of this machine" in section and "their verdicts are weak" in section
+    assert section.count("the machine was busy") == 1 and "other processes were using the CPU" in section
+    assert "Measuring took 4m40s against 3m20s estimated before each round, 1.40× the estimate" in section
+    assert "Every cell was measured in 2 independent processes" in section
+
+
+def test_cells_of_one_process_are_said_to_have_within_process_cis(gpu_tables):
+    t = gpu_tables["timings"].copy()
+    t["processes"] = 1
+    text = build_markdown(inputs({**gpu_tables, "timings": t}))
+    assert "were measured in one process only: **their CIs cover the noise within that process" in text

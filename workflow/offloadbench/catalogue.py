@@ -15,10 +15,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 BATCH_MATRIX_SIDE = 32  # batched_matmul multiplies n pairs of 32×32 matrices
+AXPY_SCALAR = 1.5  # not a power of two, so a·x rounds
+# solve's matrix is A = 2n·I + E, E uniform in [-1, 1): ‖E‖₂ ≤ ‖E‖_F ≤ n puts every singular
+# value of A in [n, 3n] (Weyl), so κ₂(A) ≤ 3 at every n
+SOLVE_CONDITION_BOUND = 3
 
 
 def _square(n: int) -> tuple[int, ...]:
     return (n, n)
+
+
+def _batch(n: int) -> tuple[int, ...]:
+    return (n, BATCH_MATRIX_SIDE, BATCH_MATRIX_SIDE)
+
+
+def _interior(n: int) -> tuple[int, ...]:
+    return (max(0, n - 2), max(0, n - 2))
+
+
+def _interior_points(n: int) -> int:
+    return _elements(_interior(n))
 
 
 def _elements(shape: tuple[int, ...]) -> int:
@@ -89,6 +105,163 @@ SPECS: dict[str, OpSpec] = {
             traffic=lambda n, s: 3.0 * n * n * s,
             error_growth=lambda n: n,
             finish="plot",
+        ),
+        OpSpec(
+            name="axpy",
+            family="elementwise",
+            summary=f"a·x + y with the scalar a = {AXPY_SCALAR}, memory-bound",
+            n_means="field side",
+            input_shapes=lambda n: [_square(n), _square(n)],
+            output_shapes=lambda n: [_square(n)],
+            flops=lambda n: 2.0 * n * n,
+            traffic=lambda n, s: 3.0 * n * n * s,
+            error_growth=lambda n: 1,  # two roundings per element, no sum
+        ),
+        OpSpec(
+            name="transcendental",
+            family="elementwise",
+            summary="exp(sin(x))·cos(y), elementwise",
+            n_means="field side",
+            input_shapes=lambda n: [_square(n), _square(n)],
+            output_shapes=lambda n: [_square(n)],
+            flops=lambda n: 4.0 * n * n,  # sin, exp, cos, multiply
+            traffic=lambda n, s: 3.0 * n * n * s,
+            # four roundings in a chain (sin's error passes through exp with a factor
+            # |sin x| ≤ 1; cos y ≥ cos 1 never cancels), and vectorised libm may be off by an ulp
+            error_growth=lambda n: 4,
+        ),
+        OpSpec(
+            name="sum_rows",
+            family="reduction",
+            summary="row sums of an n×n array",
+            n_means="matrix side: n rows of n values",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [(n,)],
+            flops=lambda n: float(n * (n - 1)),
+            traffic=lambda n, s: (n * n + n) * s,
+            error_growth=lambda n: n,
+        ),
+        OpSpec(
+            name="std_rows",
+            family="reduction",
+            summary="population standard deviation (ddof 0) of each row of an n×n array",
+            n_means="matrix side: n rows of n values, and one value has no spread",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [(n,)],
+            # per row: n - 1 adds and a division (the mean); n subtractions, n squares, n - 1
+            # adds, a division and a square root
+            flops=lambda n: 4.0 * n * n + n,
+            traffic=lambda n, s: (n * n + n) * s,
+            error_growth=lambda n: n,
+            min_size=2,
+        ),
+        OpSpec(
+            name="norm",
+            family="reduction",
+            summary="Frobenius norm of an n×n array, √(Σ x²), a scalar",
+            n_means="matrix side",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [(1,)],
+            flops=lambda n: 2.0 * n * n,  # n² squares, n² - 1 adds, a square root
+            traffic=lambda n, s: (n * n + 1) * s,
+            error_growth=lambda n: n * n,  # one sum over every element
+        ),
+        OpSpec(
+            name="cumsum",
+            family="scan and sort",
+            summary="cumulative sums along each row of an n×n array",
+            n_means="matrix side: n rows of n values",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [_square(n)],
+            flops=lambda n: float(n * (n - 1)),
+            traffic=lambda n, s: 2.0 * n * n * s,
+            error_growth=lambda n: n,  # the last value of a row sums all n
+        ),
+        OpSpec(
+            name="sort",
+            family="scan and sort",
+            summary="ascending sort of n² values (a flat array)",
+            n_means="side of the n×n field whose n² values are sorted as one flat array",
+            input_shapes=lambda n: [(n * n,)],
+            output_shapes=lambda n: [(n * n,)],
+            flops=lambda n: n * n * _log2(n * n),  # one per comparison, N·log2 N of them
+            traffic=lambda n, s: 2.0 * n * n * s,
+            error_growth=lambda n: 1,  # no arithmetic: the values only move
+        ),
+        OpSpec(
+            name="fft2",
+            family="spectral",
+            summary="2-D real FFT (rfft2) of an n×n real field, complex n×(n/2+1) result",
+            n_means="field side; below 2 there is no frequency but 0",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [(n, n // 2 + 1)],
+            flops=lambda n: 2.5 * n * n * _log2(n * n),  # real FFT ≈ 2.5·N·log2 N, N = n²
+            traffic=lambda n, s: (n * n + 2 * n * (n // 2 + 1)) * s,
+            # each output passes log2 N butterfly stages of a few roundings each (twiddle
+            # product, add); 4 per stage leaves room for Bluestein at prime sizes (measured
+            # at most 0.15 of the tolerance for n ≤ 4096, both libraries, float32 and float64)
+            error_growth=lambda n: 4.0 * _log2(n * n),
+            min_size=2,
+            complex_output=True,
+        ),
+        OpSpec(
+            name="solve",
+            family="linear algebra",
+            summary=(
+                f"x = A⁻¹b for A = uniform[-1, 1) + 2n·I, diagonally dominant with "
+                f"κ₂(A) ≤ {SOLVE_CONDITION_BOUND}"
+            ),
+            n_means="matrix side",
+            input_shapes=lambda n: [_square(n), (n,)],
+            output_shapes=lambda n: [(n,)],
+            flops=lambda n: 2.0 / 3.0 * n**3 + 2.0 * n * n,  # LU, then two triangular solves
+            traffic=lambda n, s: (n * n + 2 * n) * s,
+            # forward error ≲ κ·(backward error), and κ² under the square root; LU of a
+            # diagonally dominant matrix needs no pivoting and at most doubles entries
+            error_growth=lambda n: SOLVE_CONDITION_BOUND**2 * n,
+        ),
+        OpSpec(
+            name="eigh",
+            family="linear algebra",
+            # eigh rather than svd: symmetric eigenproblems (covariance/PCA, Hamiltonians) are
+            # the common scientific case, and its result is checkable through the eigenvalues
+            # and the residuals, despite the sign ambiguity of the eigenvectors
+            summary="eigenvalues and eigenvectors of a symmetric n×n matrix",
+            n_means="matrix side; a 1×1 matrix is its own eigenvalue",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [(n,), _square(n)],
+            flops=lambda n: 9.0 * n**3,  # symmetric QR with vectors (Golub & Van Loan)
+            traffic=lambda n, s: (2 * n * n + n) * s,
+            # eigenvalues have condition number 1 (Weyl); the backward error of the
+            # tridiagonal reduction and its Householder sums sets the rest
+            error_growth=lambda n: n,
+            min_size=2,
+        ),
+        OpSpec(
+            name="batched_matmul",
+            family="linear algebra",
+            summary=(
+                f"n independent products of {BATCH_MATRIX_SIDE}×{BATCH_MATRIX_SIDE} matrices, "
+                "the latency regime"
+            ),
+            n_means=f"batch count ({BATCH_MATRIX_SIDE}×{BATCH_MATRIX_SIDE} matrices per operand)",
+            input_shapes=lambda n: [_batch(n), _batch(n)],
+            output_shapes=lambda n: [_batch(n)],
+            flops=lambda n: 2.0 * n * BATCH_MATRIX_SIDE**3,
+            traffic=lambda n, s: 3.0 * n * BATCH_MATRIX_SIDE**2 * s,
+            error_growth=lambda n: BATCH_MATRIX_SIDE,
+        ),
+        OpSpec(
+            name="laplacian",
+            family="stencil",
+            summary="5-point Laplacian of an n×n grid on its (n−2)×(n−2) interior",
+            n_means="grid side; the stencil needs a neighbour on each side, so below 3 no interior is left",
+            input_shapes=lambda n: [_square(n)],
+            output_shapes=lambda n: [_interior(n)],
+            flops=lambda n: 5.0 * _interior_points(n),  # three adds, a multiply, a subtract
+            traffic=lambda n, s: (n * n + _interior_points(n)) * s,
+            error_growth=lambda n: 5,  # five terms
+            min_size=3,
         ),
     )
 }

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .cells import Cell
 
-FIGURE_NAMES = ("speedup", "copy_cost", "transfer_overhead", "bandwidth", "throughput")
-TABLES = ("timings", "speedups", "thread_scaling", "transfer")
+FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwidth", "roofline", "throughput")
+TABLES = ("timings", "speedups", "thread_scaling", "transfer", "roofs")
 
 
 def record_relpath(cell: Cell, round_index: int) -> str:

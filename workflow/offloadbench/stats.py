@@ -159,9 +159,15 @@ NO_INTERVAL = Interval(math.nan, math.nan, math.nan, 0, math.nan)
 
 
 def _t_quantile(p: float, dof: float) -> float:
-    """Student's t quantile, by bisection on the regularised incomplete beta function."""
+    """Student's t quantile; degrees of freedom to two decimals are plenty for a CI."""
     if not math.isfinite(dof) or dof > 1e6:
         return NormalDist().inv_cdf(p)
+    return _t_quantile_cached(p, round(dof, 2))
+
+
+@lru_cache(maxsize=4096)
+def _t_quantile_cached(p: float, dof: float) -> float:
+    """By bisection on the regularised incomplete beta function."""
     from math import lgamma
 
     def cdf(t: float) -> float:
@@ -170,7 +176,7 @@ def _t_quantile(p: float, dof: float) -> float:
         return 1 - tail if t > 0 else tail
 
     lo, hi = 0.0, 1e4
-    for _ in range(200):
+    for _ in range(64):  # 1e4 / 2**64: far below any digit a CI shows
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
     return (lo + hi) / 2

@@ -5,12 +5,14 @@ rule aggregate:
     input:
         records=all_records,
         transfer=transfer_records,
+        roofs=roof_records,
         environment=f"{OUT}/environment.json",
     output:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
         transfer=f"{OUT}/transfer.csv",
+        roofs=f"{OUT}/roofs.csv",
     log:
         f"{OUT}/logs/aggregate.log",
     conda:

@@ -3,6 +3,7 @@ import json
 import os
 import shlex
 import sys
+from pathlib import Path
 
 PACKAGE_DIR = os.path.join(workflow.basedir, "workflow")
 # The package lives beside the rules; scripts find it the same way (no install needed).
@@ -15,6 +16,7 @@ shell.prefix(
 )
 
 from offloadbench import grid
+from offloadbench.bundles import BundleError, resolve_sources
 from offloadbench.config import ConfigError, resolve_machine, validate
 from offloadbench.layout import FIGURE_NAMES, TABLES, record_relpath, round_relpath
 from offloadbench.report.captions import CAPTIONS
@@ -35,6 +37,18 @@ if not CELLS:
     sys.exit(
         "error: config key grid: no possible cell (e.g. numpy only runs on the cpu)"
     )
+try:
+    COMPARED = resolve_sources(
+        [MACHINES[0] if e == "auto" else e for e in config["compare"]],
+        RESULTS,
+        MACHINES,
+        "compare",
+    )
+    RENDERED = resolve_sources(config["render"], RESULTS, MACHINES, "render")
+except BundleError as error:
+    sys.exit(f"error: {error}")
+BUNDLED = {s.label: s.bundle for s in COMPARED + RENDERED if s.bundle}
+COMPARISON = f"{RESULTS}/compare/{'-vs-'.join(s.label for s in COMPARED)}"
 
 
 wildcard_constraints:
@@ -42,6 +56,8 @@ wildcard_constraints:
     round=r"\d+",
     figure="|".join(FIGURE_NAMES),
     device="cuda|mps",
+    roof_device="cpu|cuda|mps",
+    source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 def round_records(round_index):
@@ -70,6 +86,13 @@ def transfer_records(wildcards):
     ]
 
 
+def roof_records(wildcards):
+    return [
+        f"{RESULTS}/{wildcards.machine}/raw/roofs/{device}.json"
+        for device in config["roofs"]["devices"]
+    ]
+
+
 def figure_files(kind, machine="{machine}"):
     return [f"{RESULTS}/{machine}/figures/{name}.{kind}" for name in FIGURE_NAMES]
 
@@ -82,8 +105,29 @@ def final_targets():
         targets += [
             f"{RESULTS}/{machine}/report.md",
             f"{RESULTS}/{machine}/report.html",
+            f"{RESULTS}/{machine}/claims.tex",
         ]
     return targets
+
+
+def announce_estimates():
+    """Before the first job: how long what is left will take, per machine."""
+    from offloadbench.estimate import remaining
+
+    for machine in MACHINES:
+        estimate = remaining(config, Path(RESULTS) / machine)
+        if estimate.cells:
+            print(f"offloadbench: {estimate.line(machine)}", file=sys.stderr)
+
+
+def source_inputs(sources):
+    """What a comparison or rendering waits for: this run's tables, or an unpacked bundle."""
+    inputs = []
+    for source in sources:
+        inputs.append(f"{source.folder}/environment.json")
+        if source.measured_here:
+            inputs += [f"{source.folder}/{table}.csv" for table in TABLES]
+    return inputs
 
 
 def bench_threads(wildcards):

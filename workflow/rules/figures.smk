@@ -6,6 +6,7 @@ rule figure:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         transfer=f"{OUT}/transfer.csv",
+        roofs=f"{OUT}/roofs.csv",
     output:
         pdf=f"{OUT}/figures/{{figure}}.pdf",
         png=report(

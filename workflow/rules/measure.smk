@@ -21,6 +21,7 @@ rule environment:
 rule measure:
     input:
         environment=f"{OUT}/environment.json",
+        roofs=roof_records,
         previous=previous_round,
     output:
         records=update(round_records("{round}")),
@@ -60,3 +61,21 @@ rule transfer:
     shell:
         "python -m offloadbench.jobs.sweep --device {wildcards.device} --machine {wildcards.machine}"
         " --settings {params.settings:q} --out {output:q} --log {log:q}"
+
+
+rule roofs:
+    input:
+        environment=f"{OUT}/environment.json",
+    output:
+        f"{OUT}/raw/roofs/{{roof_device}}.json",
+    log:
+        f"{OUT}/logs/roofs/{{roof_device}}.log",
+    conda:
+        "../envs/measure.yaml"
+    threads: bench_threads
+    params:
+        settings=as_json(config["roofs"]),
+        grid=as_json(config["grid"]),
+    shell:
+        "python -m offloadbench.jobs.calibrate --device {wildcards.roof_device} --machine {wildcards.machine}"
+        " --settings {params.settings:q} --grid {params.grid:q} --out {output:q} --log {log:q}"

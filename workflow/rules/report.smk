@@ -7,7 +7,11 @@ rule report:
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
         transfer=f"{OUT}/transfer.csv",
+        roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
+        rounds=lambda wildcards: [
+            f"{RESULTS}/{wildcards.machine}/raw/{round_relpath(k)}" for k in ROUNDS
+        ],
         figures=figure_files("png"),
     output:
         md=f"{OUT}/report.md",
@@ -22,3 +26,21 @@ rule report:
         settings=dict(config),
     script:
         "../scripts/write_report.py"
+
+
+rule latex:
+    input:
+        timings=f"{OUT}/timings.csv",
+        speedups=f"{OUT}/speedups.csv",
+        transfer=f"{OUT}/transfer.csv",
+    output:
+        timings=f"{OUT}/tables/timings.tex",
+        speedups=f"{OUT}/tables/speedups.tex",
+        transfer=f"{OUT}/tables/transfer.tex",
+        claims=f"{OUT}/claims.tex",
+    log:
+        f"{OUT}/logs/latex.log",
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../scripts/write_latex.py"

@@ -14,6 +14,7 @@ run_logged(
     lambda: write_tables(
         snakemake.input.records,  # noqa: F821
         snakemake.input.transfer,  # noqa: F821
+        snakemake.input.roofs,  # noqa: F821
         snakemake.input.environment,  # noqa: F821
         snakemake.wildcards.machine,  # noqa: F821
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821

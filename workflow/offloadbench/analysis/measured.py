@@ -31,6 +31,10 @@ class Analysis:
         return cls(int(section["bootstrap_resamples"]), int(section["seed"]), float(section["confidence"]))
 
 
+def is_precision_note(flag: str) -> bool:
+    return "CI not reached" in flag
+
+
 def phase_samples(record: dict, phase: str) -> list[float]:
     """Per-call samples of a phase; a numpy cell without host work is its own end to end."""
     if phase == "compute":
@@ -48,6 +52,7 @@ class MeasuredCell:
     cell: Cell
     records: list[dict]  # one per process, by round
     analysis: Analysis = field(default_factory=Analysis)
+    source: str = ""  # where the cell was measured, so that two machines' bootstraps differ
     _draws: dict = field(default_factory=dict, repr=False)
 
     @cached_property
@@ -82,7 +87,7 @@ class MeasuredCell:
 
     def draws(self, phase: str) -> Draws | None:
         if phase not in self._draws:
-            seed = seed_for(self.analysis.seed, self.cell.key, phase)
+            seed = seed_for(self.analysis.seed, self.source, self.cell.key, phase)
             self._draws[phase] = draws(self.groups(phase), self.analysis.resamples, seed)
         return self._draws[phase]
 
@@ -94,18 +99,29 @@ class MeasuredCell:
     def process_medians(self, phase: str = "compute") -> list[float]:
         return [float(np.median(g)) for g in self.groups(phase)]
 
-    @property
-    def flags(self) -> list[str]:
-        """Noise flags of every process, each once, and the processes that failed."""
+    def _diagnostics(self) -> list[str]:
         seen: list[str] = []
         for record in self.ok:
             for flag in (record.get("diagnostics") or {}).get("flags") or []:
                 if flag not in seen:
                     seen.append(flag)
+        return seen
+
+    @property
+    def flags(self) -> list[str]:
+        """What makes the cell's numbers untrustworthy as they stand: two modes, drift, a
+        clock that moved, a process that failed (each once over the processes)."""
+        seen = [f for f in self._diagnostics() if not is_precision_note(f)]
         failed = [r for r in self.records if r["status"] in FAILED]
         if self.ok and failed:
             seen.append(f"{len(failed)} of {len(self.records)} processes failed ({failed[0]['status']}: {failed[0]['reason']})")
         return seen
+
+    @property
+    def precision_notes(self) -> list[str]:
+        """Regions whose median within a process did not reach the CI target in its budget:
+        the cell's CI is wider for it, which is honest, so it is a note, not a flag."""
+        return [f for f in self._diagnostics() if is_precision_note(f)]
 
     @property
     def shares_cores(self) -> bool:
@@ -113,7 +129,8 @@ class MeasuredCell:
         return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.ok)
 
 
-def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis()) -> list[MeasuredCell]:
+def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis(),
+               source: str = "") -> list[MeasuredCell]:
     """Read every record, refusing malformed ones, misnamed ones and ones from other
     hardware by file name; group them by cell, processes in round order."""
     expected = (environment or {}).get("fingerprint")
@@ -127,15 +144,15 @@ def load_cells(paths, environment: dict | None = None, analysis: Analysis = Anal
                 f"{path}: measured on other hardware than environment.json records ({different}); results of two machines are mixed"
             )
         records.append(record)
-    return group_records(records, analysis)
+    return group_records(records, analysis, source)
 
 
-def group_records(records: list[dict], analysis: Analysis = Analysis()) -> list[MeasuredCell]:
+def group_records(records: list[dict], analysis: Analysis = Analysis(), source: str = "") -> list[MeasuredCell]:
     """One MeasuredCell per cell, its processes in round order."""
     by_cell: dict[Cell, list[dict]] = {}
     for record in records:
         by_cell.setdefault(Cell.from_dict(record["cell"]), []).append(record)
     return [
-        MeasuredCell(cell, sorted(group, key=lambda r: r["process"]["round"]), analysis)
+        MeasuredCell(cell, sorted(group, key=lambda r: r["process"]["round"]), analysis, source)
         for cell, group in by_cell.items()
     ]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..cells import ALL_THREADS, CELL_COLUMNS, thread_sort_key
-from ..records import TRANSFER_SCHEMA, MalformedRecord, load_record
+from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record
 from ..stats import Interval, centre_ci, median_and_ci, ratio_ci, seed_for
 from ..units import bandwidth_gbs
 from .breakeven import break_even
@@ -77,6 +77,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "rel_err": max(((r.get("check") or {}).get("rel_err") or 0.0 for r in mc.ok), default=math.nan),
         "tolerance": (first.get("check") or {}).get("tolerance"),
         "unstable": "; ".join(mc.flags),
+        "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
         "measure_s": sum(r.get("measure_s") or 0.0 for r in mc.records),
         "import_s": float(np.mean([r["import_s"] for r in mc.ok if r.get("import_s") is not None] or [math.nan])),
@@ -223,16 +224,6 @@ TRANSFER_COLUMNS = [
 ]
 
 
-def load_transfer_records(paths) -> list[dict]:
-    records = []
-    for path in paths:
-        record = load_record(path, TRANSFER_SCHEMA)
-        if not str(path).endswith(f"/{record['device']}.json"):
-            raise MalformedRecord(f"{path}: record is for device {record['device']}, not for this file name")
-        records.append(record)
-    return records
-
-
 def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
     """One row per device, direction, memory kind and size, with GB/s and its CI."""
     rows = []
@@ -258,27 +249,70 @@ def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.
     return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
 
 
-def build_tables(record_paths, transfer_paths, environment: dict, machine: str, analysis: Analysis) -> dict[str, pd.DataFrame]:
+ROOFS_COLUMNS = ["machine", "device", "device_name", "library", "kind", "dtype", "size", "status", "reason",
+                 "n_samples", "value", "ci_low", "ci_high", "unit"]
+
+
+def load_device_records(paths, schema) -> list[dict]:
+    """Per-device records (copy sweeps, roofs), each stored under its device's name."""
+    records = []
+    for path in paths:
+        record = load_record(path, schema)
+        if not str(path).endswith(f"/{record['device']}.json"):
+            raise MalformedRecord(f"{path}: record is for device {record['device']}, not for this file name")
+        records.append(record)
+    return records
+
+
+def roofs_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
+    """Memory roofs in GB/s and compute roofs in GFLOP/s, with the CI of the median call."""
+    rows = []
+    for record in records:
+        for point in record["points"]:
+            samples = point.get("samples_s") or []
+            name = f"roofs/{record['device']}/{point['library']}/{point['kind']}/{point['dtype']}"
+            time = median_and_ci(samples, analysis.resamples, analysis.confidence, seed_for(analysis.seed, name)) \
+                if samples else Interval(math.nan, math.nan, math.nan, 0, math.nan)
+            work = point.get("bytes") if point["kind"] == "memory" else point.get("flops")
+            rows.append({
+                "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
+                "library": point["library"], "kind": point["kind"], "dtype": point["dtype"], "size": point.get("size"),
+                "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
+                "value": work / time.value / 1e9 if samples else math.nan,
+                "ci_low": work / time.high / 1e9 if samples else math.nan,
+                "ci_high": work / time.low / 1e9 if samples else math.nan,
+                "unit": "GB/s" if point["kind"] == "memory" else "GFLOP/s",
+            })
+    return pd.DataFrame(rows, columns=ROOFS_COLUMNS)
+
+
+def build_tables(record_paths, transfer_paths, roof_paths, environment: dict, machine: str,
+                 analysis: Analysis) -> dict[str, pd.DataFrame]:
     """Every table of layout.TABLES from one machine's records."""
-    cells = load_cells(record_paths, environment, analysis)
+    return build_tables_of(load_cells(record_paths, environment, analysis), transfer_paths, roof_paths, machine, analysis)
+
+
+def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,
+                    analysis: Analysis) -> dict[str, pd.DataFrame]:
     return {
         "timings": timings_table(cells, machine),
         "speedups": speedups_table(cells, machine),
         "thread_scaling": thread_scaling_table(cells, machine),
-        "transfer": transfer_table(load_transfer_records(transfer_paths), machine, analysis),
+        "transfer": transfer_table(load_device_records(transfer_paths, TRANSFER_SCHEMA), machine, analysis),
+        "roofs": roofs_table(load_device_records(roof_paths, ROOFS_SCHEMA), machine, analysis),
     }
 
 
-def write_tables(record_paths, transfer_paths, environment_path: str, machine: str, analysis: Analysis,
+def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
                  outputs: dict[str, str]) -> None:
     with open(environment_path, encoding="utf-8") as handle:
         environment = json.load(handle)
-    tables = build_tables(record_paths, transfer_paths, environment, machine, analysis)
+    tables = build_tables(record_paths, transfer_paths, roof_paths, environment, machine, analysis)
     for name, path in outputs.items():
         tables[name].to_csv(path, index=False)
 
 
-TEXT_COLUMNS = {"threads": str, "unstable": str, "reason": str, "break_even": str, "link": str,
+TEXT_COLUMNS = {"threads": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "link": str,
                 "ci_scope": str, "host": str, "slurm_job_id": str}
 
 

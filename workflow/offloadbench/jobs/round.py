@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import grid, layout, schedule
+from .. import estimate, grid, layout, schedule
 from ..catalogue import get_spec
 from ..cells import Cell
 from ..errors import UserError
@@ -82,7 +82,7 @@ class WorkerProcess:
         self.proc.stdin.flush()
 
     def next_event(self, deadline: float) -> dict | None:
-        """The next event, or None when the worker died or the deadline passed."""
+        """The next event, or None when the deadline passed; EOFError when the worker died."""
         while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -91,7 +91,7 @@ class WorkerProcess:
             if ready:
                 chunk = os.read(self.events.fileno(), 65536)
                 if not chunk:
-                    return None
+                    raise EOFError(self.key)
                 self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
@@ -136,7 +136,9 @@ class Round:
         self.history: dict[str, dict] = {}
         self.active: str | None = None
         self.done = 0
+        self.expected_done = 0.0
         self.todo: list[Cell] = []
+        self.costs: dict[Cell, float] = {}
         self.facts = host_facts()
 
     # paths
@@ -170,12 +172,13 @@ class Round:
                 "`machine:` label rather than mixing machines"
             )
         self.todo = [c for c in self.cells if not (self.finished(self.final(c)) or self.finished(self.partial(c)))]
+        self.costs = self.estimated_costs()
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
         if self.todo:
             with host_lock() as lock_wait:
                 before = system.snapshot()
-                self.began = time.monotonic()
+                self.began = self.last_report = time.monotonic()
                 try:
                     for turn in schedule.round_plan(self.todo, self.args.round):
                         self.take_turn(turn)
@@ -188,6 +191,11 @@ class Round:
         self.say_done()
         return 0
 
+    def estimated_costs(self) -> dict[Cell, float]:
+        """Each cell's predicted seconds (zero for cells of absent devices), for progress lines."""
+        roofs = estimate.roofs_for(self.raw.parent)
+        return {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs) for c in self.todo}
+
     def take_turn(self, turn: schedule.Turn) -> None:
         for cell in turn.cells:
             reason = self.device_reason(cell)
@@ -196,6 +204,7 @@ class Round:
             else:
                 self.measure(turn.worker, cell)
             self.done += 1
+            self.expected_done += self.costs[cell]
             self.report_progress()
 
     def worker(self, key: str) -> WorkerProcess:
@@ -215,7 +224,10 @@ class Round:
         worker = WorkerProcess(key, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
         self.workers[key] = worker
         self.history.setdefault(key, {"processes": []})["processes"].append({"pid": proc.pid, "started_at": worker.started_at})
-        event = worker.next_event(time.monotonic() + self.timeout_s)
+        try:
+            event = worker.next_event(time.monotonic() + self.timeout_s)
+        except EOFError:
+            event = None
         if event and "refused" in event:
             worker.kill()
             raise Refused(event["refused"])
@@ -238,10 +250,14 @@ class Round:
         artifact = get_spec(cell.op).finish is not None
         worker.send({"cell": cell.key, "out": str(self.partial(cell)), "position": position, "artifact": artifact})
         deadline = time.monotonic() + self.timeout_s
-        phase = "starting"
+        phase, timed_out = "starting", False
         while True:
-            event = worker.next_event(deadline)
+            try:
+                event = worker.next_event(deadline)
+            except EOFError:
+                break
             if event is None:
+                timed_out = True
                 break
             if "phase" in event:
                 phase = event["phase"]
@@ -249,7 +265,6 @@ class Round:
                 if event["status"] in ("oom", "error", "timeout"):
                     tell(self.terminal, f"cell {cell.label}: {event['status']}: {event['reason']}")
                 return
-        timed_out = worker.proc.poll() is None
         code = worker.kill()
         if timed_out:
             status, reason = "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during {phase}"
@@ -277,11 +292,13 @@ class Round:
         entry.update(finished_at=utc_now(), cells=worker.cells, returncode=worker.proc.returncode)
 
     def report_progress(self) -> None:
+        """Cells done and time left, every 20 s: the estimate scaled by how it has fared so far."""
         now = time.monotonic()
-        if now - getattr(self, "last_report", self.began) < PROGRESS_EVERY_S or self.done == len(self.todo):
+        if now - self.last_report < PROGRESS_EVERY_S or self.done == len(self.todo):
             return
         self.last_report = now
-        left = (now - self.began) / self.done * (len(self.todo) - self.done)
+        pace = (now - self.began) / self.expected_done if self.expected_done > 0 else 1.0
+        left = pace * (sum(self.costs.values()) - self.expected_done)
         tell(self.terminal, f"round {self.args.round}/{self.args.rounds}: {self.done}/{len(self.todo)} cells, "
                             f"about {fmt_duration(left)} left in this round")
 
@@ -316,6 +333,9 @@ class Round:
             "finished_at": utc_now(),
             "cells": len(self.cells),
             "measured_now": len(self.todo),
+            "estimated_s": sum(self.costs.values()) + estimate.workers_seconds(
+                [c for c in self.todo if not self.device_reason(c)]),
+            "took_s": time.monotonic() - self.began if self.todo else 0.0,
             "statuses": statuses,
             "lock_wait_s": lock_wait,
             "workers": self.history,

@@ -54,12 +54,13 @@ def relative_error(result, reference) -> float:
     return float(diff / scale) if scale > 0 else float(diff)
 
 
-def verdict(rel_err: float, dtype: str, error_growth: float, tf32: bool, rows: int) -> dict:
+def verdict(rel_err: float, dtype: str, error_growth: float, tf32: bool, rows: int | None) -> dict:
+    """The check's record; `rows` is the count of sampled rows, None when all were compared."""
     tol = tolerance(dtype, error_growth, tf32)
     return {
         "rel_err": rel_err,
         "tolerance": tol,
         "passed": bool(rel_err <= tol),
-        "rows_checked": int(rows),
+        "rows_checked": "all" if rows is None else int(rows),
         "reference": "float64 NumPy on the host, from the same (rounded) inputs",
     }

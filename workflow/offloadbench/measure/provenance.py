@@ -178,9 +178,13 @@ def environment(torch, machine: str) -> dict:
         "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
         **tfacts,
         "devices": device_availability(torch),
-        "system": system.snapshot(),
+        "system": _checked(system.snapshot()),
         "packages": {name: package_version(name) for name in PACKAGES},
     }
+
+
+def _checked(snapshot: dict) -> dict:
+    return {**snapshot, "advice": system.advice(snapshot)}
 
 
 def _numpy_blas(numpy) -> dict | None:

@@ -22,4 +22,19 @@ CAPTIONS = {
     "throughput": (
         "Achieved throughput (FLOP model ÷ time) with the 95% CI as error bars."
     ),
+    "roofline": (
+        "Roofline of each device: achieved throughput of every op and size against its arithmetic "
+        "intensity (FLOP per byte of the least memory traffic the maths needs), under the measured "
+        "memory roof (slope) and compute roof per dtype (horizontal). Points near a roof are limited "
+        "by it; points far below it leave the device idle. CPU cells use all threads; larger markers "
+        "are larger sizes; hollow markers are weak cells."
+    ),
+    "heatmap": (
+        "End-to-end speedup of PyTorch over NumPy for every op (rows, grouped by family) and size "
+        "(columns). GPU panels count the host-device copies and compare with NumPy on all cores; the "
+        "CPU panel compares torch and NumPy at the same (largest) thread count. Red: PyTorch faster, "
+        "blue: slower, on a log colour scale centred at 1×; hatched cells marked ≈ have a 95% CI "
+        "that includes 1 (no measurable difference). n is each op's own size (the matrix or field "
+        "side for most ops; see the catalogue)."
+    ),
 }

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Callable
 
 import matplotlib
 
@@ -21,7 +20,6 @@ import seaborn as sns
 from matplotlib import ticker
 
 from ..cells import ALL_THREADS, dtype_sort_key, thread_sort_key
-from ..layout import FIGURE_NAMES
 from ..units import format_bytes
 
 PANEL_HEIGHT_IN = 2.4
@@ -339,24 +337,3 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:
     g.add_legend(title="")
     g.figure.suptitle(f"Host↔device copy bandwidth — {machine}", x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
     return g.figure
-
-
-FIGURES: dict[str, Callable] = {
-    "speedup": lambda tables, machine: speedup_figure(tables["speedups"], machine),
-    "copy_cost": lambda tables, machine: copy_cost_figure(tables["speedups"], machine),
-    "transfer_overhead": lambda tables, machine: transfer_overhead_figure(tables["timings"], machine),
-    "bandwidth": lambda tables, machine: bandwidth_figure(tables["transfer"], machine),
-    "throughput": lambda tables, machine: throughput_figure(tables["timings"], machine),
-}
-
-
-assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree"
-
-
-def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str) -> None:
-    """Draw one figure and save it as vector PDF and 300-dpi PNG."""
-    theme()
-    fig = FIGURES[name](tables, machine)
-    fig.savefig(pdf_path)
-    fig.savefig(png_path, dpi=300)
-    plt.close(fig)

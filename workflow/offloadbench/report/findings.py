@@ -45,9 +45,14 @@ def ratio_of(row, column: str = "speedup") -> str:
 
 
 def caveat(row) -> str:
-    """A warning to append when a number comes from a cell that failed a noise check."""
+    """A warning to append when a number comes from a weak cell: one that failed a noise
+    check, or shared its cores with the orchestrator (the figures draw both hollow)."""
     flags = row.get("unstable")
-    return " *Flagged unstable, read with care:* " + str(flags) + "." if isinstance(flags, str) and flags else ""
+    if isinstance(flags, str) and flags:
+        return " *Flagged unstable, read with care:* " + flags + "."
+    if str(row.get("shares_cores")).lower() in ("true", "1", "1.0"):
+        return " *A cell behind this number shared its cores with the orchestrator; read with care.*"
+    return ""
 
 
 def times_of(row) -> str:

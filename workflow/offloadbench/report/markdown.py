@@ -17,6 +17,7 @@ from ..cells import Cell
 from ..layout import FIGURE_NAMES, TABLES
 from ..units import fmt_time, format_bytes
 from .captions import CAPTIONS
+from .conditions import conditions_section
 from .findings import (
     finite,
     gpu_findings,
@@ -26,6 +27,7 @@ from .findings import (
     speedup_findings,
     stability_findings,
 )
+from .ops_findings import bound_lines, payoff_lines
 from .seed import SEED_CLAIM, check_seed_claims, saving_claims
 
 
@@ -33,11 +35,28 @@ from .seed import SEED_CLAIM, check_seed_claims, saving_claims
 class Inputs:
     machine: str
     environment: dict
-    timings: pd.DataFrame
-    speedups: pd.DataFrame
-    thread_scaling: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # layout.TABLES
     settings: dict  # the validated config
-    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rounds: list[dict] = field(default_factory=list)  # raw/rounds/p<k>.json
+
+    def table(self, name: str) -> pd.DataFrame:
+        return self.tables.get(name, pd.DataFrame())
+
+    @property
+    def timings(self) -> pd.DataFrame:
+        return self.table("timings")
+
+    @property
+    def speedups(self) -> pd.DataFrame:
+        return self.table("speedups")
+
+    @property
+    def thread_scaling(self) -> pd.DataFrame:
+        return self.table("thread_scaling")
+
+    @property
+    def transfer(self) -> pd.DataFrame:
+        return self.table("transfer")
 
 
 def machine_section(env: dict, machine: str) -> list[str]:
@@ -192,6 +211,15 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
         *findings,
         "",
+        "## Which operations pay off",
+        "",
+        *payoff_lines(s),
+        "",
+        "### What bounds each operation",
+        "",
+        *bound_lines(t, inputs.table("roofs")),
+        "",
+        *conditions_section(inputs.environment, inputs.rounds, t),
         *offload_section(t, s, inputs.transfer, saving_claims(s, t)),
         "## Seed claims checked",
         "",
@@ -245,12 +273,15 @@ def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
 
 
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:
-    """Read the tables and environment.json named by `paths` (an object with attributes)."""
+    """Read the tables, environment.json and round records named by `paths` (an object with
+    attributes, as Snakemake's input)."""
     import json
 
     from ..analysis.tables import read_tables
 
+    def read(path):
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
-    with open(paths.environment, encoding="utf-8") as handle:
-        environment = json.load(handle)
-    return Inputs(machine, environment, tables["timings"], tables["speedups"], tables["thread_scaling"], settings, tables["transfer"])
+    return Inputs(machine, read(paths.environment), tables, settings, [read(p) for p in getattr(paths, "rounds", [])])

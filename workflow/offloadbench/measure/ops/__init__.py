@@ -25,17 +25,33 @@ class Op:
     compute: Callable  # compute(lib, *inputs) -> result: an array, or a tuple of arrays
     error: Callable  # error(inputs as float64, host result, rows) -> relative error
     finish: Callable[[np.ndarray], object] | None = None  # host work on the result
+    checks_sampled_rows: bool = False  # its error looks at the sampled rows only
 
     @property
     def name(self) -> str:
         return self.spec.name
 
 
+def _uniform(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.random(shape, dtype=np.float64) * 2.0 - 1.0
+
+
 def uniform_inputs(count: int, shape: Callable[[int], tuple[int, ...]]):
     """`count` arrays of `shape(n)`, uniform in [-1, 1): random, never zeros."""
 
     def make(rng: np.random.Generator, n: int) -> list[np.ndarray]:
-        return [rng.random(shape(n), dtype=np.float64) * 2.0 - 1.0 for _ in range(count)]
+        return [_uniform(rng, shape(n)) for _ in range(count)]
+
+    return make
+
+
+def spec_inputs(spec: OpSpec, adjust: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None):
+    """Arrays of the spec's input shapes, uniform in [-1, 1), then `adjust`ed where the maths
+    needs structure (a symmetric or a well-conditioned matrix)."""
+
+    def make(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+        arrays = [_uniform(rng, shape) for shape in spec.input_shapes(n)]
+        return adjust(arrays) if adjust else arrays
 
     return make
 
@@ -58,15 +74,29 @@ def full_error(reference: Callable[[list[np.ndarray]], object]):
     return error
 
 
+def float64_error(compute: Callable):
+    """An error function that compares the whole result with the same maths, `compute`, run
+    by NumPy on the float64 inputs: for ops whose reference costs no more than the op."""
+    return full_error(lambda inputs: compute(np, *inputs))
+
+
+def spec_op(name: str, compute: Callable, error: Callable | None = None, adjust=None) -> Op:
+    """The op `name` on uniform inputs of its spec's shapes (see `spec_inputs`), checked in
+    full against float64 NumPy unless another `error` is given."""
+    spec = get_spec(name)
+    return Op(spec=spec, make_inputs=spec_inputs(spec, adjust), compute=compute,
+              error=error or float64_error(compute))
+
+
 def is_torch(lib) -> bool:
     return lib.__name__ == "torch"
 
 
 def _registry() -> dict[str, Op]:
-    from . import linalg, plotting
+    from . import elementwise, linalg, plotting, reductions, scan_sort, spectral, stencil
 
     ops = {}
-    for module in (linalg, plotting):
+    for module in (linalg, plotting, elementwise, reductions, scan_sort, spectral, stencil):
         for op in module.OPS:
             ops[op.name] = op
     return ops

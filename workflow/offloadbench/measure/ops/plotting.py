@@ -45,5 +45,6 @@ OPS = [
         compute=field,
         error=rows_error(lambda inputs, rows: field(np, inputs[0][rows], inputs[1])),
         finish=render_field_png,
+        checks_sampled_rows=True,
     ),
 ]

@@ -1,0 +1,160 @@
+"""Reproducibility benchmark: the same grid run twice through the real pipeline, under two
+machine labels, then compared cell by cell.
+
+For every cell it prints the two runs' medians, whether the second lies inside the first's
+95% CI, and the speedup verdicts of both runs; then the wall time of each run, and how the
+variance splits between processes and samples (Kalibera & Jones, ISMM 2013), with the
+number of samples per process and of processes their method recommends. The last line
+gives the share inside, the worst ratio and the count of faster<->slower flips.
+
+    python benchmarks/reproducibility.py                         # the default grid, config/config.yaml
+    python benchmarks/reproducibility.py --config my.yaml --processes 5
+    python benchmarks/reproducibility.py --smoke                 # a tiny grid (the test suite)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+
+from offloadbench import sandbox
+from offloadbench.analysis.compare import compare, reproducibility
+from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.sources import Source
+from offloadbench.cells import Cell
+from offloadbench.units import fmt_duration, fmt_time
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ("rep-a", "rep-b")
+TARGET_HALF_WIDTH = 0.02
+
+
+def smoke_config() -> dict:
+    return yaml.safe_load((ROOT / ".test" / "config.yaml").read_text()) | {
+        "grid": {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
+                 "sizes": [32, 64], "threads": [1]},
+        "roofs": {"devices": []}, "transfer": {"devices": []},
+    }
+
+
+def run_twice(config: dict, workdir: Path) -> list[float]:
+    walls = []
+    for label in LABELS:
+        start = time.perf_counter()
+        result = sandbox.snakemake(workdir, "--until", "aggregate", config={**config, "machine": label})
+        if result.returncode != 0:
+            raise SystemExit(f"run {label} failed:\n{result.stderr[-3000:]}")
+        walls.append(time.perf_counter() - start)
+    return walls
+
+
+def verdict_of(speedups, cell: Cell) -> str:
+    rows = speedups[(speedups["op"] == cell.op) & (speedups["library"] == cell.library)
+                    & (speedups["device"] == cell.device) & (speedups["dtype"] == cell.dtype)
+                    & (speedups["size"] == cell.size) & (speedups["threads"] == cell.threads)]
+    return rows["speedup_verdict"].iloc[0] if len(rows) else "–"
+
+
+def cell_table(result) -> list[str]:
+    lines = ["| cell | run 1: median (95% CI) | run 2: median | inside | verdict 1 | verdict 2 |",
+             "|---|---|---|---|---|---|"]
+    speed_a, speed_b = (result.tables[label]["speedups"] for label in LABELS)
+    for _, row in result.comparison.iterrows():
+        cell = Cell.from_dict(row)
+        lines.append(
+            f"| {cell.key} | {fmt_time(row['median_a_s'])} ({fmt_time(row['ci_a_low_s'])}–{fmt_time(row['ci_a_high_s'])}) "
+            f"| {fmt_time(row['median_b_s'])} | {'yes' if row['b_inside_a_ci'] else 'NO'} "
+            f"| {verdict_of(speed_a, cell)} | {verdict_of(speed_b, cell)} |"
+        )
+    return lines
+
+
+def variance_levels(sources: list[Source], analysis: Analysis) -> list[str]:
+    """Kalibera & Jones: within-process (T1) and between-process (T2) variance of log times,
+    pooled over both runs, the costs of a sample (c1) and of a process (c2), and the
+    optimal samples per process r1 = sqrt(c2 T1^2 / (c1 T2^2)) they give."""
+    by_cell: dict[Cell, list] = {}
+    for source in sources:
+        for mc in source.cells(analysis):
+            by_cell.setdefault(mc.cell, []).append(mc)
+    rows = []
+    for cell, cells in by_cell.items():
+        groups = [np.log(g) for mc in cells for g in mc.groups("compute") if len(g) >= 2]
+        records = [r for mc in cells for r in mc.ok]
+        if len(groups) < 3:
+            continue
+        t1 = float(np.mean([np.var(g, ddof=1) for g in groups]))
+        n = float(np.mean([len(g) for g in groups]))
+        t2 = max(0.0, float(np.var([np.median(g) for g in groups], ddof=1)) - 1.57 * t1 / n)
+        sampling = [sum(p.get("sampling_s") or 0.0 for p in (r.get("phases") or {}).values()) for r in records]
+        c1 = statistics.median(s / max(1, len(r["samples_s"])) for s, r in zip(sampling, records, strict=True))
+        c2 = statistics.median((r.get("measure_s") or 0.0) - s for s, r in zip(sampling, records, strict=True))
+        r1 = math.sqrt(c2 * t1 / (c1 * t2)) if t2 > 0 and c1 > 0 else math.inf
+        # processes for a ±2% half-width of the mean over processes (normal approximation)
+        per_process = t2 + t1 / max(1.0, min(r1, n))
+        processes = math.ceil(per_process * (1.96 / math.log1p(TARGET_HALF_WIDTH)) ** 2)
+        rows.append((cell, t1, t2, c1, c2, r1, processes))
+    if not rows:
+        return ["(too few processes per cell for a variance split)"]
+    lines = ["| cell | within sd | between sd | c1 (s/sample) | c2 (s/process) | K&J samples/process | processes for ±2% |",
+             "|---|---|---|---|---|---|---|"]
+    for cell, t1, t2, c1, c2, r1, processes in rows:
+        lines.append(f"| {cell.key} | {math.sqrt(t1):.1%} | {math.sqrt(t2):.1%} | {c1:.2g} | {c2:.2g} | "
+                     f"{'∞' if math.isinf(r1) else f'{r1:.0f}'} | {processes} |")
+    finite_r1 = [r[5] for r in rows if math.isfinite(r[5])]
+    between = [r[2] for r in rows]
+    lines.append("")
+    lines.append(
+        f"levels: between-process variance dominates in {sum(r[2] > r[1] / 30 for r in rows)} of {len(rows)} cells; "
+        f"median between sd {math.sqrt(statistics.median(between)):.1%}; K&J samples per process: median "
+        f"{statistics.median(finite_r1) if finite_r1 else float('inf'):.0f}; processes for ±2%: median "
+        f"{statistics.median(r[6] for r in rows):.0f}"
+    )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
+    parser.add_argument("--processes", type=int, help="override measure.processes")
+    parser.add_argument("--keep", help="keep the two runs' results in this folder")
+    parser.add_argument("--smoke", action="store_true", help="a tiny grid, to test the benchmark itself")
+    args = parser.parse_args(argv)
+    config = smoke_config() if args.smoke else yaml.safe_load(Path(args.config).read_text())
+    if args.processes:
+        config = {**config, "measure": {**config.get("measure", {}), "processes": args.processes}}
+    with tempfile.TemporaryDirectory(prefix="offloadbench-repro-") as tmp:
+        workdir = sandbox.copy_workflow(Path(args.keep or tmp) / "wf")
+        walls = run_twice(config, workdir)
+        analysis = Analysis.from_config({"bootstrap_resamples": 2000, "seed": 0, "confidence": 0.95})
+        sources = [Source(label, workdir / "results" / label) for label in LABELS]
+        result = compare(sources, analysis, min_effect=0.05)
+        summary = reproducibility(result.comparison, {label: result.tables[label]["speedups"] for label in LABELS})
+        print("\n".join(cell_table(result)))
+        print()
+        print("\n".join(variance_levels(sources, analysis)))
+        print()
+        print(f"wall time: run 1 {fmt_duration(walls[0])}, run 2 {fmt_duration(walls[1])}")
+        print(f"speedup verdicts changed: {summary['verdicts_changed']} of {summary['verdicts']}; "
+              f"median CI half-width ±{summary['median_rel_halfwidth']:.1%}")
+        print(f"inside: {summary['inside']}/{summary['cells']} ({summary['inside'] / max(1, summary['cells']):.0%}) · "
+              f"worst ratio {summary['worst_ratio']:.2f}× ({summary['worst_cell']}) · "
+              f"faster↔slower flips: {summary['flips']}")
+        if args.keep:
+            (Path(args.keep) / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Machines compared: verdicts from known ratios, provenance differences, bad input in one
+line, bundles that travel, and the shipped H200 example."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import FINGERPRINT, make_processes
+from offloadbench.analysis.compare import compare, verdict
+from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.sources import Source, SourceError
+from offloadbench.bundles import BundleError, make_bundle, resolve_sources, unpack
+from offloadbench.layout import TABLES
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "tests" / "data" / "h200"
+FAST = Analysis(resamples=300)
+
+
+def write_machine(folder: Path, medians: dict[int, float], spread=0.0, env=None, label=None, seed=0):
+    """A results folder: numpy matmul cells at the given sizes, 3 processes each."""
+    environment = {"machine": label or folder.name, "fingerprint": dict(FINGERPRINT), "cpu_model": "Test CPU",
+                   "logical_cores": 4, "torch_version": "2.13.0", **(env or {})}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "environment.json").write_text(json.dumps(environment))
+    for i, (size, median) in enumerate(sorted(medians.items())):
+        for record in make_processes(3, process_spread=spread, seed=seed + i, size=size, median=median):
+            path = folder / "raw" / "matmul" / f"numpy-cpu-float32-n{size}-t1" / f"p{record['process']['round']}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            record["provenance"]["fingerprint"] = environment["fingerprint"]
+            path.write_text(json.dumps(record))
+    return Source(folder.name, folder)
+
+
+@pytest.mark.parametrize(
+    "lo, hi, ratio, expected",
+    [(0.30, 0.34, 0.32, "faster"), (2.9, 3.1, 3.0, "slower"), (0.98, 1.03, 1.0, "same"),
+     (0.90, 1.12, 1.0, "ambiguous"), (0.97, 0.99, 0.98, "same"), (0.93, 0.99, 0.96, "ambiguous"), (float("nan"), 1.0, 1.0, "ambiguous")],
+)
+def test_verdicts_use_the_ci_and_the_minimum_effect(lo, hi, ratio, expected):
+    assert verdict(lo, hi, ratio, 0.05) == expected
+
+
+def test_known_ratios_get_their_verdicts(tmp_path):
+    a = write_machine(tmp_path / "laptop", {64: 1e-3, 128: 1e-3, 256: 1e-3, 512: 1e-3})
+    b = write_machine(tmp_path / "server", {64: 0.25e-3, 128: 3e-3, 256: 1.001e-3, 512: 1.06e-3}, seed=50,
+                      env={"cpu_model": "Server CPU", "logical_cores": 64,
+                           "fingerprint": {**FINGERPRINT, "cpu_model": "Server CPU", "logical_cores": 64}})
+    result = compare([a, b], FAST, min_effect=0.05)
+    table = result.comparison.set_index("size")
+    assert table.loc[64, "verdict"] == "faster" and table.loc[64, "ratio"] == pytest.approx(0.25, rel=0.03)
+    assert table.loc[128, "verdict"] == "slower" and table.loc[128, "ratio"] == pytest.approx(3.0, rel=0.03)
+    assert table.loc[256, "verdict"] == "same"
+    assert table.loc[512, "verdict"] == "slower"  # 6%: beyond the minimum effect, and the CI excludes it
+    assert set(result.provenance["field"]) == {"CPU", "logical cores"}
+    assert result.same_hardware == []
+
+
+def test_an_unstable_side_gets_no_verdict(tmp_path):
+    a = write_machine(tmp_path / "a", {64: 1e-3})
+    b = write_machine(tmp_path / "b", {64: 2e-3}, seed=9)
+    victim = next((tmp_path / "b" / "raw").rglob("p1.json"))
+    record = json.loads(victim.read_text())
+    record["diagnostics"]["flags"] = ["bimodal samples (two modes 40% apart, 12/30 in the faster)"]
+    victim.write_text(json.dumps(record))
+    row = compare([a, b], FAST, 0.05).comparison.iloc[0]
+    assert row["verdict"] == "no verdict" and row["verdict_note"] == "unstable on b"
+
+
+def test_two_labels_of_one_machine_are_said_to_be_one(tmp_path):
+    a = write_machine(tmp_path / "run-1", {64: 1e-3, 128: 2e-3})
+    b = write_machine(tmp_path / "run-2", {64: 1.01e-3, 128: 2e-3}, seed=3)
+    result = compare([a, b], FAST, 0.05)
+    assert result.same_hardware == [("run-1", "run-2")]
+    assert result.comparison["b_inside_a_ci"].dtype == bool
+
+
+def test_no_cell_in_common_is_one_clear_line(tmp_path):
+    a = write_machine(tmp_path / "a", {64: 1e-3})
+    b = write_machine(tmp_path / "b", {128: 1e-3})
+    with pytest.raises(SourceError, match=r"^a and b have no measured cell in common .*nothing to compare$"):
+        compare([a, b], FAST, 0.05)
+
+
+def test_sources_are_resolved_or_refused_in_one_line(tmp_path):
+    write_machine(tmp_path / "results" / "laptop", {64: 1e-3})
+    specs = resolve_sources(["laptop", str(H200)], str(tmp_path / "results"), ["laptop"], "compare")
+    assert [(s.label, s.measured_here) for s in specs] == [("laptop", True), ("h200", False)]
+    with pytest.raises(BundleError, match=r"^config key compare\[1\]: 'nowhere' is neither"):
+        resolve_sources(["laptop", "nowhere"], str(tmp_path / "results"), ["laptop"], "compare")
+    with pytest.raises(BundleError, match="the label 'h200' is given twice"):
+        resolve_sources([str(H200), str(H200) + "/"], str(tmp_path / "results"), [], "compare")
+    with pytest.raises(BundleError, match=r"no bundle 'gone.tar.gz'"):
+        resolve_sources(["gone.tar.gz"], str(tmp_path / "results"), [], "render")
+
+
+def test_a_bundle_round_trip_gives_the_same_tables(tmp_path):
+    source = write_machine(tmp_path / "results" / "node7", {64: 1e-3, 256: 5e-3})
+    bundle = tmp_path / "carried" / "node7.tar.gz"
+    make_bundle(source.folder, bundle, "node7", "machine: node7\n")
+    unpacked = unpack(bundle, tmp_path / "elsewhere" / "node7")
+    assert (unpacked / "config.yaml").read_text() == "machine: node7\n"
+    before, after = source.tables(FAST), Source("node7", unpacked).tables(FAST)
+    pd.testing.assert_frame_equal(before["timings"], after["timings"])
+
+
+def test_a_bad_or_foreign_bundle_is_refused_and_nothing_is_left_half_written(tmp_path):
+    (tmp_path / "junk.tar.gz").write_bytes(b"not a tarball")
+    with pytest.raises(BundleError, match="not a readable bundle"):
+        unpack(tmp_path / "junk.tar.gz", tmp_path / "out" / "junk")
+    assert not (tmp_path / "out" / "junk").exists()
+    old = write_machine(tmp_path / "old", {64: 1e-3})
+    for path in (tmp_path / "old" / "raw").rglob("p*.json"):
+        record = json.loads(path.read_text())
+        record["schema_version"] = 0
+        path.write_text(json.dumps(record))
+    with pytest.raises(SourceError, match="record format version 0 is not one this version reads"):
+        old.tables(FAST)
+
+
+def test_the_committed_h200_tables_are_regenerated_from_its_raw_records(tmp_path):
+    from offloadbench.analysis.tables import read_tables
+
+    tables = Source("h200", H200).tables(Analysis())
+    for name in TABLES:
+        tables[name].to_csv(tmp_path / f"{name}.csv", index=False)
+    fresh = read_tables({name: str(tmp_path / f"{name}.csv") for name in TABLES})
+    committed = read_tables({name: str(H200 / f"{name}.csv") for name in TABLES})
+    for name in TABLES:
+        pd.testing.assert_frame_equal(fresh[name], committed[name], check_dtype=False, rtol=1e-9, obj=name)
+    assert len(committed["timings"]) == 24 and len(committed["speedups"]) == 16 and len(committed["transfer"]) == 16
+
+
+def test_rerendering_a_bundle_never_imports_torch(tmp_path):
+    """A bundle from a cluster node re-rendered where torch cannot even be imported."""
+    poison = tmp_path / "poison" / "torch"
+    poison.mkdir(parents=True)
+    (poison / "__init__.py").write_text("raise ImportError('torch must not load while re-rendering')\n")
+    bundle = tmp_path / "h200.tar.gz"
+    make_bundle(H200, bundle, "h200", "machine: h200\n")
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from offloadbench.bundles import unpack\n"
+        "from offloadbench.analysis.measured import Analysis\n"
+        "from offloadbench.analysis.sources import Source\n"
+        "from offloadbench.report.publish import render\n"
+        f"folder = unpack(Path({str(bundle)!r}), Path({str(tmp_path / 'h200')!r}))\n"
+        f"render(Source('h200', folder), Analysis(resamples=200), {str(tmp_path / 'out')!r})\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{poison.parent}:{ROOT / 'workflow'}"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=600)
+    assert (tmp_path / "out" / "report.html").stat().st_size > 10_000
+    assert "H200" in (tmp_path / "out" / "report.md").read_text()

@@ -1,0 +1,313 @@
+"""The roofline figure, the speedup heatmap and the per-op sentences, from synthetic tables of
+several ops whose timings follow a simple roofline model of a 16-core CPU and a GPU."""
+
+import math
+
+import matplotlib.image as mpimg
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_processes, tables_of
+from matplotlib.collections import PathCollection
+from offloadbench.analysis.roofline import attainable, bounds, device_roofs
+from offloadbench.catalogue import get_spec
+from offloadbench.report.figures import theme
+from offloadbench.report.heatmap import CMAP, COLOURBAR_LABEL, draw_heatmap, heatmap_figure, speedup_norm
+from offloadbench.report.ops_findings import bound_lines, payoff_lines, verdict_at_largest
+from offloadbench.report.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
+
+SIZES = (128, 512, 2048)
+CPU = {"memory": 20e9, "float32": 1000e9, "float64": 500e9, "call_s": 2e-6}
+GPU = {"memory": 3000e9, "float32": 50e12, "float64": 25e12, "copy": 10e9, "call_s": 20e-6}
+# Fraction of the roof each op reaches (fft2 and sort run far below it), and how long torch
+# on the cpu takes relative to NumPy.
+NUMPY_EFFICIENCY = {"matmul": 0.8, "axpy": 0.85, "fft2": 0.03, "sort": 0.04}
+GPU_EFFICIENCY = {"matmul": 0.6, "axpy": 0.8, "fft2": 0.3, "sort": 0.05}
+TORCH_CPU = {"matmul": 1.0, "axpy": 1.25, "fft2": 0.5, "sort": 1.0}
+
+
+def _model(op: str, size: int, dtype: str) -> dict:
+    spec, itemsize = get_spec(op), 8 if dtype == "float64" else 4
+    return {"flops": spec.flops(size), "traffic_bytes": spec.traffic(size, itemsize), "itemsize": itemsize,
+            "h2d_bytes": spec.input_bytes(size, itemsize), "d2h_bytes": spec.output_bytes(size, itemsize)}
+
+
+def _roof_time(model: dict, memory: float, compute: float, efficiency: float = 1.0) -> float:
+    return max(model["flops"] / compute, model["traffic_bytes"] / memory) / efficiency
+
+
+def _cell(op, size, dtype="float32", library="numpy", device="cpu", threads="all", seed=0, **extra) -> list[dict]:
+    model = _model(op, size, dtype)
+    if device == "cpu":
+        median = _roof_time(model, CPU["memory"], CPU[dtype], NUMPY_EFFICIENCY[op]) + CPU["call_s"]
+        median *= (TORCH_CPU[op] if library == "torch" else 1.0) * (8 if threads == "1" else 1)
+        phases = {"end_to_end": median} if library == "torch" else None
+    else:
+        median = _roof_time(model, GPU["memory"], GPU[dtype], GPU_EFFICIENCY[op]) + GPU["call_s"]
+        h2d = model["h2d_bytes"] / GPU["copy"] + GPU["call_s"]
+        d2h = model["d2h_bytes"] / GPU["copy"] + GPU["call_s"]
+        phases = {"h2d": h2d, "compute": median, "d2h": d2h, "end_to_end": h2d + median + d2h}
+    records = make_processes(2, seed=seed, op=op, library=library, device=device, dtype=dtype, size=size,
+                             threads=threads, median=median, phases=phases, n=20, **extra)
+    for record in records:
+        record["model"] = model
+    return records
+
+
+def ops_records(gpu: bool = True) -> list[dict]:
+    """matmul, axpy, fft2, sort at three sizes (matmul also in float64 and on one thread)."""
+    records, seed = [], 0
+    cells = [(op, size, "float32") for op in ("matmul", "axpy", "fft2", "sort") for size in SIZES]
+    cells += [("matmul", size, "float64") for size in SIZES]
+    for op, size, dtype in cells:
+        weak = op == "sort" and size == SIZES[-1]
+        for library, device in (("numpy", "cpu"), ("torch", "cpu"), ("torch", "cuda")):
+            if device == "cuda" and not gpu:
+                continue
+            seed += 1
+            records += _cell(op, size, dtype, library, device, seed=seed, shares_cores=weak and device == "cpu")
+    for size in SIZES:
+        for library in ("numpy", "torch"):
+            seed += 1
+            records += _cell("matmul", size, "float32", library, threads="1", seed=seed)
+    return records
+
+
+def roofs_frame(devices=("cpu", "cuda")) -> pd.DataFrame:
+    """A roofs table as `roofs_table` writes it: numpy and torch on the cpu, torch on cuda."""
+    rows = []
+    for device in devices:
+        spec = CPU if device == "cpu" else GPU
+        libraries = ("numpy", "torch") if device == "cpu" else ("torch",)
+        for k, library in enumerate(libraries):
+            scale = 0.9 if k == 0 and len(libraries) > 1 else 1.0  # torch is the best on each device
+            points = [("memory", "float64", spec["memory"] / 1e9, "GB/s")]
+            points += [("compute", d, spec[d] / 1e9, "GFLOP/s") for d in ("float32", "float64")]
+            for kind, dtype, value, unit in points:
+                rows.append({"machine": "box", "device": device, "device_name": "Test GPU" if device != "cpu" else "cpu",
+                             "library": library, "kind": kind, "dtype": dtype, "size": 4096, "status": "ok",
+                             "reason": "", "n_samples": 20, "value": value * scale, "ci_low": value * scale * 0.99,
+                             "ci_high": value * scale * 1.01, "unit": unit})
+    rows.append({**rows[-1], "dtype": "float16", "status": "skipped", "reason": "not measured", "value": math.nan})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def gpu_ops():
+    theme()
+    return {**tables_of(ops_records(gpu=True), "gpubox", resamples=200), "roofs": roofs_frame()}
+
+
+@pytest.fixture(scope="module")
+def cpu_ops():
+    return {**tables_of(ops_records(gpu=False), "laptop", resamples=200), "roofs": roofs_frame(("cpu",))}
+
+
+def save_and_check(fig, tmp_path, name: str, pdf: bool = False) -> None:
+    """Save as the report does (a PDF only where asked: embedding its fonts takes seconds)."""
+    png = tmp_path / f"{name}.png"
+    if pdf:
+        fig.savefig(tmp_path / f"{name}.pdf")
+        assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert (tmp_path / f"{name}.pdf").stat().st_size > 2000
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    image = mpimg.imread(png)
+    assert image.ndim == 3 and min(image.shape[:2]) > 300
+    assert image.std() > 0.01
+
+
+def texts_of(fig) -> list[str]:
+    """Every line of text in the figure (a label block of several lines counts line by line)."""
+    return [line for t in fig.findobj(plt.Text) for line in t.get_text().split("\n")]
+
+
+# --- roofs and bounds ---------------------------------------------------------------------
+
+
+def test_device_roofs_take_the_best_library_per_device_and_dtype():
+    best = device_roofs(roofs_frame())
+    assert set(best["library"]) == {"torch"}
+    memory = best[best["kind"] == "memory"].set_index("device")["value"]
+    assert memory["cpu"] == pytest.approx(20) and memory["cuda"] == pytest.approx(3000)
+    assert len(best[(best["device"] == "cuda") & (best["kind"] == "compute")]) == 2  # the skipped float16 is left out
+
+
+def test_attainable_is_the_lower_of_the_two_roofs():
+    assert attainable(0.1, 20.0, 1000.0) == pytest.approx(2.0)
+    assert attainable(500.0, 20.0, 1000.0) == pytest.approx(1000.0)
+
+
+def test_bounds_classify_memory_and_compute_bound_cells():
+    timings = pd.DataFrame([
+        {"op": "axpy", "device": "cpu", "dtype": "float32", "size": 4096, "status": "ok", "intensity": 1 / 6, "gflops": 2.5},
+        {"op": "matmul", "device": "cpu", "dtype": "float32", "size": 4096, "status": "ok", "intensity": 341.0, "gflops": 800.0},
+        {"op": "matmul", "device": "cpu", "dtype": "float16", "size": 4096, "status": "ok", "intensity": 683.0, "gflops": 50.0},
+        {"op": "matmul", "device": "mps", "dtype": "float32", "size": 4096, "status": "ok", "intensity": 341.0, "gflops": 900.0},
+        {"op": "matmul", "device": "cpu", "dtype": "float32", "size": 8192, "status": "oom", "intensity": 683.0, "gflops": math.nan},
+    ])
+    placed = bounds(timings, roofs_frame(("cpu",)))
+    assert len(placed) == 4  # only ok cells
+    axpy, matmul, half, mps = (placed.iloc[i] for i in range(4))
+    assert axpy["bound"] == "memory" and matmul["bound"] == "compute"
+    assert axpy["ridge"] == pytest.approx(1000 / 20)
+    assert axpy["attainable_gflops"] == pytest.approx(20 / 6) and axpy["roof_fraction"] == pytest.approx(2.5 / (20 / 6))
+    assert matmul["attainable_gflops"] == pytest.approx(1000) and matmul["roof_fraction"] == pytest.approx(0.8)
+    for row in (half, mps):  # no float16 roof on the cpu, no roofs at all on mps
+        assert pd.isna(row["bound"]) and math.isnan(row["roof_fraction"])
+
+
+def test_bounds_without_a_roofs_table_are_empty_not_an_error():
+    timings = pd.DataFrame([{"op": "axpy", "device": "cpu", "dtype": "float32", "size": 64, "status": "ok",
+                             "intensity": 0.2, "gflops": 1.0}])
+    for roofs in (None, pd.DataFrame(), roofs_frame().iloc[0:0]):
+        placed = bounds(timings, roofs)
+        assert len(placed) == 1 and placed["bound"].isna().all() and placed["roof_fraction"].isna().all()
+
+
+# --- the roofline figure ------------------------------------------------------------------
+
+
+def test_roofline_has_a_panel_per_device_with_labelled_roofs(tmp_path, gpu_ops):
+    fig = draw_roofline(gpu_ops, "gpubox")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title().split(" ")[0].rstrip(",") for ax in panels] == ["cpu", "cuda"]
+    assert "all" in panels[0].get_title()
+    for ax in panels:
+        assert ax.get_xscale() == ax.get_yscale() == "log"
+        assert "FLOP/byte" in ax.get_xlabel()
+    assert "GFLOP/s" in panels[0].get_ylabel()
+    texts = texts_of(fig)
+    assert "float32 peak 1,000 GFLOP/s" in texts and "float64 peak 500 GFLOP/s" in texts
+    assert "memory 20 GB/s" in texts and "memory 3,000 GB/s" in texts
+    assert any("hollow marker" in t for t in texts)  # the weak sort cell
+    save_and_check(fig, tmp_path, "roofline", pdf=True)
+
+
+def test_roofline_of_a_machine_without_gpu_has_one_panel(tmp_path, cpu_ops):
+    fig = roofline_figure(cpu_ops["timings"], cpu_ops["roofs"], "laptop")
+    assert len([ax for ax in fig.axes if ax.get_title()]) == 1
+    save_and_check(fig, tmp_path, "roofline-cpu")
+
+
+def test_roofline_without_roofs_draws_the_points_and_says_so(tmp_path, gpu_ops):
+    older = {name: table for name, table in gpu_ops.items() if name != "roofs"}
+    fig = draw_roofline(older, "gpubox")
+    assert NO_ROOFS_NOTE in texts_of(fig)
+    panel = next(ax for ax in fig.axes if ax.get_title())
+    points = [c for c in panel.collections if isinstance(c, PathCollection)]
+    assert sum(len(c.get_offsets()) for c in points) == 2 * 4 * 3 + 2 * 3  # every cpu cell, float64 matmul too
+    save_and_check(fig, tmp_path, "roofline-no-roofs")
+
+
+def test_roofline_with_no_ok_cell_says_why(gpu_ops):
+    failed = gpu_ops["timings"].assign(status="error")
+    fig = roofline_figure(failed, gpu_ops["roofs"], "gpubox")
+    assert len(fig.axes) == 1 and any("No cell on gpubox" in t for t in texts_of(fig))
+    plt.close(fig)
+
+
+# --- the heatmap --------------------------------------------------------------------------
+
+
+def test_heatmap_norm_puts_one_at_the_centre_of_the_palette():
+    for values in ([0.1, 1.0, 30.0], [0.9, 1.1], [1.0], [0.004, 2.0]):
+        norm = speedup_norm(values)
+        assert norm(1.0) == pytest.approx(0.5)
+        assert np.allclose(CMAP(norm(1.0)), CMAP(0.5))
+        assert norm.vmin * norm.vmax == pytest.approx(1.0)
+    assert speedup_norm([0.1, 30.0]).vmax == 32 and speedup_norm([0.004, 2.0]).vmin == 1 / 64  # capped at 64×
+
+
+def test_heatmap_of_cpu_and_cuda(tmp_path, gpu_ops):
+    fig = draw_heatmap(gpu_ops, "gpubox")
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert any(t.startswith("cpu · float32") and "all = 4 threads" in t for t in titles)
+    assert any(t.startswith("cuda (Test GPU) · float32") and "copies counted" in t for t in titles)
+    texts = texts_of(fig)
+    assert "cuda · float64: not measured" not in texts  # cuda has float64 matmul cells
+    assert any(t.endswith("×") and not t.startswith("≈") for t in texts)
+    labels = [ax.get_xlabel() for ax in fig.axes] + [ax.get_ylabel() for ax in fig.axes]
+    assert COLOURBAR_LABEL in labels
+    panel = next(ax for ax in fig.axes if ax.get_title(loc="left").startswith("cuda (Test GPU) · float32"))
+    rows = [t.get_text() for t in panel.get_yticklabels()] or \
+        [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert rows == ["matmul", "axpy", "sort", "fft2"]  # catalogue families, not alphabetical
+    save_and_check(fig, tmp_path, "heatmap", pdf=True)
+
+
+def test_heatmap_of_a_cpu_only_machine_falls_back_to_the_most_threads(tmp_path, cpu_ops):
+    speedups = cpu_ops["speedups"]
+    assert set(speedups["device"]) == {"cpu"} and set(speedups["threads"]) == {"1", "all"}
+    no_all = speedups.assign(threads=speedups["threads"].replace("all", "2"))  # a grid of 1 and 2 threads
+    fig = heatmap_figure(no_all, "laptop")
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert len(titles) == 2 and all("torch on the cpu, 2 threads, vs numpy" in t for t in titles)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["matmul", "axpy", "sort", "fft2"]
+    save_and_check(fig, tmp_path, "heatmap-cpu")
+
+
+def test_heatmap_marks_cells_without_a_measurable_difference(gpu_ops):
+    speedups = gpu_ops["speedups"].copy()
+    speedups.loc[speedups.index[0], "end_to_end_verdict"] = "no measurable difference"
+    fig = heatmap_figure(speedups, "gpubox")
+    assert any(t.startswith("≈") for t in texts_of(fig))
+    assert any(p.get_hatch() for ax in fig.axes for p in ax.patches)
+    plt.close(fig)
+
+
+def test_heatmap_of_no_speedups_says_why(gpu_ops):
+    fig = draw_heatmap({"speedups": gpu_ops["speedups"].iloc[0:0]}, "laptop")
+    assert len(fig.axes) == 1 and any("No PyTorch cell on laptop" in t for t in texts_of(fig))
+    plt.close(fig)
+
+
+# --- sentences ----------------------------------------------------------------------------
+
+
+def line_for(lines: list[str], start: str) -> str:
+    found = [line for line in lines if line.startswith(start)]
+    assert len(found) == 1, (start, lines)
+    return found[0]
+
+
+def test_payoff_sentences_for_the_three_kinds_of_series(gpu_ops):
+    lines = payoff_lines(gpu_ops["speedups"])
+    never = line_for(lines, "- axpy on cuda (float32)")
+    assert "never pays with the copies counted up to n = 2048" in never and "slower than NumPy" in never
+    inside = line_for(lines, "- matmul on cuda (float32)")
+    assert "pays from n ≈" in inside and "(between 512 and 2048)" in inside and "at n = 2048 it is" in inside
+    assert "95% CI" in inside
+    always = line_for(lines, "- fft2 on cuda (float32)")
+    assert "pays at every size measured (from n = 128)" in always
+    cpu = line_for(lines, "- axpy with torch on the cpu (float32, all = 4 threads)")
+    assert "is slower than NumPy at n = 2048" in cpu
+    assert "is faster than NumPy" in line_for(lines, "- fft2 with torch on the cpu")
+    assert "read with care" in line_for(lines, "- sort with torch on the cpu")  # the weak cell says so
+
+
+def test_payoff_sentences_of_empty_speedups():
+    assert "no payoff can be stated" in payoff_lines(pd.DataFrame())[0]
+
+
+def test_bound_sentences(gpu_ops):
+    lines = bound_lines(gpu_ops["timings"], gpu_ops["roofs"])
+    matmul = line_for(lines, "- matmul on the cpu (float32, n = 2048, all = 4 threads)")
+    assert "compute-bound (intensity 341 FLOP/B, ridge 50 FLOP/B)" in matmul
+    assert "numpy 80% and torch 80% of the float32 roof (1,000 GFLOP/s)" in matmul
+    axpy = line_for(lines, "- axpy on cuda (float32, n = 2048)")
+    assert "memory-bound (intensity 0.17 FLOP/B" in axpy and "of the memory roof (3,000 GB/s)" in axpy
+    assert bound_lines(gpu_ops["timings"], None) == bound_lines(gpu_ops["timings"], pd.DataFrame())
+    assert "were not measured" in bound_lines(gpu_ops["timings"], None)[0]
+
+
+def test_bound_sentences_name_a_device_without_roofs(gpu_ops):
+    lines = bound_lines(gpu_ops["timings"], roofs_frame(("cpu",)))
+    assert "- No roofs were measured on cuda, so its cells are not placed against one." in lines
+
+
+def test_verdicts_at_the_largest_size_one_line_per_op(gpu_ops):
+    lines = verdict_at_largest(gpu_ops["speedups"])
+    assert [line.split("**")[1] for line in lines] == ["matmul", "axpy", "sort", "fft2"]
+    assert "cuda float32: slower" in line_for(lines, "- **axpy**") and "at n = 2048" in lines[0]

@@ -1,0 +1,21 @@
+"""Rebuild the tables of the shipped reference results (tests/data/*/) from their raw records,
+after a change to the analysis; a test checks that they match.
+
+    python tools/regenerate-reference-tables.py
+"""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from offloadbench.analysis.measured import Analysis  # noqa: E402
+from offloadbench.analysis.sources import Source  # noqa: E402
+from offloadbench.layout import TABLES  # noqa: E402
+
+for folder in sorted(p.parent for p in (ROOT / "tests" / "data").glob("*/environment.json")):
+    tables = Source(folder.name, folder).tables(Analysis())
+    for name in TABLES:
+        tables[name].to_csv(folder / f"{name}.csv", index=False)
+    print(f"{folder.relative_to(ROOT)}: {', '.join(f'{n} {len(tables[n])}' for n in TABLES)}")

@@ -1,0 +1,204 @@
+"""Two or more machines compared cell by cell, the first being the reference (A).
+
+For every cell measured on both A and B: each machine's time with its CI, the ratio of
+B's time to A's with a 95% CI from both machines' two-level bootstraps, and a verdict:
+B is faster, slower, the same (the whole CI within the minimum effect of 1), or ambiguous.
+A cell flagged unstable on either machine gets no verdict. Comparing two runs of one
+machine under two labels is the reproducibility view: it says which medians of the
+second run fall inside the first run's CIs and which verdicts flip.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..cells import CELL_COLUMNS, Cell
+from ..machine import mismatch
+from ..stats import centre_ci, ratio_ci
+from .measured import Analysis, MeasuredCell
+from .sources import Source, SourceError
+
+VERDICTS = ("faster", "slower", "same", "ambiguous", "no verdict")
+COMPARISON_COLUMNS = [
+    *CELL_COLUMNS, "machine_a", "machine_b", "median_a_s", "ci_a_low_s", "ci_a_high_s", "median_b_s",
+    "ci_b_low_s", "ci_b_high_s", "processes_a", "processes_b", "ci_scope", "ratio", "ratio_ci_low",
+    "ratio_ci_high", "verdict", "verdict_note", "end_to_end_ratio", "end_to_end_ratio_ci_low",
+    "end_to_end_ratio_ci_high", "speedup_a", "speedup_b", "b_inside_a_ci", "unstable_a", "unstable_b",
+]
+
+
+def verdict(lo: float, hi: float, ratio: float, min_effect: float) -> str:
+    """B against A from the CI of time_B / time_A, with a minimum effect that counts."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "ambiguous"
+    same_low, same_high = 1 / (1 + min_effect), 1 + min_effect
+    if same_low <= lo and hi <= same_high:
+        return "same"
+    if hi < 1 and ratio <= same_low:
+        return "faster"
+    if lo > 1 and ratio >= same_high:
+        return "slower"
+    return "ambiguous"
+
+
+def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
+    return {Cell.from_dict(row): row["speedup"] for _, row in speedups.iterrows()}
+
+
+def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], min_effect: float,
+                 speedups: tuple[pd.DataFrame, pd.DataFrame], confidence: float = 0.95) -> pd.DataFrame:
+    """One row per cell with status ok on both machines."""
+    theirs = {mc.cell: mc for mc in b if mc.status == "ok"}
+    speed_a, speed_b = (_speedups_by_cell(s) for s in speedups)
+    rows = []
+    for mine in (mc for mc in a if mc.status == "ok"):
+        other = theirs.get(mine.cell)
+        if other is None:
+            continue
+        time_a, time_b = (centre_ci(mc.draws("compute"), confidence) for mc in (mine, other))
+        ratio = ratio_ci(other.draws("compute"), mine.draws("compute"), confidence)
+        e2e = ratio_ci(other.draws("end_to_end"), mine.draws("end_to_end"), confidence)
+        unstable = {side: "; ".join(mc.flags) for side, mc in (("a", mine), ("b", other))}
+        if unstable["a"] or unstable["b"]:
+            judged, note = "no verdict", "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
+        else:
+            judged, note = verdict(ratio.low, ratio.high, ratio.value, min_effect), ""
+        rows.append({
+            **mine.cell.as_dict(), "machine_a": names[0], "machine_b": names[1],
+            "median_a_s": time_a.value, "ci_a_low_s": time_a.low, "ci_a_high_s": time_a.high,
+            "median_b_s": time_b.value, "ci_b_low_s": time_b.low, "ci_b_high_s": time_b.high,
+            "processes_a": time_a.processes, "processes_b": time_b.processes, "ci_scope": ratio.scope,
+            "ratio": ratio.value, "ratio_ci_low": ratio.low, "ratio_ci_high": ratio.high,
+            "verdict": judged, "verdict_note": note,
+            "end_to_end_ratio": e2e.value, "end_to_end_ratio_ci_low": e2e.low, "end_to_end_ratio_ci_high": e2e.high,
+            "speedup_a": speed_a.get(mine.cell, math.nan), "speedup_b": speed_b.get(mine.cell, math.nan),
+            "b_inside_a_ci": bool(time_a.low <= time_b.value <= time_a.high),
+            "unstable_a": unstable["a"], "unstable_b": unstable["b"],
+        })
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+# environment.json fields that can explain a difference, and how to show them
+PROVENANCE_FIELDS = {
+    "CPU": lambda e: e.get("cpu_model"),
+    "logical cores": lambda e: e.get("logical_cores"),
+    "usable cores": lambda e: e.get("usable_cores"),
+    "memory (GiB)": lambda e: round(e["memory_bytes"] / 2**30) if e.get("memory_bytes") else None,
+    "GPU": lambda e: ", ".join(g.get("name", "") for g in e.get("gpus") or []) or None,
+    "NVIDIA driver": lambda e: e.get("nvidia_driver"),
+    "CUDA (torch build)": lambda e: e.get("torch_cuda_build"),
+    "PyTorch": lambda e: e.get("torch_version"),
+    "NumPy": lambda e: e.get("numpy_version"),
+    "NumPy's BLAS": lambda e: " ".join(filter(None, [(e.get("numpy_blas") or {}).get("name"),
+                                                      (e.get("numpy_blas") or {}).get("version")])) or None,
+    "BLAS thread pools": lambda e: ", ".join(sorted({f"{p.get('internal_api')} {p.get('version')}"
+                                                     for p in e.get("threadpools") or []})) or None,
+    "thread variables": lambda e: ", ".join(f"{k}={v}" for k, v in sorted((e.get("thread_env") or {}).items()) if v)
+    or "none set",
+    "torch threads": lambda e: e.get("torch_threads"),
+    "TF32 for float32 matmuls": lambda e: e.get("tf32_matmul_default"),
+    "BLAS/OpenMP variables": lambda e: ", ".join(f"{k}={v}" for k, v in (e.get("blas_env") or {}).items()) or "none set",
+    "Python": lambda e: e.get("python"),
+    "OS": lambda e: e.get("os"),
+    "CPU governor": lambda e: e.get("cpu_governor"),
+}
+
+
+def _settings_of(cells: list[MeasuredCell]) -> dict:
+    """What the records say about how they were measured (not in environment.json)."""
+    ok = [mc.first for mc in cells if mc.ok]
+    settings = [r.get("settings") or {} for r in ok]
+    return {
+        "pinned host memory": sorted({s.get("pinned_memory") for s in settings if "pinned_memory" in s}) or None,
+        "TF32 used in cells": sorted({s.get("tf32_matmul") for s in settings if "tf32_matmul" in s}) or None,
+        "processes per cell": sorted({len(mc.ok) for mc in cells if mc.ok}) or None,
+    }
+
+
+def provenance_diff(environments: dict[str, dict], cells: dict[str, list[MeasuredCell]]) -> pd.DataFrame:
+    """Every field that differs between the machines: one row per field, a column per machine."""
+    rows = []
+    for field_name, read in PROVENANCE_FIELDS.items():
+        values = {label: read(env) for label, env in environments.items()}
+        if len({str(v) for v in values.values()}) > 1:
+            rows.append({"field": field_name, **{k: "" if v is None else str(v) for k, v in values.items()}})
+    settings = {label: _settings_of(c) for label, c in cells.items()}
+    for field_name in next(iter(settings.values())):
+        values = {label: s[field_name] for label, s in settings.items()}
+        if len({str(v) for v in values.values()}) > 1:
+            rows.append({"field": field_name, **{k: ", ".join(map(str, v or [])) for k, v in values.items()}})
+    return pd.DataFrame(rows, columns=["field", *environments])
+
+
+def same_hardware(environments: dict[str, dict]) -> list[tuple[str, str]]:
+    """Pairs of labels whose environment.json records the same hardware fingerprint."""
+    labels = list(environments)
+    pairs = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            fa, fb = environments[a].get("fingerprint") or {}, environments[b].get("fingerprint") or {}
+            if fa.get("cpu_model") and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
+                pairs.append((a, b))
+    return pairs
+
+
+@dataclass
+class Comparison:
+    """Everything a comparison of machines writes, before it is written."""
+
+    labels: list[str]
+    comparison: pd.DataFrame  # every machine against the first
+    provenance: pd.DataFrame
+    tables: dict[str, dict[str, pd.DataFrame]]  # per machine, its own tables
+    environments: dict[str, dict]
+    same_hardware: list[tuple[str, str]]
+
+
+def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Comparison:
+    labels = [s.label for s in sources]
+    if len(set(labels)) != len(labels):
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        raise SourceError(f"the label {repeated[0]!r} is given twice: compare names each machine once")
+    environments = {s.label: s.environment() for s in sources}
+    cells = {s.label: s.cells(analysis) for s in sources}
+    tables = {s.label: s.tables(analysis) for s in sources}
+    reference = sources[0].label
+    parts = []
+    for other in labels[1:]:
+        part = compare_pair(cells[reference], cells[other], (reference, other), min_effect,
+                            (tables[reference]["speedups"], tables[other]["speedups"]), analysis.confidence)
+        if part.empty:
+            raise SourceError(f"{reference} and {other} have no measured cell in common (same op, library, "
+                              "device, dtype, size and threads): nothing to compare")
+        parts.append(part)
+    return Comparison(labels, pd.concat(parts, ignore_index=True), provenance_diff(environments, cells), tables,
+                      environments, same_hardware(environments))
+
+
+def reproducibility(comparison: pd.DataFrame, speedups: dict[str, pd.DataFrame]) -> dict:
+    """Two runs of one machine: how many medians of the second lie inside the first's CIs,
+    the worst disagreement, and how many speedup verdicts flip between faster and slower."""
+    a, b = comparison["machine_a"].iloc[0], comparison["machine_b"].iloc[0]
+    keys = [*CELL_COLUMNS]
+    joined = speedups[a].merge(speedups[b], on=keys, suffixes=("_a", "_b"))
+    flips = joined[
+        ((joined["speedup_verdict_a"] == "faster") & (joined["speedup_verdict_b"] == "slower"))
+        | ((joined["speedup_verdict_a"] == "slower") & (joined["speedup_verdict_b"] == "faster"))
+    ]
+    changed = joined[joined["speedup_verdict_a"] != joined["speedup_verdict_b"]]
+    worst = comparison["ratio"].map(lambda r: max(r, 1 / r) if r > 0 else math.inf)
+    half_widths = ((comparison["ci_a_high_s"] - comparison["ci_a_low_s"]) / 2 / comparison["median_a_s"]).dropna()
+    return {
+        "cells": len(comparison),
+        "inside": int(comparison["b_inside_a_ci"].sum()),
+        "worst_ratio": float(worst.max()) if len(worst) else math.nan,
+        "worst_cell": Cell.from_dict(comparison.loc[worst.idxmax()]).key if len(worst) else "",
+        "median_rel_halfwidth": float(half_widths.median()) if len(half_widths) else math.nan,
+        "verdicts": len(joined),
+        "verdicts_changed": len(changed),
+        "flips": len(flips),
+        "flipped_cells": [Cell.from_dict(r).key for _, r in flips.iterrows()],
+    }

@@ -1,0 +1,93 @@
+"""The roofline model on the tidy tables: each device's measured roofs, and for each cell
+the roof that bounds it and how close it comes.
+
+A roof is the best rate any library reached on the device (the machine can do at least
+that much), so a cell is measured against the device, not against its own library.
+Results from before the roofs were measured have no roofs table: every function then
+returns no bounds rather than failing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+ROOF_COLUMNS = ["device", "device_name", "kind", "dtype", "library", "value", "ci_low", "ci_high", "unit"]
+BOUND_COLUMNS = ["memory_gbs", "compute_gflops", "ridge", "bound", "attainable_gflops", "roof_fraction"]
+
+
+def _no_roofs(roofs: pd.DataFrame | None) -> bool:
+    return roofs is None or roofs.empty or not {"device", "kind", "status", "value"} <= set(roofs.columns)
+
+
+def device_roofs(roofs: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per roof: each device's memory roof (GB/s) and its compute roof per dtype
+    (GFLOP/s), the best over libraries among the ok measurements."""
+    if _no_roofs(roofs):
+        return pd.DataFrame(columns=ROOF_COLUMNS)
+    ok = roofs[(roofs["status"] == "ok") & roofs["value"].notna() & (roofs["value"] > 0)]
+    if ok.empty:
+        return pd.DataFrame(columns=ROOF_COLUMNS)
+    # The memory roof counts bytes, so the dtype its triad ran in does not split it.
+    keys = ok["kind"].map({"memory": ""}).fillna(ok["dtype"])
+    best = ok.loc[ok.assign(_key=keys).groupby(["device", "kind", "_key"])["value"].idxmax()]
+    return best.reindex(columns=ROOF_COLUMNS).sort_values(["device", "kind", "dtype"]).reset_index(drop=True)
+
+
+def attainable(intensity, memory_gbs, compute_gflops):
+    """The roofline: GFLOP/s a kernel of this intensity (FLOP/byte) can reach at most."""
+    result = np.minimum(compute_gflops, np.multiply(intensity, memory_gbs))
+    return float(result) if np.ndim(result) == 0 else result
+
+
+def _memory_roofs(best: pd.DataFrame) -> pd.Series:
+    return best[best["kind"] == "memory"].set_index("device")["value"].astype(float)
+
+
+def roof_pairs(roofs: pd.DataFrame | None) -> pd.DataFrame:
+    """Per device and dtype with a compute roof: memory roof, compute roof and the ridge
+    point between them (FLOP/byte)."""
+    best = device_roofs(roofs)
+    compute = best[best["kind"] == "compute"]
+    frame = pd.DataFrame({
+        "device": compute["device"].astype(str).to_numpy(),
+        "dtype": compute["dtype"].astype(str).to_numpy(),
+        "compute_gflops": compute["value"].to_numpy(dtype=float),
+    })
+    frame["memory_gbs"] = frame["device"].map(_memory_roofs(best)).astype(float)
+    frame["ridge"] = frame["compute_gflops"] / frame["memory_gbs"]
+    return frame
+
+
+def bounds(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> pd.DataFrame:
+    """The ok timing rows with, for each, its roofs, the ridge point (FLOP/byte), the bound
+    ("memory" below the ridge, "compute" at or above it), the attainable GFLOP/s and the
+    fraction of it achieved. NaN where the device lacks a roof for the cell's dtype."""
+    if "status" not in timings:  # a machine with no cells at all
+        return pd.DataFrame(columns=[*timings.columns, *BOUND_COLUMNS])
+    ok = timings[timings["status"] == "ok"]
+    best = device_roofs(roofs)
+    compute = best[best["kind"] == "compute"].set_index(["device", "dtype"])["value"].astype(float)
+    out = ok.copy()
+    out["memory_gbs"] = ok["device"].map(_memory_roofs(best)).astype(float)
+    keys = pd.MultiIndex.from_arrays([ok["device"].astype(str), ok["dtype"].astype(str)])
+    out["compute_gflops"] = compute.reindex(keys).to_numpy(dtype=float) if len(ok) else np.array([], dtype=float)
+    out["ridge"] = out["compute_gflops"] / out["memory_gbs"]
+    intensity = ok["intensity"].astype(float)
+    known = out["ridge"].notna() & intensity.notna()
+    out["bound"] = pd.Series(np.where(intensity < out["ridge"], "memory", "compute"), index=ok.index,
+                             dtype=object).where(known)
+    out["attainable_gflops"] = attainable(intensity, out["memory_gbs"], out["compute_gflops"]).where(known)
+    out["roof_fraction"] = ok["gflops"].astype(float) / out["attainable_gflops"]
+    return out
+
+
+def fmt_rate(value: float) -> str:
+    """A rate or ratio at about two significant digits without powers of ten: 7.5, 31, 1,250."""
+    if not math.isfinite(value):
+        return "–"
+    if abs(value) >= 10:
+        return f"{value:,.0f}"
+    return f"{value:.2g}"

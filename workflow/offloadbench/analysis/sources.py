@@ -1,0 +1,76 @@
+"""A machine's results as found on disk: a folder under results/, a folder elsewhere (the
+shipped H200 example), or an unpacked bundle. Everything the analysis needs is rebuilt
+from the raw records, so results of an older pipeline version are read by this one's code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import UserError
+from ..records import MalformedRecord
+from .measured import Analysis, MeasuredCell, load_cells
+from .tables import build_tables_of
+
+DEVICE_RECORD_FOLDERS = ("transfer", "roofs")
+NOT_CELLS = ("transfer", "roofs", "rounds", ".partial")
+
+
+class SourceError(UserError):
+    """A results folder or bundle that cannot be compared or rendered; one line says why."""
+
+
+@dataclass(frozen=True)
+class Source:
+    label: str
+    folder: Path
+
+    @property
+    def raw(self) -> Path:
+        return self.folder / "raw"
+
+    def environment(self) -> dict:
+        path = self.folder / "environment.json"
+        if not path.is_file():
+            raise SourceError(f"{self.folder}: no environment.json here, so these are no offloadbench results")
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise SourceError(f"{path}: not valid JSON ({error.msg})") from None
+
+    def record_paths(self) -> list[Path]:
+        """Every cell record: raw/<op>/<stem>/p<k>.json, and the older raw/<op>/<stem>.json."""
+        if not self.raw.is_dir():
+            raise SourceError(f"{self.folder}: no raw/ folder with records")
+        paths = []
+        for op_dir in sorted(p for p in self.raw.iterdir() if p.is_dir() and p.name not in NOT_CELLS):
+            paths += sorted(op_dir.glob("*/p*.json")) + sorted(op_dir.glob("*.json"))
+        if not paths:
+            raise SourceError(f"{self.folder}: raw/ holds no cell records")
+        return paths
+
+    def device_records(self, kind: str) -> list[Path]:
+        return sorted((self.raw / kind).glob("*.json"))
+
+    def cells(self, analysis: Analysis) -> list[MeasuredCell]:
+        try:
+            return load_cells(self.record_paths(), self.environment(), analysis, self.label)
+        except MalformedRecord as error:
+            raise SourceError(str(error)) from None
+
+    def tables(self, analysis: Analysis) -> dict[str, pd.DataFrame]:
+        """Every table of one machine, rebuilt from its raw records by this version's code."""
+        try:
+            return build_tables_of(self.cells(analysis), self.device_records("transfer"),
+                                   self.device_records("roofs"), self.label, analysis)
+        except MalformedRecord as error:
+            raise SourceError(str(error)) from None
+
+
+def label_of(folder: Path) -> str:
+    """A results folder's label: the folder's name (results/<label>/, tests/data/h200)."""
+    return folder.resolve().name

@@ -1,0 +1,160 @@
+"""Bundles: one machine's results in one file, to carry back from a cluster node or a lab
+GPU box and compare or re-render elsewhere. A bundle holds the raw records, the rounds,
+the copy sweep and roofs, environment.json, the tables and the config of the run; not the
+figures or reports, which are rebuilt from the records without torch.
+
+Also where the sources of a comparison are found: a machine label of this run or under
+results/, a results folder anywhere, or a bundle.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+
+BUNDLE_SUFFIX = ".tar.gz"
+SKIPPED_IN_BUNDLES = (".partial",)  # records of an unfinished round
+
+
+class BundleError(UserError):
+    """A bundle that cannot be made or unpacked; the message is one line."""
+
+
+def bundle_members(folder: Path) -> list[Path]:
+    """The files of a results folder that go into its bundle."""
+    members = [p for p in (folder / "environment.json",) if p.exists()]
+    members += sorted(folder.glob("*.csv"))
+    members += sorted(
+        p for p in (folder / "raw").rglob("*.json")
+        if not any(part in SKIPPED_IN_BUNDLES for part in p.relative_to(folder).parts)
+    )
+    return members
+
+
+def make_bundle(folder: Path, out: Path, label: str, config_text: str) -> int:
+    """Write `out` (a .tar.gz) with the results of `folder` under `<label>/`; returns the
+    number of files. Written atomically: a reader never sees half a bundle."""
+    members = bundle_members(folder)
+    if not (folder / "environment.json").exists():
+        raise BundleError(f"{folder}: no environment.json, so no results to bundle")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    try:
+        with tarfile.open(tmp, "w:gz") as tar:
+            for path in members:
+                tar.add(path, arcname=f"{label}/{path.relative_to(folder)}", recursive=False)
+            data = config_text.encode("utf-8")
+            info = tarfile.TarInfo(f"{label}/config.yaml")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return len(members) + 1
+
+
+def unpack(bundle: Path, dest: Path) -> Path:
+    """Unpack a bundle into `dest` (its results folder), refusing paths that leave it;
+    the folder appears whole or not at all."""
+    try:
+        with tarfile.open(bundle, "r:gz") as tar:
+            return _unpack_into(tar, bundle, dest)
+    except (OSError, tarfile.TarError) as error:
+        raise BundleError(f"{bundle}: not a readable bundle ({error})") from None
+
+
+def _unpack_into(tar: tarfile.TarFile, bundle: Path, dest: Path) -> Path:
+    names = tar.getnames()
+    tops = {name.split("/", 1)[0] for name in names}
+    if len(tops) != 1 or not any(n.endswith("/environment.json") for n in names):
+        raise BundleError(f"{bundle}: not an offloadbench bundle (expected one folder with environment.json)")
+    for member in tar.getmembers():
+        target = (dest / member.name).resolve()
+        if not (member.isfile() or member.isdir()) or dest.resolve() not in target.parents:
+            raise BundleError(f"{bundle}: refusing {member.name!r}, which would land outside {dest}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest.parent))
+    try:
+        tar.extractall(staging, filter="data")
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(staging / tops.pop(), dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where a compared or rendered machine's results come from."""
+
+    label: str
+    folder: Path  # where its results are (for a bundle: where it is unpacked)
+    bundle: Path | None = None
+    measured_here: bool = False  # produced by this run's own jobs
+
+
+def resolve_sources(entries: list[str], results_dir: str, machines: list[str], key: str) -> list[SourceSpec]:
+    """Turn config entries into sources; one line names the entry that is wrong."""
+    specs = []
+    for i, entry in enumerate(entries):
+        where = f"config key {key}[{i}]"
+        path = Path(entry)
+        if entry in machines:
+            specs.append(SourceSpec(entry, Path(results_dir) / entry, measured_here=True))
+        elif entry.endswith(BUNDLE_SUFFIX):
+            if not path.is_file():
+                raise BundleError(f"{where}: no bundle {entry!r}")
+            label = path.name[: -len(BUNDLE_SUFFIX)]
+            specs.append(SourceSpec(label, Path(results_dir) / "sources" / label, bundle=path))
+        elif (path / "environment.json").is_file():
+            specs.append(SourceSpec(path.resolve().name, path))
+        elif (Path(results_dir) / entry / "environment.json").is_file():
+            specs.append(SourceSpec(entry, Path(results_dir) / entry))
+        else:
+            raise BundleError(
+                f"{where}: {entry!r} is neither a machine of this run, nor results/{entry}/, nor a results "
+                f"folder with environment.json, nor a {BUNDLE_SUFFIX} bundle"
+            )
+    labels = [s.label for s in specs]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise BundleError(f"config key {key}: the label {label!r} is given twice; name each machine once")
+    return specs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m offloadbench.bundles make <folder> <out> <label> <config as JSON> [log]`
+    or `python -m offloadbench.bundles unpack <bundle> <dest> [log]`."""
+    import sys
+
+    from .logs import run_logged
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) >= 3 and args[0] == "unpack":
+        run_logged(args[3] if len(args) > 3 else None, lambda: unpack(Path(args[1]), Path(args[2])))
+        return 0
+    if len(args) >= 5 and args[0] == "make":
+        import json
+
+        import yaml
+
+        config_text = yaml.safe_dump(json.loads(args[4]), sort_keys=True)
+        run_logged(args[5] if len(args) > 5 else None,
+                   lambda: make_bundle(Path(args[1]), Path(args[2]), args[3], config_text))
+        return 0
+    print(main.__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

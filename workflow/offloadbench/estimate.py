@@ -1,0 +1,259 @@
+"""How long a grid will take, from the ops' FLOP and byte models and the machine's roofs.
+
+    python -m offloadbench.estimate --configfile config/paper.yaml --roofs results/h200
+
+A cell's call takes max(FLOP / compute roof, bytes / memory roof) plus a launch latency;
+its time in one process follows the measure settings (warm-up blocks, samples until the
+CI or the budget, at least the floor of samples) for each of its timed regions; each round
+pays its workers' imports. Roofs come from a machine's measured roofs (raw/roofs/*.json or
+roofs.csv), else from its best measured matmul rates (timings.csv), else from FALLBACK,
+rates of an ordinary laptop. The estimate is meant to be right within a factor of about
+two; the report compares it with the real time so that it can be improved.
+
+Pure Python: the Snakefile and the round jobs use it, neither loads numpy or pandas for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import statistics
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import grid
+from .catalogue import get_spec
+from .cells import ALL_THREADS, Cell
+from .units import fmt_duration
+
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+# Fraction of the matmul peak an op reaches where compute bounds it (its FLOPs are not all
+# fused multiply-adds, or it has little parallelism); ops not named are memory-bound anyway.
+COMPUTE_EFFICIENCY = {"matmul": 0.9, "compute_then_plot": 0.9, "batched_matmul": 0.3, "solve": 0.5,
+                      "eigh": 0.1, "fft2": 0.2, "sort": 0.05}
+ROW_SAMPLED_CHECKS = ("matmul", "compute_then_plot")  # their float64 reference covers sampled rows only
+LATENCY_S = {"cpu": 2e-6, "gpu": 1.5e-5}  # a call's fixed cost: dispatch, a kernel launch
+IMPORT_S = {"numpy": 0.3, "torch": 2.5, "cuda": 3.0}  # a worker's start; CUDA's context on top
+PLOT_S, PLOT_PIXEL_S = 0.15, 50e-9  # matplotlib's imshow and PNG, as measured on laptops
+SAMPLES_TO_CONVERGE = 30  # typical samples until a median is known to ±2% on a noisy laptop
+ROUND_OVERHEAD_S = 1.5  # Snakemake's job, the system check, publishing the records
+FIXED_S = 20.0  # the environment job, tables, figures and report of a small grid
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """Rates a machine sustains with every core (cpu) or on its GPU."""
+
+    cpu_cores: int
+    cpu_gflops: dict[str, float]  # per dtype
+    cpu_gbs: float
+    gpu_gflops: dict[str, float] = field(default_factory=dict)
+    gpu_gbs: float = 1000.0
+    link_gbs: float = 10.0  # pageable host<->device copies
+    source: str = "fallback"
+
+    def compute(self, device: str, dtype: str) -> float:
+        rates = self.cpu_gflops if device == "cpu" else self.gpu_gflops
+        return rates.get(dtype) or rates.get("float32") or min(rates.values(), default=10.0)
+
+
+FALLBACK = Roofs(cpu_cores=4, cpu_gflops={"float32": 100.0, "float64": 50.0, "float16": 5.0, "bfloat16": 5.0},
+                 cpu_gbs=10.0, gpu_gflops={"float32": 10_000.0, "float64": 1_000.0, "float16": 50_000.0,
+                                            "bfloat16": 50_000.0}, gpu_gbs=1000.0, link_gbs=10.0)
+
+
+def call_seconds(cell: Cell, roofs: Roofs) -> dict[str, float]:
+    """Predicted seconds per call of each timed region of a cell."""
+    spec, itemsize = get_spec(cell.op), ITEMSIZE[cell.dtype]
+    n, device = cell.size, cell.device
+    gpu = device != "cpu"
+    # "all" means the cores of the machine estimated for, which need not be this one
+    threads = roofs.cpu_cores if cell.threads == ALL_THREADS else int(cell.threads)
+    share = 1.0 if gpu else min(1.0, threads / roofs.cpu_cores)
+    compute = roofs.compute(device, cell.dtype) * share * COMPUTE_EFFICIENCY.get(cell.op, 0.5)
+    memory = (roofs.gpu_gbs if gpu else roofs.cpu_gbs * min(1.0, 4 * share))
+    op_s = max(spec.flops(n) / (compute * 1e9), spec.traffic(n, itemsize) / (memory * 1e9))
+    regions = {"compute": op_s + LATENCY_S["gpu" if gpu else "cpu"]}
+    copies = 0.0
+    if gpu:
+        regions["h2d"] = spec.input_bytes(n, itemsize) / (roofs.link_gbs * 1e9) + LATENCY_S["gpu"]
+        regions["d2h"] = spec.output_bytes(n, itemsize) / (roofs.link_gbs * 1e9) + LATENCY_S["gpu"]
+        copies = regions["h2d"] + regions["d2h"]
+    finish = PLOT_S + PLOT_PIXEL_S * n * n if spec.finish else 0.0
+    if finish:
+        regions["finish"] = finish
+    if cell.library == "torch" or finish:
+        regions["end_to_end"] = regions["compute"] + copies + finish
+    return regions
+
+
+def region_seconds(call_s: float, measure: dict) -> float:
+    """Warm-up and sampling of one region under the measure settings."""
+    sample = max(call_s, measure["min_sample_s"])
+    warmup = call_s + min(measure["warmup_budget_s"], 3 * sample)
+    sampling = min(measure["budget_s"], max(measure["min_sampling_s"], SAMPLES_TO_CONVERGE * sample))
+    floor = measure["min_samples"] * sample  # taken even past the budget
+    return warmup + max(sampling, floor)
+
+
+def cell_seconds(cell: Cell, measure: dict, roofs: Roofs) -> float:
+    """One process's time on a cell: inputs, the float64 check, and every region."""
+    spec = get_spec(cell.op)
+    regions = call_seconds(cell, roofs)
+    inputs = spec.input_bytes(cell.size, 8) / 0.5e9  # drawing float64 random numbers
+    check = call_seconds(replace(cell, library="numpy", device="cpu", dtype="float64", threads="1"), roofs)["compute"]
+    if cell.op in ROW_SAMPLED_CHECKS:
+        check *= min(1.0, measure["check_rows"] / cell.size)
+    return inputs + check + sum(region_seconds(s, measure) for s in regions.values())
+
+
+@dataclass(frozen=True)
+class Estimate:
+    rounds: int
+    cells: int  # cell-processes to measure
+    measure_s: float
+    other_s: float
+    source: str
+
+    @property
+    def total_s(self) -> float:
+        return self.measure_s + self.other_s
+
+    def line(self, machine: str) -> str:
+        return (f"{machine}: about {fmt_duration(self.total_s)} for {self.cells} cell-processes in {self.rounds} "
+                f"rounds ({fmt_duration(self.measure_s)} measuring), from {self.source}")
+
+
+def workers_seconds(cells: list[Cell]) -> float:
+    workers = {(c.library, c.device, c.threads) for c in cells}
+    return sum(IMPORT_S[lib] + (IMPORT_S["cuda"] if device == "cuda" else 0.0) for lib, device, _ in workers)
+
+
+def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None = None,
+                 available: dict[str, bool] | None = None) -> Estimate:
+    """The duration of a run: `todo` maps each round to the cells it still has to measure
+    (the whole grid by default); cells of devices not `available` cost nothing."""
+    cells = grid.expand(config["grid"])
+    rounds = range(1, config["measure"]["processes"] + 1)
+    todo = todo if todo is not None else {k: cells for k in rounds}
+    available = available or {"cpu": True}
+    measure_s, count = 0.0, 0
+    for round_cells in todo.values():
+        live = [c for c in round_cells if available.get(c.device, False) or c.library == "numpy"]
+        measure_s += sum(cell_seconds(c, config["measure"], roofs) for c in live) + workers_seconds(live)
+        measure_s += ROUND_OVERHEAD_S if round_cells else 0.0
+        count += len(round_cells)
+    other = FIXED_S + 0.002 * len(cells) * len(rounds)
+    for device in config["roofs"]["devices"]:
+        if available.get(device, False):
+            points = 1 + sum(d in ("float32", "float64") or device != "cpu" for d in config["grid"]["dtypes"])
+            other += IMPORT_S["torch"] + points * 2 * (config["roofs"]["budget_s"] + 0.3)
+    for device in config["transfer"]["devices"]:
+        if available.get(device, False):
+            other += IMPORT_S["torch"] + 4 * len(config["transfer"]["sizes"]) * (config["transfer"]["budget_s"] + 0.1)
+    return Estimate(len(todo), count, measure_s, other, roofs.source)
+
+
+def _median_rate(work: float, samples: list[float]) -> float:
+    return work / statistics.median(samples) / 1e9
+
+
+def roofs_from_records(paths, cores: int) -> Roofs | None:
+    """Roofs from raw/roofs/<device>.json records (the best library per roof)."""
+    found = {"cpu_gflops": {}, "gpu_gflops": {}, "cpu_gbs": None, "gpu_gbs": None}
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        side = "cpu" if record["device"] == "cpu" else "gpu"
+        for point in record["points"]:
+            if point["status"] != "ok" or not point.get("samples_s"):
+                continue
+            if point["kind"] == "memory":
+                rate = _median_rate(point["bytes"], point["samples_s"])
+                found[f"{side}_gbs"] = max(found[f"{side}_gbs"] or 0.0, rate)
+            else:
+                rate = _median_rate(point["flops"], point["samples_s"])
+                rates = found[f"{side}_gflops"]
+                rates[point["dtype"]] = max(rates.get(point["dtype"], 0.0), rate)
+    if not found["cpu_gflops"] and not found["gpu_gflops"]:
+        return None
+    return replace(
+        FALLBACK, cpu_cores=cores,
+        cpu_gflops=found["cpu_gflops"] or FALLBACK.cpu_gflops, cpu_gbs=found["cpu_gbs"] or FALLBACK.cpu_gbs,
+        gpu_gflops=found["gpu_gflops"] or FALLBACK.gpu_gflops, gpu_gbs=found["gpu_gbs"] or FALLBACK.gpu_gbs,
+        source="the roofs measured on this machine",
+    )
+
+
+def roofs_from_timings(path: Path, cores: int) -> Roofs | None:
+    """Roofs from a results folder without roofs: its best matmul rates (memory: fallback)."""
+    rates: dict[str, dict[str, float]] = {"cpu": {}, "gpu": {}}
+    with open(path, encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if row["op"] == "matmul" and row["status"] == "ok" and row.get("gflops"):
+                side = "cpu" if row["device"] == "cpu" else "gpu"
+                rates[side][row["dtype"]] = max(rates[side].get(row["dtype"], 0.0), float(row["gflops"]))
+    if not rates["cpu"] and not rates["gpu"]:
+        return None
+    return replace(FALLBACK, cpu_cores=cores, cpu_gflops=rates["cpu"] or FALLBACK.cpu_gflops,
+                   gpu_gflops=rates["gpu"] or FALLBACK.gpu_gflops,
+                   source=f"the best matmul rates in {path} (memory and links: the fallback)")
+
+
+def roofs_for(folder: Path) -> Roofs:
+    """The best roofs a results folder offers: measured roofs, else its matmul rates, else FALLBACK."""
+    cores = FALLBACK.cpu_cores
+    env = folder / "environment.json"
+    if env.exists():
+        cores = json.loads(env.read_text()).get("usable_cores") or cores
+    measured = roofs_from_records(sorted((folder / "raw" / "roofs").glob("*.json")), cores)
+    if measured:
+        return measured
+    timings = folder / "timings.csv"
+    from_timings = roofs_from_timings(timings, cores) if timings.exists() else None
+    return from_timings or replace(FALLBACK, cpu_cores=cores, source="the fallback roofs (nothing measured here yet)")
+
+
+def remaining(config: dict, folder: Path) -> Estimate:
+    """What is left of a machine's run: the records still missing, with its roofs."""
+    from .layout import partial_relpath, record_relpath
+
+    raw = folder / "raw"
+    cells = grid.expand(config["grid"])
+    todo = {
+        k: [c for c in cells if not ((raw / record_relpath(c, k)).exists() or (raw / partial_relpath(c, k)).exists())]
+        for k in range(1, config["measure"]["processes"] + 1)
+    }
+    env_path = folder / "environment.json"
+    if env_path.exists():
+        reasons = json.loads(env_path.read_text()).get("devices") or {}
+        available = {device: reason is None for device, reason in reasons.items()}
+    else:
+        available = {"cpu": True, "cuda": shutil.which("nvidia-smi") is not None}
+    return estimate_run(config, roofs_for(folder), todo, available)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import yaml
+
+    from .config import validate
+
+    parser = argparse.ArgumentParser(description="Estimate how long a config's grid takes on a machine.")
+    parser.add_argument("--configfile", required=True)
+    parser.add_argument("--roofs", help="a results folder whose roofs (or matmul rates) to use")
+    parser.add_argument("--gpu", action="store_true", help="assume the machine has a CUDA GPU")
+    args = parser.parse_args(argv)
+    config = validate(yaml.safe_load(Path(args.configfile).read_text()))
+    roofs = roofs_for(Path(args.roofs)) if args.roofs else FALLBACK
+    available = {"cpu": True, "cuda": args.gpu}
+    estimate = estimate_run(config, roofs, available=available)
+    print(estimate.line(Path(args.configfile).stem))
+    per_round = estimate.measure_s / max(1, estimate.rounds)
+    print(f"per round: about {fmt_duration(per_round)}; besides measuring: about {fmt_duration(estimate.other_s)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The machine's roofs: memory bandwidth from a STREAM-style triad, and compute from a large
+matmul per dtype, in NumPy and PyTorch, on each device.
+
+The triad a = b + s·c counts three arrays of traffic per call, as STREAM does. PyTorch does
+it in one pass (`torch.add(..., alpha=s, out=a)`); NumPy has no fused form, so it runs in
+cache-sized blocks whose scaled copy stays in cache, which keeps the memory traffic at
+three arrays too. Arrays are far larger than the caches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import devices
+from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
+
+TRIAD_SCALE = 3.0
+BLOCK_ELEMENTS = 1 << 17  # 1 MiB of float64: stays in L2/L3 while the block is added
+
+
+@dataclass(frozen=True)
+class RoofSizes:
+    triad_bytes: int  # per array
+    matmul_n: int
+
+
+def _numpy_triad(a, b, c, s):
+    scratch = np.empty(min(BLOCK_ELEMENTS, a.size), dtype=a.dtype)
+
+    def run():
+        for start in range(0, a.size, BLOCK_ELEMENTS):
+            stop = min(start + BLOCK_ELEMENTS, a.size)
+            part = scratch[: stop - start]
+            np.multiply(c[start:stop], s, out=part)
+            np.add(b[start:stop], part, out=a[start:stop])
+
+    return run
+
+
+def triad_region(library: str, device: str, nbytes: int, torch=None) -> Region:
+    """One triad call over three arrays of `nbytes` each (float64 on the cpu, float32 on GPUs
+    that lack float64)."""
+    dtype = "float32" if device == "mps" else "float64"
+    n = nbytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(0)
+    b, c = (rng.random(n).astype(dtype) for _ in range(2))
+    if library == "numpy":
+        return Region("triad", _numpy_triad(np.empty_like(b), b, c, TRIAD_SCALE))
+    tb, tc = (torch.from_numpy(x).to(device) for x in (b, c))
+    ta = torch.empty_like(tb)
+    return Region("triad", lambda: torch.add(tb, tc, alpha=TRIAD_SCALE, out=ta), devices.synchronizer(device, torch))
+
+
+def matmul_region(library: str, device: str, dtype: str, n: int, torch=None) -> Region:
+    rng = np.random.default_rng(1)
+    host = [(rng.random((n, n)) * 2 - 1).astype("float32" if dtype == "bfloat16" else dtype) for _ in range(2)]
+    if library == "numpy":
+        a, b = host
+        return Region("matmul", lambda: a @ b)
+    a, b = (torch.from_numpy(x).to(device=device, dtype=getattr(torch, dtype)) for x in host)
+    return Region("matmul", lambda: a @ b, devices.synchronizer(device, torch))
+
+
+def compute_roof_exists(library: str, device: str, dtype: str) -> bool:
+    """CPU BLAS libraries have fast float32 and float64 only (half precision runs in slow
+    generic loops, no roof to speak of); MPS has no float64."""
+    if device == "cpu":
+        return dtype in ("float32", "float64")
+    return not (device == "mps" and dtype == "float64")
+
+
+def _measure(region: Region, budget_s: float) -> list[float]:
+    measured = measure_region(region, BlockRule(), WarmupRule(budget_s=min(1.0, budget_s)),
+                              StopRule(budget_s=budget_s, target_rel_ci=0.01))
+    return list(measured.samples_s)
+
+
+def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofSizes, budget_s: float, torch=None) -> list[dict]:
+    """Every roof point of one device: measured, or skipped/oom/error with a reason."""
+    points = []
+    for library in libraries:
+        if library == "numpy" and device != "cpu":
+            continue
+        reason = devices.unavailable_reason(device, torch) if library == "torch" else None
+        kinds = [("memory", "float64" if device != "mps" else "float32")] + [("compute", d) for d in dtypes]
+        for kind, dtype in kinds:
+            if kind == "compute" and not compute_roof_exists(library, device, dtype):
+                continue
+            point = {"library": library, "kind": kind, "dtype": dtype, "status": "ok", "reason": ""}
+            if kind == "memory":
+                point.update(bytes=3 * sizes.triad_bytes, size=sizes.triad_bytes)
+            else:
+                point.update(flops=2.0 * sizes.matmul_n**3, size=sizes.matmul_n)
+            if reason:
+                point.update(status="skipped", reason=reason)
+                points.append(point)
+                continue
+            try:
+                region = (triad_region(library, device, sizes.triad_bytes, torch) if kind == "memory"
+                          else matmul_region(library, device, dtype, sizes.matmul_n, torch))
+                point["samples_s"] = _measure(region, budget_s)
+            except Exception as error:  # noqa: BLE001 - a point's failure is recorded, calibration goes on
+                oom = devices.is_out_of_memory(error, torch)
+                point.update(status="oom" if oom else "error", reason=str(error).strip().splitlines()[0][:300])
+            finally:
+                devices.release_memory(device, torch)
+            points.append(point)
+    return points

@@ -1,0 +1,487 @@
+"""Figures of a comparison of machines: speedup curves overlaid, the time ratio per cell,
+break-even sizes and copy bandwidth, each machine in one colour throughout.
+
+Machine A, the first label, is the reference; every ratio is time on B ÷ time on A.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from itertools import pairwise
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.colors import to_rgb
+from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
+
+from ..analysis.compare import Comparison
+from ..cells import dtype_sort_key, thread_sort_key
+from ..units import format_bytes
+from .figures import (
+    MARKERS,
+    PANEL_ASPECT,
+    PANEL_HEIGHT_IN,
+    WEAK_NOTE,
+    _log_y,
+    _series_order,
+    _size_axis,
+    _with_series,
+    message_figure,
+    theme,
+    weak_cells,
+)
+
+# Line style of a speedup series: solid on a GPU, then one per CPU thread count.
+CPU_LINESTYLES = [(0, (1, 1.5)), (0, (5, 2)), (0, (6, 2, 1, 2)), (0, (2, 2))]
+VERDICT_FILL = {
+    "faster": "filled: B faster or slower (CI clear of 1)",
+    "slower": "filled: B faster or slower (CI clear of 1)",
+    "same": "grey: the same within the minimum effect",
+    "ambiguous": "pale: ambiguous (CI too wide to tell)",
+    "no verdict": "hollow: no verdict (unstable on a machine)",
+}
+DIRECTIONS = {"h2d": ("host→device", "-"), "d2h": ("device→host", (0, (5, 2)))}
+RATIO_NOTE = ("error bars: 95% CI of the ratio from both machines' bootstraps; the points of one size are "
+              "spread sideways to stay apart")
+MEMORY_MARKERS = {"pageable": "o", "pinned": "s"}
+MEMORY_FILLED = {"pageable": False, "pinned": True}  # hollow pageable tells it apart from pinned at a glance
+
+
+def machine_colours(labels: list[str]) -> dict[str, tuple]:
+    """One colour per machine, in label order, the same in every figure of a comparison."""
+    palette = sns.color_palette("colorblind", n_colors=max(len(labels), 3))
+    return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+
+
+def _names(comparison: Comparison) -> str:
+    first, *others = comparison.labels
+    return f"A = {first} (reference), B = {', '.join(others)}"
+
+
+def _none_of(labels: list[str]) -> str:
+    return f"Neither {labels[0]} nor {labels[1]}" if len(labels) == 2 else f"None of {', '.join(labels)}"
+
+
+def _header(text: str) -> tuple[Line2D, str]:
+    """A legend row that only names the section below it."""
+    return Line2D([], [], linestyle="none", gid="header"), text
+
+
+def _legend(fig: plt.Figure, rows: list[tuple]) -> None:
+    handles, labels = zip(*rows, strict=True)
+    legend = fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
+                        handlelength=2.6)
+    for handle, text in zip(handles, legend.get_texts(), strict=True):
+        if handle.get_gid() == "header":
+            text.set_fontweight("bold")
+
+
+def _title(fig: plt.Figure, text: str) -> None:
+    fig.suptitle(text, x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
+
+
+def _notes(fig: plt.Figure, notes: list[str]) -> None:
+    if notes:
+        fig.text(0.01, -0.02, "\n".join(notes), ha="left", va="top", fontsize="small")
+
+
+def _thin_log_ticks(ax, limit: int = 7) -> None:
+    """Keep only the powers of ten when 1-2-5 steps would crowd a log axis."""
+    ticks = ax.get_yticks()
+    decades = [t for t in ticks if np.isclose(np.log10(t), round(np.log10(t)))]
+    if len(ticks) > limit and len(decades) >= 2:
+        ax.set_yticks(decades)
+
+
+def _sizes(ax, sizes) -> None:
+    """The size axis of the per-machine figures, its labels turned when neighbours would touch
+    (uneven grids such as 2048, 4096, 10000 crowd before six even ones do)."""
+    _size_axis(ax, sizes)
+    sizes = sorted({int(s) for s in sizes})
+    if len(sizes) < 2:
+        return
+    lo, hi = ax.get_xlim()  # call after plotting and after any set_xlim
+    per_octave = ax.get_position().width * ax.figure.get_figwidth() / np.log2(hi / lo)
+    char_in = 0.62 * FontProperties(size=plt.rcParams["xtick.labelsize"]).get_size_in_points() / 72
+    if any(np.log2(b / a) * per_octave < (len(str(a)) + len(str(b))) / 2 * char_in + 0.08
+           for a, b in pairwise(sizes)):
+        ax.set_xticklabels([str(s) for s in sizes], rotation=45, ha="right", rotation_mode="anchor")
+
+
+def _facet_grid(frame: pd.DataFrame) -> sns.FacetGrid:
+    """Ops in rows, dtypes in columns, like the per-machine figures."""
+    rows = "op" if frame["op"].nunique() > 1 else None
+    return sns.FacetGrid(
+        frame, row=rows, col="dtype", row_order=sorted(frame["op"].unique()) if rows else None,
+        col_order=sorted(frame["dtype"].unique(), key=dtype_sort_key), height=PANEL_HEIGHT_IN,
+        aspect=PANEL_ASPECT, sharey=True, margin_titles=True, despine=False,
+    )
+
+
+def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
+    """Line style and marker per (library, device, threads): solid on a GPU, patterned on the CPU."""
+    keys = sorted({(r.library, r.device, r.threads) for r in frame.itertuples()},
+                  key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2])))
+    cpu = [k for k in keys if k[1] == "cpu"]
+    styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[cpu.index(k) % len(CPU_LINESTYLES)] for k in keys}
+    markers = {k: MARKERS[i % len(MARKERS)] for i, k in enumerate(keys)}
+    return styles, markers
+
+
+def speedups_figure(comparison: Comparison) -> plt.Figure:
+    """Every machine's speedup over its own NumPy, overlaid, with 95% CI bands."""
+    labels = comparison.labels
+    colours = machine_colours(labels)
+    parts = [_with_series(comparison.tables[m]["speedups"].assign(machine=m))
+             for m in labels if not comparison.tables[m]["speedups"].empty]
+    if not parts:
+        return message_figure("Speedup over NumPy", "No machine has a torch cell with a NumPy baseline to compare with.")
+    frame = pd.concat(parts, ignore_index=True)
+    frame["key"] = list(zip(frame["library"], frame["device"], frame["threads"], strict=True))
+    styles, markers = _series_styles(frame)
+    g = _facet_grid(frame)
+
+    def draw(data: pd.DataFrame, **_):
+        ax = plt.gca()
+        for (machine, key), group in data.groupby(["machine", "key"]):
+            group = group.sort_values("size")
+            colour = colours[machine]
+            ax.plot(group["size"], group["speedup"], color=colour, linestyle=styles[key], marker=markers[key],
+                    markersize=4, linewidth=1.3)
+            ax.fill_between(group["size"], group["speedup_ci_low"], group["speedup_ci_high"], color=colour,
+                            alpha=0.15, linewidth=0)
+            weak = weak_cells(group)
+            if weak.any():
+                ax.plot(group.loc[weak, "size"], group.loc[weak, "speedup"], linestyle="none", marker=markers[key],
+                        markersize=6, markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.2)
+
+    g.map_dataframe(draw)
+    for ax in g.axes.flat:
+        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+        _sizes(ax, frame["size"])
+        _log_y(ax, "×")
+        _thin_log_ticks(ax)
+    g.set_axis_labels("matrix size n (n×n)", "speedup over NumPy\n(×, log)")
+    g.set_titles(col_template="{col_name}", row_template="{row_name}")
+    g.tight_layout()
+    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
+
+    rows = []
+    for machine in labels:
+        series = frame[frame["machine"] == machine]
+        rows.append(_header(machine if machine != labels[0] else f"{machine} (A)"))
+        if series.empty:
+            rows.append((Line2D([], [], color=colours[machine], linestyle="none"), "  no torch cell with a baseline"))
+        for name in _series_order(series):
+            key = series.loc[series["series"] == name, "key"].iloc[0]
+            rows.append((Line2D([], [], color=colours[machine], linestyle=styles[key], marker=markers[key],
+                                markersize=4, linewidth=1.3), name))
+    _legend(g.figure, rows)
+    _title(g.figure, "Speedup over NumPy on each machine's own CPU")
+    _notes(g.figure, [WEAK_NOTE] if weak_cells(frame).any() else [])
+    return g.figure
+
+
+def _dodge(keys: list, sizes) -> dict:
+    """Multiplicative x offsets that spread series apart on a log size axis, within a fraction
+    of the gap between neighbouring sizes so that a cell's points stay near its size."""
+    sizes = np.sort(np.unique(np.asarray(sizes, dtype=float)))
+    gap = float(np.min(sizes[1:] / sizes[:-1])) if len(sizes) > 1 else 2.0
+    step = min(1.06, gap ** (0.45 / max(len(keys) - 1, 1)))
+    return {key: step ** (i - (len(keys) - 1) / 2) for i, key in enumerate(keys)}
+
+
+def _verdict_marker(verdict: str, colour) -> dict:
+    if verdict in ("faster", "slower"):
+        return {"markerfacecolor": colour}
+    if verdict == "same":
+        return {"markerfacecolor": "0.55"}
+    if verdict == "ambiguous":
+        pale = tuple(0.35 * np.asarray(to_rgb(colour)) + 0.65)  # a pale fill: between filled and hollow
+        return {"markerfacecolor": pale}
+    return {"markerfacecolor": "white"}
+
+
+def ratio_figure(comparison: Comparison) -> plt.Figure:
+    """Time on B ÷ time on A per cell with its 95% CI, one series per machine and library/device/threads."""
+    table = comparison.comparison
+    if table.empty:
+        return message_figure("Time ratio per cell", "No cell was measured with status ok on both machines.")
+    colours = machine_colours(comparison.labels)
+    frame = _with_series(table)
+    series = _series_order(frame)
+    markers = {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(series)}
+    others = [m for m in comparison.labels[1:] if m in set(frame["machine_b"])]
+    keys = [(m, s) for m in others for s in series if ((frame["machine_b"] == m) & (frame["series"] == s)).any()]
+    dodge = _dodge(keys, frame["size"])
+    g = _facet_grid(frame)
+
+    def draw(data: pd.DataFrame, **_):
+        ax = plt.gca()
+        for (machine, name), group in data.groupby(["machine_b", "series"]):
+            group = group.sort_values("size")
+            colour, marker = colours[machine], markers[name]
+            x = group["size"] * dodge[(machine, name)]
+            yerr = np.vstack([(group["ratio"] - group["ratio_ci_low"]).clip(lower=0),
+                              (group["ratio_ci_high"] - group["ratio"]).clip(lower=0)])
+            ax.errorbar(x, group["ratio"], yerr=yerr, fmt="none", ecolor=colour, elinewidth=0.9, capsize=2)
+            ax.plot(x, group["ratio"], color=colour, linewidth=0.7, alpha=0.5)
+            for verdict, cells in group.groupby("verdict"):
+                ax.plot(x[cells.index], cells["ratio"], linestyle="none", marker=marker, markersize=5,
+                        markeredgecolor=colour, markeredgewidth=1.0, **_verdict_marker(verdict, colour))
+
+    g.map_dataframe(draw)
+    for ax in g.axes.flat:
+        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+        _sizes(ax, frame["size"])
+        _log_y(ax, "×")
+        _thin_log_ticks(ax)
+    g.set_axis_labels("matrix size n (n×n)", "time on B ÷ time on A\n(×, log; below 1: B faster)")
+    g.set_titles(col_template="{col_name}", row_template="{row_name}")
+    g.tight_layout()
+    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
+
+    rows = [_header(f"B (colour), against A = {comparison.labels[0]}")]
+    for machine in others:
+        counts = frame.loc[frame["machine_b"] == machine, "verdict"].value_counts()
+        tally = ", ".join(f"{counts[v]} {v}" for v in ("faster", "slower", "same", "ambiguous", "no verdict")
+                          if v in counts)
+        rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), f"{machine}: {tally}"))
+    rows.append(_header("series (marker)"))
+    rows += [(Line2D([], [], color="0.3", marker=markers[s], linestyle="none", markersize=5), s) for s in series]
+    rows.append(_header("verdict (fill)"))
+    sample = colours[others[0]]  # in a machine's colour, for pale and grey to look as they do in the panels
+    shown = set()
+    for verdict in (v for v in VERDICT_FILL if v in set(frame["verdict"])):
+        if VERDICT_FILL[verdict] not in shown:  # faster and slower share their fill and their row
+            shown.add(VERDICT_FILL[verdict])
+            rows.append((Line2D([], [], color=sample, marker="o", linestyle="none", markersize=5,
+                                markeredgecolor=sample, **_verdict_marker(verdict, sample)), VERDICT_FILL[verdict]))
+    _legend(g.figure, rows)
+    _title(g.figure, f"Time per cell, B against A — {_names(comparison)}")
+    _notes(g.figure, [RATIO_NOTE])
+    return g.figure
+
+
+def _break_even_rows(comparison: Comparison) -> pd.DataFrame:
+    """One row per machine and GPU series: where it breaks even and how far its grid went."""
+    rows = []
+    for machine in comparison.labels:
+        speedups = comparison.tables[machine]["speedups"]
+        gpu = speedups[speedups["device"] != "cpu"]
+        for (op, dtype, device, threads), group in gpu.groupby(["op", "dtype", "device", "threads"]):
+            text = str(group["break_even"].iloc[0])
+            size = group["break_even_size"].iloc[0]
+            status = ("not reached" if pd.isna(size) or text.startswith("not reached")
+                      else "at or below" if text.startswith("at or below") else "reached")
+            name = group["device_name"].dropna()
+            rows.append({"machine": machine, "op": op, "dtype": dtype, "device": device, "threads": threads,
+                         "device_name": name.iloc[0] if not name.empty else "", "size": size, "status": status,
+                         "smallest": group["size"].min(), "largest": group["size"].max()})
+    return pd.DataFrame(rows)
+
+
+def _why_no_gpu(tables: dict[str, pd.DataFrame]) -> str:
+    timings = tables.get("timings")
+    if timings is None or timings.empty or not (timings["device"] != "cpu").any():
+        return "CPU only"
+    failed = timings[(timings["device"] != "cpu") & (timings["status"] != "ok")]
+    reasons = sorted(failed["reason"].dropna().astype(str).unique())
+    return textwrap.shorten("; ".join(reasons), 60, placeholder=" …") if reasons else "no NumPy baseline"
+
+
+def break_even_figure(comparison: Comparison) -> plt.Figure:
+    """Break-even size (copies counted) of each GPU series, one colour per machine."""
+    frame = _break_even_rows(comparison)
+    if frame.empty:
+        return message_figure(
+            "Break-even size",
+            f"{_none_of(comparison.labels)} has a GPU series with a NumPy baseline, so no "
+            "break-even size can be compared.\nRun on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+        )
+    colours = machine_colours(comparison.labels)
+    several_dtypes = frame["dtype"].nunique() > 1
+    categories = sorted({(r.op, r.dtype) for r in frame.itertuples()}, key=lambda c: (c[0], dtype_sort_key(c[1])))
+    in_label_order = frame.sort_values("machine", key=lambda column: column.map(comparison.labels.index))
+    keys = list(dict.fromkeys((r.machine, r.device, r.threads) for r in in_label_order.itertuples()))
+    offsets = {k: (i - (len(keys) - 1) / 2) * min(0.22, 0.7 / len(keys)) for i, k in enumerate(keys)}
+    devices = sorted(frame["device"].unique())
+    device_markers = {d: MARKERS[i % len(MARKERS)] for i, d in enumerate(devices)}
+    fig, ax = plt.subplots(figsize=(6.4, 1.3 + len(categories) * (0.22 + 0.08 * len(keys))))
+    ax.set_xscale("log", base=2)
+    for r in frame.itertuples():
+        y = categories.index((r.op, r.dtype)) + offsets[(r.machine, r.device, r.threads)]
+        colour, marker = colours[r.machine], device_markers[r.device]
+        if r.status == "not reached":
+            ax.plot(r.largest, y, marker=marker, markersize=6, markerfacecolor="white", markeredgecolor=colour,
+                    markeredgewidth=1.3, linestyle="none")
+            ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y),
+                        arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0, "shrinkB": 0})
+            ax.text(r.largest * 2.05, y, f"not reached (n > {int(r.largest)})", va="center", ha="left",
+                    fontsize="small", color=colour)
+        else:
+            ax.plot(r.size, y, marker=marker, markersize=6, color=colour, linestyle="none")
+            if r.status == "at or below":
+                ax.annotate("", xy=(r.size / 1.9, y), xytext=(r.size / 1.12, y),
+                            arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0,
+                                        "shrinkB": 0})
+    sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]}
+                   | {int(s) for s in frame["smallest"]} | {int(s) for s in frame["largest"]})
+    # Room for the arrows beyond the grid, and on the right for their "not reached" labels.
+    room_right = 8.0 if (frame["status"] == "not reached").any() else 1.5
+    ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == "at or below").any() else 1.5), max(sizes) * room_right)
+    _sizes(ax, sizes)
+    ax.set_yticks(range(len(categories)))
+    ax.set_yticklabels([f"{op}, {dtype}" if several_dtypes else op for op, dtype in categories])
+    ax.set_ylim(len(categories) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("break-even size n (n×n, log): from here on the GPU is faster with the copies counted")
+    fig.tight_layout()
+
+    rows = [_header("machine (colour)")]
+    for machine in comparison.labels:
+        mine = frame[frame["machine"] == machine]
+        if mine.empty:
+            rows.append((Line2D([], [], color=colours[machine], linewidth=2.5),
+                         f"{machine}: no GPU series ({_why_no_gpu(comparison.tables[machine])})"))
+            continue
+        for device, group in mine.groupby("device"):
+            name = next((n for n in group["device_name"] if n), "")
+            rows.append((Line2D([], [], color=colours[machine], marker=device_markers[device], linestyle="none",
+                                markersize=6), f"{machine}: {device}" + (f" ({name})" if name else "")))
+    rows.append(_header("how to read"))
+    rows.append((Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=6),
+                 "filled: break-even size (interpolated)"))
+    if (frame["status"] == "at or below").any():
+        rows.append((Line2D([], [], color="0.3", marker="$\u2190$", linestyle="none", markersize=9),
+                     "arrow left: at or below the smallest size"))
+    if (frame["status"] == "not reached").any():
+        rows.append((Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", markersize=6),
+                     "hollow, arrow right: not reached by the\nlargest size measured"))
+    _legend(fig, rows)
+    _title(fig, f"Break-even size of each GPU series — {_names(comparison)}")
+    return fig
+
+
+def _memory_marker(memory: str, colour) -> dict:
+    return {"marker": MEMORY_MARKERS.get(memory, "D"), "markersize": 4.5, "markeredgecolor": colour,
+            "markerfacecolor": colour if MEMORY_FILLED.get(memory, True) else "white", "markeredgewidth": 1.0}
+
+
+def bandwidth_figure(comparison: Comparison) -> plt.Figure:
+    """Host↔device copy bandwidth per machine against copy size, with each machine's link rate."""
+    colours = machine_colours(comparison.labels)
+    transfers = {m: comparison.tables[m]["transfer"] for m in comparison.labels}
+    ok = {m: t[t["status"] == "ok"] for m, t in transfers.items() if not t.empty}
+    ok = {m: t for m, t in ok.items() if not t.empty}
+
+    def reasons(machine: str) -> str:
+        return "; ".join(sorted(r for r in transfers[machine]["reason"].dropna().astype(str).unique() if r))
+
+    def missing(machine: str) -> str:
+        return f"{machine}: no copy measured" + (f" ({reasons(machine)})" if reasons(machine) else "")
+
+    if not ok:
+        why = "; ".join(f"{m}: {reasons(m)}" for m in comparison.labels if reasons(m))
+        return message_figure(
+            "Copy bandwidth",
+            f"No host↔device copy was measured on {', '.join(comparison.labels)}" + (f" ({why})" if why else "")
+            + ".\nRun on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+        )
+    frame = pd.concat(ok.values(), ignore_index=True)
+    directions = [d for d in DIRECTIONS if d in set(frame["direction"])]
+    # A panel per direction: the two directions often run at one rate and would hide each other.
+    fig, axes = plt.subplots(1, len(directions), sharey=True, squeeze=False,
+                             figsize=(PANEL_HEIGHT_IN * PANEL_ASPECT * len(directions) + 0.6, PANEL_HEIGHT_IN + 0.9))
+    links = frame.dropna(subset=["link_gbs"]).drop_duplicates(["machine", "device"])
+    ticks = sorted(frame["bytes"].unique())
+    for ax, direction in zip(axes.flat, directions, strict=True):
+        mine = frame[frame["direction"] == direction]
+        for (machine, _, memory), group in mine.groupby(["machine", "device", "memory"]):
+            group = group.sort_values("bytes")
+            yerr = np.vstack([(group["gbs"] - group["gbs_ci_low"]).clip(lower=0),
+                              (group["gbs_ci_high"] - group["gbs"]).clip(lower=0)])
+            ax.errorbar(group["bytes"], group["gbs"], yerr=yerr, color=colours[machine],
+                        linestyle=DIRECTIONS[direction][1], linewidth=1.2, capsize=2,
+                        **_memory_marker(memory, colours[machine]))
+        for link in links.itertuples():
+            ax.axhline(link.link_gbs, color=colours[link.machine], linestyle=":", linewidth=1.3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([format_bytes(t).replace(" ", "") for t in ticks], rotation=45 if len(ticks) > 4 else 0)
+        ax.minorticks_off()
+        ax.margins(x=0.08)  # keeps the outermost size labels of neighbouring panels apart
+        ax.set_title(DIRECTIONS[direction][0])
+        ax.set_xlabel("copy size")
+    ax = axes.flat[0]
+    ax.set_yscale("log")
+    if not links.empty:
+        # No copy beats its link, so a little room above the fastest link is all the plot needs.
+        ax.set_ylim(top=max(links["link_gbs"].max(), frame["gbs_ci_high"].max()) * 1.5)
+    _log_y(ax)
+    _thin_log_ticks(ax)
+    ax.set_ylabel("bandwidth (GB/s, log)")
+    fig.tight_layout()
+    fig.subplots_adjust(wspace=0.12)
+
+    rows = [_header("machine (colour; dotted: its link)")]
+    for machine in comparison.labels:
+        if machine not in ok:
+            rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), missing(machine)))
+            continue
+        for device, group in ok[machine].groupby("device"):
+            name = next((n for n in group["device_name"].dropna() if n), device)
+            link = group.dropna(subset=["link_gbs"])
+            text = f"{machine}: {name}"
+            if not link.empty:
+                kind = link["link"].iloc[0]
+                text += f"\n  link{f' {kind},' if isinstance(kind, str) and kind else ''} {link['link_gbs'].iloc[0]:.0f} GB/s"
+            rows.append((Line2D([], [], color=colours[machine], linestyle=":" if not link.empty else "none",
+                                linewidth=1.3, marker="o", markersize=4), text))
+    rows.append(_header("direction (line, panel)"))
+    rows += [(Line2D([], [], color="0.3", linestyle=DIRECTIONS[d][1], linewidth=1.2), DIRECTIONS[d][0])
+             for d in directions]
+    rows.append(_header("host memory (marker)"))
+    rows += [(Line2D([], [], color="0.3", linestyle="none", **_memory_marker(m, "0.3")), m)
+             for m in sorted(frame["memory"].unique())]
+    _legend(fig, rows)
+    _title(fig, f"Host↔device copy bandwidth — {_names(comparison)}")
+    _notes(fig, ["error bars: 95% CI of the median copy time"])
+    return fig
+
+
+COMPARE_FIGURES: dict[str, Callable[[Comparison], plt.Figure]] = {
+    "speedups": speedups_figure,
+    "ratio": ratio_figure,
+    "break_even": break_even_figure,
+    "bandwidth": bandwidth_figure,
+}
+
+COMPARE_CAPTIONS = {
+    "speedups": "Speedup of PyTorch over NumPy on each machine's own CPU against matrix size, every machine "
+                "overlaid in its colour, with 95% CI bands; above the dashed line at 1 PyTorch is faster. "
+                "Solid lines run on a GPU, patterned ones on the CPU, with the thread count in the legend.",
+    "ratio": "Time of each cell on machine B divided by its time on the reference A, with the 95% CI of the "
+             "ratio; below 1 B is faster. Filled markers differ by more than the minimum effect, grey ones are "
+             "the same within it, pale ones are ambiguous and hollow ones unstable on either machine.",
+    "break_even": "Smallest matrix size from which each GPU series beats NumPy with the copies counted (the "
+                  "end-to-end speedup's CI above 1), per machine. A hollow marker with an arrow was not reached "
+                  "by the largest size measured; an arrow to the left means at or below the smallest size.",
+    "bandwidth": "Host↔device copy bandwidth against copy size on each machine, per direction and host memory "
+                 "kind, with 95% CIs; the dotted line in a machine's colour is its link's nominal rate.",
+}
+
+assert set(COMPARE_CAPTIONS) == set(COMPARE_FIGURES), "every comparison figure needs a caption"
+
+
+def draw_comparison_figure(name: str, comparison: Comparison, pdf_path: str, png_path: str) -> None:
+    """Draw one comparison figure and save it as vector PDF and 300-dpi PNG."""
+    theme()
+    fig = COMPARE_FIGURES[name](comparison)
+    fig.savefig(pdf_path)
+    fig.savefig(png_path, dpi=300)
+    plt.close(fig)

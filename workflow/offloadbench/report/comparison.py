@@ -1,0 +1,177 @@
+"""The report of a comparison of machines: which machine is faster where, by how much and
+with what CI, break-even sizes side by side, the seed claims on each, what differs in
+their provenance, and, for two runs of one machine, how well they reproduce."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..analysis.compare import Comparison, reproducibility
+from ..cells import Cell, thread_sort_key
+from ..units import fmt_time
+from .compare_figures import COMPARE_CAPTIONS
+from .findings import finite
+from .markdown import markdown_table, to_html
+from .seed import check_seed_claims
+
+
+def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
+    """A time ratio B/A read as speed: "3.10× faster (95% CI 3.02–3.18×)"."""
+    if not finite(ratio):
+        return "–"
+    if ratio <= 1:
+        return f"{1 / ratio:.2f}× faster (95% CI {1 / hi:.2f}–{1 / lo:.2f}×)" if finite(lo) else f"{1 / ratio:.2f}× faster"
+    return f"{ratio:.2f}× slower (95% CI {lo:.2f}–{hi:.2f}×)" if finite(lo) else f"{ratio:.2f}× slower"
+
+
+def _series_name(row) -> str:
+    where = "the cpu" if row["device"] == "cpu" else row["device"]
+    threads = "" if row["device"] != "cpu" else f", {row['threads']} thread{'s' if row['threads'] != '1' else ''}"
+    return f"{row['op']} with {row['library']} on {where}{threads}, {row['dtype']}"
+
+
+def machines_section(comparison: Comparison) -> list[str]:
+    rows = []
+    for label in comparison.labels:
+        env, timings = comparison.environments[label], comparison.tables[label]["timings"]
+        gpus = ", ".join(g.get("name", "") for g in env.get("gpus") or []) or "none"
+        processes = sorted({int(p) for p in timings.loc[timings["status"] == "ok", "processes"]})
+        rows.append({"machine": label, "CPU": env.get("cpu_model"), "cores": env.get("logical_cores"), "GPU": gpus,
+                     "PyTorch": env.get("torch_version"), "NumPy": env.get("numpy_version"),
+                     "processes per cell": ", ".join(map(str, processes)) or "–"})
+    lines = ["## Machines", "", markdown_table(pd.DataFrame(rows)), ""]
+    for a, b in comparison.same_hardware:
+        lines += [(f"**{a} and {b} record the same hardware** under two labels: this comparison is a "
+                  "reproducibility check of one machine, not a comparison of two."), ""]
+    return lines
+
+
+def faster_where(comparison: Comparison) -> list[str]:
+    """Per other machine: the count of verdicts, the extremes, and one line per series."""
+    lines = ["## Which machine is faster where", ""]
+    table = comparison.comparison
+    reference = comparison.labels[0]
+    for other in comparison.labels[1:]:
+        part = table[table["machine_b"] == other]
+        counts = part["verdict"].value_counts()
+        summary = ", ".join(f"{counts[v]} {v}" for v in ("faster", "slower", "same", "ambiguous", "no verdict") if v in counts)
+        lines += [f"### {other} against {reference}", "",
+                  (f"Of {len(part)} cells measured on both, {other} is: {summary}. "
+                  f"\"Same\" means the whole 95% CI of the time ratio lies within the minimum effect of 1."), ""]
+        judged = part[part["verdict"].isin(["faster", "slower"])]
+        if not judged.empty:
+            best, worst = judged.loc[judged["ratio"].idxmin()], judged.loc[judged["ratio"].idxmax()]
+            lines.append(f"- Largest advantage of {other}: {Cell.from_dict(best).key}, "
+                         f"{fmt_time_ratio(best['ratio'], best['ratio_ci_low'], best['ratio_ci_high'])} "
+                         f"({fmt_time(best['median_b_s'])} against {fmt_time(best['median_a_s'])}).")
+            if worst["ratio"] > 1:
+                lines.append(f"- Largest advantage of {reference}: {Cell.from_dict(worst).key}, {other} is "
+                             f"{fmt_time_ratio(worst['ratio'], worst['ratio_ci_low'], worst['ratio_ci_high'])}.")
+        for _, group in part.groupby(["op", "library", "device", "dtype", "threads"], sort=True):
+            group = group.sort_values("size")
+            last = group.iloc[-1]
+            verdicts = group["verdict"].value_counts()
+            main = verdicts.index[0]
+            lines.append(
+                f"- {_series_name(last)}: {other} is {main} at {verdicts.iloc[0]} of {len(group)} sizes; at n = "
+                f"{int(last['size'])}: {fmt_time_ratio(last['ratio'], last['ratio_ci_low'], last['ratio_ci_high'])}."
+            )
+        lines.append("")
+    return lines
+
+
+def break_even_section(comparison: Comparison) -> list[str]:
+    rows: dict[tuple, dict] = {}
+    for label in comparison.labels:
+        speedups = comparison.tables[label]["speedups"]
+        gpu = speedups[speedups["device"] != "cpu"]
+        for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
+            rows.setdefault((op, device, dtype), {})[label] = group["break_even"].iloc[0]
+    lines = ["## Break-even sizes side by side", "",
+             ("The size n from which offloading to the GPU pays with the copies counted (the end-to-end speedup's "
+             "95% CI above 1 from there on), per machine."), ""]
+    if not rows:
+        return lines + ["_No machine here has a GPU series, so there is no break-even size to compare._", ""]
+    frame = pd.DataFrame([{"op": k[0], "device": k[1], "dtype": k[2], **{m: v.get(m, "no GPU cell") for m in comparison.labels}}
+                          for k, v in sorted(rows.items())])
+    return lines + [markdown_table(frame), ""]
+
+
+def seed_section(comparison: Comparison) -> list[str]:
+    lines = ["## Seed claims on each machine", ""]
+    for label in comparison.labels:
+        tables = comparison.tables[label]
+        lines += [f"### {label}", "", *check_seed_claims(tables["timings"], tables["speedups"]), ""]
+    return lines
+
+
+def provenance_section(comparison: Comparison) -> list[str]:
+    lines = ["## What differs in provenance", ""]
+    if comparison.provenance.empty:
+        return lines + ["Nothing recorded differs: same hardware, same software, same settings.", ""]
+    return lines + [markdown_table(comparison.provenance), ""]
+
+
+def reproducibility_section(comparison: Comparison) -> list[str]:
+    lines = []
+    for a, b in comparison.same_hardware:
+        if a != comparison.labels[0]:
+            continue
+        part = comparison.comparison[comparison.comparison["machine_b"] == b]
+        r = reproducibility(part, {a: comparison.tables[a]["speedups"], b: comparison.tables[b]["speedups"]})
+        lines += [
+            f"## Reproducibility: {b} against {a}", "",
+            (f"- {r['inside']} of {r['cells']} medians of {b} ({r['inside'] / max(1, r['cells']):.0%}) lie inside the "
+            f"95% CI of {a}; the median CI half-width is ±{r['median_rel_halfwidth']:.1%}."),
+            f"- The largest disagreement is {r['worst_ratio']:.2f}× ({r['worst_cell']}).",
+            (f"- {r['verdicts_changed']} of {r['verdicts']} speedup verdicts change; {r['flips']} flip between faster "
+            f"and slower{': ' + ', '.join(r['flipped_cells']) if r['flips'] else ''}."), "",
+        ]
+    return lines
+
+
+def cells_table(table: pd.DataFrame) -> str:
+    shown = table.assign(_t=table["threads"].map(thread_sort_key)).sort_values(
+        ["machine_b", "op", "library", "device", "dtype", "_t", "size"])
+    frame = pd.DataFrame({
+        "machine": shown["machine_b"], "cell": [Cell.from_dict(r).key for _, r in shown.iterrows()],
+        "time A": shown["median_a_s"].map(fmt_time), "time B": shown["median_b_s"].map(fmt_time),
+        "B against A": [fmt_time_ratio(r, lo, hi) for r, lo, hi in
+                        zip(shown["ratio"], shown["ratio_ci_low"], shown["ratio_ci_high"], strict=True)],
+        "verdict": shown["verdict"], "CI": shown["ci_scope"],
+    })
+    return markdown_table(frame)
+
+
+def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
+    title = " vs ".join(comparison.labels)
+    lines = [
+        f"# {title}", "",
+        (f"Every cell measured on {comparison.labels[0]} (the reference, A) and on another machine (B), compared: the "
+        "time on B divided by the time on A, with a 95% CI from both machines' two-level bootstraps (processes, "
+        "then samples within each). Cells flagged unstable on either machine get no verdict."), "",
+        *machines_section(comparison),
+        *faster_where(comparison),
+        *reproducibility_section(comparison),
+        *break_even_section(comparison),
+        *seed_section(comparison),
+        *provenance_section(comparison),
+        "## Figures", "",
+    ]
+    for name, caption in COMPARE_CAPTIONS.items():
+        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {caption} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+    lines += ["## Every cell", "", cells_table(comparison.comparison), ""]
+    return "\n".join(lines)
+
+
+def write_comparison_report(comparison: Comparison, md_path: str, html_path: str) -> None:
+    text = build_markdown(comparison)
+    Path(md_path).write_text(text, encoding="utf-8")
+    Path(html_path).write_text(to_html(text, Path(md_path).parent, f"offloadbench — {' vs '.join(comparison.labels)}"),
+                               encoding="utf-8")
+
+
+def comparison_name(labels: list[str]) -> str:
+    return "-vs-".join(labels)

@@ -1,0 +1,65 @@
+"""How the measurement went: plain advice from the system check, cells that shared their
+cores with the orchestrator, CIs that cover one process only, and how long the rounds
+took against the estimate made before them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..units import fmt_duration
+
+
+def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:
+    """What the read-only system check saw that may weaken the numbers, each said once."""
+    seen: list[str] = []
+    for item in [*((environment.get("system") or {}).get("advice") or []), *(a for r in rounds for a in r.get("advice") or [])]:
+        if item not in seen:
+            seen.append(item)
+    return [f"- Before measuring, {item}." for item in seen]
+
+
+def sharing_lines(timings: pd.DataFrame) -> list[str]:
+    ok = timings[timings["status"] == "ok"]
+    if "shares_cores" not in ok or not ok["shares_cores"].fillna(False).astype(bool).any():
+        return []
+    shared = ok[ok["shares_cores"].fillna(False).astype(bool)]
+    cores = shared["threads_effective"].dropna()
+    count = f" ({int(cores.iloc[0])} threads)" if len(cores) else ""
+    return [
+        (f"- **{len(shared)} of {len(ok)} cells used every core of this machine{count}, which they share with the "
+        "orchestrator (Snakemake and the supervising round job); their verdicts are weak.** Their CIs include the "
+        "disagreement between processes that this causes; hollow markers in the figures. On a machine with more "
+        "cores, or with fewer threads per cell, they are measured alone.")
+    ]
+
+
+def scope_lines(timings: pd.DataFrame) -> list[str]:
+    ok = timings[timings["status"] == "ok"]
+    single = ok[ok["processes"] < 2] if "processes" in ok else ok
+    if single.empty:
+        processes = sorted({int(p) for p in ok["processes"]}) if "processes" in ok and len(ok) else []
+        return [(f"- Every cell was measured in {', '.join(map(str, processes))} independent processes; its CI "
+                "includes the variance between them.")] if processes else []
+    return [(f"- {len(single)} of {len(ok)} cells were measured in one process only: **their CIs cover the noise "
+            "within that process, not the variance between processes**, and may not hold on a rerun "
+            "(the tables say `within-process only`).")]
+
+
+def duration_lines(rounds: list[dict]) -> list[str]:
+    measured = [r for r in rounds if r.get("measured_now")]
+    if not measured:
+        return []
+    estimated = sum(r.get("estimated_s") or 0.0 for r in measured)
+    took = sum(r.get("took_s") or 0.0 for r in measured)
+    per_round = "; ".join(
+        f"round {r['round']}: {r['measured_now']} cells in {fmt_duration(r.get('took_s') or 0)} "
+        f"(estimated {fmt_duration(r.get('estimated_s') or 0)})" for r in measured
+    )
+    ratio = f", {took / estimated:.2f}× the estimate" if estimated > 0 else ""
+    return [(f"- Measuring took {fmt_duration(took)} against {fmt_duration(estimated)} estimated before each round"
+            f"{ratio} ({per_round}).")]
+
+
+def conditions_section(environment: dict, rounds: list[dict], timings: pd.DataFrame) -> list[str]:
+    lines = [*scope_lines(timings), *sharing_lines(timings), *advice_lines(environment, rounds), *duration_lines(rounds)]
+    return ["## How the measurement went", "", *lines, ""] if lines else []

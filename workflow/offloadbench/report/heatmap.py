@@ -1,0 +1,170 @@
+"""The one-glance heatmap: end-to-end speedup over NumPy for every op and size, one panel
+per device and dtype, on a log colour scale centred at 1×."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib import colors, ticker
+from matplotlib.patches import Rectangle
+from matplotlib.transforms import blended_transform_factory
+
+from ..cells import dtype_sort_key
+from .figures import message_figure
+from .ops_findings import device_order, family_of, op_order, threads_phrase, widest_threads
+
+TITLE = "End-to-end speedup at a glance"
+CMAP = sns.color_palette("vlag", as_cmap=True)
+COLOURBAR_LABEL = "end-to-end speedup over NumPy (×, log scale)"
+CELL_IN = (0.52, 0.27)
+UNSURE = ("no measurable difference", "unknown")
+MAX_SPAN = 6  # colours saturate beyond 64× either way, so one outlier does not wash out the rest
+
+
+def speedup_norm(values) -> colors.LogNorm:
+    """A log norm symmetric about 1 (1× maps to the palette's centre), spanning whole powers of 2."""
+    finite = [abs(math.log2(v)) for v in values if v > 0 and math.isfinite(v)]
+    span = min(MAX_SPAN, max(1, math.ceil(max(finite, default=1.0) - 1e-9)))
+    return colors.LogNorm(vmin=2.0**-span, vmax=2.0**span, clip=False)
+
+
+def _bar_label(value, _=None) -> str:
+    return f"{value:g}×" if value >= 0.1 else f"1/{round(1 / value)}×"
+
+
+def fmt_speedup(value: float, decided: bool = False) -> str:
+    """"3.2×", "0.81×"; a measurable difference close to 1 keeps the digits that show it."""
+    if not math.isfinite(value):
+        return "–"
+    if decided and 0.995 <= value < 1.005:
+        return f"{value:.3f}×"
+    if value >= 10:
+        return f"{value:.0f}×"
+    if value >= 0.995:  # 0.999 reads as 1.0×, not 1.00× next to 0.99×
+        return f"{value:.1f}×"
+    return f"{value:.2f}×" if value >= 0.1 else f"{value:.2g}×"
+
+
+def _text_colour(rgba) -> str:
+    luminance = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2]
+    return "white" if luminance < 0.5 else "0.1"
+
+
+def _panel_title(device: str, dtype: str, rows: pd.DataFrame, threads: str) -> str:
+    if device == "cpu":
+        return f"cpu · {dtype}\ntorch on the cpu, {threads}, vs numpy"
+    names = rows["device_name"].dropna().astype(str) if "device_name" in rows else pd.Series(dtype=str)
+    name = f" ({names.iloc[0]})" if not names.empty else ""
+    return f"{device}{name} · {dtype}\ncopies counted, vs numpy on all cores"
+
+
+def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) -> None:
+    values = np.full((len(ops), len(sizes)), np.nan)
+    for _, row in rows.iterrows():
+        values[ops.index(row["row"]), sizes.index(int(row["size"]))] = row["end_to_end_speedup"]
+    ax.pcolormesh(np.ma.masked_invalid(values), cmap=CMAP, norm=norm, edgecolors="white", linewidth=0.8)
+    for _, row in rows.iterrows():
+        i, j = ops.index(row["row"]), sizes.index(int(row["size"]))
+        value = row["end_to_end_speedup"]
+        if not math.isfinite(value):
+            continue
+        unsure = row["end_to_end_verdict"] in UNSURE
+        if unsure:
+            ax.add_patch(Rectangle((j, i), 1, 1, fill=False, hatch="////", edgecolor="0.6", linewidth=0,
+                                   hatch_linewidth=0.5))
+        ax.text(j + 0.5, i + 0.5, "≈" + fmt_speedup(value) if unsure else fmt_speedup(value, decided=True), ha="center", va="center",
+                fontsize=6.5, color="0.3" if unsure else _text_colour(CMAP(norm(value))),
+                fontstyle="italic" if unsure else "normal")
+    ax.set_xlim(0, len(sizes))
+    ax.set_ylim(len(ops), 0)  # first op on top
+    long_labels = max(len(str(s)) for s in sizes) > 5
+    ax.set_xticks(np.arange(len(sizes)) + 0.5, [str(s) for s in sizes], rotation=45 if long_labels else 0)
+    ax.set_yticks(np.arange(len(ops)) + 0.5, [op.split(" · ")[0] for op in ops])
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    families = [family_of(op.split(" · ")[0]) for op in ops]
+    for i in range(1, len(ops)):
+        if families[i] != families[i - 1]:  # a rule between families
+            ax.axhline(i, color="0.45", linewidth=0.9)
+
+
+def _label_families(ax, ops: list[str]) -> None:
+    families = [family_of(op.split(" · ")[0]) for op in ops]
+    where = blended_transform_factory(ax.transAxes, ax.transData)
+    start = 0
+    for i in range(1, len(ops) + 1):
+        if i == len(ops) or families[i] != families[start]:
+            ax.text(1.03, (start + i) / 2, families[start], transform=where, ha="left", va="center",
+                    fontsize="small", color="0.35", fontstyle="italic")
+            start = i
+
+
+def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
+    """Facets per device (rows) and dtype (columns); rows of a panel are ops, columns sizes."""
+    usable = speedups[np.isfinite(speedups["end_to_end_speedup"].astype(float))] if not speedups.empty else speedups
+    if usable.empty:
+        return message_figure(TITLE, f"No PyTorch cell on {machine} has both a result and a NumPy baseline, "
+                                     "so there is no speedup to show.")
+    frame, label = widest_threads(usable)
+    threads = threads_phrase(frame, label)
+    several = frame["library"].nunique() > 1
+    frame = frame.assign(row=frame["op"] + (" · " + frame["library"] if several else ""))
+    devices = device_order(frame["device"])
+    dtypes = sorted(frame["dtype"].unique(), key=dtype_sort_key)
+    norm = speedup_norm(frame["end_to_end_speedup"])
+    per_device = {}
+    for device in devices:
+        rows = frame[frame["device"] == device]
+        ops = sorted(rows["row"].unique(), key=lambda r: (op_order(frame["op"]).index(r.split(" · ")[0]), r))
+        per_device[device] = (ops, sorted(rows["size"].astype(int).unique()))
+    widest = max(len(sizes) for _, sizes in per_device.values())
+    heights = [len(ops) for ops, _ in per_device.values()]
+    fig, axes = plt.subplots(
+        len(devices), len(dtypes), squeeze=False, layout="constrained",
+        figsize=(len(dtypes) * (widest * CELL_IN[0] + 1.3) + 1.2, sum(heights) * CELL_IN[1] + len(devices) * 1.0 + 1.1),
+        gridspec_kw={"height_ratios": heights},
+    )
+    for r, device in enumerate(devices):
+        ops, sizes = per_device[device]
+        for c, dtype in enumerate(dtypes):
+            ax = axes[r, c]
+            rows = frame[(frame["device"] == device) & (frame["dtype"] == dtype)]
+            if rows.empty:
+                ax.axis("off")
+                ax.text(0.5, 0.5, f"{device} · {dtype}: not measured", ha="center", va="center",
+                        transform=ax.transAxes, color="0.4")
+                continue
+            _draw_panel(ax, rows, ops, sizes, norm)
+            ax.set_title(_panel_title(device, dtype, rows, threads), fontsize="small", loc="left")
+            ax.set_xlabel("size n")
+            if c:
+                ax.set_yticklabels([])
+            if c == len(dtypes) - 1:
+                _label_families(ax, ops)
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=CMAP)
+    values = frame["end_to_end_speedup"]
+    beyond = {(True, True): "both", (True, False): "min", (False, True): "max"}.get(
+        ((values < norm.vmin).any(), (values > norm.vmax).any()), "neither")
+    bar = fig.colorbar(mappable, ax=axes, orientation="horizontal", shrink=min(0.8, 3.0 / fig.get_figwidth() + 0.3),
+                       aspect=30, pad=0.02, extend=beyond)
+    span = round(math.log2(norm.vmax))
+    step = 1 if span <= 3 else 2
+    bar.set_ticks([2.0**k for k in range(-span, span + 1) if k % step == 0])  # 1× always among them
+    bar.ax.xaxis.set_minor_locator(ticker.NullLocator())
+    bar.ax.xaxis.set_major_formatter(ticker.FuncFormatter(_bar_label))
+    bar.set_label(COLOURBAR_LABEL)
+    fig.suptitle(f"{TITLE} — {machine}", x=0.01, ha="left", fontsize="medium", fontweight="bold")
+    fig.supxlabel("hatched, ≈: the 95% CI includes 1 (no measurable difference); blank: not measured",
+                  x=0.01, ha="left", fontsize="small")
+    return fig
+
+
+def draw_heatmap(tables: dict[str, pd.DataFrame], machine: str) -> plt.Figure:
+    """`figures.FIGURES` entry."""
+    return heatmap_figure(tables["speedups"], machine)

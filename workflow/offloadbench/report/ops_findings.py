@@ -1,0 +1,191 @@
+"""Findings per op in sentences: where offloading pays with the copies counted, what bounds
+each op, and the verdict at the largest size. Same style as `findings`: Markdown bullets,
+numbers with their 95% CIs, plain words where data is missing.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..analysis.breakeven import break_even
+from ..analysis.roofline import bounds, device_roofs, fmt_rate
+from ..catalogue import SPECS
+from ..cells import ALL_THREADS, dtype_sort_key, thread_sort_key
+from .findings import caveat, finite, ratio_of
+
+E2E = "end_to_end_speedup"
+DEVICE_ORDER = {"cpu": 0, "cuda": 1, "mps": 2}
+VERDICT_WORDS = {
+    "faster": "faster than NumPy",
+    "slower": "slower than NumPy",
+    "no measurable difference": "not measurably different from NumPy",
+    "unknown": "not comparable with NumPy (no CI)",
+}
+
+
+def op_order(ops) -> list[str]:
+    """Ops grouped by catalogue family, in catalogue order; ops it does not know go last."""
+    families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
+    known = list(SPECS)
+
+    def key(op):
+        spec = SPECS.get(op)
+        return (families.index(spec.family), known.index(op), op) if spec else (len(families), 0, op)
+
+    return sorted(set(ops), key=key)
+
+
+def family_of(op: str) -> str:
+    spec = SPECS.get(op)
+    return spec.family if spec else "other"
+
+
+def device_order(devices) -> list[str]:
+    return sorted(set(devices), key=lambda d: (DEVICE_ORDER.get(d, 9), d))
+
+
+def widest_threads(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The rows to show for the cpu: all threads, else the highest thread count present
+    (GPU rows are kept whatever their label), and the cpu label chosen."""
+    cpu = frame["device"] == "cpu"
+    labels = frame.loc[cpu, "threads"].astype(str)
+    if labels.empty:
+        return frame, None
+    label = ALL_THREADS if ALL_THREADS in set(labels) else max(labels, key=thread_sort_key)
+    return frame[~cpu | (frame["threads"].astype(str) == label)], label
+
+
+def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
+    """"all = 16 threads", "8 threads", from the rows chosen by `widest_threads`."""
+    if label is None:
+        return ""
+    if label != ALL_THREADS:
+        return f"{label} thread" + ("s" if label != "1" else "")
+    effective = frame.loc[frame["device"] == "cpu", "threads_effective"] if "threads_effective" in frame else []
+    counts = {int(v) for v in effective if finite(v)}
+    return f"all = {counts.pop()} threads" if len(counts) == 1 else "all threads"
+
+
+def _groups(frame: pd.DataFrame, keys: list[str]):
+    """Groups in report order: op by family, device cpu first, dtype narrow to wide."""
+    order = {op: i for i, op in enumerate(op_order(frame["op"]))}
+    groups = list(frame.groupby(keys, sort=False))
+
+    def key(item):
+        values = dict(zip(keys, item[0], strict=True))
+        return (order[values["op"]], DEVICE_ORDER.get(values.get("device"), 9), dtype_sort_key(values.get("dtype", "")),
+                tuple(str(values[k]) for k in keys))
+
+    return sorted(groups, key=key)
+
+
+def _where(device: str) -> str:
+    return "on the cpu" if device == "cpu" else f"on {device}"
+
+
+def payoff_lines(speedups: pd.DataFrame) -> list[str]:
+    """Per op, device and dtype: does PyTorch pay with the copies counted, and from which n."""
+    if speedups.empty:
+        return ["- No PyTorch cell has both a result and a NumPy baseline, so no payoff can be stated."]
+    frame, label = widest_threads(speedups)
+    threads = threads_phrase(frame, label)
+    several_libraries = frame["library"].nunique() > 1
+    lines = []
+    for (op, library, device, dtype), group in _groups(frame, ["op", "library", "device", "dtype"]):
+        group = group.sort_values("size")
+        largest = group.iloc[-1]
+        who = f"{op} with {library}" if several_libraries else op
+        at_largest = ratio_of(largest, E2E)
+        if device == "cpu":
+            words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
+            lines.append(
+                f"- {op} with {library} on the cpu ({dtype}, {threads}) is {words} at n = {int(largest['size'])}, "
+                f"the largest size measured: {at_largest} end to end.{caveat(largest)}"
+            )
+            continue
+        result = break_even(group["size"].tolist(), group[f"{E2E}_ci_low"].tolist())
+        head = f"- {who} {_where(device)} ({dtype})"
+        n_max = int(largest["size"])
+        if result.status == "from the smallest size":
+            lines.append(f"{head} pays at every size measured (from n = {result.above}) with the copies counted; "
+                         f"at n = {n_max} it is {at_largest}.{caveat(largest)}")
+        elif result.status == "reached":
+            lines.append(f"{head} pays from n ≈ {result.size:.0f} with the copies counted (between {result.below} "
+                         f"and {result.above}); at n = {n_max} it is {at_largest}.{caveat(largest)}")
+        else:
+            words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
+            paying = group.loc[group["end_to_end_verdict"] == "faster", "size"].astype(int).tolist()
+            if paying:
+                sizes = ", ".join(str(s) for s in paying)
+                lines.append(f"{head} pays with the copies counted at n = {sizes}, but not at the largest size, "
+                             f"n = {n_max}: there it is {at_largest}, {words}.{caveat(largest)}")
+            else:
+                lines.append(f"{head} never pays with the copies counted up to n = {n_max}: there it is "
+                             f"{at_largest}, {words}.{caveat(largest)}")
+    return lines
+
+
+NO_ROOFS_LINE = ("- The roofs (each device's memory bandwidth and peak GFLOP/s) were not measured for these results, "
+                 "so no op is placed against them.")
+
+
+def _percent(fraction: float) -> str:
+    if not finite(fraction):
+        return "–"
+    return f"{fraction:.0%}" if fraction >= 0.095 else f"{fraction * 100:.2g}%"
+
+
+def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
+    """Per op, device and dtype at the largest size: memory- or compute-bound, and how close
+    each library comes to that roof."""
+    if device_roofs(roofs).empty:
+        return [NO_ROOFS_LINE]
+    placed = bounds(timings, roofs)
+    if placed.empty:
+        return ["- No cell finished with status ok, so none can be placed against the roofs."]
+    placed, label = widest_threads(placed)
+    threads = threads_phrase(placed, label)
+    lines = []
+    without = [d for d in device_order(placed["device"]) if placed.loc[placed["device"] == d, "memory_gbs"].isna().all()]
+    for device in without:
+        lines.append(f"- No roofs were measured {_where(device)}, so its cells are not placed against one.")
+    for (op, device, dtype), group in _groups(placed[~placed["device"].isin(without)], ["op", "device", "dtype"]):
+        largest = group[group["size"] == group["size"].max()]
+        row = largest.iloc[0]
+        where = f"{op} {_where(device)} ({dtype}, n = {int(row['size'])}" + (f", {threads})" if device == "cpu" else ")")
+        if not finite(row["ridge"]):
+            lines.append(f"- {where}: no {dtype} compute roof was measured {_where(device)}, so its bound is not known.")
+            continue
+        memory_bound = row["bound"] == "memory"
+        roof = f"the memory roof ({fmt_rate(row['memory_gbs'])} GB/s)" if memory_bound else \
+            f"the {dtype} roof ({fmt_rate(row['compute_gflops'])} GFLOP/s)"
+        reached = " and ".join(f"{r['library']} {_percent(r['roof_fraction'])}"
+                               for _, r in largest.sort_values("library").iterrows())
+        line = (f"- {where}: {row['bound']}-bound (intensity {fmt_rate(row['intensity'])} FLOP/B, "
+                f"ridge {fmt_rate(row['ridge'])} FLOP/B); {reached} of {roof}")
+        if (largest["roof_fraction"] > 1.05).any():
+            line += (", above the measured roof: its data likely stay in cache" if memory_bound
+                     else ", above the measured roof (a large matmul, not the hardware's peak)")
+        lines.append(line + "." + next(filter(None, (caveat(r) for _, r in largest.iterrows())), ""))
+    return lines
+
+
+def verdict_at_largest(speedups: pd.DataFrame) -> list[str]:
+    """One bullet per op: the end-to-end verdict at the largest size, per device and dtype."""
+    if speedups.empty:
+        return ["- No PyTorch cell has both a result and a NumPy baseline, so there is no verdict."]
+    frame, label = widest_threads(speedups)
+    threads = threads_phrase(frame, label)
+    lines = []
+    for op in op_order(frame["op"]):
+        parts = []
+        for (_, library, device, dtype), group in _groups(frame[frame["op"] == op], ["op", "library", "device", "dtype"]):
+            row = group.loc[group["size"].idxmax()]
+            where = f"{device} {dtype}" + (f" ({threads})" if device == "cpu" else "")
+            if frame["library"].nunique() > 1:
+                where = f"{library} {where}"
+            value = f"{row[E2E]:.2f}×" if finite(row[E2E]) else "–"
+            flag = " (weak cell)" if caveat(row) else ""
+            parts.append(f"{where}: {row['end_to_end_verdict']}, {value} at n = {int(row['size'])}{flag}")
+        lines.append(f"- **{op}** — " + "; ".join(parts))
+    return lines

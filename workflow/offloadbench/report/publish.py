@@ -1,0 +1,55 @@
+"""Whole outputs written from results already on disk, without measuring and without torch:
+a comparison of machines, and a machine's tables, figures and report re-rendered from its
+raw records (a bundle from a cluster node, the shipped H200 example)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from ..analysis.compare import compare
+from ..analysis.measured import Analysis
+from ..analysis.sources import Source
+from ..config import validate
+from ..layout import FIGURE_NAMES, TABLES
+from .compare_figures import COMPARE_FIGURES, draw_comparison_figure
+from .comparison import write_comparison_report
+from .draw import draw
+from .latex import write_comparison_latex, write_latex
+from .markdown import Inputs, write_report
+
+
+def write_comparison(sources: list[Source], analysis: Analysis, min_effect: float, out_dir: str) -> None:
+    """Everything under results/compare/<A>-vs-<B>/."""
+    out = Path(out_dir)
+    comparison = compare(sources, analysis, min_effect)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    comparison.comparison.to_csv(out / "comparison.csv", index=False)
+    comparison.provenance.to_csv(out / "provenance_diff.csv", index=False)
+    for name in COMPARE_FIGURES:
+        draw_comparison_figure(name, comparison, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
+    write_comparison_latex(comparison.comparison, out, comparison.labels)
+    write_comparison_report(comparison, str(out / "report.md"), str(out / "report.html"))
+
+
+def run_settings(source: Source) -> dict:
+    """The config a bundle was measured with (its config.yaml), else the defaults."""
+    path = source.folder / "config.yaml"
+    return validate(yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {})
+
+
+def render(source: Source, analysis: Analysis, out_dir: str) -> None:
+    """A machine's tables, figures, LaTeX and report, rebuilt from its raw records."""
+    out = Path(out_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    tables = source.tables(analysis)
+    for name in TABLES:
+        tables[name].to_csv(out / f"{name}.csv", index=False)
+    for name in FIGURE_NAMES:
+        draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
+    write_latex(tables, out, source.label)
+    rounds = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((source.raw / "rounds").glob("p*.json"))]
+    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), rounds)
+    write_report(inputs, str(out / "report.md"), str(out / "report.html"))

@@ -1,0 +1,257 @@
+"""The roofline figure: every op and size placed by its arithmetic intensity and achieved
+GFLOP/s under each device's measured memory and compute roofs."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib import ticker
+from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
+
+from ..analysis.roofline import device_roofs, fmt_rate
+from ..cells import dtype_sort_key
+from .figures import MARKERS, WEAK_NOTE, log_ticks, message_figure, weak_cells
+from .ops_findings import device_order, op_order, threads_phrase, widest_threads
+
+TITLE = "Roofline"
+PANEL_IN = (3.9, 3.3)
+ROOF_COLOUR = "0.25"
+LINESTYLES = ["-", "--", ":", "-."]
+DIRECT_LABELS_FROM = 7  # ops; from there on colours alone no longer tell them apart
+NO_ROOFS_NOTE = "The roofs were not measured for these results (older results, or the roofs rule did not run): points only."
+
+
+def _rate_formatter(value, _=None) -> str:
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def _log_axis(axis, lo: float, hi: float) -> None:
+    """Round log ticks, thinned to powers of ten when 1-2-5 steps would crowd the axis."""
+    ticks = log_ticks(lo, hi)
+    if len(ticks) > 7:
+        ticks = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
+    axis.set_major_locator(ticker.FixedLocator(ticks))
+    axis.set_minor_locator(ticker.NullLocator())
+    axis.set_major_formatter(ticker.FuncFormatter(_rate_formatter))
+
+
+def _marker_sizes(sizes) -> dict[int, float]:
+    """Marker size (points) growing with log2 n, so the largest size stands out without hiding others."""
+    sizes = sorted({int(s) for s in sizes})
+    lo, hi = math.log2(sizes[0]), math.log2(sizes[-1])
+    return {s: 4.0 + (5.0 * (math.log2(s) - lo) / (hi - lo) if hi > lo else 2.5) for s in sizes}
+
+
+def _legend_sizes(sizes: list[int]) -> list[int]:
+    if len(sizes) <= 4:
+        return sizes
+    picks = np.linspace(0, len(sizes) - 1, 4).round().astype(int)
+    return [sizes[i] for i in sorted(set(picks))]
+
+
+def _draw_roofs(ax, roofs: pd.DataFrame, dtypes: list[str], xlim: tuple[float, float]) -> list[tuple[float, str]]:
+    """Memory slope and one compute roof per dtype of the panel's cells; returns the compute
+    roofs drawn, (GFLOP/s, dtype), highest first."""
+    memory = roofs[roofs["kind"] == "memory"]["value"]
+    compute = roofs[roofs["kind"] == "compute"].set_index("dtype")["value"]
+    peaks = sorted(((float(compute[d]), d) for d in dtypes if d in compute.index), reverse=True)
+    bw = float(memory.iloc[0]) if not memory.empty else math.nan
+    if math.isfinite(bw):
+        top = peaks[0][0] / bw if peaks else xlim[1]
+        xs = np.geomspace(xlim[0], min(top, xlim[1]), 50)
+        ax.plot(xs, bw * xs, color=ROOF_COLOUR, linewidth=1.4, zorder=1)
+    for peak, _ in peaks:
+        start = peak / bw if math.isfinite(bw) else xlim[0]
+        ax.plot([start, xlim[1]], [peak, peak], color=ROOF_COLOUR, linewidth=1.4, zorder=1)
+    return peaks
+
+
+def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
+    """Compute roof labels above their lines at the right; roofs too close to label apart
+    share one block of lines above the highest of them, with head room made for it."""
+    size = FontProperties(size="small").get_size_in_points()
+    points = ax.figure.dpi / 72
+
+    def height(value):
+        return ax.transData.transform((1.0, value))[1] / points
+
+    groups: list[list[tuple[float, str]]] = []
+    for peak in peaks:
+        if groups and height(groups[-1][-1][0]) - height(peak[0]) < 1.8 * size:
+            groups[-1].append(peak)
+        else:
+            groups.append([peak])
+    if not groups:
+        return
+    # Raise the top of the axis until the highest block fits under it.
+    bottom, top = (math.log10(v) for v in ax.get_ylim())
+    share = (len(groups[0]) * 1.3 + 0.8) * size / (height(10.0**top) - height(10.0**bottom))
+    peak = math.log10(groups[0][0][0])
+    if share < 0.5 and top - peak < share * (top - bottom):
+        ax.set_ylim(top=10.0 ** ((peak - share * bottom) / (1 - share)))
+        _log_axis(ax.yaxis, *ax.get_ylim())
+    right = ax.get_xlim()[1] / 1.15
+    for group in groups:
+        text = "\n".join(f"{dtype} peak {fmt_rate(value)} GFLOP/s" for value, dtype in group)
+        ax.text(right, group[0][0] * 1.12, text, ha="right", va="bottom", fontsize="small", color=ROOF_COLOUR,
+                linespacing=1.15)
+
+
+def _label_memory(ax, bw: float, ridge: float) -> None:
+    """The memory roof's label along its slope, where the line enters the plot."""
+    (x0, x1), (y0, _) = ax.get_xlim(), ax.get_ylim()
+    x = max(x0, y0 / bw) * 1.6
+    if x * 2 > min(ridge, x1):  # no room left of the ridge: put it under the line
+        x = max(x0, y0 / bw) * 1.1
+    a, b = ax.transData.transform([(x, bw * x), (x * 10, bw * x * 10)])
+    angle = math.degrees(math.atan2(b[1] - a[1], b[0] - a[0]))
+    ax.text(x, bw * x * 1.25, f"memory {fmt_rate(bw)} GB/s", rotation=angle, rotation_mode="anchor",
+            ha="left", va="bottom", fontsize="small", color=ROOF_COLOUR)
+
+
+def _label_ops(ax, here: pd.DataFrame) -> None:
+    """Name each op beside its largest size, nudged up or down off labels already placed:
+    with many ops the colours repeat or grow too alike to tell apart by the legend alone."""
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    placed = [text.get_window_extent(renderer) for text in ax.texts]  # the roof labels
+    largest = here[here["size"] == here["op"].map(here.groupby("op")["size"].max())]
+    tops = largest.sort_values("gflops").groupby("op").tail(1)  # the higher library at the largest size
+    spots = [(side, step) for step in (0, 1, -1, 2, -2) for side in (1, -1)]  # further off, a label loses its point
+    for _, row in tops.sort_values("gflops", ascending=False).iterrows():
+        label = ax.annotate(row["op"], (row["intensity"], row["gflops"]), xytext=(6, 0), textcoords="offset points",
+                            va="center", fontsize=6.5, color="0.15", zorder=4,
+                            bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "alpha": 0.6, "linewidth": 0})
+        for side, step in spots:  # right of the point first, then left, then further up or down
+            label.set_position((7 * side, 7 * step))
+            label.set_horizontalalignment("left" if side > 0 else "right")
+            box = label.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+        else:
+            label.remove()  # no free place near the point: the legend still names it
+
+
+def _panel_title(device: str, cells: pd.DataFrame, threads: str) -> str:
+    names = cells["device_name"].dropna().astype(str) if "device_name" in cells else pd.Series(dtype=str)
+    name = names.iloc[0] if not names.empty and device != "cpu" else ""
+    title = device + (f" ({name})" if name else "")
+    return f"{title}, {threads}" if device == "cpu" and threads else title
+
+
+def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: str) -> plt.Figure:
+    """One log-log panel per device: achieved GFLOP/s against FLOP/byte under the measured roofs."""
+    ok = timings[timings["status"] == "ok"] if "status" in timings else timings
+    ok = ok[ok["gflops"].gt(0) & ok["intensity"].gt(0)] if not ok.empty else ok
+    if ok.empty:
+        return message_figure(TITLE, f"No cell on {machine} finished with status ok and a FLOP and byte model, "
+                                     "so there is nothing to place under the roofs.")
+    cells, label = widest_threads(ok)
+    threads = threads_phrase(cells, label)
+    best = device_roofs(roofs)
+    devices = device_order(cells["device"])
+    ops = op_order(cells["op"])
+    colours = dict(zip(ops, sns.color_palette("colorblind", n_colors=max(len(ops), 3))))
+    libraries = sorted(cells["library"].unique())
+    markers = {lib: MARKERS[i % len(MARKERS)] for i, lib in enumerate(libraries)}
+    marker_size = _marker_sizes(cells["size"])
+    all_dtypes = sorted(cells["dtype"].unique(), key=dtype_sort_key)
+    styles = {d: LINESTYLES[i % len(LINESTYLES)] for i, d in enumerate(all_dtypes)}
+
+    grow = 1.2 if len(ops) >= DIRECT_LABELS_FROM else 1.0  # room for the op labels
+    fig, axes = plt.subplots(1, len(devices), figsize=(PANEL_IN[0] * grow * len(devices), PANEL_IN[1] * grow),
+                             squeeze=False)
+    notes, labelled = [], []
+    for ax, device in zip(axes.flat, devices):
+        here = cells[cells["device"] == device]
+        roofs_here = best[best["device"] == device]
+        dtypes = sorted(here["dtype"].unique(), key=dtype_sort_key)
+        peaks = roofs_here.loc[(roofs_here["kind"] == "compute") & roofs_here["dtype"].isin(dtypes), "value"]
+        bw = roofs_here.loc[roofs_here["kind"] == "memory", "value"]
+        ridges = peaks / float(bw.iloc[0]) if not bw.empty else pd.Series(dtype=float)
+        xs = pd.concat([here["intensity"], ridges])
+        xlim = (xs.min() / 4, xs.max() * 4)
+        low = here["gflops_ci_low"].where(here["gflops_ci_low"] > 0, here["gflops"])
+        ylim = (low.min() / 4, max(here["gflops"].max(), peaks.max() if not peaks.empty else 0) * 4)
+        ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim)
+
+        for (op, library, dtype), series in here.groupby(["op", "library", "dtype"]):
+            series = series.sort_values("size")
+            colour = colours[op]
+            ax.plot(series["intensity"], series["gflops"], color=colour, linewidth=0.8, alpha=0.5, zorder=2,
+                    linestyle=styles[dtype])
+            yerr = np.vstack([(series["gflops"] - series["gflops_ci_low"]).clip(lower=0),
+                              (series["gflops_ci_high"] - series["gflops"]).clip(lower=0)])
+            ax.errorbar(series["intensity"], series["gflops"], yerr=yerr, fmt="none", ecolor=colour,
+                        elinewidth=0.7, zorder=2)
+            ax.scatter(series["intensity"], series["gflops"], marker=markers[library], linewidths=1.1,
+                       s=[marker_size[int(n)] ** 2 for n in series["size"]], edgecolors=[colour],
+                       facecolors=["white" if weak else colour for weak in weak_cells(series)], alpha=0.9, zorder=3)
+
+        if roofs_here.empty and not best.empty:
+            ax.text(0.97, 0.03, f"no roofs measured on {device}", transform=ax.transAxes, ha="right",
+                    va="bottom", fontsize="small", color=ROOF_COLOUR)
+        elif not roofs_here.empty:
+            peaks_drawn = _draw_roofs(ax, roofs_here, dtypes, xlim)
+            labelled.append((ax, float(bw.iloc[0]) if not bw.empty else math.nan,
+                           float(ridges.min()) if not ridges.empty else xlim[1], peaks_drawn))
+            missing = [d for d in dtypes if d not in {dtype for _, dtype in peaks_drawn}]
+            if missing:
+                notes.append(f"{device}: no compute roof measured for {', '.join(missing)}.")
+        _log_axis(ax.xaxis, *xlim)
+        _log_axis(ax.yaxis, *ylim)
+        ax.set_title(_panel_title(device, here, threads), fontsize="medium")
+        ax.set_xlabel("arithmetic intensity (FLOP/byte, log)")
+        ax.set_ylabel("achieved throughput (GFLOP/s, log)" if ax is axes.flat[0] else "")
+
+    handles, labels = [], []
+
+    def section(title: str, entries: list[tuple[Line2D, str]]) -> None:
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(title)
+        for handle, text in entries:
+            handles.append(handle)
+            labels.append(text)
+
+    dot = {"linestyle": "none", "markeredgewidth": 1.1}
+    section("op", [(Line2D([], [], marker="o", color=colours[op], markersize=6, **dot), op) for op in ops])
+    section("library", [(Line2D([], [], marker=markers[lib], color="0.3", markersize=6, **dot), lib)
+                        for lib in libraries])
+    if len(all_dtypes) > 1:
+        section("dtype", [(Line2D([], [], color="0.3", linestyle=styles[d], linewidth=1.0), d) for d in all_dtypes])
+    section("size n", [(Line2D([], [], marker="o", color="0.55", markersize=marker_size[s], **dot), f"n = {s}")
+                       for s in _legend_sizes(sorted(marker_size))])
+    legend = fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.93), frameon=False,
+                        handletextpad=0.4, labelspacing=0.45)
+    for text in legend.get_texts():
+        if text.get_text() in ("op", "library", "dtype", "size n"):
+            text.set_fontweight("bold")
+    title = f"Roofline — {machine}" + (" (roofs not measured)" if best.empty else "")
+    fig.suptitle(title, x=0.01, ha="left", fontsize="medium", fontweight="bold")
+    fig.tight_layout()
+    for ax, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on the panel's shape
+        _label_peaks(ax, peaks_drawn)
+        if math.isfinite(bw):
+            _label_memory(ax, bw, ridge)
+    if len(ops) >= DIRECT_LABELS_FROM:
+        for ax, device in zip(axes.flat, devices):
+            _label_ops(ax, cells[cells["device"] == device])
+    if best.empty:
+        notes.insert(0, NO_ROOFS_NOTE)
+    if weak_cells(cells).any():
+        notes.append(WEAK_NOTE)
+    if notes:
+        fig.text(0.01, -0.02, "\n".join(notes), ha="left", va="top", fontsize="small")
+    return fig
+
+
+def draw_roofline(tables: dict[str, pd.DataFrame], machine: str) -> plt.Figure:
+    """`figures.FIGURES` entry: the roofs table may be absent from older results."""
+    return roofline_figure(tables["timings"], tables.get("roofs"), machine)
