@@ -1,7 +1,7 @@
 # Two commands: `make run` (set up + run the pipeline), `make test` (set up + run the tests).
 PYTHON ?= python3
 VENV ?= .venv
-CORES ?= 1
+CORES ?= all
 CONFIG ?= config/config.yaml
 OUT ?= gpu-check-out
 SMK_FILES := Snakefile $(wildcard workflow/rules/*.smk)
@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # The rules run `python` from PATH, as under --sdm conda; the venv's comes first.
 SNAKEMAKE := PATH="$(BIN):$$PATH" $(BIN)/snakemake
 
-.PHONY: run test lint compare bundle bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
+.PHONY: run test test-slurm lint compare bundle bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -33,6 +33,13 @@ bundle: $(STAMP)
 
 test: $(STAMP)
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
+
+# The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
+test-slurm: $(STAMP)
+	@tools/slurm-cluster.sh up; status=$$?; \
+	if [ $$status -eq 3 ]; then exit 0; elif [ $$status -ne 0 ]; then exit $$status; fi; \
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m slurm -v -s tests/test_slurm.py; rc=$$?; \
+	tools/slurm-cluster.sh down; exit $$rc
 
 lint: $(STAMP)
 	$(SNAKEMAKE) --lint

@@ -22,8 +22,29 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/compare.smk"
 
 
+# Everything but measuring runs where Snakemake runs: these jobs take seconds, and a
+# cluster job costs several seconds to schedule.
+localrules:
+    all,
+    aggregate,
+    figure,
+    report,
+    latex,
+    compare,
+    render_source,
+    render,
+    unbundle,
+    bundle_machine,
+    bundle,
+
+
 onstart:
+    guard_executor()
     announce_estimates()
+
+
+onerror:
+    echo_failures()
 
 
 rule all:

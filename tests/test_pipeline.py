@@ -57,7 +57,8 @@ def test_the_measuring_rules_run_the_python_of_their_environment(run):
     """What --sdm conda or apptainer relies on: jobs call `python` from PATH."""
     modules = [call.split()[1] for call in run["python_calls"] if call.startswith("-m ")]
     assert modules.count("offloadbench.jobs.round") == 2
-    assert "offloadbench.jobs.environment" in modules and modules.count("offloadbench.jobs.sweep") == 2
+    assert "offloadbench.jobs.environment" in modules and modules.count("offloadbench.jobs.sweep") == 1
+    assert modules.count("offloadbench.jobs.calibrate") == 1
 
 
 def test_every_output_exists(run):

@@ -31,9 +31,10 @@ def interpreter_path(extra: str | None = None) -> str:
 
 
 def snakemake(workdir: Path, *args: str, config: dict | None = None, timeout: float = 1800,
-              env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run this interpreter's snakemake in `workdir`, with `config` written to test.yaml."""
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1"]
+              env: dict | None = None, cores: str | None = "1") -> subprocess.CompletedProcess:
+    """Run this interpreter's snakemake in `workdir`, with `config` written to test.yaml;
+    `cores=None` leaves the cores to a profile (on a cluster, --cores caps every job)."""
+    cmd = [sys.executable, "-m", "snakemake", *(["--cores", cores] if cores else [])]
     if config is not None:
         (workdir / "test.yaml").write_text(yaml.safe_dump(config))
         cmd += ["--configfile", "test.yaml"]

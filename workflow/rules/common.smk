@@ -17,6 +17,7 @@ shell.prefix(
 
 from offloadbench import grid
 from offloadbench.bundles import BundleError, resolve_sources
+from offloadbench.cluster import EXCLUSIVE, ClusterError, node_types, round_minutes
 from offloadbench.config import ConfigError, resolve_machine, validate
 from offloadbench.layout import FIGURE_NAMES, TABLES, record_relpath, round_relpath
 from offloadbench.report.captions import CAPTIONS
@@ -29,7 +30,11 @@ config.clear()
 config.update(_validated)
 
 RESULTS = config["results_dir"]
-MACHINES = [resolve_machine(config)]
+try:
+    NODE_TYPES = node_types(config["cluster"])
+except ClusterError as error:
+    sys.exit(f"error: {error}")
+MACHINES = list(NODE_TYPES) or [resolve_machine(config)]
 OUT = f"{RESULTS}/{{machine}}"
 CELLS = grid.expand(config["grid"])
 ROUNDS = list(range(1, config["measure"]["processes"] + 1))
@@ -39,7 +44,8 @@ if not CELLS:
     )
 try:
     COMPARED = resolve_sources(
-        [MACHINES[0] if e == "auto" else e for e in config["compare"]],
+        [MACHINES[0] if e == "auto" else e for e in config["compare"]]
+        or (MACHINES if len(NODE_TYPES) >= 2 else []),
         RESULTS,
         MACHINES,
         "compare",
@@ -55,8 +61,6 @@ wildcard_constraints:
     machine=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     round=r"\d+",
     figure="|".join(FIGURE_NAMES),
-    device="cuda|mps",
-    roof_device="cpu|cuda|mps",
     source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
@@ -73,10 +77,14 @@ def all_records(wildcards):
     ]
 
 
-def previous_round(wildcards):
-    """Rounds run one after another, so each cell's processes are spread over the run."""
+def earlier_measurements(wildcards):
+    """Measuring jobs form one chain per machine (environment, roofs, copies, round 1,
+    round 2, ...): each cell's processes are spread over the run, and on a cluster the
+    chain runs as one job on one node, never two measurements side by side."""
     k = int(wildcards.round)
-    return [] if k == 1 else [f"{OUT}/raw/{round_relpath(k - 1)}".format(**wildcards)]
+    if k > 1:
+        return [f"{OUT}/raw/{round_relpath(k - 1)}".format(**wildcards)]
+    return roof_records(wildcards) + transfer_records(wildcards)
 
 
 def transfer_records(wildcards):
@@ -107,6 +115,8 @@ def final_targets():
             f"{RESULTS}/{machine}/report.html",
             f"{RESULTS}/{machine}/claims.tex",
         ]
+    if len(NODE_TYPES) >= 2:  # several node types: the run ends with their comparison
+        targets.append(f"{COMPARISON}/report.html")
     return targets
 
 
@@ -131,8 +141,78 @@ def source_inputs(sources):
 
 
 def bench_threads(wildcards):
-    """All local cores: no other job runs beside a measurement (the host lock backs this up)."""
-    return max(1, workflow.cores or 1)
+    """Every core of the node that measures: no other job runs beside a measurement (whole
+    nodes on a cluster; the host lock locally)."""
+    node = NODE_TYPES.get(wildcards.machine)
+    return node.cores if node else max(1, workflow.cores or 1)
+
+
+def node_resource(attribute):
+    """A SLURM resource of a measuring job, per machine label; locally none, or 0 for
+    numbers (Snakemake wants a number there)."""
+
+    def resource(wildcards):
+        node = NODE_TYPES.get(wildcards.machine)
+        if node:
+            return getattr(node, attribute)
+        return 0 if attribute == "mem_mb" else None
+
+    return resource
+
+
+def measuring_extra(wildcards):
+    return EXCLUSIVE if wildcards.machine in NODE_TYPES else None
+
+
+def round_runtime(wildcards):
+    """A round's time limit in minutes, from the duration estimate of one round."""
+    from offloadbench.estimate import estimate_run, roofs_for
+
+    node = NODE_TYPES.get(wildcards.machine)
+    available = {"cpu": True, "cuda": bool(node and node.gpus)}
+    one_round = {1: CELLS}
+    estimate = estimate_run(
+        config, roofs_for(Path(RESULTS) / wildcards.machine), one_round, available
+    )
+    return round_minutes(estimate.measure_s)
+
+
+RUN_STARTED = []
+
+
+def guard_executor():
+    """Before any job: on a cluster, `machine: auto` would name each result folder after
+    whichever compute node ran the job."""
+    import time
+
+    RUN_STARTED.append(time.time())
+    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
+    if (
+        executor not in ("local", "dryrun")
+        and not NODE_TYPES
+        and config["machine"] == "auto"
+    ):
+        print(
+            "error: config key machine: `auto` would be each compute node's host name; set "
+            "--config machine=<label>, or list node types under `cluster:` (see README, Running on SLURM)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+
+
+def echo_failures():
+    """On a cluster a job's one-line refusal stays in its log on the node: say it here."""
+    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
+    if executor in ("local", "dryrun"):
+        return
+    since = RUN_STARTED[0] if RUN_STARTED else 0.0
+    for log in sorted(Path(RESULTS).glob("*/logs/**/*.log")):
+        if log.stat().st_mtime < since:
+            continue
+        lines = log.read_text(errors="replace").splitlines()
+        for line in lines:
+            if line.startswith("error: "):
+                print(f"{log}: {line}", file=sys.stderr)
 
 
 def as_json(section):

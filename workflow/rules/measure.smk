@@ -8,9 +8,18 @@ rule environment:
         f"{OUT}/environment.json",
     log:
         f"{OUT}/logs/environment.log",
+    group:
+        "measure-{machine}"
     conda:
         "../envs/measure.yaml"
     threads: bench_threads
+    resources:
+        slurm_partition=node_resource("partition"),
+        slurm_account=node_resource("account"),
+        gres=node_resource("gres"),
+        slurm_extra=measuring_extra,
+        mem_mb=node_resource("mem_mb"),
+        runtime=10,
     params:
         libraries=",".join(config["grid"]["libraries"]),
     shell:
@@ -21,8 +30,7 @@ rule environment:
 rule measure:
     input:
         environment=f"{OUT}/environment.json",
-        roofs=roof_records,
-        previous=previous_round,
+        before=earlier_measurements,
     output:
         records=update(round_records("{round}")),
         round=f"{OUT}/raw/rounds/p{{round}}.json",
@@ -30,9 +38,18 @@ rule measure:
         f"{OUT}/logs/measure/p{{round}}.log",
     benchmark:
         f"{OUT}/benchmarks/measure/p{{round}}.tsv"
+    group:
+        "measure-{machine}"
     conda:
         "../envs/measure.yaml"
     threads: bench_threads
+    resources:
+        slurm_partition=node_resource("partition"),
+        slurm_account=node_resource("account"),
+        gres=node_resource("gres"),
+        slurm_extra=measuring_extra,
+        mem_mb=node_resource("mem_mb"),
+        runtime=round_runtime,
     params:
         rounds=len(ROUNDS),
         grid=as_json(config["grid"]),
@@ -46,36 +63,68 @@ rule measure:
         " --environment {input.environment:q} --raw {params.raw:q} --log {log:q}"
 
 
-rule transfer:
-    input:
-        environment=f"{OUT}/environment.json",
-    output:
-        f"{OUT}/raw/transfer/{{device}}.json",
-    log:
-        f"{OUT}/logs/transfer/{{device}}.log",
-    conda:
-        "../envs/measure.yaml"
-    threads: bench_threads
-    params:
-        settings=as_json(config["transfer"]),
-    shell:
-        "python -m offloadbench.jobs.sweep --device {wildcards.device} --machine {wildcards.machine}"
-        " --settings {params.settings:q} --out {output:q} --log {log:q}"
+if config["roofs"]["devices"]:
+
+    rule roofs:
+        input:
+            environment=f"{OUT}/environment.json",
+        output:
+            [f"{OUT}/raw/roofs/{device}.json" for device in config["roofs"]["devices"]],
+        log:
+            f"{OUT}/logs/roofs.log",
+        group:
+            "measure-{machine}"
+        conda:
+            "../envs/measure.yaml"
+        threads: bench_threads
+        resources:
+            slurm_partition=node_resource("partition"),
+            slurm_account=node_resource("account"),
+            gres=node_resource("gres"),
+            slurm_extra=measuring_extra,
+            mem_mb=node_resource("mem_mb"),
+            runtime=20,
+        params:
+            devices=",".join(config["roofs"]["devices"]),
+            settings=as_json(config["roofs"]),
+            grid=as_json(config["grid"]),
+            folder=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw/roofs",
+        shell:
+            "python -m offloadbench.jobs.calibrate --devices {params.devices} --machine {wildcards.machine}"
+            " --settings {params.settings:q} --grid {params.grid:q} --environment {input.environment:q}"
+            " --out-dir {params.folder:q} --log {log:q}"
 
 
-rule roofs:
-    input:
-        environment=f"{OUT}/environment.json",
-    output:
-        f"{OUT}/raw/roofs/{{roof_device}}.json",
-    log:
-        f"{OUT}/logs/roofs/{{roof_device}}.log",
-    conda:
-        "../envs/measure.yaml"
-    threads: bench_threads
-    params:
-        settings=as_json(config["roofs"]),
-        grid=as_json(config["grid"]),
-    shell:
-        "python -m offloadbench.jobs.calibrate --device {wildcards.roof_device} --machine {wildcards.machine}"
-        " --settings {params.settings:q} --grid {params.grid:q} --out {output:q} --log {log:q}"
+if config["transfer"]["devices"]:
+
+    rule transfer:
+        input:
+            environment=f"{OUT}/environment.json",
+            roofs=roof_records,
+        output:
+            [
+                f"{OUT}/raw/transfer/{device}.json"
+                for device in config["transfer"]["devices"]
+            ],
+        log:
+            f"{OUT}/logs/transfer.log",
+        group:
+            "measure-{machine}"
+        conda:
+            "../envs/measure.yaml"
+        threads: bench_threads
+        resources:
+            slurm_partition=node_resource("partition"),
+            slurm_account=node_resource("account"),
+            gres=node_resource("gres"),
+            slurm_extra=measuring_extra,
+            mem_mb=node_resource("mem_mb"),
+            runtime=20,
+        params:
+            devices=",".join(config["transfer"]["devices"]),
+            settings=as_json(config["transfer"]),
+            folder=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw/transfer",
+        shell:
+            "python -m offloadbench.jobs.sweep --devices {params.devices} --machine {wildcards.machine}"
+            " --settings {params.settings:q} --environment {input.environment:q}"
+            " --out-dir {params.folder:q} --log {log:q}"

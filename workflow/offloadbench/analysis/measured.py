@@ -17,7 +17,7 @@ import numpy as np
 from ..cells import Cell
 from ..machine import mismatch
 from ..records import FAILED, MalformedRecord, check_record_path, load_record
-from ..stats import Draws, draws, seed_for
+from ..stats import Draws, Interval, draws, paired_ratio_ci, ratio_ci, seed_for
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,18 @@ class MeasuredCell:
     def groups(self, phase: str) -> list[list[float]]:
         """The samples of `phase`, one list per process that measured it."""
         return [s for s in (phase_samples(r, phase) for r in self.ok) if s]
+
+    def rounds(self, phase: str) -> list[int]:
+        """The round of each of `groups(phase)`."""
+        return [r["process"]["round"] for r in self.ok if phase_samples(r, phase)]
+
+    def ratio(self, other: MeasuredCell, phase: str) -> Interval:
+        """This cell's time over `other`'s, paired by round where both share their rounds
+        (measured side by side in each round), independent otherwise."""
+        if self.rounds(phase) == other.rounds(phase) and self.source == other.source:
+            seed = seed_for(self.analysis.seed, self.source, self.cell.key, other.cell.key, phase)
+            return paired_ratio_ci(self.draws(phase), other.draws(phase), seed, self.analysis.confidence)
+        return ratio_ci(self.draws(phase), other.draws(phase), self.analysis.confidence)
 
     def draws(self, phase: str) -> Draws | None:
         if phase not in self._draws:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..cells import ALL_THREADS, CELL_COLUMNS, thread_sort_key
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record
-from ..stats import Interval, centre_ci, median_and_ci, ratio_ci, seed_for
+from ..stats import Interval, centre_ci, median_and_ci, seed_for
 from ..units import bandwidth_gbs
 from .breakeven import break_even
 from .measured import Analysis, MeasuredCell, load_cells
@@ -146,9 +146,8 @@ def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
         if label is None:
             continue
         base = baselines[(cell.op, cell.dtype, cell.size, label)]
-        confidence = mc.analysis.confidence
-        speed = ratio_ci(base.draws("compute"), mc.draws("compute"), confidence)
-        e2e = ratio_ci(base.draws("end_to_end"), mc.draws("end_to_end"), confidence)
+        speed = base.ratio(mc, "compute")
+        e2e = base.ratio(mc, "end_to_end")
         rows.append({
             "machine": machine,
             **cell.as_dict(),
@@ -203,7 +202,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
             continue
         most = max(by_threads, key=thread_sort_key)
         one, many = by_threads["1"], by_threads[most]
-        ratio = ratio_ci(one.draws("compute"), many.draws("compute"), one.analysis.confidence)
+        ratio = one.ratio(many, "compute")
         rows.append({
             "machine": machine, "op": op, "library": library, "device": "cpu", "dtype": dtype, "size": size,
             "threads": most, "threads_effective": (many.first.get("threads") or {}).get("effective"),

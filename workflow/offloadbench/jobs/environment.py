@@ -10,11 +10,12 @@ none, rather than letting every torch cell be skipped.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..errors import UserError
 from ..logs import stderr_to_log, tell
-from ..records import write_json_atomic
+from ..records import read_json, write_json_atomic
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -24,6 +25,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", required=True)
     parser.add_argument("--log")
     return parser.parse_args(argv)
+
+
+def import_torch():
+    """torch, or None where it is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def known_absent(environment_path: str | None, device: str) -> str | None:
+    """Why environment.json says `device` cannot be used here, or None."""
+    if device == "cpu" or not environment_path or not os.path.exists(environment_path):
+        return None
+    return (read_json(environment_path).get("devices") or {}).get(device)
 
 
 def capture(machine: str, libraries: list[str]) -> dict:

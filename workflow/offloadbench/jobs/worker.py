@@ -85,7 +85,11 @@ class Worker:
         if refusal:
             self.send(refused=refusal)
             return False
-        self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "threads": self.threads_info.get("effective")})
+        from ..measure.cell import warm_process
+
+        self.warmed_s = warm_process(self.library, self.torch)
+        self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
+                         "threads": self.threads_info.get("effective")})
         return True
 
     def foreign_hardware(self) -> str | None:

@@ -77,13 +77,15 @@ def _measure(region: Region, budget_s: float) -> list[float]:
     return list(measured.samples_s)
 
 
-def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofSizes, budget_s: float, torch=None) -> list[dict]:
-    """Every roof point of one device: measured, or skipped/oom/error with a reason."""
+def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofSizes, budget_s: float, torch=None,
+              absent: str | None = None) -> list[dict]:
+    """Every roof point of one device: measured, or skipped/oom/error with a reason;
+    `absent` is why the device is known to be missing (then torch need not even load)."""
     points = []
     for library in libraries:
         if library == "numpy" and device != "cpu":
             continue
-        reason = devices.unavailable_reason(device, torch) if library == "torch" else None
+        reason = absent or (devices.unavailable_reason(device, torch) if library == "torch" else None)
         kinds = [("memory", "float64" if device != "mps" else "float32")] + [("compute", d) for d in dtypes]
         for kind, dtype in kinds:
             if kind == "compute" and not compute_roof_exists(library, device, dtype):

@@ -87,11 +87,13 @@ def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str =
     }
 
 
-def sweep(torch, device: str, sizes: list[int], memory_kinds: list[str], stop: StopRule) -> list[dict]:
-    """Every (direction, memory kind, size) point: measured, or skipped/oom with a reason."""
+def sweep(torch, device: str, sizes: list[int], memory_kinds: list[str], stop: StopRule,
+          absent: str | None = None) -> list[dict]:
+    """Every (direction, memory kind, size) point: measured, or skipped/oom with a reason;
+    `absent` is why the device is known to be missing (then torch need not even load)."""
     points = []
     for memory in memory_kinds:
-        reason = unavailable(device, memory, torch)
+        reason = absent or unavailable(device, memory, torch)
         for direction in DIRECTIONS:
             for nbytes in sizes:
                 point = {"direction": direction, "memory": memory, "bytes": nbytes, "status": "ok", "reason": ""}
