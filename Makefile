@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # The rules run `python` from PATH, as under --sdm conda; the venv's comes first.
 SNAKEMAKE := PATH="$(BIN):$$PATH" $(BIN)/snakemake
 
-.PHONY: run test test-slurm lint compare bundle bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
+.PHONY: run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -25,11 +25,11 @@ run: $(STAMP)
 # This machine against the shipped H200 results (or WITH=<folder or bundle>).
 WITH ?= tests/data/h200
 compare: $(STAMP)
-	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG) compare --config compare='[auto, $(WITH)]'
+	$(SNAKEMAKE) compare --cores $(CORES) --configfile $(CONFIG) --config compare='[auto, $(WITH)]'
 
 # results/<machine>.tar.gz: this machine's records, environment and tables, to carry elsewhere.
 bundle: $(STAMP)
-	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG) bundle
+	$(SNAKEMAKE) bundle --cores $(CORES) --configfile $(CONFIG)
 
 test: $(STAMP)
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
@@ -53,6 +53,12 @@ bench-fidelity: $(STAMP)
 
 bench-overhead: $(STAMP)
 	PATH="$(BIN):$$PATH" $(BIN)/python benchmarks/overhead.py
+
+# How long CONFIG's grid takes, on the machine of results folder ROOFS (GPU=1: with a CUDA GPU).
+ROOFS ?=
+estimate: $(STAMP)
+	PYTHONPATH=workflow $(BIN)/python -m offloadbench.estimate --configfile $(CONFIG) \
+	  $(if $(ROOFS),--roofs $(ROOFS)) $(if $(GPU),--gpu)
 
 # The same grid run twice (two labels), compared cell by cell; CONFIG picks the grid.
 bench-reproducibility: $(STAMP)

@@ -109,3 +109,15 @@ def test_tables_are_reproducible_from_the_same_records():
     first = timings_table(group_records(records, FAST), "m")
     again = timings_table(group_records(records, FAST), "m")
     assert first.equals(again)
+
+
+def test_a_cell_whose_processes_happen_to_agree_borrows_its_workers_spread():
+    """Three processes that agree closely, among cells of the same worker whose processes
+    differ by about 20%: its CI is as wide as the worker's spread warrants."""
+    noisy = [rec for i, size in enumerate((64, 128, 256, 512))
+             for rec in make_processes(3, process_spread=0.2, seed=20 + i, size=size, median=1e-3)]
+    lucky = make_processes(3, process_spread=0.0, seed=99, size=1024, median=1e-3)
+    cells = {mc.cell.size: mc for mc in group_records(noisy + lucky, FAST)}
+    alone = group_records(lucky, FAST)[0]
+    assert cells[1024].between_floor > 0 and alone.between_floor == 0
+    assert cells[1024].interval("compute").rel_halfwidth > 5 * alone.interval("compute").rel_halfwidth

@@ -156,3 +156,31 @@ def test_rerendering_a_bundle_never_imports_torch(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=600)
     assert (tmp_path / "out" / "report.html").stat().st_size > 10_000
     assert "H200" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.pipeline
+def test_a_small_local_run_compared_with_the_h200_through_snakemake(tmp_path):
+    """What `make compare` does after `make run`: this machine against the shipped H200."""
+    import matplotlib.image as mpimg
+    import yaml
+    from offloadbench import sandbox
+
+    workdir = sandbox.copy_workflow(tmp_path / "wf")
+    config = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
+    config["grid"] = {**config["grid"], "ops": ["matmul"], "devices": ["cpu"], "sizes": [256], "threads": ["all"]}
+    config["roofs"] = {"devices": ["cpu"], "budget_s": 0.1, "cpu_triad_size": "4MiB", "cpu_matmul_n": 128}
+    config["transfer"] = {"devices": []}
+    config["compare"] = ["auto", str(H200)]
+    result = sandbox.snakemake(workdir, "compare", config=config, env={"CUDA_VISIBLE_DEVICES": ""}, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (out,) = (workdir / "results" / "compare").iterdir()
+    assert out.name.endswith("-vs-h200")
+    table = pd.read_csv(out / "comparison.csv", dtype={"threads": str})
+    assert set(table["op"]) == {"matmul"} and len(table) == 2  # numpy and torch at n = 256, all threads
+    assert set(table["verdict"]) <= {"faster", "slower", "same", "ambiguous", "no verdict"}
+    text = (out / "report.md").read_text()
+    assert "## Break-even sizes side by side" in text and "NVIDIA H200" in text and "## What differs in provenance" in text
+    for name in ("speedups", "ratio", "break_even", "bandwidth"):
+        image = mpimg.imread(out / "figures" / f"{name}.png")
+        assert image.ndim == 3 and image.std() > 0.01
+    assert "\\newcommand" in (out / "claims.tex").read_text()

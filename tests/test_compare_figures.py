@@ -13,8 +13,8 @@ from conftest import gpu_machine_records, make_transfer_record, tables_of
 from matplotlib.colors import to_rgb
 from offloadbench.analysis.compare import COMPARISON_COLUMNS, Comparison, compare_pair
 from offloadbench.analysis.measured import Analysis, group_records
+from offloadbench.report.captions import COMPARE_CAPTIONS
 from offloadbench.report.compare_figures import (
-    COMPARE_CAPTIONS,
     COMPARE_FIGURES,
     draw_comparison_figure,
     machine_colours,

@@ -179,6 +179,16 @@ def test_a_corrupted_record_is_rejected_by_name_with_the_way_out(run, tmp_path):
     assert lines and "numpy-cpu-float32-n32-t1/p1.json" in lines[0] and "delete it and run again" in lines[0]
 
 
+def test_a_deleted_record_is_named_with_the_way_to_measure_it_again(run, tmp_path):
+    workdir = sandbox.copy_workflow(tmp_path / "copy")
+    shutil.copytree(run["out"], workdir / "results" / "ci-box")
+    (workdir / "results" / "ci-box" / "raw" / "matmul" / "torch-cpu-float32-n64-t1" / "p2.json").unlink()
+    result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False)
+    assert result.returncode != 0
+    lines = [l for l in (result.stdout + result.stderr).splitlines() if "torch-cpu-float32-n64-t1/p2.json: missing" in l]
+    assert lines and "delete results/ci-box/raw/rounds/p2.json and run again" in lines[0]
+
+
 def test_lint_is_clean():
     result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=ROOT, capture_output=True, text=True,
                             timeout=300, check=False)

@@ -9,7 +9,6 @@ import time
 import pandas as pd
 import pytest
 import yaml
-
 from offloadbench import sandbox
 
 pytestmark = pytest.mark.slurm

@@ -6,7 +6,8 @@ from offloadbench.measure import system
 
 def test_a_snapshot_has_every_field():
     snap = system.snapshot(busy_window_s=0.05)
-    assert set(snap) == {"load_average", "busy_processes", "cpu_governor", "turbo", "cores_present", "cores_usable", "gpus"}
+    assert set(snap) == {"load_average", "busy_processes", "cpu_steal_share", "cpu_governor", "turbo", "cores_present",
+                         "cores_usable", "gpus"}
     assert snap["cores_present"] >= snap["cores_usable"] >= 1
     if snap["load_average"] is not None:
         assert len(snap["load_average"]) == 3
@@ -20,6 +21,7 @@ def test_unreadable_proc_and_sys_give_none_not_an_error(monkeypatch):
     monkeypatch.setattr(system.os, "listdir", refuse)
     snap = system.snapshot(busy_window_s=0.01)
     assert snap["load_average"] is None and snap["cpu_governor"] is None and snap["turbo"] is None
+    assert snap["cpu_steal_share"] is None
     assert snap["busy_processes"] is None
     assert system.advice(snap) == []
 
@@ -34,6 +36,13 @@ def test_a_busy_process_is_seen_and_ours_are_marked(monkeypatch):
     lines = system.advice({"busy_processes": busy, "load_average": [9.0, 1, 1], "cores_present": 2})
     assert any("busy (1-minute load 9.0 on 2 cores)" in line for line in lines)
     assert any("spinner (100% of a core)" in line for line in lines)
+
+
+def test_steal_time_of_a_virtual_machine_is_reported():
+    before, after = [100, 0, 10, 800, 0, 0, 0, 0], [200, 0, 20, 850, 0, 0, 0, 50]
+    assert system.steal_share(before, after) == pytest.approx(50 / 210)
+    assert any("steal" in line for line in system.advice({"cpu_steal_share": 0.2}))
+    assert system.advice({"cpu_steal_share": 0.01}) == []
 
 
 def test_clock_event_reasons_are_named():

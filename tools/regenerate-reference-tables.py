@@ -10,9 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from offloadbench.analysis.measured import Analysis  # noqa: E402
-from offloadbench.analysis.sources import Source  # noqa: E402
-from offloadbench.layout import TABLES  # noqa: E402
+from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.sources import Source
+from offloadbench.layout import TABLES
 
 for folder in sorted(p.parent for p in (ROOT / "tests" / "data").glob("*/environment.json")):
     tables = Source(folder.name, folder).tables(Analysis())

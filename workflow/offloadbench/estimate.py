@@ -37,9 +37,12 @@ COMPUTE_EFFICIENCY = {"matmul": 0.9, "compute_then_plot": 0.9, "batched_matmul":
 ROW_SAMPLED_CHECKS = ("matmul", "compute_then_plot")  # their float64 reference covers sampled rows only
 LATENCY_S = {"cpu": 2e-6, "gpu": 1.5e-5}  # a call's fixed cost: dispatch, a kernel launch
 IMPORT_S = {"numpy": 0.3, "torch": 2.5, "cuda": 3.0}  # a worker's start; CUDA's context on top
+WORKER_WARMUP_S = 0.5  # measure.cell.warm_process
+CELL_OVERHEAD_S = 0.08  # a record built, checked against its schema and written; memory released
+TURN_SETTLE_S = 0.1  # jobs.round.SETTLE_S, between workers
 PLOT_S, PLOT_PIXEL_S = 0.15, 50e-9  # matplotlib's imshow and PNG, as measured on laptops
-SAMPLES_TO_CONVERGE = 30  # typical samples until a median is known to ±2% on a noisy laptop
-ROUND_OVERHEAD_S = 1.5  # Snakemake's job, the system check, publishing the records
+SAMPLES_TO_CONVERGE = 100  # samples a cheap region takes on a noisy laptop before its CI or budget stops it
+ROUND_OVERHEAD_S = 3.0  # Snakemake's job, the system checks, publishing the records
 FIXED_S = 20.0  # the environment job, tables, figures and report of a small grid
 
 
@@ -107,7 +110,7 @@ def cell_seconds(cell: Cell, measure: dict, roofs: Roofs) -> float:
     check = call_seconds(replace(cell, library="numpy", device="cpu", dtype="float64", threads="1"), roofs)["compute"]
     if cell.op in ROW_SAMPLED_CHECKS:
         check *= min(1.0, measure["check_rows"] / cell.size)
-    return inputs + check + sum(region_seconds(s, measure) for s in regions.values())
+    return CELL_OVERHEAD_S + inputs + check + sum(region_seconds(s, measure) for s in regions.values())
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,11 @@ class Estimate:
 
 
 def workers_seconds(cells: list[Cell]) -> float:
+    """A round's workers: imports and warm-up, and the pauses between their turns."""
     workers = {(c.library, c.device, c.threads) for c in cells}
-    return sum(IMPORT_S[lib] + (IMPORT_S["cuda"] if device == "cuda" else 0.0) for lib, device, _ in workers)
+    turns = len({(c.op, c.dtype, c.library, c.device, c.threads) for c in cells})
+    starts = sum(IMPORT_S[lib] + (IMPORT_S["cuda"] if device == "cuda" else 0.0) for lib, device, _ in workers)
+    return starts + WORKER_WARMUP_S * len(workers) + TURN_SETTLE_S * turns
 
 
 def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None = None,

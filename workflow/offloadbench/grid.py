@@ -2,7 +2,7 @@
 
 Impossible combinations are dropped here, at parse time, with the rule that dropped them:
 numpy on a GPU, bfloat16 in numpy, float64 on mps, and thread counts for GPU cells
-(measured once, with one host thread). Pure Python, so measurement jobs can expand the
+(measured once, with one host thread); so are sizes above an op's `op_max_size`. Pure Python, so measurement jobs can expand the
 same grid as the Snakefile; `frame` gives the pandas view.
 """
 
@@ -23,11 +23,12 @@ def possible(library: str, device: str, dtype: str) -> bool:
 def expand(grid: dict) -> list[Cell]:
     """All possible cells of the grid section, sorted, without duplicates."""
     labels = sorted({thread_label(t) for t in grid["threads"]}, key=thread_sort_key)
+    limits = grid.get("op_max_size") or {}
     cells = set()
     for op, library, device, dtype, size in itertools.product(
         grid["ops"], grid["libraries"], grid["devices"], grid["dtypes"], grid["sizes"]
     ):
-        if possible(library, device, dtype):
+        if possible(library, device, dtype) and size <= limits.get(op, size):
             for label in ["1"] if device != "cpu" else labels:
                 cells.add(Cell(op, library, device, dtype, int(size), label))
     return sorted(cells, key=sort_key)

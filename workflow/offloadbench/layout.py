@@ -8,6 +8,7 @@ from __future__ import annotations
 from .cells import Cell
 
 FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwidth", "roofline", "throughput")
+COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
 TABLES = ("timings", "speedups", "thread_scaling", "transfer", "roofs")
 
 
@@ -16,9 +17,14 @@ def record_relpath(cell: Cell, round_index: int) -> str:
     return f"{cell.key}/p{round_index}.json"
 
 
+def grid_record_paths(raw: str, cells, rounds: int) -> list[tuple[int, str]]:
+    """(round, path) of every record a finished run of `rounds` rounds holds below `raw`."""
+    return [(k, f"{raw}/{record_relpath(cell, k)}") for k in range(1, rounds + 1) for cell in cells]
+
+
 def partial_dir(round_index: int) -> str:
-    """Where a round keeps its finished records until the whole round is done, so that an
-    interrupted round resumes where it stopped (Snakemake removes a failed job's outputs)."""
+    """Where a round keeps its finished records until the whole round is done: the round's
+    records appear together, and an interrupted round resumes where it stopped."""
     return f".partial/p{round_index}"
 
 

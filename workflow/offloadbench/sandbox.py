@@ -34,10 +34,11 @@ def snakemake(workdir: Path, *args: str, config: dict | None = None, timeout: fl
               env: dict | None = None, cores: str | None = "1") -> subprocess.CompletedProcess:
     """Run this interpreter's snakemake in `workdir`, with `config` written to test.yaml;
     `cores=None` leaves the cores to a profile (on a cluster, --cores caps every job)."""
-    cmd = [sys.executable, "-m", "snakemake", *(["--cores", cores] if cores else [])]
+    # Targets and flags first: --configfile takes every word after it as a file.
+    cmd = [sys.executable, "-m", "snakemake", *(["--cores", cores] if cores else []), *args]
     if config is not None:
         (workdir / "test.yaml").write_text(yaml.safe_dump(config))
         cmd += ["--configfile", "test.yaml"]
     environment = {**os.environ, "PATH": interpreter_path(), **(env or {})}
-    return subprocess.run(cmd + list(args), cwd=workdir, capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout,
                           env=environment, check=False)

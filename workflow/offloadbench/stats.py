@@ -11,9 +11,9 @@ a cell's time is the geometric mean of its process medians. Its variance has a p
 between processes, known only with P - 1 degrees of freedom, and the noise of each median
 within its process, known with many. The two-level bootstrap (resample processes, then
 samples within each) and its within-only counterpart estimate both; the spread between
-processes sets the interval, never narrower than the within noise, with Student's t on
-P - 1 degrees of freedom on the log scale (Satterthwaite's formula where a ratio adds two
-cells' parts). The bootstrap's own percentiles would be
+processes sets the interval, never narrower than the within noise or than a floor the
+analysis pools from similar cells, with Student's t on P - 1 degrees of freedom on the
+log scale (Satterthwaite's formula where a ratio adds two cells' parts). The bootstrap's own percentiles would be
 too narrow with 2 to 5 processes: it cannot see variation beyond the handful of process
 medians it was given.
 """
@@ -98,7 +98,7 @@ class Draws:
     within_dof: float
     logs: np.ndarray  # per process (rows), the log of each within-process bootstrap median
 
-    def components(self) -> list[tuple[float, float]]:
+    def components(self, floor: float = 0.0) -> list[tuple[float, float]]:
         """(variance, degrees of freedom) of Var(log centre).
 
         With several processes, the spread of their medians sets the variance, known with
@@ -112,7 +112,7 @@ class Draws:
         # The two-level bootstrap sees (P-1)/P of the spread of the process medians plus
         # the within noise once more; this recovers s_b^2 / P, the variance of their mean.
         spread = max(0.0, float(np.var(self.two_level)) - v_within) * p / (p - 1)
-        return [(max(spread, v_within), p - 1)]
+        return [(max(spread, v_within, floor / p), p - 1)]
 
 
 def draws(groups: Sequence[Sequence[float]], resamples: int, seed: int) -> Draws | None:
@@ -226,18 +226,20 @@ def _interval(log_value: float, parts: list[tuple[float, float]], processes: int
     return Interval(value, math.exp(log_value - half), math.exp(log_value + half), processes, dof)
 
 
-def centre_ci(d: Draws | None, confidence: float = 0.95) -> Interval:
-    """A cell's time (geometric mean of its process medians) with its CI."""
+def centre_ci(d: Draws | None, confidence: float = 0.95, floor: float = 0.0) -> Interval:
+    """A cell's time (geometric mean of its process medians) with its CI; `floor` is a
+    variance of log process medians the cell is assumed to have at least."""
     if d is None:
         return NO_INTERVAL
-    return _interval(d.centre, d.components(), d.processes, confidence)
+    return _interval(d.centre, d.components(floor), d.processes, confidence)
 
 
-def ratio_ci(num: Draws | None, den: Draws | None, confidence: float = 0.95) -> Interval:
+def ratio_ci(num: Draws | None, den: Draws | None, confidence: float = 0.95,
+             floors: tuple[float, float] = (0.0, 0.0)) -> Interval:
     """num / den (e.g. baseline time / contender time = speedup) with its CI."""
     if num is None or den is None:
         return NO_INTERVAL
-    parts = num.components() + den.components()
+    parts = num.components(floors[0]) + den.components(floors[1])
     return _interval(num.centre - den.centre, parts, min(num.processes, den.processes), confidence)
 
 

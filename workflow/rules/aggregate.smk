@@ -3,7 +3,7 @@
 
 rule aggregate:
     input:
-        records=all_records,
+        rounds=round_manifests,
         transfer=transfer_records,
         roofs=roof_records,
         environment=f"{OUT}/environment.json",
@@ -19,5 +19,7 @@ rule aggregate:
         "../envs/analysis.yaml"
     params:
         analysis=config["analysis"],
+        grid=config["grid"],
+        raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
     script:
         "../scripts/aggregate.py"

@@ -19,7 +19,12 @@ from offloadbench import grid
 from offloadbench.bundles import BundleError, resolve_sources
 from offloadbench.cluster import EXCLUSIVE, ClusterError, node_types, round_minutes
 from offloadbench.config import ConfigError, resolve_machine, validate
-from offloadbench.layout import FIGURE_NAMES, TABLES, record_relpath, round_relpath
+from offloadbench.layout import (
+    COMPARE_FIGURE_NAMES,
+    FIGURE_NAMES,
+    TABLES,
+    round_relpath,
+)
 from offloadbench.report.captions import CAPTIONS
 
 try:
@@ -64,17 +69,11 @@ wildcard_constraints:
     source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
-def round_records(round_index):
-    """Every cell's record of one round, as patterns over {machine}."""
-    return [f"{OUT}/raw/{record_relpath(cell, round_index)}" for cell in CELLS]
-
-
-def all_records(wildcards):
-    return [
-        path.format(machine=wildcards.machine)
-        for r in ROUNDS
-        for path in round_records(r)
-    ]
+def round_manifests(wildcards):
+    """Each round's own record. The cells' records are not declared outputs: thousands of
+    them per round would make Snakemake's DAG quadratic in the grid; the aggregate reads
+    them from the grid and names any that is missing."""
+    return [f"{RESULTS}/{wildcards.machine}/raw/{round_relpath(k)}" for k in ROUNDS]
 
 
 def earlier_measurements(wildcards):

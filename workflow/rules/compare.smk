@@ -33,6 +33,11 @@ if len(COMPARED) >= 2:
             ),
             latex=f"{COMPARISON}/tables/comparison.tex",
             claims=f"{COMPARISON}/claims.tex",
+            figures=[
+                f"{COMPARISON}/figures/{name}.{kind}"
+                for name in COMPARE_FIGURE_NAMES
+                for kind in ("pdf", "png")
+            ],
         log:
             f"{COMPARISON}/logs/compare.log",
         conda:

@@ -32,8 +32,7 @@ rule measure:
         environment=f"{OUT}/environment.json",
         before=earlier_measurements,
     output:
-        records=update(round_records("{round}")),
-        round=f"{OUT}/raw/rounds/p{{round}}.json",
+        f"{OUT}/raw/{round_relpath('{round}')}",
     log:
         f"{OUT}/logs/measure/p{{round}}.log",
     benchmark:

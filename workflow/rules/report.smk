@@ -9,9 +9,7 @@ rule report:
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
-        rounds=lambda wildcards: [
-            f"{RESULTS}/{wildcards.machine}/raw/{round_relpath(k)}" for k in ROUNDS
-        ],
+        rounds=round_manifests,
         figures=figure_files("png"),
     output:
         md=f"{OUT}/report.md",

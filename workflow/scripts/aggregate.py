@@ -5,14 +5,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the offloadbench package
 
-from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.measured import Analysis, grid_records
 from offloadbench.analysis.tables import write_tables
 from offloadbench.logs import run_logged
 
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: write_tables(
-        snakemake.input.records,  # noqa: F821
+        grid_records(snakemake.params.raw, snakemake.params.grid, len(snakemake.input.rounds)),  # noqa: F821
         snakemake.input.transfer,  # noqa: F821
         snakemake.input.roofs,  # noqa: F821
         snakemake.input.environment,  # noqa: F821

@@ -17,7 +17,6 @@ import pandas as pd
 
 from ..cells import CELL_COLUMNS, Cell
 from ..machine import mismatch
-from ..stats import centre_ci, ratio_ci
 from .measured import Analysis, MeasuredCell
 from .sources import Source, SourceError
 
@@ -49,7 +48,7 @@ def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
 
 
 def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], min_effect: float,
-                 speedups: tuple[pd.DataFrame, pd.DataFrame], confidence: float = 0.95) -> pd.DataFrame:
+                 speedups: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
     """One row per cell with status ok on both machines."""
     theirs = {mc.cell: mc for mc in b if mc.status == "ok"}
     speed_a, speed_b = (_speedups_by_cell(s) for s in speedups)
@@ -58,9 +57,8 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
         other = theirs.get(mine.cell)
         if other is None:
             continue
-        time_a, time_b = (centre_ci(mc.draws("compute"), confidence) for mc in (mine, other))
-        ratio = ratio_ci(other.draws("compute"), mine.draws("compute"), confidence)
-        e2e = ratio_ci(other.draws("end_to_end"), mine.draws("end_to_end"), confidence)
+        time_a, time_b = mine.interval("compute"), other.interval("compute")
+        ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
         unstable = {side: "; ".join(mc.flags) for side, mc in (("a", mine), ("b", other))}
         if unstable["a"] or unstable["b"]:
             judged, note = "no verdict", "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
@@ -169,7 +167,7 @@ def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Com
     parts = []
     for other in labels[1:]:
         part = compare_pair(cells[reference], cells[other], (reference, other), min_effect,
-                            (tables[reference]["speedups"], tables[other]["speedups"]), analysis.confidence)
+                            (tables[reference]["speedups"], tables[other]["speedups"]))
         if part.empty:
             raise SourceError(f"{reference} and {other} have no measured cell in common (same op, library, "
                               "device, dtype, size and threads): nothing to compare")

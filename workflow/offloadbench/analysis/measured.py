@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import grid, layout
 from ..cells import Cell
 from ..machine import mismatch
 from ..records import FAILED, MalformedRecord, check_record_path, load_record
-from ..stats import Draws, Interval, draws, paired_ratio_ci, ratio_ci, seed_for
+from ..stats import Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class MeasuredCell:
     records: list[dict]  # one per process, by round
     analysis: Analysis = field(default_factory=Analysis)
     source: str = ""  # where the cell was measured, so that two machines' bootstraps differ
+    between_floor: float = 0.0  # variance of log process medians its worker's cells typically show
     _draws: dict = field(default_factory=dict, repr=False)
 
     @cached_property
@@ -95,7 +97,17 @@ class MeasuredCell:
         if self.rounds(phase) == other.rounds(phase) and self.source == other.source:
             seed = seed_for(self.analysis.seed, self.source, self.cell.key, other.cell.key, phase)
             return paired_ratio_ci(self.draws(phase), other.draws(phase), seed, self.analysis.confidence)
-        return ratio_ci(self.draws(phase), other.draws(phase), self.analysis.confidence)
+        return ratio_ci(self.draws(phase), other.draws(phase), self.analysis.confidence,
+                        (self.between_floor, other.between_floor))
+
+    def interval(self, phase: str) -> Interval:
+        """This cell's time with its CI."""
+        return centre_ci(self.draws(phase), self.analysis.confidence, self.between_floor)
+
+    def between_variance(self) -> float | None:
+        """The sample variance of this cell's log process medians (None below two)."""
+        medians = self.process_medians()
+        return float(np.var(np.log(medians), ddof=1)) if len(medians) >= 2 else None
 
     def draws(self, phase: str) -> Draws | None:
         if phase not in self._draws:
@@ -141,6 +153,19 @@ class MeasuredCell:
         return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.ok)
 
 
+def grid_records(raw: str, grid_config: dict, rounds: int) -> list[str]:
+    """Every record a finished run of the grid holds below `raw`; one missing (deleted by
+    hand, say) stops the analysis by name with the way to measure it again."""
+    paths = layout.grid_record_paths(raw, grid.expand(grid_config), rounds)
+    for k, path in paths:
+        if not Path(path).exists():
+            raise MalformedRecord(
+                f"{path}: missing although round {k} has finished; delete {raw}/{layout.round_relpath(k)} "
+                "and run again to measure what is missing"
+            )
+    return [path for _, path in paths]
+
+
 def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis(),
                source: str = "") -> list[MeasuredCell]:
     """Read every record, refusing malformed ones, misnamed ones and ones from other
@@ -164,7 +189,25 @@ def group_records(records: list[dict], analysis: Analysis = Analysis(), source: 
     by_cell: dict[Cell, list[dict]] = {}
     for record in records:
         by_cell.setdefault(Cell.from_dict(record["cell"]), []).append(record)
-    return [
+    cells = [
         MeasuredCell(cell, sorted(group, key=lambda r: r["process"]["round"]), analysis, source)
         for cell, group in by_cell.items()
     ]
+    pool_between_variance(cells)
+    return cells
+
+
+def pool_between_variance(cells: list[MeasuredCell]) -> None:
+    """Give each cell a floor under its variance between processes: the median of its
+    worker's cells (same library, device and threads). Three processes that happen to
+    agree closely are weak evidence that processes agree, when the worker's other cells
+    show that they do not: without the floor, such cells were the ones a second run fell
+    outside of."""
+    by_worker: dict[tuple, list[float]] = {}
+    for mc in cells:
+        variance = mc.between_variance() if mc.status == "ok" else None
+        if variance is not None:
+            by_worker.setdefault((mc.cell.library, mc.cell.device, mc.cell.threads), []).append(variance)
+    for mc in cells:
+        pooled = by_worker.get((mc.cell.library, mc.cell.device, mc.cell.threads), [])
+        mc.between_floor = float(np.median(pooled)) if len(pooled) >= 3 else 0.0

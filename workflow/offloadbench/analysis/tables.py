@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..cells import ALL_THREADS, CELL_COLUMNS, thread_sort_key
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record
-from ..stats import Interval, centre_ci, median_and_ci, seed_for
+from ..stats import Interval, median_and_ci, seed_for
 from ..units import bandwidth_gbs
 from .breakeven import break_even
 from .measured import Analysis, MeasuredCell, load_cells
@@ -43,7 +43,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     first = mc.first
     model = first.get("model") or {}
     threads = first.get("threads") or {}
-    compute = centre_ci(mc.draws("compute"), mc.analysis.confidence)
+    compute = mc.interval("compute")
     pooled = [s for g in mc.groups("compute") for s in g]
     q1, q3 = np.percentile(pooled, [25, 75]) if pooled else (math.nan, math.nan)
     medians = mc.process_medians()
@@ -86,7 +86,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     }
     for phase in PHASES:
         row[f"{phase}_s"] = mc.median(phase)
-    e2e = centre_ci(mc.draws("end_to_end"), mc.analysis.confidence)
+    e2e = mc.interval("end_to_end")
     row["end_to_end_ci_low_s"], row["end_to_end_ci_high_s"] = e2e.low, e2e.high
     copies = np.nansum([row["h2d_s"], row["d2h_s"]])
     on_device = mc.cell.device != "cpu" and row["end_to_end_s"] > 0

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 import os
 import sys
 import time
+from pathlib import Path
 
 from ..cells import usable_cores
 from ..logs import stderr_to_log

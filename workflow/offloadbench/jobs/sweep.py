@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 import os
 import sys
 import time
+from pathlib import Path
 
 from ..logs import stderr_to_log
 from ..measure.threads import thread_env

@@ -16,6 +16,7 @@ from ..cells import usable_cores
 
 BUSY_CPU_SHARE = 0.10  # a process using this share of one core counts as busy
 BUSY_LOAD_PER_CORE = 0.5  # 1-minute load per core above which the machine is not idle
+STEAL_SHARE = 0.05  # CPU time stolen by a hypervisor above which timings suffer
 
 # nvmlClocksEventReason bits, as named in NVIDIA's documentation.
 CLOCK_EVENT_REASONS = {
@@ -91,6 +92,24 @@ def _ancestors(pid: int) -> set[int]:
         except (IndexError, ValueError):
             break
     return seen
+
+
+def _cpu_times() -> list[int] | None:
+    """The machine's CPU time counters (/proc/stat's first line): user ... steal."""
+    text = _read("/proc/stat")
+    try:
+        return [int(v) for v in text.splitlines()[0].split()[1:9]] if text else None
+    except (IndexError, ValueError):
+        return None
+
+
+def steal_share(before: list[int] | None, after: list[int] | None) -> float | None:
+    """The share of CPU time a hypervisor gave to other guests between two readings."""
+    if not before or not after:
+        return None
+    delta = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(delta)
+    return delta[7] / total if total > 0 else None
 
 
 def busy_processes(window_s: float = 0.25) -> list[dict] | None:
@@ -176,9 +195,12 @@ def gpu_clocks(index: int = 0) -> dict | None:
 
 def snapshot(busy_window_s: float = 0.25) -> dict:
     """Everything this check reads, once."""
+    times = _cpu_times()
+    busy = busy_processes(busy_window_s)
     return {
         "load_average": load_average(),
-        "busy_processes": busy_processes(busy_window_s),
+        "busy_processes": busy,
+        "cpu_steal_share": steal_share(times, _cpu_times()),
         "cpu_governor": cpu_governor(),
         "turbo": turbo(),
         "cores_present": os.cpu_count(),
@@ -198,6 +220,9 @@ def advice(snap: dict) -> list[str]:
     if others:
         names = ", ".join(f"{p['name']} ({p['cpu_share']:.0%} of a core)" for p in others[:3])
         lines.append(f"other processes were using the CPU: {names}")
+    steal = snap.get("cpu_steal_share")
+    if steal is not None and steal > STEAL_SHARE:
+        lines.append(f"the hypervisor gave {steal:.0%} of this virtual machine's CPU time to other guests (steal)")
     if snap.get("cpu_governor") not in (None, "performance"):
         lines.append(f"the CPU governor is {snap['cpu_governor']!r}, so clocks follow the load")
     for gpu in snap.get("gpus") or []:

@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 
 from ..analysis.compare import Comparison
 from ..cells import dtype_sort_key, thread_sort_key
+from ..layout import COMPARE_FIGURE_NAMES
 from ..units import format_bytes
 from .figures import (
     MARKERS,
@@ -461,21 +462,8 @@ COMPARE_FIGURES: dict[str, Callable[[Comparison], plt.Figure]] = {
     "bandwidth": bandwidth_figure,
 }
 
-COMPARE_CAPTIONS = {
-    "speedups": "Speedup of PyTorch over NumPy on each machine's own CPU against matrix size, every machine "
-                "overlaid in its colour, with 95% CI bands; above the dashed line at 1 PyTorch is faster. "
-                "Solid lines run on a GPU, patterned ones on the CPU, with the thread count in the legend.",
-    "ratio": "Time of each cell on machine B divided by its time on the reference A, with the 95% CI of the "
-             "ratio; below 1 B is faster. Filled markers differ by more than the minimum effect, grey ones are "
-             "the same within it, pale ones are ambiguous and hollow ones unstable on either machine.",
-    "break_even": "Smallest matrix size from which each GPU series beats NumPy with the copies counted (the "
-                  "end-to-end speedup's CI above 1), per machine. A hollow marker with an arrow was not reached "
-                  "by the largest size measured; an arrow to the left means at or below the smallest size.",
-    "bandwidth": "Host↔device copy bandwidth against copy size on each machine, per direction and host memory "
-                 "kind, with 95% CIs; the dotted line in a machine's colour is its link's nominal rate.",
-}
 
-assert set(COMPARE_CAPTIONS) == set(COMPARE_FIGURES), "every comparison figure needs a caption"
+assert tuple(COMPARE_FIGURES) == COMPARE_FIGURE_NAMES, "comparison figures and layout disagree"
 
 
 def draw_comparison_figure(name: str, comparison: Comparison, pdf_path: str, png_path: str) -> None:

@@ -11,7 +11,7 @@ import pandas as pd
 from ..analysis.compare import Comparison, reproducibility
 from ..cells import Cell, thread_sort_key
 from ..units import fmt_time
-from .compare_figures import COMPARE_CAPTIONS
+from .captions import COMPARE_CAPTIONS
 from .findings import finite
 from .markdown import markdown_table, to_html
 from .seed import check_seed_claims
