@@ -104,6 +104,22 @@ def test_a_process_that_failed_is_named_among_the_flags():
     assert "1 of 3 processes failed (timeout: exceeded the cell time limit)" in row.unstable
 
 
+def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_processes_saw_it():
+    records = make_processes(3, seed=9, median=1e-3)
+    flags = [["drift: second half 12.0% slower than the first", "end_to_end: drift: second half 9.0% faster than the first"],
+             ["drift: second half 49.9% faster than the first", "CI not reached (±3.1% > ±2.0%, stopped on budget)"],
+             ["bimodal samples (two modes 50% apart, 30/50 in the faster)"]]
+    for record, seen in zip(records, flags):
+        record["diagnostics"] = {"unstable": True, "flags": seen}
+    (cell,) = group_records(records, FAST)
+    assert cell.flags == [
+        "drift: second half 49.9% faster than the first (in 2 of 3 processes)",
+        "end_to_end: drift: second half 9.0% faster than the first (in 1 of 3 processes)",
+        "bimodal samples (two modes 50% apart, 30/50 in the faster) (in 1 of 3 processes)",
+    ]
+    assert cell.precision_notes == ["CI not reached (±3.1% > ±2.0%, stopped on budget) (in 1 of 3 processes)"]
+
+
 def test_tables_are_reproducible_from_the_same_records():
     records = make_processes(3, process_spread=0.05, seed=4, median=1e-3)
     first = timings_table(group_records(records, FAST), "m")

@@ -38,6 +38,24 @@ def test_a_busy_process_is_seen_and_ours_are_marked(monkeypatch):
     assert any("spinner (100% of a core)" in line for line in lines)
 
 
+def test_a_lagging_load_average_alone_is_no_warning():
+    ours = [{"pid": 7, "name": "python", "cpu_share": 0.9, "ours": True}]
+    assert system.advice({"busy_processes": ours, "load_average": [1.9, 1, 1], "cores_present": 2}) == []
+    unreadable = system.advice({"busy_processes": None, "load_average": [1.9, 1, 1], "cores_present": 2})
+    assert unreadable == ["the machine was busy (1-minute load 1.9 on 2 cores)"]
+
+
+def test_the_report_says_each_warning_once_with_the_checks_that_saw_it():
+    from offloadbench.report.conditions import advice_lines
+
+    busy, hot = "the machine was busy (1-minute load 1.9 on 2 cores)", "GPU 0 clocks were held down: thermal"
+    rounds = [{"round": 1, "advice": [busy]}, {"round": 2, "advice": []}, {"round": 3, "advice": [busy, hot]}]
+    assert advice_lines({"system": {"advice": [busy]}}, rounds) == [
+        f"- Before the environment check and rounds 1 and 3, {busy}.",
+        f"- Before round 3, {hot}.",
+    ]
+
+
 def test_steal_time_of_a_virtual_machine_is_reported():
     before, after = [100, 0, 10, 800, 0, 0, 0, 0], [200, 0, 20, 850, 0, 0, 0, 50]
     assert system.steal_share(before, after) == pytest.approx(50 / 210)

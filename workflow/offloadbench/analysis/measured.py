@@ -8,6 +8,7 @@ per cell and phase, whatever number of tables use them).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +35,17 @@ class Analysis:
 
 def is_precision_note(flag: str) -> bool:
     return "CI not reached" in flag
+
+
+def _flag_kind(flag: str) -> str:
+    """The words before a flag's first number: "end_to_end: drift: second half", "bimodal samples"."""
+    return re.split(r"\s[\d(+±-]", flag, maxsplit=1)[0].rstrip(" :")
+
+
+def _flag_size(flag: str) -> float:
+    """A flag's first percentage, its strength: the drift, the gap between modes, the CI reached."""
+    found = re.search(r"(\d+(?:\.\d+)?)%", flag)
+    return float(found.group(1)) if found else 0.0
 
 
 def phase_samples(record: dict, phase: str) -> list[float]:
@@ -124,12 +136,14 @@ class MeasuredCell:
         return [float(np.median(g)) for g in self.groups(phase)]
 
     def _diagnostics(self) -> list[str]:
-        seen: list[str] = []
+        """Each kind of flag once: its strongest case, and in how many processes it was seen."""
+        by_kind: dict[str, list[str]] = {}
         for record in self.ok:
-            for flag in (record.get("diagnostics") or {}).get("flags") or []:
-                if flag not in seen:
-                    seen.append(flag)
-        return seen
+            for flag in dict.fromkeys((record.get("diagnostics") or {}).get("flags") or []):
+                by_kind.setdefault(_flag_kind(flag), []).append(flag)
+        n = len(self.ok)
+        return [max(seen, key=_flag_size) + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
+                for seen in by_kind.values()]
 
     @property
     def flags(self) -> list[str]:

@@ -214,9 +214,12 @@ def advice(snap: dict) -> list[str]:
     lines = []
     load = (snap.get("load_average") or [None])[0]
     cores = snap.get("cores_present") or 1
-    if load is not None and load > BUSY_LOAD_PER_CORE * cores:
+    busy = snap.get("busy_processes")
+    others = [p for p in busy or [] if not p["ours"]]
+    # The load average lags by about a minute, so after this pipeline's own previous job it stays
+    # high; it says something only when the direct look could not be taken or found others.
+    if load is not None and load > BUSY_LOAD_PER_CORE * cores and (busy is None or others):
         lines.append(f"the machine was busy (1-minute load {load:.1f} on {cores} cores)")
-    others = [p for p in snap.get("busy_processes") or [] if not p["ours"]]
     if others:
         names = ", ".join(f"{p['name']} ({p['cpu_share']:.0%} of a core)" for p in others[:3])
         lines.append(f"other processes were using the CPU: {names}")

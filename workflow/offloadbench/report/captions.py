@@ -1,4 +1,15 @@
-"""Figure captions: one text per figure, for the report and for `snakemake --report`."""
+"""Figure captions and axis wording: one text per figure, for the report and for `snakemake --report`."""
+
+from collections.abc import Iterable
+
+from ..catalogue import SPECS
+
+
+def size_label(ops: Iterable[str], prefix: str = "size n") -> str:
+    """The size axis's label: n is a side for most ops, and the label names the ops where it is not."""
+    others = sorted({op for op in ops if op in SPECS and "side" not in SPECS[op].n_means})
+    exceptions = "".join(f"; {op}: {SPECS[op].n_means.split(' (')[0]}" for op in others)
+    return f"{prefix} (side of the n×n operands{exceptions})"
 
 CAPTIONS = {
     "speedup": (
@@ -41,13 +52,13 @@ CAPTIONS = {
 
 # The figures of a comparison of machines (results/compare/<A>-vs-<B>/figures/).
 COMPARE_CAPTIONS = {
-    "speedups": "Speedup of PyTorch over NumPy on each machine's own CPU against matrix size, every machine "
+    "speedups": "Speedup of PyTorch over NumPy on each machine's own CPU against size, every machine "
                 "overlaid in its colour, with 95% CI bands; above the dashed line at 1 PyTorch is faster. "
                 "Solid lines run on a GPU, patterned ones on the CPU, with the thread count in the legend.",
     "ratio": "Time of each cell on machine B divided by its time on the reference A, with the 95% CI of the "
              "ratio; below 1 B is faster. Filled markers differ by more than the minimum effect, grey ones are "
              "the same within it, pale ones are ambiguous and hollow ones unstable on either machine.",
-    "break_even": "Smallest matrix size from which each GPU series beats NumPy with the copies counted (the "
+    "break_even": "Smallest size from which each GPU series beats NumPy with the copies counted (the "
                   "end-to-end speedup's CI above 1), per machine. A hollow marker with an arrow was not reached "
                   "by the largest size measured; an arrow to the left means at or below the smallest size.",
     "bandwidth": "Host↔device copy bandwidth against copy size on each machine, per direction and host memory "

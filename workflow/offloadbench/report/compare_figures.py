@@ -22,6 +22,7 @@ from ..analysis.compare import Comparison
 from ..cells import dtype_sort_key, thread_sort_key
 from ..layout import COMPARE_FIGURE_NAMES
 from ..units import format_bytes
+from .captions import size_label
 from .figures import (
     MARKERS,
     PANEL_ASPECT,
@@ -123,6 +124,19 @@ def _facet_grid(frame: pd.DataFrame) -> sns.FacetGrid:
     )
 
 
+def _finish_ratio_grid(g: sns.FacetGrid, frame: pd.DataFrame, ylabel: str) -> None:
+    """Log axes with a line at 1 on every panel of a grid of ratios against size."""
+    for ax in g.axes.flat:
+        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+        _sizes(ax, frame["size"])
+        _log_y(ax, "×")
+        _thin_log_ticks(ax)
+    g.set_axis_labels(size_label(frame["op"]), ylabel)
+    g.set_titles(col_template="{col_name}", row_template="{row_name}")
+    g.tight_layout()
+    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
+
+
 def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
     """Line style and marker per (library, device, threads): solid on a GPU, patterned on the CPU."""
     keys = sorted({(r.library, r.device, r.threads) for r in frame.itertuples()},
@@ -161,15 +175,7 @@ def speedups_figure(comparison: Comparison) -> plt.Figure:
                         markersize=6, markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.2)
 
     g.map_dataframe(draw)
-    for ax in g.axes.flat:
-        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-        _sizes(ax, frame["size"])
-        _log_y(ax, "×")
-        _thin_log_ticks(ax)
-    g.set_axis_labels("matrix size n (n×n)", "speedup over NumPy\n(×, log)")
-    g.set_titles(col_template="{col_name}", row_template="{row_name}")
-    g.tight_layout()
-    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
+    _finish_ratio_grid(g, frame, "speedup over NumPy\n(×, log)")
 
     rows = []
     for machine in labels:
@@ -236,15 +242,7 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
                         markeredgecolor=colour, markeredgewidth=1.0, **_verdict_marker(verdict, colour))
 
     g.map_dataframe(draw)
-    for ax in g.axes.flat:
-        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-        _sizes(ax, frame["size"])
-        _log_y(ax, "×")
-        _thin_log_ticks(ax)
-    g.set_axis_labels("matrix size n (n×n)", "time on B ÷ time on A\n(×, log; below 1: B faster)")
-    g.set_titles(col_template="{col_name}", row_template="{row_name}")
-    g.tight_layout()
-    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
+    _finish_ratio_grid(g, frame, "time on B ÷ time on A\n(×, log; below 1: B faster)")
 
     rows = [_header(f"B (colour), against A = {comparison.labels[0]}")]
     for machine in others:
@@ -340,7 +338,8 @@ def break_even_figure(comparison: Comparison) -> plt.Figure:
     ax.set_yticklabels([f"{op}, {dtype}" if several_dtypes else op for op, dtype in categories])
     ax.set_ylim(len(categories) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("break-even size n (n×n, log): from here on the GPU is faster with the copies counted")
+    ax.set_xlabel(size_label((op for op, *_ in categories), "break-even size n, log")
+                  + ": from here on the GPU is faster with the copies counted")
     fig.tight_layout()
 
     rows = [_header("machine (colour)")]

@@ -74,8 +74,9 @@ def faster_where(comparison: Comparison) -> list[str]:
             last = group.iloc[-1]
             verdicts = group["verdict"].value_counts()
             main = verdicts.index[0]
+            state = {"no verdict": "has no verdict (unstable on a machine)", "same": "is the same"}.get(main, f"is {main}")
             lines.append(
-                f"- {_series_name(last)}: {other} is {main} at {verdicts.iloc[0]} of {len(group)} sizes; at n = "
+                f"- {_series_name(last)}: {other} {state} at {verdicts.iloc[0]} of {len(group)} sizes; at n = "
                 f"{int(last['size'])}: {fmt_time_ratio(last['ratio'], last['ratio_ci_low'], last['ratio_ci_high'])}."
             )
         lines.append("")

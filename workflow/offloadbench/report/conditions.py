@@ -10,12 +10,24 @@ from ..units import fmt_duration
 
 
 def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:
-    """What the read-only system check saw that may weaken the numbers, each said once."""
-    seen: list[str] = []
-    for item in [*((environment.get("system") or {}).get("advice") or []), *(a for r in rounds for a in r.get("advice") or [])]:
-        if item not in seen:
-            seen.append(item)
-    return [f"- Before measuring, {item}." for item in seen]
+    """What the read-only system check saw that may weaken the numbers: each warning once,
+    with the checks that saw it."""
+    seen: dict[str, tuple[list[str], list[str]]] = {}
+    for item in (environment.get("system") or {}).get("advice") or []:
+        seen.setdefault(item, ([], []))[0].append("the environment check")
+    for r in rounds:
+        for item in r.get("advice") or []:
+            seen.setdefault(item, ([], []))[1].append(str(r.get("round", "?")))
+    lines = []
+    for item, (checks, numbers) in seen.items():
+        if numbers:
+            checks.append(f"round{'s' if len(numbers) > 1 else ''} {_and(numbers)}")
+        lines.append(f"- Before {_and(checks)}, {item}.")
+    return lines
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def sharing_lines(timings: pd.DataFrame) -> list[str]:

@@ -21,6 +21,7 @@ from matplotlib import ticker
 
 from ..cells import ALL_THREADS, dtype_sort_key, thread_sort_key
 from ..units import format_bytes
+from .captions import size_label
 
 PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
@@ -152,7 +153,7 @@ def weak_cells(frame: pd.DataFrame) -> pd.Series:
 def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str) -> plt.Figure:
     for ax in g.axes.flat:
         _size_axis(ax, frame["size"])
-    g.set_axis_labels("matrix size n (n×n)", ylabel)
+    g.set_axis_labels(size_label(frame["op"]), ylabel)
     g.set_titles(col_template="{col_name}", row_template="{row_name}")
     g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
     g.add_legend(title="")
@@ -240,7 +241,7 @@ def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
         ax.set_ylim(0, 100)
 
     g.map_dataframe(stacked)
-    g.set_axis_labels("matrix size n (n×n)", "share of the phase times (%)")
+    g.set_axis_labels(size_label(device["op"]), "share of the phase times (%)")
     g.set_titles(col_template="{col_name}", row_template="{row_name}")
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in phases]
     g.figure.legend(handles, [PHASE_LABELS[p] for p in phases], loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)

@@ -102,16 +102,44 @@ def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
                 linespacing=1.15)
 
 
-def _label_memory(ax, bw: float, ridge: float) -> None:
-    """The memory roof's label along its slope, where the line enters the plot."""
+def _label_memory(ax, bw: float, ridge: float, points: pd.DataFrame) -> None:
+    """The memory roof's label along its slope, above or below it, at the first place between
+    the plot's edge and the ridge that hides the fewest points and no other label."""
     (x0, x1), (y0, _) = ax.get_xlim(), ax.get_ylim()
-    x = max(x0, y0 / bw) * 1.6
-    if x * 2 > min(ridge, x1):  # no room left of the ridge: put it under the line
-        x = max(x0, y0 / bw) * 1.1
-    a, b = ax.transData.transform([(x, bw * x), (x * 10, bw * x * 10)])
-    angle = math.degrees(math.atan2(b[1] - a[1], b[0] - a[0]))
-    ax.text(x, bw * x * 1.25, f"memory {fmt_rate(bw)} GB/s", rotation=angle, rotation_mode="anchor",
-            ha="left", va="bottom", fontsize="small", color=ROOF_COLOUR)
+    entry = max(x0, y0 / bw)
+    a, b = ax.transData.transform([(entry, bw * entry), (entry * 10, bw * entry * 10)])
+    angle = math.atan2(b[1] - a[1], b[0] - a[0])
+    along, across = np.array([math.cos(angle), math.sin(angle)]), np.array([-math.sin(angle), math.cos(angle)])
+    renderer = ax.figure.canvas.get_renderer()
+    scale = ax.figure.dpi / 72  # points to pixels
+    taken = [text.get_window_extent(renderer).padded(3 * scale) for text in ax.texts]  # the peak labels
+    label = ax.text(entry, bw * entry, f"memory {fmt_rate(bw)} GB/s", fontsize="small", color=ROOF_COLOUR)
+    extent = label.get_window_extent(renderer)
+    width, height, gap, pad = extent.width, extent.height, 2 * scale, 6 * scale  # pad: a large marker's radius
+    marks = ax.transData.transform(points[["intensity", "gflops"]].to_numpy(dtype=float)) if len(points) else []
+
+    def clashes(spot: tuple[float, int]) -> int:
+        """Points under the label at this spot, and ten for each other label it touches."""
+        x, side = spot
+        foot = ax.transData.transform((x, bw * x))
+        v_low, v_high = (gap, gap + height) if side > 0 else (-gap - height, -gap)
+
+        def under(point, margin: float) -> bool:  # in the label's own rotated frame
+            u, v = (np.asarray(point) - foot) @ along, (np.asarray(point) - foot) @ across
+            return -margin <= u <= width + margin and v_low - margin <= v <= v_high + margin
+
+        corners = [foot + u * along + v * across for u in (0, width / 2, width) for v in (v_low, v_high)]
+        touched = sum(any(box.contains(*c) for c in corners) or any(under(c, 0) for c in box.corners())
+                      for box in taken)
+        return sum(under(mark, pad) for mark in marks) + 10 * touched
+
+    room = min(ridge, x1) / 2  # the label's start stays left of the ridge
+    first = entry * 1.2
+    spots = [(first * 1.25**k, side) for k in range(16) if first * 1.25**k <= room for side in (1, -1)]
+    x, side = min(spots, key=clashes) if spots else (first, 1)  # the first of the least crowded
+    label.set(rotation=math.degrees(angle), rotation_mode="anchor", ha="left",
+              va="bottom" if side > 0 else "top")
+    label.set_position(ax.transData.inverted().transform(ax.transData.transform((x, bw * x)) + side * gap * across))
 
 
 def _label_ops(ax, here: pd.DataFrame) -> None:
@@ -200,7 +228,7 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
                     va="bottom", fontsize="small", color=ROOF_COLOUR)
         elif not roofs_here.empty:
             peaks_drawn = _draw_roofs(ax, roofs_here, dtypes, xlim)
-            labelled.append((ax, float(bw.iloc[0]) if not bw.empty else math.nan,
+            labelled.append((ax, device, float(bw.iloc[0]) if not bw.empty else math.nan,
                            float(ridges.min()) if not ridges.empty else xlim[1], peaks_drawn))
             missing = [d for d in dtypes if d not in {dtype for _, dtype in peaks_drawn}]
             if missing:
@@ -236,10 +264,10 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
     title = f"Roofline — {machine}" + (" (roofs not measured)" if best.empty else "")
     fig.suptitle(title, x=0.01, ha="left", fontsize="medium", fontweight="bold")
     fig.tight_layout()
-    for ax, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on the panel's shape
+    for ax, device, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on its shape
         _label_peaks(ax, peaks_drawn)
         if math.isfinite(bw):
-            _label_memory(ax, bw, ridge)
+            _label_memory(ax, bw, ridge, cells[cells["device"] == device])
     if len(ops) >= DIRECT_LABELS_FROM:
         for ax, device in zip(axes.flat, devices):
             _label_ops(ax, cells[cells["device"] == device])
