@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 GPU_DEVICES = ("cuda", "mps")
 DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}  # bytes per element
 ALL_THREADS = "all"
 CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads"]
 

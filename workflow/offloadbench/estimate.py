@@ -26,10 +26,9 @@ from pathlib import Path
 
 from . import grid
 from .catalogue import get_spec
-from .cells import ALL_THREADS, Cell
+from .cells import ALL_THREADS, ITEMSIZE, Cell
 from .units import fmt_duration
 
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 # Fraction of the matmul peak an op reaches where compute bounds it (its FLOPs are not all
 # fused multiply-adds, or it has little parallelism); ops not named are memory-bound anyway.
 COMPUTE_EFFICIENCY = {"matmul": 0.9, "compute_then_plot": 0.9, "batched_matmul": 0.3, "solve": 0.5,

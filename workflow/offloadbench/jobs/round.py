@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +139,7 @@ class Round:
         self.done = 0
         self.expected_done = 0.0
         self.todo: list[Cell] = []
+        self.statuses: dict[Cell, str] = {}  # of every cell with a record, for the manifest
         self.costs: dict[Cell, float] = {}
         self.facts = host_facts()
 
@@ -148,15 +150,15 @@ class Round:
     def partial(self, cell: Cell) -> Path:
         return self.raw / layout.partial_relpath(cell, self.args.round)
 
-    def finished(self, path: Path) -> bool:
-        """A valid record under the current measure settings exists at `path`."""
+    def finished_status(self, path: Path) -> str | None:
+        """The status of a valid record under the current measure settings at `path`, if any."""
         if not path.exists():
-            return False
+            return None
         try:
             record = load_record(path)
         except MalformedRecord:
-            return False
-        return not settings_differ(record.get("settings") or {}, self.settings)
+            return None
+        return None if settings_differ(record.get("settings") or {}, self.settings) else record["status"]
 
     def device_reason(self, cell: Cell) -> str | None:
         if cell.library != "torch":
@@ -171,7 +173,12 @@ class Round:
                 f"this host's {different} recorded in {self.args.environment}: choose a new "
                 "`machine:` label rather than mixing machines"
             )
-        self.todo = [c for c in self.cells if not (self.finished(self.final(c)) or self.finished(self.partial(c)))]
+        for cell in self.cells:
+            status = self.finished_status(self.final(cell)) or self.finished_status(self.partial(cell))
+            if status:
+                self.statuses[cell] = status
+            else:
+                self.todo.append(cell)
         self.costs = self.estimated_costs()
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
@@ -262,6 +269,7 @@ class Round:
             if "phase" in event:
                 phase = event["phase"]
             elif event.get("done") == cell.key:
+                self.statuses[cell] = event["status"]
                 if event["status"] in ("oom", "error", "timeout"):
                     tell(self.terminal, f"cell {cell.label}: {event['status']}: {event['reason']}")
                 return
@@ -285,6 +293,7 @@ class Round:
             provenance=self.facts, settings=self.settings,
         )
         write_json_atomic(self.partial(cell), record)
+        self.statuses[cell] = status
 
     def retire(self, worker: WorkerProcess) -> None:
         worker.close()
@@ -320,10 +329,6 @@ class Round:
             partial.parent.rmdir()
 
     def write_manifest(self, started: str, lock_wait: float, before: dict | None, after: dict | None) -> None:
-        statuses: dict[str, int] = {}
-        for cell in self.cells:
-            record = read_json(self.final(cell))
-            statuses[record["status"]] = statuses.get(record["status"], 0) + 1
         write_json_atomic(self.raw / layout.round_relpath(self.args.round), {
             "kind": "round",
             "machine": self.args.machine,
@@ -336,7 +341,7 @@ class Round:
             "estimated_s": sum(self.costs.values()) + estimate.workers_seconds(
                 [c for c in self.todo if not self.device_reason(c)]),
             "took_s": time.monotonic() - self.began if self.todo else 0.0,
-            "statuses": statuses,
+            "statuses": dict(Counter(self.statuses.values())),
             "lock_wait_s": lock_wait,
             "workers": self.history,
             "system_before": before,

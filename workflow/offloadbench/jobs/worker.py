@@ -88,6 +88,8 @@ class Worker:
         from ..measure.cell import warm_process
 
         self.warmed_s = warm_process(self.library, self.torch)
+        gc.collect()
+        gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
                          "threads": self.threads_info.get("effective")})
         return True
@@ -146,7 +148,8 @@ class Worker:
         }
 
     def release(self, cell: Cell) -> None:
-        """Free the cell's arrays before the next cell, on the host and the device."""
+        """Free the cell's arrays before the next cell, on the host and the device (a failed
+        cell's traceback holds them in reference cycles)."""
         gc.collect()
         if self.torch is not None and cell.device == "cuda":
             self.torch.cuda.empty_cache()

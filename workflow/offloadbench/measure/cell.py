@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cells import Cell
+from ..cells import ITEMSIZE, Cell
 from ..records import write_bytes_atomic
 from . import correctness, devices, diagnostics, system
 from .ops import Op, get_op
@@ -105,10 +105,6 @@ def _available_host_memory() -> int | None:
     return None
 
 
-def itemsize_of(dtype: str) -> int:
-    return 2 if dtype in ("float16", "bfloat16") else np.dtype(dtype).itemsize
-
-
 def _np_dtype(dtype: str):
     return np.dtype(dtype) if dtype not in TORCH_ONLY_DTYPES else np.dtype("float32")
 
@@ -172,6 +168,10 @@ class Backend:
     def compute(self, inputs):
         return self.op.compute(self.lib, *inputs)
 
+    def round_trip(self, host_inputs: list):
+        """Host inputs in, the host result out: what a user's code does."""
+        return self.to_host(self.compute([self.to_device(x) for x in host_inputs]))
+
     def pin(self, host_inputs: list) -> list:
         """With pinned_memory, the inputs live in pinned memory from the start, as when an
         application allocates its buffers pinned; copying them there is not timed."""
@@ -193,7 +193,7 @@ def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
         return backend.compute(device_inputs)
 
     def end_to_end():
-        out = backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs]))
+        out = backend.round_trip(host_inputs)
         if op.finish:
             op.finish(backend.as_numpy(out))
         return out
@@ -213,7 +213,7 @@ def check_result(backend: Backend, host_inputs: list) -> dict:
     """The op's error against a float64 reference from the same inputs, and its verdict."""
     op, cell, settings = backend.op, backend.cell, backend.settings
     rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.seed + 1))
-    result = backend.as_numpy(backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs])))
+    result = backend.as_numpy(backend.round_trip(host_inputs))
     error = op.error([as_float64(x) for x in host_inputs], result, rows)
     tf32 = settings.allow_tf32 and cell.library == "torch" and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
@@ -237,7 +237,7 @@ def working_set_bytes(op: Op, n: int, itemsize: int) -> int:
 
 
 def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
-    need = working_set_bytes(op, cell.size, itemsize_of(cell.dtype))
+    need = working_set_bytes(op, cell.size, ITEMSIZE[cell.dtype])
     available = _available_host_memory()
     if available is not None and need > settings.memory_headroom * available:
         raise CellFailed(
@@ -247,7 +247,7 @@ def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
 
 def model_of(op: Op, cell: Cell) -> dict:
     """The FLOP and byte model of the cell, from the op's spec."""
-    spec, itemsize = op.spec, itemsize_of(cell.dtype)
+    spec, itemsize = op.spec, ITEMSIZE[cell.dtype]
     return {
         "flops": spec.flops(cell.size),
         "traffic_bytes": spec.traffic(cell.size, itemsize),
@@ -347,7 +347,7 @@ def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, p
     outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after)
     if op.finish and artifact_path:
         progress.enter("saving the rendering")
-        rendered = op.finish(backend.as_numpy(backend.to_host(backend.compute([backend.to_device(x) for x in host_inputs]))))
+        rendered = op.finish(backend.as_numpy(backend.round_trip(host_inputs)))
         write_bytes_atomic(artifact_path, rendered)
         outcome.measured["artifact"] = os.path.basename(artifact_path)
 
