@@ -36,6 +36,13 @@ def test_transfer_overhead_without_gpu_cells_says_so(tmp_path, gpu_tables):
     assert len(fig.axes) == 1
 
 
+def test_copy_cost_notes_share_one_place_under_the_figure(gpu_tables):
+    speedups = gpu_tables["speedups"].assign(shares_cores=True, unstable="")  # numpy baselines on every core
+    fig = FIGURES["copy_cost"]({**gpu_tables, "speedups": speedups}, "gpubox")
+    notes = [t.get_text() for t in fig.texts if t.get_position()[1] < 0]
+    assert len(notes) == 1 and "break-even size" in notes[0] and "hollow" not in notes[0]
+
+
 def test_speedup_figure_has_a_line_at_one_and_log_size_axis(gpu_tables):
     fig = FIGURES["speedup"](gpu_tables, "gpubox")
     ax = fig.axes[0]

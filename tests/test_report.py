@@ -1,4 +1,4 @@
-
+import pandas as pd
 from offloadbench.config import validate
 from offloadbench.layout import FIGURE_NAMES
 from offloadbench.report.markdown import Inputs, build_markdown, write_report
@@ -53,6 +53,15 @@ def test_seed_claims_at_the_seed_size_get_a_verdict(gpu_tables):
     claim = next(line for line in text.splitlines() if line.startswith("- \"More than 10×"))
     assert "with the data already on the device, 27" in claim and "it **holds**" in claim
     assert "with the copies counted" in claim and "it **does not hold**" in claim
+
+
+def test_the_plotting_claim_is_checked_once(gpu_tables):
+    t, s = gpu_tables["timings"].copy(), gpu_tables["speedups"].copy()
+    t = pd.concat([t, t.assign(op="compute_then_plot")], ignore_index=True)
+    s = pd.concat([s, s.assign(op="compute_then_plot")], ignore_index=True)
+    text = build_markdown(inputs({**gpu_tables, "timings": t, "speedups": s}))
+    claims = [line for line in text.splitlines() if line.startswith("- Compute then plot")]
+    assert len(claims) == 1 and "saving over NumPy" in claims[0]
 
 
 def test_judge_needs_the_whole_ci_on_one_side():

@@ -150,17 +150,21 @@ def weak_cells(frame: pd.DataFrame) -> pd.Series:
     return unstable
 
 
-def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str) -> plt.Figure:
+def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str,
+                 notes: tuple[str, ...] | None = None) -> plt.Figure:
+    """Size axes, titles, legend; `notes` under the figure (by default the weak-cell note
+    where a hollow marker was drawn)."""
     for ax in g.axes.flat:
         _size_axis(ax, frame["size"])
     g.set_axis_labels(size_label(frame["op"]), ylabel)
     g.set_titles(col_template="{col_name}", row_template="{row_name}")
     g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
     g.add_legend(title="")
-    note = WEAK_NOTE if weak_cells(frame).any() else None
+    if notes is None:
+        notes = (WEAK_NOTE,) if weak_cells(frame).any() else ()
     g.figure.suptitle(title, x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
-    if note:
-        g.figure.text(0.01, -0.04, note, ha="left", va="top", fontsize="small")
+    if notes:
+        g.figure.text(0.01, -0.04, "\n".join(notes), ha="left", va="top", fontsize="small")
     return g.figure
 
 
@@ -284,11 +288,8 @@ def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     for ax in g.axes.flat:
         _log_y(ax, "×")
         ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-    frame = long.assign(unstable="")
-    fig = _finish_grid(g, "speedup over NumPy (×, log)", frame, f"What the copies cost — {machine}")
-    fig.text(0.01, -0.04, "dotted vertical line: break-even size with the copies counted (CI above 1 from there on)",
-             ha="left", va="top", fontsize="small")
-    return fig
+    return _finish_grid(g, "speedup over NumPy (×, log)", long, f"What the copies cost — {machine}",
+                        notes=("dotted vertical line: break-even size with the copies counted (CI above 1 from there on)",))
 
 
 def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:

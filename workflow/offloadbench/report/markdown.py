@@ -28,7 +28,7 @@ from .findings import (
     stability_findings,
 )
 from .ops_findings import bound_lines, payoff_lines
-from .seed import SEED_CLAIM, check_seed_claims, saving_claims
+from .seed import SEED_CLAIM, check_seed_claims
 
 
 @dataclass
@@ -220,7 +220,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         *bound_lines(t, inputs.table("roofs")),
         "",
         *conditions_section(inputs.environment, inputs.rounds, t),
-        *offload_section(t, s, inputs.transfer, saving_claims(s, t)),
+        *offload_section(t, s, inputs.transfer),
         "## Seed claims checked",
         "",
         f"> {SEED_CLAIM}",
