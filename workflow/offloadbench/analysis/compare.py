@@ -162,7 +162,7 @@ def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Com
         raise SourceError(f"the label {repeated[0]!r} is given twice: compare names each machine once")
     environments = {s.label: s.environment() for s in sources}
     cells = {s.label: s.cells(analysis) for s in sources}
-    tables = {s.label: s.tables(analysis) for s in sources}
+    tables = {s.label: s.tables(analysis, cells[s.label]) for s in sources}
     reference = sources[0].label
     parts = []
     for other in labels[1:]:

@@ -5,18 +5,17 @@ from the raw records, so results of an older pipeline version are read by this o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import UserError
-from ..records import MalformedRecord
+from ..records import MalformedRecord, read_json
 from .measured import Analysis, MeasuredCell, load_cells
 from .tables import build_tables_of
 
-DEVICE_RECORD_FOLDERS = ("transfer", "roofs")
 NOT_CELLS = ("transfer", "roofs", "rounds", ".partial")
 
 
@@ -34,13 +33,17 @@ class Source:
         return self.folder / "raw"
 
     def environment(self) -> dict:
+        return self._environment
+
+    @cached_property
+    def _environment(self) -> dict:
         path = self.folder / "environment.json"
         if not path.is_file():
             raise SourceError(f"{self.folder}: no environment.json here, so these are no offloadbench results")
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise SourceError(f"{path}: not valid JSON ({error.msg})") from None
+            return read_json(path)
+        except MalformedRecord as error:
+            raise SourceError(str(error)) from None
 
     def record_paths(self) -> list[Path]:
         """Every cell record: raw/<op>/<stem>/p<k>.json, and the older raw/<op>/<stem>.json."""
@@ -62,15 +65,12 @@ class Source:
         except MalformedRecord as error:
             raise SourceError(str(error)) from None
 
-    def tables(self, analysis: Analysis) -> dict[str, pd.DataFrame]:
-        """Every table of one machine, rebuilt from its raw records by this version's code."""
+    def tables(self, analysis: Analysis, cells: list[MeasuredCell] | None = None) -> dict[str, pd.DataFrame]:
+        """Every table of one machine, rebuilt from its raw records by this version's code
+        (from `cells` where they are loaded already)."""
         try:
-            return build_tables_of(self.cells(analysis), self.device_records("transfer"),
+            return build_tables_of(cells or self.cells(analysis), self.device_records("transfer"),
                                    self.device_records("roofs"), self.label, analysis)
         except MalformedRecord as error:
             raise SourceError(str(error)) from None
 
-
-def label_of(folder: Path) -> str:
-    """A results folder's label: the folder's name (results/<label>/, tests/data/h200)."""
-    return folder.resolve().name
