@@ -35,6 +35,7 @@ def test_the_default_config_file_is_valid():
         ({"measure": {"min_samples": 50, "max_samples": 20}}, "measure.max_samples", "below"),
         ({"machine": "my/box"}, "machine", "does not match"),
         ({"measure": {"pinned_memory": "yes"}}, "measure.pinned_memory", "boolean"),
+        ({"grid": {"op_max_size": {"eig": 4096}}}, "grid.op_max_size", "'eig' is not one of"),
     ],
 )
 def test_invalid_configs_name_the_key_in_one_line(config, key, words):
@@ -59,7 +60,7 @@ def test_every_op_in_the_schema_is_in_the_catalogue_and_back():
     from offloadbench.catalogue import SPECS
     from offloadbench.config import load_schema
 
-    enum = load_schema()["properties"]["grid"]["properties"]["ops"]["items"]["enum"]
+    enum = load_schema()["$defs"]["op"]["enum"]  # grid.ops and grid.op_max_size take the same names
     assert sorted(enum) == sorted(SPECS)
 
 
@@ -82,6 +83,14 @@ def test_nested_command_line_overrides_get_the_schema_types():
     assert config["measure"]["budget_s"] == 0.5 and config["measure"]["pinned_memory"] is True
     with pytest.raises(ConfigError, match=r"config key grid.sizes\[0\]: 0 is less than the minimum of 1"):
         validate({"grid": {"sizes": ["0"]}})
+
+
+def test_overrides_of_keys_the_user_names_get_the_schema_types_and_defaults():
+    # The SLURM profile's own example: --config cluster='{a100: {partition: gpu, gpus: 1}}'
+    config = validate({"cluster": {"a100": {"partition": "gpu", "gpus": "1"}},
+                       "grid": {"ops": ["matmul", "eigh"], "op_max_size": {"eigh": "64"}}})
+    assert config["cluster"]["a100"] == {"partition": "gpu", "gpus": 1, "mem_mb": 16000}
+    assert config["grid"]["op_max_size"] == {"eigh": 64}
 
 
 def test_provenance_lists_the_users_blas_variables_not_those_libraries_set(monkeypatch):

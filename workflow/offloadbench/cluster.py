@@ -85,8 +85,8 @@ def node_types(cluster: dict, run=subprocess.run) -> dict[str, NodeType]:
                 f"{where}.cores: {cores} cores, but the nodes of partition {partition or '(default)'} have at most "
                 f"{max(available)}; a job asking for more would wait forever"
             )
-        types[label] = NodeType(label, partition, spec.get("account"), int(cores), int(spec.get("gpus", 0)),
-                                spec.get("gpu_model"), int(spec.get("mem_mb", 16000)))
+        types[label] = NodeType(label, partition, spec.get("account"), int(cores), int(spec["gpus"]),
+                                spec.get("gpu_model"), int(spec["mem_mb"]))  # defaults: the config schema
     return types
 
 

@@ -24,13 +24,25 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
         return yaml.safe_load(handle)
 
 
+def _schema_of(key: str, schema: dict) -> dict:
+    """The sub-schema of an object's key: named in `properties`, or the one for any key
+    (`additionalProperties`, e.g. each node type under `cluster:`)."""
+    named = schema.get("properties", {})
+    if key in named:
+        return named[key]
+    other = schema.get("additionalProperties")
+    return other if isinstance(other, dict) else {}
+
+
 def fill_defaults(data: dict, schema: dict) -> dict:
     """Fill missing keys from the schema's defaults, recursing into objects."""
     for key, sub in schema.get("properties", {}).items():
         if key not in data and "default" in sub:
             data[key] = copy.deepcopy(sub["default"])
-        if isinstance(data.get(key), dict) and sub.get("type") == "object":
-            fill_defaults(data[key], sub)
+    for key, value in data.items():
+        sub = _schema_of(key, schema)
+        if isinstance(value, dict) and sub.get("type") == "object":
+            fill_defaults(value, sub)
     return data
 
 
@@ -56,8 +68,7 @@ def coerce_strings(data, schema: dict):
     `snakemake --config grid='{"sizes": [256, 512]}'` parses nested values with YAML's base
     loader, which keeps every scalar a string; this makes such overrides work."""
     if isinstance(data, dict):
-        properties = schema.get("properties", {})
-        return {key: coerce_strings(value, properties.get(key, {})) for key, value in data.items()}
+        return {key: coerce_strings(value, _schema_of(key, schema)) for key, value in data.items()}
     if isinstance(data, list):
         items = schema.get("items", {})
         return [coerce_strings(value, items) for value in data]
