@@ -3,9 +3,9 @@
 
 rule aggregate:
     input:
-        rounds=round_manifests,
-        transfer=transfer_records,
-        roofs=roof_records,
+        rounds=ROUND_MANIFESTS,
+        transfer=TRANSFER_RECORDS,
+        roofs=ROOF_RECORDS,
         environment=f"{OUT}/environment.json",
     output:
         timings=f"{OUT}/timings.csv",

@@ -1,4 +1,5 @@
 # Config validation, the grid of cells, the machine labels and the target lists.
+import functools
 import json
 import os
 import shlex
@@ -69,11 +70,16 @@ wildcard_constraints:
     source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
-def round_manifests(wildcards):
-    """Each round's own record. The cells' records are not declared outputs: thousands of
-    them per round would make Snakemake's DAG quadratic in the grid; the aggregate reads
-    them from the grid and names any that is missing."""
-    return [f"{RESULTS}/{wildcards.machine}/raw/{round_relpath(k)}" for k in ROUNDS]
+# Each round's own record. The cells' records are not declared outputs: thousands of them
+# per round would make Snakemake's DAG quadratic in the grid; the aggregate reads them
+# from the grid and names any that is missing.
+ROUND_MANIFESTS = [f"{OUT}/raw/{round_relpath(k)}" for k in ROUNDS]
+ROOF_RECORDS = [
+    f"{OUT}/raw/roofs/{device}.json" for device in config["roofs"]["devices"]
+]
+TRANSFER_RECORDS = [
+    f"{OUT}/raw/transfer/{device}.json" for device in config["transfer"]["devices"]
+]
 
 
 def earlier_measurements(wildcards):
@@ -81,23 +87,8 @@ def earlier_measurements(wildcards):
     round 2, ...): each cell's processes are spread over the run, and on a cluster the
     chain runs as one job on one node, never two measurements side by side."""
     k = int(wildcards.round)
-    if k > 1:
-        return [f"{OUT}/raw/{round_relpath(k - 1)}".format(**wildcards)]
-    return roof_records(wildcards) + transfer_records(wildcards)
-
-
-def transfer_records(wildcards):
-    return [
-        f"{RESULTS}/{wildcards.machine}/raw/transfer/{device}.json"
-        for device in config["transfer"]["devices"]
-    ]
-
-
-def roof_records(wildcards):
-    return [
-        f"{RESULTS}/{wildcards.machine}/raw/roofs/{device}.json"
-        for device in config["roofs"]["devices"]
-    ]
+    before = [ROUND_MANIFESTS[k - 2]] if k > 1 else ROOF_RECORDS + TRANSFER_RECORDS
+    return [path.format(**wildcards) for path in before]
 
 
 def figure_files(kind, machine="{machine}"):
@@ -163,15 +154,29 @@ def measuring_extra(wildcards):
     return EXCLUSIVE if wildcards.machine in NODE_TYPES else None
 
 
+# Every measuring job gets a whole node of its machine label's type on a cluster.
+MEASURING_RESOURCES = dict(
+    slurm_partition=node_resource("partition"),
+    slurm_account=node_resource("account"),
+    gres=node_resource("gres"),
+    slurm_extra=measuring_extra,
+    mem_mb=node_resource("mem_mb"),
+)
+
+
 def round_runtime(wildcards):
     """A round's time limit in minutes, from the duration estimate of one round."""
+    return _round_minutes(wildcards.machine)
+
+
+@functools.cache
+def _round_minutes(machine):
     from offloadbench.estimate import estimate_run, roofs_for
 
-    node = NODE_TYPES.get(wildcards.machine)
+    node = NODE_TYPES.get(machine)
     available = {"cpu": True, "cuda": bool(node and node.gpus)}
-    one_round = {1: CELLS}
     estimate = estimate_run(
-        config, roofs_for(Path(RESULTS) / wildcards.machine), one_round, available
+        config, roofs_for(Path(RESULTS) / machine), {1: CELLS}, available
     )
     return round_minutes(estimate.measure_s)
 

@@ -12,7 +12,7 @@ rule unbundle:
     conda:
         "../envs/analysis.yaml"
     params:
-        folder=lambda wildcards: f"{RESULTS}/sources/{wildcards.source}",
+        folder=f"{RESULTS}/sources/{{source}}",
     shell:
         "python -m offloadbench.bundles unpack {input:q} {params.folder:q} {log:q}"
 
@@ -77,7 +77,7 @@ rule render_source:
             str(s.folder) for s in RENDERED if s.label == wildcards.source
         ),
         analysis=config["analysis"],
-        out=lambda wildcards: f"{RESULTS}/rendered/{wildcards.source}",
+        out=f"{RESULTS}/rendered/{{source}}",
     script:
         "../scripts/render.py"
 

@@ -14,11 +14,7 @@ rule environment:
         "../envs/measure.yaml"
     threads: bench_threads
     resources:
-        slurm_partition=node_resource("partition"),
-        slurm_account=node_resource("account"),
-        gres=node_resource("gres"),
-        slurm_extra=measuring_extra,
-        mem_mb=node_resource("mem_mb"),
+        **MEASURING_RESOURCES,
         runtime=10,
     params:
         libraries=",".join(config["grid"]["libraries"]),
@@ -43,17 +39,13 @@ rule measure:
         "../envs/measure.yaml"
     threads: bench_threads
     resources:
-        slurm_partition=node_resource("partition"),
-        slurm_account=node_resource("account"),
-        gres=node_resource("gres"),
-        slurm_extra=measuring_extra,
-        mem_mb=node_resource("mem_mb"),
+        **MEASURING_RESOURCES,
         runtime=round_runtime,
     params:
         rounds=len(ROUNDS),
         grid=as_json(config["grid"]),
         settings=as_json(config["measure"]),
-        raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
+        raw=f"{OUT}/raw",
     message:
         "round {wildcards.round} of {params.rounds} on {wildcards.machine}: every cell once, in fresh processes"
     shell:
@@ -77,17 +69,13 @@ if config["roofs"]["devices"]:
             "../envs/measure.yaml"
         threads: bench_threads
         resources:
-            slurm_partition=node_resource("partition"),
-            slurm_account=node_resource("account"),
-            gres=node_resource("gres"),
-            slurm_extra=measuring_extra,
-            mem_mb=node_resource("mem_mb"),
+            **MEASURING_RESOURCES,
             runtime=20,
         params:
             devices=",".join(config["roofs"]["devices"]),
             settings=as_json(config["roofs"]),
             grid=as_json(config["grid"]),
-            folder=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw/roofs",
+            folder=f"{OUT}/raw/roofs",
         shell:
             "python -m offloadbench.jobs.calibrate --devices {params.devices} --machine {wildcards.machine}"
             " --settings {params.settings:q} --grid {params.grid:q} --environment {input.environment:q}"
@@ -99,7 +87,7 @@ if config["transfer"]["devices"]:
     rule transfer:
         input:
             environment=f"{OUT}/environment.json",
-            roofs=roof_records,
+            roofs=ROOF_RECORDS,
         output:
             [
                 f"{OUT}/raw/transfer/{device}.json"
@@ -113,16 +101,12 @@ if config["transfer"]["devices"]:
             "../envs/measure.yaml"
         threads: bench_threads
         resources:
-            slurm_partition=node_resource("partition"),
-            slurm_account=node_resource("account"),
-            gres=node_resource("gres"),
-            slurm_extra=measuring_extra,
-            mem_mb=node_resource("mem_mb"),
+            **MEASURING_RESOURCES,
             runtime=20,
         params:
             devices=",".join(config["transfer"]["devices"]),
             settings=as_json(config["transfer"]),
-            folder=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw/transfer",
+            folder=f"{OUT}/raw/transfer",
         shell:
             "python -m offloadbench.jobs.sweep --devices {params.devices} --machine {wildcards.machine}"
             " --settings {params.settings:q} --environment {input.environment:q}"

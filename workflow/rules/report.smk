@@ -9,7 +9,7 @@ rule report:
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
-        rounds=round_manifests,
+        rounds=ROUND_MANIFESTS,
         figures=figure_files("png"),
     output:
         md=f"{OUT}/report.md",
