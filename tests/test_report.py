@@ -64,6 +64,15 @@ def test_the_plotting_claim_is_checked_once(gpu_tables):
     assert len(claims) == 1 and "saving over NumPy" in claims[0]
 
 
+def test_the_seed_baseline_is_numpy_on_the_most_threads_measured(gpu_tables):
+    t = gpu_tables["timings"].copy()
+    t["threads"] = t["threads"].replace({"all": "4"})
+    widest = t[(t.op == "matmul") & (t.library == "numpy") & (t.threads == "4") & (t["size"] == t["size"].max())]
+    text = build_markdown(inputs({**gpu_tables, "timings": t}))
+    line = next(line for line in text.splitlines() if line.startswith("- NumPy on the CPU"))
+    assert line.startswith(f"- NumPy on the CPU (4 threads) takes {widest['median_s'].iloc[0]:.4g} s")
+
+
 def test_judge_needs_the_whole_ci_on_one_side():
     assert judge(11, 12, 10) == "holds"
     assert judge(8, 9, 10) == "does not hold"

@@ -6,6 +6,8 @@ import math
 
 import pandas as pd
 
+from .ops_findings import threads_phrase, widest_threads
+
 SEED_SIZE = 10000
 SEED_DTYPE = "float32"
 SEED_GPU_S = 0.0708
@@ -36,12 +38,13 @@ def judge(lo: float, hi: float, claim: float) -> str:
     return "cannot be decided (the CI includes the claimed value)"
 
 
-def _pick_baseline(rows: pd.DataFrame) -> pd.Series | None:
+def _pick_baseline(rows: pd.DataFrame) -> tuple[pd.Series | None, str]:
+    """NumPy on the most CPU threads measured, and how many that is in words."""
     numpy = rows[(rows["library"] == "numpy") & (rows["device"] == "cpu")]
     if numpy.empty:
-        return None
-    preferred = numpy[numpy["threads"] == "all"]
-    return (preferred if not preferred.empty else numpy).iloc[0]
+        return None, ""
+    widest, label = widest_threads(numpy)
+    return widest.iloc[0], threads_phrase(widest, label)
 
 
 def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
@@ -51,7 +54,7 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
     n = int(ok["size"].max())
     at_n = ok[ok["size"] == n]
     gpu = at_n[at_n["device"] != "cpu"]
-    base = _pick_baseline(at_n)
+    base, threads = _pick_baseline(at_n)
     lines = []
     if n != SEED_SIZE:
         lines.append(
@@ -59,7 +62,7 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
             f"so the seed's seconds are not compared directly. Run `config/paper.yaml` to measure n = {SEED_SIZE}."
         )
     if base is not None:
-        line = f"- NumPy on the CPU (all cores) takes {base['median_s']:.4g} s at n = {n} ({_ci(base['ci_low_s'], base['ci_high_s'], unit=' s')})"
+        line = f"- NumPy on the CPU ({threads}) takes {base['median_s']:.4g} s at n = {n} ({_ci(base['ci_low_s'], base['ci_high_s'], unit=' s')})"
         if n == SEED_SIZE:
             line += f", against the seed's {SEED_CPU_S} s: this CPU is {SEED_CPU_S / base['median_s']:.2f}× as fast as the seed's"
         lines.append(line + ".")
