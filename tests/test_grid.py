@@ -1,8 +1,7 @@
-import re
 
 import pytest
 from offloadbench import grid, layout, schedule
-from offloadbench.cells import STEM_PATTERN, Cell
+from offloadbench.cells import Cell
 
 GRID = {
     "ops": ["matmul"],
@@ -37,22 +36,15 @@ def test_duplicate_thread_counts_collapse():
     assert len(grid.expand({**GRID, "threads": [1, 1, "all"]})) == len(grid.expand(GRID))
 
 
-def test_the_frame_has_one_row_per_cell():
-    cells = grid.expand(GRID)
-    frame = grid.frame(cells)
-    assert len(frame) == len(cells) and list(frame.columns) == ["op", "library", "device", "dtype", "size", "threads"]
-
-
 def test_record_paths_follow_the_contract():
     cell = Cell("matmul", "numpy", "cpu", "float32", 128, "all")
     assert layout.record_relpath(cell, 2) == "matmul/numpy-cpu-float32-n128-tall/p2.json"
 
 
-def test_a_cell_round_trips_through_its_name_and_the_rules_pattern():
+def test_a_cell_round_trips_through_its_name():
     cell = Cell("matmul", "torch", "cuda", "bfloat16", 4096, "1")
     assert Cell.from_stem("matmul", cell.stem) == cell
     assert Cell.from_key(cell.key) == cell
-    assert re.fullmatch(STEM_PATTERN, cell.stem)
     with pytest.raises(ValueError, match="not a cell name"):
         Cell.from_stem("matmul", "numpy-cpu-float32-nBIG-t1")
 

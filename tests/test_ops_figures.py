@@ -14,7 +14,7 @@ from offloadbench.analysis.roofline import attainable, bounds, device_roofs
 from offloadbench.catalogue import get_spec
 from offloadbench.report.figures import theme
 from offloadbench.report.heatmap import CMAP, COLOURBAR_LABEL, draw_heatmap, heatmap_figure, speedup_norm
-from offloadbench.report.ops_findings import bound_lines, payoff_lines, verdict_at_largest
+from offloadbench.report.ops_findings import bound_lines, payoff_lines
 from offloadbench.report.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
 
 SIZES = (128, 512, 2048)
@@ -305,9 +305,3 @@ def test_bound_sentences(gpu_ops):
 def test_bound_sentences_name_a_device_without_roofs(gpu_ops):
     lines = bound_lines(gpu_ops["timings"], roofs_frame(("cpu",)))
     assert "- No roofs were measured on cuda, so its cells are not placed against one." in lines
-
-
-def test_verdicts_at_the_largest_size_one_line_per_op(gpu_ops):
-    lines = verdict_at_largest(gpu_ops["speedups"])
-    assert [line.split("**")[1] for line in lines] == ["matmul", "axpy", "sort", "fft2"]
-    assert "cuda float32: slower" in line_for(lines, "- **axpy**") and "at n = 2048" in lines[0]

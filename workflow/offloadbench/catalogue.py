@@ -63,10 +63,6 @@ class OpSpec:
         scale = 2 if self.complex_output else 1
         return sum(_elements(s) for s in self.output_shapes(n)) * itemsize * scale
 
-    def intensity(self, n: int, itemsize: int) -> float:
-        """Arithmetic intensity: FLOP per byte of memory traffic."""
-        return self.flops(n) / self.traffic(n, itemsize)
-
     def too_small(self, n: int) -> str | None:
         if n < self.min_size:
             return f"op {self.name} needs n ≥ {self.min_size} (n is its {self.n_means})"

@@ -16,8 +16,6 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}  # bytes pe
 ALL_THREADS = "all"
 CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads"]
 
-# The file stem of a cell; the rules use the same text as a wildcard constraint.
-STEM_PATTERN = r"[a-z]+-[a-z]+-[a-z0-9]+-n\d+-t(?:\d+|all)"
 _STEM = re.compile(
     r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)-n(?P<size>\d+)-t(?P<threads>\d+|all)$"
 )

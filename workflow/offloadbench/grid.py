@@ -2,15 +2,15 @@
 
 Impossible combinations are dropped here, at parse time, with the rule that dropped them:
 numpy on a GPU, bfloat16 in numpy, float64 on mps, and thread counts for GPU cells
-(measured once, with one host thread); so are sizes above an op's `op_max_size`. Pure Python, so measurement jobs can expand the
-same grid as the Snakefile; `frame` gives the pandas view.
+(measured once, with one host thread); so are sizes above an op's `op_max_size`. Pure
+Python, so measurement jobs can expand the same grid as the Snakefile.
 """
 
 from __future__ import annotations
 
 import itertools
 
-from .cells import CELL_COLUMNS, Cell, dtype_sort_key, thread_label, thread_sort_key
+from .cells import Cell, dtype_sort_key, thread_label, thread_sort_key
 
 
 def possible(library: str, device: str, dtype: str) -> bool:
@@ -36,10 +36,3 @@ def expand(grid: dict) -> list[Cell]:
 
 def sort_key(cell: Cell) -> tuple:
     return (cell.op, cell.library, cell.device, dtype_sort_key(cell.dtype), cell.size, thread_sort_key(cell.threads))
-
-
-def frame(cells: list[Cell]):
-    """The cells as a pandas DataFrame, one row each."""
-    import pandas as pd
-
-    return pd.DataFrame([c.as_dict() for c in cells], columns=CELL_COLUMNS)

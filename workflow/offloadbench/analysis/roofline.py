@@ -46,21 +46,6 @@ def _memory_roofs(best: pd.DataFrame) -> pd.Series:
     return best[best["kind"] == "memory"].set_index("device")["value"].astype(float)
 
 
-def roof_pairs(roofs: pd.DataFrame | None) -> pd.DataFrame:
-    """Per device and dtype with a compute roof: memory roof, compute roof and the ridge
-    point between them (FLOP/byte)."""
-    best = device_roofs(roofs)
-    compute = best[best["kind"] == "compute"]
-    frame = pd.DataFrame({
-        "device": compute["device"].astype(str).to_numpy(),
-        "dtype": compute["dtype"].astype(str).to_numpy(),
-        "compute_gflops": compute["value"].to_numpy(dtype=float),
-    })
-    frame["memory_gbs"] = frame["device"].map(_memory_roofs(best)).astype(float)
-    frame["ridge"] = frame["compute_gflops"] / frame["memory_gbs"]
-    return frame
-
-
 def bounds(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> pd.DataFrame:
     """The ok timing rows with, for each, its roofs, the ridge point (FLOP/byte), the bound
     ("memory" below the ridge, "compute" at or above it), the attainable GFLOP/s and the

@@ -18,7 +18,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 
-from ..analysis.compare import Comparison
+from ..analysis.compare import Comparison, verdict_tally
 from ..cells import dtype_sort_key, thread_sort_key
 from ..layout import COMPARE_FIGURE_NAMES
 from ..units import format_bytes
@@ -246,9 +246,7 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
 
     rows = [_header(f"B (colour), against A = {comparison.labels[0]}")]
     for machine in others:
-        counts = frame.loc[frame["machine_b"] == machine, "verdict"].value_counts()
-        tally = ", ".join(f"{counts[v]} {v}" for v in ("faster", "slower", "same", "ambiguous", "no verdict")
-                          if v in counts)
+        tally = verdict_tally(frame.loc[frame["machine_b"] == machine, "verdict"])
         rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), f"{machine}: {tally}"))
     rows.append(_header("series (marker)"))
     rows += [(Line2D([], [], color="0.3", marker=markers[s], linestyle="none", markersize=5), s) for s in series]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.compare import Comparison, reproducibility
+from ..analysis.compare import Comparison, reproducibility, verdict_tally
 from ..cells import Cell, thread_sort_key
 from ..units import fmt_time
 from .captions import COMPARE_CAPTIONS
@@ -55,8 +55,7 @@ def faster_where(comparison: Comparison) -> list[str]:
     reference = comparison.labels[0]
     for other in comparison.labels[1:]:
         part = table[table["machine_b"] == other]
-        counts = part["verdict"].value_counts()
-        summary = ", ".join(f"{counts[v]} {v}" for v in ("faster", "slower", "same", "ambiguous", "no verdict") if v in counts)
+        summary = verdict_tally(part["verdict"])
         lines += [f"### {other} against {reference}", "",
                   (f"Of {len(part)} cells measured on both, {other} is: {summary}. "
                   f"\"Same\" means the whole 95% CI of the time ratio lies within the minimum effect of 1."), ""]
@@ -173,6 +172,3 @@ def write_comparison_report(comparison: Comparison, md_path: str, html_path: str
     Path(html_path).write_text(to_html(text, Path(md_path).parent, f"offloadbench — {' vs '.join(comparison.labels)}"),
                                encoding="utf-8")
 
-
-def comparison_name(labels: list[str]) -> str:
-    return "-vs-".join(labels)

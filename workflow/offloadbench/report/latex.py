@@ -274,10 +274,6 @@ def transfer_tex(transfer: pd.DataFrame, machine: str = "") -> str:
     return booktabs_table(frame, headers, caption, f"tab:{_slug(machine)}-transfer", empty)
 
 
-COMPARISON_COLUMNS = ["machine_a", "machine_b", "op", "library", "device", "dtype", "size", "threads",
-                      "median_a_s", "median_b_s", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]
-
-
 def _pairs(comparison: pd.DataFrame, machines: Sequence[str]) -> list[tuple[str, str]]:
     if not comparison.empty and {"machine_a", "machine_b"} <= set(comparison.columns):
         pairs = comparison[["machine_a", "machine_b"]].astype(str).drop_duplicates()

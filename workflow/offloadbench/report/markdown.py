@@ -79,11 +79,6 @@ def machine_section(env: dict, machine: str) -> list[str]:
     return lines
 
 
-def cell_of(row) -> Cell:
-    """The cell a table row describes."""
-    return Cell.from_dict(row)
-
-
 def status_section(timings: pd.DataFrame) -> list[str]:
     counts = timings["status"].value_counts()
     lines = ["## Cells", "", "Cells per status: " + ", ".join(f"{status} {counts[status]}" for status in counts.index) + ".", ""]
@@ -91,14 +86,14 @@ def status_section(timings: pd.DataFrame) -> list[str]:
     if not bad.empty:
         lines += ["### Skipped or failed cells", ""]
         for (status, reason), group in bad.groupby(["status", "reason"], dropna=False):
-            names = ", ".join(f"`{cell_of(r).key}`" for _, r in group.iterrows())
+            names = ", ".join(f"`{Cell.from_dict(r).key}`" for _, r in group.iterrows())
             lines.append(f"- **{status}** ({len(group)}): {reason}. Cells: {names}")
         lines.append("")
     unstable = timings[(timings["status"] == "ok") & (timings["unstable"].fillna("").astype(str) != "")]
     if not unstable.empty:
         lines += ["### Unstable cells", ""]
         for _, r in unstable.iterrows():
-            lines.append(f"- `{cell_of(r).key}`: {r['unstable']}")
+            lines.append(f"- `{Cell.from_dict(r).key}`: {r['unstable']}")
         lines.append("")
     return lines
 

@@ -168,24 +168,3 @@ def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
                      else ", above the measured roof (a large matmul, not the hardware's peak)")
         lines.append(line + "." + next(filter(None, (caveat(r) for _, r in largest.iterrows())), ""))
     return lines
-
-
-def verdict_at_largest(speedups: pd.DataFrame) -> list[str]:
-    """One bullet per op: the end-to-end verdict at the largest size, per device and dtype."""
-    if speedups.empty:
-        return ["- No PyTorch cell has both a result and a NumPy baseline, so there is no verdict."]
-    frame, label = widest_threads(speedups)
-    threads = threads_phrase(frame, label)
-    lines = []
-    for op in op_order(frame["op"]):
-        parts = []
-        for (_, library, device, dtype), group in _groups(frame[frame["op"] == op], ["op", "library", "device", "dtype"]):
-            row = group.loc[group["size"].idxmax()]
-            where = f"{device} {dtype}" + (f" ({threads})" if device == "cpu" else "")
-            if frame["library"].nunique() > 1:
-                where = f"{library} {where}"
-            value = f"{row[E2E]:.2f}×" if finite(row[E2E]) else "–"
-            flag = " (weak cell)" if caveat(row) else ""
-            parts.append(f"{where}: {row['end_to_end_verdict']}, {value} at n = {int(row['size'])}{flag}")
-        lines.append(f"- **{op}** — " + "; ".join(parts))
-    return lines
