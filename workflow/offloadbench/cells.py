@@ -11,6 +11,8 @@ import re
 from dataclasses import asdict, dataclass
 
 GPU_DEVICES = ("cuda", "mps")
+DEVICE_ORDER = ("cpu", "cuda", "mps")
+LIBRARY_ORDER = ("numpy", "torch")  # the baseline first
 DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}  # bytes per element
 ALL_THREADS = "all"
@@ -48,6 +50,14 @@ def thread_sort_key(label) -> int:
 
 def dtype_sort_key(dtype: str) -> int:
     return DTYPE_ORDER.index(dtype) if dtype in DTYPE_ORDER else len(DTYPE_ORDER)
+
+
+def device_sort_key(device: str) -> int:
+    return DEVICE_ORDER.index(device) if device in DEVICE_ORDER else len(DEVICE_ORDER)
+
+
+def library_sort_key(library: str) -> int:
+    return LIBRARY_ORDER.index(library) if library in LIBRARY_ORDER else len(LIBRARY_ORDER)
 
 
 @dataclass(frozen=True, order=True)

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cells import ALL_THREADS, Cell, dtype_sort_key, thread_sort_key
-
-DEVICE_RANK = {"cpu": 0, "cuda": 1, "mps": 2}
-LIBRARY_RANK = {"numpy": 0, "torch": 1}
+from .cells import ALL_THREADS, Cell, device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
 
 
 def worker_key(cell: Cell) -> str:
@@ -38,7 +35,7 @@ class Turn:
 def _worker_rank(cell: Cell) -> tuple:
     # GPU cells are compared with NumPy on all cores, so they follow that pair.
     threads = thread_sort_key(ALL_THREADS if cell.is_gpu else cell.threads)
-    return (threads, DEVICE_RANK.get(cell.device, 9), LIBRARY_RANK.get(cell.library, 9))
+    return (threads, device_sort_key(cell.device), library_sort_key(cell.library))
 
 
 def round_plan(cells: list[Cell], round_index: int) -> list[Turn]:

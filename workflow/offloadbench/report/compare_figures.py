@@ -33,7 +33,7 @@ from .figures import (
     _size_axis,
     _with_series,
     message_figure,
-    theme,
+    save_figure,
     weak_cells,
 )
 
@@ -465,8 +465,4 @@ assert tuple(COMPARE_FIGURES) == COMPARE_FIGURE_NAMES, "comparison figures and l
 
 def draw_comparison_figure(name: str, comparison: Comparison, pdf_path: str, png_path: str) -> None:
     """Draw one comparison figure and save it as vector PDF and 300-dpi PNG."""
-    theme()
-    fig = COMPARE_FIGURES[name](comparison)
-    fig.savefig(pdf_path)
-    fig.savefig(png_path, dpi=300)
-    plt.close(fig)
+    save_figure(lambda: COMPARE_FIGURES[name](comparison), pdf_path, png_path)

@@ -4,8 +4,6 @@ their provenance, and, for two runs of one machine, how well they reproduce."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from ..analysis.compare import Comparison, reproducibility, verdict_tally
@@ -13,7 +11,7 @@ from ..cells import Cell, thread_sort_key
 from ..units import fmt_time
 from .captions import COMPARE_CAPTIONS
 from .findings import finite
-from .markdown import markdown_table, to_html
+from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
 
 
@@ -160,15 +158,11 @@ def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
         *provenance_section(comparison),
         "## Figures", "",
     ]
-    for name, caption in COMPARE_CAPTIONS.items():
-        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {caption} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+    lines += figure_lines(COMPARE_CAPTIONS, figure_dir)
     lines += ["## Every cell", "", cells_table(comparison.comparison), ""]
     return "\n".join(lines)
 
 
 def write_comparison_report(comparison: Comparison, md_path: str, html_path: str) -> None:
-    text = build_markdown(comparison)
-    Path(md_path).write_text(text, encoding="utf-8")
-    Path(html_path).write_text(to_html(text, Path(md_path).parent, f"offloadbench — {' vs '.join(comparison.labels)}"),
-                               encoding="utf-8")
+    write_page(build_markdown(comparison), md_path, html_path, " vs ".join(comparison.labels))
 

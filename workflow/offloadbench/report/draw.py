@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..layout import FIGURE_NAMES
 from .figures import (
     bandwidth_figure,
     copy_cost_figure,
+    save_figure,
     speedup_figure,
-    theme,
     throughput_figure,
     transfer_overhead_figure,
 )
@@ -34,8 +33,4 @@ assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree
 
 def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str) -> None:
     """Draw one figure and save it as vector PDF and 300-dpi PNG."""
-    theme()
-    fig = FIGURES[name](tables, machine)
-    fig.savefig(pdf_path)
-    fig.savefig(png_path, dpi=300)
-    plt.close(fig)
+    save_figure(lambda: FIGURES[name](tables, machine), pdf_path, png_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Callable
 
 import matplotlib
 
@@ -19,7 +20,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 
-from ..cells import ALL_THREADS, dtype_sort_key, thread_sort_key
+from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
 from ..units import format_bytes
 from .captions import size_label
 
@@ -33,6 +34,15 @@ WEAK_NOTE = "hollow marker: a weak cell, unstable or sharing its cores with the 
 def theme() -> None:
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.0)
     plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight"})
+
+
+def save_figure(make: Callable[[], plt.Figure], pdf_path: str, png_path: str) -> None:
+    """Draw a figure in the house theme and save it as vector PDF and 300-dpi PNG."""
+    theme()
+    fig = make()
+    fig.savefig(pdf_path)
+    fig.savefig(png_path, dpi=300)
+    plt.close(fig)
 
 
 def series_label(row) -> str:
@@ -54,9 +64,8 @@ def _is_number(value) -> bool:
 
 def _series_order(frame: pd.DataFrame) -> list[str]:
     def key(label_row):
-        lib_rank = {"numpy": 0, "torch": 1}.get(label_row["library"], 2)
-        dev_rank = {"cpu": 0, "cuda": 1, "mps": 2}.get(label_row["device"], 3)
-        return (lib_rank, dev_rank, thread_sort_key(label_row["threads"]))
+        return (library_sort_key(label_row["library"]), device_sort_key(label_row["device"]),
+                thread_sort_key(label_row["threads"]))
 
     rows = frame.drop_duplicates("series").to_dict(orient="records")
     return [r["series"] for r in sorted(rows, key=key)]

@@ -225,8 +225,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "## Figures",
         "",
     ]
-    for name in FIGURE_NAMES:
-        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {CAPTIONS[name]} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+    lines += figure_lines({name: CAPTIONS[name] for name in FIGURE_NAMES}, figure_dir)
     lines += status_section(t)
     lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
     lines += ["## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]
@@ -260,11 +259,22 @@ def to_html(markdown_text: str, base_dir: Path, title: str) -> str:
     return f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{HTML_STYLE}</style></head><body>\n{body}\n</body></html>\n"
 
 
+def write_page(text: str, md_path: str, html_path: str, title: str) -> None:
+    """A report as Markdown, and as HTML with its figures embedded."""
+    Path(md_path).write_text(text, encoding="utf-8")
+    Path(html_path).write_text(to_html(text, Path(md_path).parent, f"offloadbench — {title}"), encoding="utf-8")
+
+
+def figure_lines(captions: dict[str, str], figure_dir: str) -> list[str]:
+    """Each figure's PNG with its caption, and where its vector version is."""
+    lines = []
+    for name, caption in captions.items():
+        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {caption} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+    return lines
+
+
 def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
-    md_file = Path(md_path)
-    text = build_markdown(inputs)
-    md_file.write_text(text, encoding="utf-8")
-    Path(html_path).write_text(to_html(text, md_file.parent, f"offloadbench — {inputs.machine}"), encoding="utf-8")
+    write_page(build_markdown(inputs), md_path, html_path, inputs.machine)
 
 
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:

@@ -10,11 +10,10 @@ import pandas as pd
 from ..analysis.breakeven import break_even
 from ..analysis.roofline import bounds, device_roofs, fmt_rate
 from ..catalogue import SPECS
-from ..cells import ALL_THREADS, dtype_sort_key, thread_sort_key
+from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, thread_sort_key
 from .findings import caveat, finite, ratio_of
 
 E2E = "end_to_end_speedup"
-DEVICE_ORDER = {"cpu": 0, "cuda": 1, "mps": 2}
 VERDICT_WORDS = {
     "faster": "faster than NumPy",
     "slower": "slower than NumPy",
@@ -41,7 +40,7 @@ def family_of(op: str) -> str:
 
 
 def device_order(devices) -> list[str]:
-    return sorted(set(devices), key=lambda d: (DEVICE_ORDER.get(d, 9), d))
+    return sorted(set(devices), key=lambda d: (device_sort_key(d), d))
 
 
 def widest_threads(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
@@ -73,7 +72,7 @@ def _groups(frame: pd.DataFrame, keys: list[str]):
 
     def key(item):
         values = dict(zip(keys, item[0], strict=True))
-        return (order[values["op"]], DEVICE_ORDER.get(values.get("device"), 9), dtype_sort_key(values.get("dtype", "")),
+        return (order[values["op"]], device_sort_key(values.get("device")), dtype_sort_key(values.get("dtype", "")),
                 tuple(str(values[k]) for k in keys))
 
     return sorted(groups, key=key)
