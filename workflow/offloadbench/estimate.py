@@ -5,9 +5,9 @@
 A cell's call takes max(FLOP / compute roof, bytes / memory roof) plus a launch latency;
 its time in one process follows the measure settings (warm-up blocks, samples until the
 CI or the budget, at least the floor of samples) for each of its timed regions; each round
-pays its workers' imports. Roofs come from a machine's measured roofs (raw/roofs/*.json or
-roofs.csv), else from its best measured matmul rates (timings.csv), else from FALLBACK,
-rates of an ordinary laptop. The estimate is meant to be right within a factor of about
+pays its workers' imports. Roofs come from a machine's measured roofs (raw/roofs/*.json), else
+from its best measured matmul rates (timings.csv), else from FALLBACK, rates of an
+ordinary laptop. The estimate is meant to be right within a factor of about
 two; the report compares it with the real time so that it can be improved.
 
 Pure Python: the Snakefile and the round jobs use it, neither loads numpy or pandas for it.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import shutil
 import statistics
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from . import grid
 from .catalogue import get_spec
 from .cells import ALL_THREADS, ITEMSIZE, Cell
+from .records import read_json
 from .units import fmt_duration
 
 # Fraction of the matmul peak an op reaches where compute bounds it (its FLOPs are not all
@@ -170,7 +170,7 @@ def roofs_from_records(paths, cores: int) -> Roofs | None:
     """Roofs from raw/roofs/<device>.json records (the best library per roof)."""
     found = {"cpu_gflops": {}, "gpu_gflops": {}, "cpu_gbs": None, "gpu_gbs": None}
     for path in paths:
-        record = json.loads(Path(path).read_text())
+        record = read_json(path)
         side = "cpu" if record["device"] == "cpu" else "gpu"
         for point in record["points"]:
             if point["status"] != "ok" or not point.get("samples_s"):
@@ -212,7 +212,7 @@ def roofs_for(folder: Path) -> Roofs:
     cores = FALLBACK.cpu_cores
     env = folder / "environment.json"
     if env.exists():
-        cores = json.loads(env.read_text()).get("usable_cores") or cores
+        cores = read_json(env).get("usable_cores") or cores
     measured = roofs_from_records(sorted((folder / "raw" / "roofs").glob("*.json")), cores)
     if measured:
         return measured
@@ -233,7 +233,7 @@ def remaining(config: dict, folder: Path) -> Estimate:
     }
     env_path = folder / "environment.json"
     if env_path.exists():
-        reasons = json.loads(env_path.read_text()).get("devices") or {}
+        reasons = read_json(env_path).get("devices") or {}
         available = {device: reason is None for device, reason in reasons.items()}
     else:
         available = {"cpu": True, "cuda": shutil.which("nvidia-smi") is not None}

@@ -129,7 +129,7 @@ class MeasuredCell:
 
     def median(self, phase: str) -> float:
         """Geometric mean of the process medians (the median itself with one process)."""
-        medians = [float(np.median(g)) for g in self.groups(phase)]
+        medians = self.process_medians(phase)
         return math.exp(float(np.mean(np.log(medians)))) if medians else math.nan
 
     def process_medians(self, phase: str = "compute") -> list[float]:

@@ -8,16 +8,14 @@ both cells' draws. Cells measured in one process say so in `ci_scope`.
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 
 from ..cells import ALL_THREADS, CELL_COLUMNS, thread_sort_key
-from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record
+from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record, read_json
 from ..stats import Interval, median_and_ci, seed_for
-from ..units import bandwidth_gbs
 from .breakeven import break_even
 from .measured import Analysis, MeasuredCell, load_cells
 
@@ -48,7 +46,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     q1, q3 = np.percentile(pooled, [25, 75]) if pooled else (math.nan, math.nan)
     medians = mc.process_medians()
     flops, traffic = model.get("flops") or math.nan, model.get("traffic_bytes") or math.nan
-    median = mc.median("compute")
+    median = compute.value
     row = {
         "machine": machine,
         **mc.cell.as_dict(),
@@ -223,6 +221,15 @@ TRANSFER_COLUMNS = [
 ]
 
 
+def _rate(work, samples: list[float], analysis: Analysis, name: str) -> tuple[Interval, float, float, float]:
+    """A point's median time per call with its CI, and `work` (bytes, FLOP) per second in
+    units of 1e9 with the CI (the CI's ends swap: a longer time is a lower rate)."""
+    time = median_and_ci(samples, analysis.resamples, analysis.confidence, seed_for(analysis.seed, name))
+    if not samples or not work:
+        return time, math.nan, math.nan, math.nan
+    return time, work / time.value / 1e9, work / time.high / 1e9, work / time.low / 1e9
+
+
 def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
     """One row per device, direction, memory kind and size, with GB/s and its CI."""
     rows = []
@@ -232,16 +239,13 @@ def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.
         for point in record["points"]:
             samples = point.get("samples_s") or []
             name = f"transfer/{record['device']}/{point['direction']}/{point['memory']}/{point['bytes']}"
-            time = median_and_ci(samples, analysis.resamples, analysis.confidence, seed_for(analysis.seed, name)) \
-                if samples else Interval(math.nan, math.nan, math.nan, 0, math.nan)
-            gbs = bandwidth_gbs(point["bytes"], time.value) if samples else math.nan
+            time, gbs, gbs_low, gbs_high = _rate(point["bytes"], samples, analysis, name)
             rows.append({
                 "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
                 "direction": point["direction"], "memory": point["memory"], "bytes": point["bytes"],
                 "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
                 "median_s": time.value, "ci_low_s": time.low, "ci_high_s": time.high, "gbs": gbs,
-                "gbs_ci_low": bandwidth_gbs(point["bytes"], time.high) if samples else math.nan,
-                "gbs_ci_high": bandwidth_gbs(point["bytes"], time.low) if samples else math.nan,
+                "gbs_ci_low": gbs_low, "gbs_ci_high": gbs_high,
                 "link": link.get("kind"), "link_gbs": link_gbs,
                 "link_fraction": gbs / link_gbs if samples and math.isfinite(link_gbs) else math.nan,
             })
@@ -270,25 +274,16 @@ def roofs_table(records: list[dict], machine: str, analysis: Analysis) -> pd.Dat
         for point in record["points"]:
             samples = point.get("samples_s") or []
             name = f"roofs/{record['device']}/{point['library']}/{point['kind']}/{point['dtype']}"
-            time = median_and_ci(samples, analysis.resamples, analysis.confidence, seed_for(analysis.seed, name)) \
-                if samples else Interval(math.nan, math.nan, math.nan, 0, math.nan)
             work = point.get("bytes") if point["kind"] == "memory" else point.get("flops")
+            _, value, low, high = _rate(work, samples, analysis, name)
             rows.append({
                 "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
                 "library": point["library"], "kind": point["kind"], "dtype": point["dtype"], "size": point.get("size"),
                 "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
-                "value": work / time.value / 1e9 if samples else math.nan,
-                "ci_low": work / time.high / 1e9 if samples else math.nan,
-                "ci_high": work / time.low / 1e9 if samples else math.nan,
+                "value": value, "ci_low": low, "ci_high": high,
                 "unit": "GB/s" if point["kind"] == "memory" else "GFLOP/s",
             })
     return pd.DataFrame(rows, columns=ROOFS_COLUMNS)
-
-
-def build_tables(record_paths, transfer_paths, roof_paths, environment: dict, machine: str,
-                 analysis: Analysis) -> dict[str, pd.DataFrame]:
-    """Every table of layout.TABLES from one machine's records."""
-    return build_tables_of(load_cells(record_paths, environment, analysis), transfer_paths, roof_paths, machine, analysis)
 
 
 def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,
@@ -304,9 +299,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
 
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
                  outputs: dict[str, str]) -> None:
-    with open(environment_path, encoding="utf-8") as handle:
-        environment = json.load(handle)
-    tables = build_tables(record_paths, transfer_paths, roof_paths, environment, machine, analysis)
+    cells = load_cells(record_paths, read_json(environment_path), analysis)
+    tables = build_tables_of(cells, transfer_paths, roof_paths, machine, analysis)
     for name, path in outputs.items():
         tables[name].to_csv(path, index=False)
 

@@ -39,7 +39,15 @@ from ..machine import mismatch
 from ..measure import system
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import thread_env
-from ..records import MalformedRecord, cell_record, load_record, read_json, settings_differ, write_json_atomic
+from ..records import (
+    FAILED,
+    MalformedRecord,
+    cell_record,
+    load_record,
+    read_json,
+    settings_differ,
+    write_json_atomic,
+)
 from ..units import fmt_duration
 from .lock import host_lock
 from .worker import EXIT_REFUSED, worker_threads
@@ -270,7 +278,7 @@ class Round:
                 phase = event["phase"]
             elif event.get("done") == cell.key:
                 self.statuses[cell] = event["status"]
-                if event["status"] in ("oom", "error", "timeout"):
+                if event["status"] in FAILED:
                     tell(self.terminal, f"cell {cell.label}: {event['status']}: {event['reason']}")
                 return
         code = worker.kill()
