@@ -8,8 +8,9 @@ SMK_FILES := Snakefile $(wildcard workflow/rules/*.smk)
 
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
-# The rules run `python` from PATH, as under --sdm conda; the venv's comes first.
-SNAKEMAKE := PATH="$(BIN):$$PATH" $(BIN)/snakemake
+# The rules and the tests run `python` and `snakemake` from PATH, as under --sdm conda; the venv's come first.
+export PATH := $(BIN):$(PATH)
+SNAKEMAKE := $(BIN)/snakemake
 
 .PHONY: run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
 
@@ -32,19 +33,19 @@ bundle: $(STAMP)
 	$(SNAKEMAKE) bundle --cores $(CORES) --configfile $(CONFIG)
 
 test: $(STAMP)
-	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
+	$(BIN)/python -m pytest
 
 # The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
 test-slurm: $(STAMP)
 	@tools/slurm-cluster.sh up; status=$$?; \
 	if [ $$status -eq 3 ]; then exit 0; elif [ $$status -ne 0 ]; then exit $$status; fi; \
-	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m slurm -v -s tests/test_slurm.py; rc=$$?; \
+	$(BIN)/python -m pytest -m slurm -v -s tests/test_slurm.py; rc=$$?; \
 	tools/slurm-cluster.sh down; exit $$rc
 
 lint: $(STAMP)
 	$(SNAKEMAKE) --lint
 	$(BIN)/snakefmt --check $(SMK_FILES)
-	$(BIN)/ruff check workflow tests benchmarks
+	$(BIN)/ruff check workflow tests benchmarks tools
 
 # Benchmarks of the method (numbers, not tests): fidelity against torch.utils.benchmark,
 # and the pipeline's own overhead.
@@ -52,7 +53,7 @@ bench-fidelity: $(STAMP)
 	$(BIN)/python benchmarks/fidelity.py
 
 bench-overhead: $(STAMP)
-	PATH="$(BIN):$$PATH" $(BIN)/python benchmarks/overhead.py
+	$(BIN)/python benchmarks/overhead.py
 
 # How long CONFIG's grid takes, on the machine of results folder ROOFS (GPU=1: with a CUDA GPU).
 ROOFS ?=
@@ -62,7 +63,7 @@ estimate: $(STAMP)
 
 # The same grid run twice (two labels), compared cell by cell; CONFIG picks the grid.
 bench-reproducibility: $(STAMP)
-	PATH="$(BIN):$$PATH" $(BIN)/python benchmarks/reproducibility.py --config $(CONFIG)
+	$(BIN)/python benchmarks/reproducibility.py --config $(CONFIG)
 
 # The GPU check: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
 gpu-check:

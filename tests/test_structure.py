@@ -77,6 +77,6 @@ def test_every_stage_is_a_folder_and_every_folder_a_stage():
 
 def test_ruff_is_clean():
     ruff = Path(sys.executable).parent / "ruff"
-    result = subprocess.run([str(ruff), "check", "workflow", "tests", "benchmarks"], cwd=ROOT, capture_output=True,
+    result = subprocess.run([str(ruff), "check", "workflow", "tests", "benchmarks", "tools"], cwd=ROOT, capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:]
