@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from offloadbench import sandbox
+from offloadbench.cells import Cell
 from offloadbench.grid import expand
 
 GOAL_OVERHEAD_S = 0.5
@@ -105,9 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| cell | heavy modules loaded by its worker |")
         print("|---|---|")
         for record in rows[0]["records"]:
-            cell = record["cell"]
-            key = f"{cell['op']}/{cell['library']}-{cell['device']}-{cell['dtype']}-n{cell['size']}-t{cell['threads']}"
-            print(f"| {key} | {','.join(record.get('heavy_modules_loaded', [])) or 'none'} |")
+            print(f"| {Cell.from_dict(record['cell']).key} | {','.join(record.get('heavy_modules_loaded', [])) or 'none'} |")
         print(f"bare imports in a fresh interpreter: numpy {interpreter_import_s('import numpy'):.2f} s, "
               f"numpy+torch {interpreter_import_s('import numpy, torch'):.2f} s")
         print(f"whole pipeline (incl. environment, tables, figures, report): {total:.1f} s for {rows[0]['cells'] if rows else 0} cells "

@@ -33,6 +33,7 @@ from offloadbench.analysis.compare import compare, reproducibility
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source
 from offloadbench.cells import Cell
+from offloadbench.config import validate
 from offloadbench.units import fmt_duration, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,23 +60,20 @@ def run_twice(config: dict, workdir: Path) -> list[float]:
     return walls
 
 
-def verdict_of(speedups, cell: Cell) -> str:
-    rows = speedups[(speedups["op"] == cell.op) & (speedups["library"] == cell.library)
-                    & (speedups["device"] == cell.device) & (speedups["dtype"] == cell.dtype)
-                    & (speedups["size"] == cell.size) & (speedups["threads"] == cell.threads)]
-    return rows["speedup_verdict"].iloc[0] if len(rows) else "–"
+def verdicts_of(speedups) -> dict[Cell, str]:
+    return {Cell.from_dict(row): row["speedup_verdict"] for _, row in speedups.iterrows()}
 
 
 def cell_table(result) -> list[str]:
     lines = ["| cell | run 1: median (95% CI) | run 2: median | inside | verdict 1 | verdict 2 |",
              "|---|---|---|---|---|---|"]
-    speed_a, speed_b = (result.tables[label]["speedups"] for label in LABELS)
+    verdicts_a, verdicts_b = (verdicts_of(result.tables[label]["speedups"]) for label in LABELS)
     for _, row in result.comparison.iterrows():
         cell = Cell.from_dict(row)
         lines.append(
             f"| {cell.key} | {fmt_time(row['median_a_s'])} ({fmt_time(row['ci_a_low_s'])}–{fmt_time(row['ci_a_high_s'])}) "
             f"| {fmt_time(row['median_b_s'])} | {'yes' if row['b_inside_a_ci'] else 'NO'} "
-            f"| {verdict_of(speed_a, cell)} | {verdict_of(speed_b, cell)} |"
+            f"| {verdicts_a.get(cell, '–')} | {verdicts_b.get(cell, '–')} |"
         )
     return lines
 
@@ -137,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="offloadbench-repro-") as tmp:
         workdir = sandbox.copy_workflow(Path(args.keep or tmp) / "wf")
         walls = run_twice(config, workdir)
-        analysis = Analysis.from_config({"bootstrap_resamples": 2000, "seed": 0, "confidence": 0.95})
+        settings = validate(config)["analysis"]  # the run's own analysis settings
+        analysis = Analysis.from_config(settings)
         sources = [Source(label, workdir / "results" / label) for label in LABELS]
-        result = compare(sources, analysis, min_effect=0.05)
+        result = compare(sources, analysis, min_effect=settings["min_effect"])
         summary = reproducibility(result.comparison, {label: result.tables[label]["speedups"] for label in LABELS})
         print("\n".join(cell_table(result)))
         print()
