@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..units import fmt_duration
+from .findings import sharing_cells
 
 
 def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:
@@ -32,9 +33,9 @@ def _and(items: list[str]) -> str:
 
 def sharing_lines(timings: pd.DataFrame) -> list[str]:
     ok = timings[timings["status"] == "ok"]
-    if "shares_cores" not in ok or not ok["shares_cores"].fillna(False).astype(bool).any():
+    shared = ok[sharing_cells(ok)]
+    if shared.empty:
         return []
-    shared = ok[ok["shares_cores"].fillna(False).astype(bool)]
     cores = shared["threads_effective"].dropna()
     count = f" ({int(cores.iloc[0])} threads)" if len(cores) else ""
     return [

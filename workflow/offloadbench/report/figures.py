@@ -23,6 +23,7 @@ from matplotlib import ticker
 from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
 from ..units import format_bytes
 from .captions import size_label
+from .findings import weak_cells
 
 PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
@@ -149,14 +150,6 @@ def _line_with_band(data: pd.DataFrame, y: str, lo: str, hi: str, colours: dict,
     if weak.any():
         ax.plot(x[weak], data.loc[weak, y], linestyle="none", marker=marker, markersize=6,
                 markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.2)
-
-
-def weak_cells(frame: pd.DataFrame) -> pd.Series:
-    """Cells whose numbers are weak: flagged unstable, or sharing cores with the orchestrator."""
-    unstable = frame["unstable"].fillna("").astype(str) != ""
-    if "shares_cores" in frame:
-        unstable |= frame["shares_cores"].fillna(False).astype(bool)
-    return unstable
 
 
 def _finish_grid(g: sns.FacetGrid, ylabel: str, frame: pd.DataFrame, title: str,

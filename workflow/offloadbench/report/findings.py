@@ -44,6 +44,26 @@ def ratio_of(row, column: str = "speedup") -> str:
     return fmt_ratio(row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
 
 
+def unstable_cells(frame: pd.DataFrame) -> pd.Series:
+    """Rows flagged by a noise check."""
+    if "unstable" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["unstable"].fillna("").astype(str) != ""
+
+
+def sharing_cells(frame: pd.DataFrame) -> pd.Series:
+    """Rows measured on every core, shared with the orchestrator."""
+    if "shares_cores" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["shares_cores"].fillna(False).astype(bool)
+
+
+def weak_cells(frame: pd.DataFrame) -> pd.Series:
+    """Rows whose numbers are weak: flagged unstable, or sharing cores with the orchestrator
+    (the figures draw them hollow)."""
+    return unstable_cells(frame) | sharing_cells(frame)
+
+
 def caveat(row) -> str:
     """A warning to append when a number comes from a weak cell: one that failed a noise
     check, or shared its cores with the orchestrator (the figures draw both hollow)."""
@@ -207,7 +227,7 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
 
 def stability_findings(timings: pd.DataFrame) -> list[str]:
     ok = timings[timings["status"] == "ok"]
-    unstable = ok[ok["unstable"].fillna("").astype(str) != ""]
+    unstable = ok[unstable_cells(ok)]
     if ok.empty:
         return []
     if unstable.empty:

@@ -26,6 +26,7 @@ from .findings import (
     scaling_findings,
     speedup_findings,
     stability_findings,
+    unstable_cells,
 )
 from .ops_findings import bound_lines, payoff_lines
 from .seed import SEED_CLAIM, check_seed_claims
@@ -89,7 +90,7 @@ def status_section(timings: pd.DataFrame) -> list[str]:
             names = ", ".join(f"`{Cell.from_dict(r).key}`" for _, r in group.iterrows())
             lines.append(f"- **{status}** ({len(group)}): {reason}. Cells: {names}")
         lines.append("")
-    unstable = timings[(timings["status"] == "ok") & (timings["unstable"].fillna("").astype(str) != "")]
+    unstable = timings[(timings["status"] == "ok") & unstable_cells(timings)]
     if not unstable.empty:
         lines += ["### Unstable cells", ""]
         for _, r in unstable.iterrows():
