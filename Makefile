@@ -37,7 +37,7 @@ test: $(STAMP)
 
 # The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
 test-slurm: $(STAMP)
-	@tools/slurm-cluster.sh up; status=$$?; \
+	@SLURM_FAKE_GPUS=1 tools/slurm-cluster.sh up; status=$$?; \
 	if [ $$status -eq 3 ]; then exit 0; elif [ $$status -ne 0 ]; then exit $$status; fi; \
 	$(BIN)/python -m pytest -m slurm -v -s tests/test_slurm.py; rc=$$?; \
 	tools/slurm-cluster.sh down; exit $$rc

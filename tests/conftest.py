@@ -156,3 +156,26 @@ def make_transfer_record(device="cuda", link_gbs=63.0, status="ok", reason=""):
         "provenance": {"hostname": "gpubox", "cpu_model": "Test CPU"},
         "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:01+00:00",
     }
+
+
+def assert_real_image(png, min_side: int = 300) -> None:
+    import matplotlib.image as mpimg
+
+    image = mpimg.imread(png)
+    assert image.ndim == 3 and min(image.shape[:2]) > min_side
+    assert image.std() > 0.01  # not a blank canvas
+
+
+def assert_real_figure(pdf, png) -> None:
+    """A figure saved as the pipeline saves it: a vector PDF and a PNG with content."""
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 2000
+    assert_real_image(png)
+
+
+def run_cell_record(cell, settings, torch=None, artifact_path=None) -> dict:
+    """A cell measured in this process; the outcome's fields as one dict, as a record holds them."""
+    from offloadbench.measure import cell as measure_cell
+
+    outcome = measure_cell.run_cell(cell, settings, torch, artifact_path=artifact_path)
+    return {"status": outcome.status, "reason": outcome.reason, "settings": outcome.settings,
+            "samples_s": [], "phases": {}, **outcome.measured}

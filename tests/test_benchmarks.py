@@ -19,7 +19,6 @@ def load(name):
 
 
 def test_fidelity_smoke(capsys):
-    pytest.importorskip("torch")
     assert load("fidelity").main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert "| matmul" not in out  # rows are named by cell stem

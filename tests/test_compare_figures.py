@@ -4,12 +4,17 @@ comparison takes: B without a GPU, A without a GPU, and three machines."""
 import copy
 import functools
 
-import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import gpu_machine_records, make_transfer_record, tables_of
+from conftest import (
+    assert_real_figure,
+    assert_real_image,
+    gpu_machine_records,
+    make_transfer_record,
+    tables_of,
+)
 from matplotlib.colors import to_rgb
 from offloadbench.analysis.compare import COMPARISON_COLUMNS, Comparison, compare_pair
 from offloadbench.analysis.measured import Analysis, group_records
@@ -112,17 +117,6 @@ SHAPES = {
 @functools.cache
 def comparison_of(shape: str) -> Comparison:
     return build_comparison(SHAPES[shape])
-
-
-def assert_real_image(png):
-    image = mpimg.imread(png)
-    assert image.ndim == 3 and min(image.shape[:2]) > 300
-    assert image.std() > 0.01  # not a blank canvas
-
-
-def assert_real_figure(pdf, png):
-    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 2000
-    assert_real_image(png)
 
 
 @pytest.mark.parametrize("name", COMPARE_FIGURES)

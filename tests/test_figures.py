@@ -1,15 +1,8 @@
-import matplotlib.image as mpimg
 import pytest
+from conftest import assert_real_figure
 from offloadbench.analysis.tables import read_tables
 from offloadbench.layout import FIGURE_NAMES
 from offloadbench.report.draw import FIGURES, draw
-
-
-def assert_real_figure(pdf, png):
-    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 2000
-    image = mpimg.imread(png)
-    assert image.ndim == 3 and min(image.shape[:2]) > 300
-    assert image.std() > 0.01  # not a blank canvas
 
 
 @pytest.mark.parametrize("name", FIGURE_NAMES)

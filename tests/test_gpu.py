@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import run_cell_record
 from offloadbench.cells import Cell
 from offloadbench.measure import cell as measure_cell
 from offloadbench.measure.cell import Settings
@@ -11,12 +12,6 @@ from offloadbench.measure.timing import BlockRule, Region, StopRule, WarmupRule,
 
 pytestmark = pytest.mark.gpu
 SETTINGS = Settings(stop=StopRule(budget_s=1.0, min_samples=10), warmup=WarmupRule(budget_s=0.5))
-
-
-def run_cell(cell, settings, torch):
-    """The outcome's fields as one dict, as a record holds them."""
-    outcome = measure_cell.run_cell(cell, settings, torch)
-    return {"status": outcome.status, "reason": outcome.reason, "settings": outcome.settings, **outcome.measured}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +32,7 @@ def default_precision(torch):
 
 
 def test_cuda_cell_records_every_phase(torch):
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 2048, "1"), SETTINGS, torch)
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 2048, "1"), SETTINGS, torch)
     assert record["status"] == "ok", record["reason"]
     assert set(record["phases"]) == {"h2d", "compute", "d2h", "end_to_end"}
     assert record["device"]["name"] == torch.cuda.get_device_name(0)
@@ -77,7 +72,7 @@ def test_timing_without_sync_reads_far_too_fast_and_ours_matches_the_synced_valu
 
 
 def test_phases_add_up_to_the_end_to_end_time(torch):
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), SETTINGS, torch)
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), SETTINGS, torch)
     assert record["status"] == "ok", record["reason"]
     median = {name: np.median(p["samples_s"]) for name, p in record["phases"].items()}
     parts = median["h2d"] + median["compute"] + median["d2h"]
@@ -99,21 +94,21 @@ def test_tf32_sneaking_in_is_caught_by_the_correctness_check(torch, monkeypatch)
         return {"tf32_matmul": True}
 
     monkeypatch.setattr(measure_cell, "configure_torch", tf32_on)
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), SETTINGS, torch)
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), SETTINGS, torch)
     assert record["status"] == "error"
     assert record["reason"].startswith("wrong result")
 
 
 def test_allowed_tf32_is_checked_against_its_own_tolerance(torch):
     settings = Settings(stop=SETTINGS.stop, warmup=SETTINGS.warmup, allow_tf32=True)
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), settings, torch)
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 4096, "1"), settings, torch)
     assert record["status"] == "ok", record["reason"]
     assert record["settings"]["tf32_matmul"] is True
 
 
 def test_pinned_cells_record_their_memory_kind(torch):
     settings = Settings(stop=SETTINGS.stop, warmup=SETTINGS.warmup, pinned_memory=True)
-    record = run_cell(Cell("matmul", "torch", "cuda", "float32", 1024, "1"), settings, torch)
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 1024, "1"), settings, torch)
     assert record["status"] == "ok", record["reason"]
     assert record["settings"]["pinned_memory"] is True
 
@@ -124,7 +119,7 @@ def test_out_of_device_memory_becomes_an_oom_record(torch):
     hog = torch.empty(free - 2**30, dtype=torch.uint8, device="cuda")  # leave 1 GiB
     try:
         # 16384^2 float32: 1 GiB per matrix, so the inputs alone cannot fit.
-        record = run_cell(Cell("matmul", "torch", "cuda", "float32", 16384, "1"), SETTINGS, torch)
+        record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 16384, "1"), SETTINGS, torch)
     finally:
         del hog
         torch.cuda.empty_cache()

@@ -4,6 +4,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+import torch  # a pinned requirement: missing, it must fail the suite, not skip it
+from conftest import run_cell_record
 from offloadbench.cells import Cell
 from offloadbench.measure import cell as measure_cell
 from offloadbench.measure.cell import Settings
@@ -14,10 +16,7 @@ FAST = Settings(stop=StopRule(budget_s=0.2, min_samples=8), warmup=WarmupRule(bu
 
 
 def run_cell(cell, settings=FAST, torch=None, artifact_path=None):
-    """The outcome's fields as one dict, as a record holds them."""
-    outcome = measure_cell.run_cell(cell, settings, torch, artifact_path=artifact_path)
-    return {"status": outcome.status, "reason": outcome.reason, "settings": outcome.settings,
-            "samples_s": [], "phases": {}, **outcome.measured}
+    return run_cell_record(cell, settings, torch, artifact_path)
 
 
 def replace_op(monkeypatch, name, **changes):
@@ -37,7 +36,6 @@ def test_numpy_cell_is_measured_and_checked():
 
 
 def test_torch_cpu_cell_records_compute_and_end_to_end():
-    torch = pytest.importorskip("torch")
     record = run_cell(Cell("matmul", "torch", "cpu", "float32", 64, "1"), FAST, torch)
     assert record["status"] == "ok", record["reason"]
     assert set(record["phases"]) == {"compute", "end_to_end"}
@@ -46,7 +44,6 @@ def test_torch_cpu_cell_records_compute_and_end_to_end():
 
 
 def test_bfloat16_torch_cell_runs_and_passes_its_own_tolerance():
-    torch = pytest.importorskip("torch")
     record = run_cell(Cell("matmul", "torch", "cpu", "bfloat16", 64, "1"), FAST, torch)
     assert record["status"] == "ok", record["reason"]
     assert record["check"]["tolerance"] > 1e-3
@@ -54,7 +51,6 @@ def test_bfloat16_torch_cell_runs_and_passes_its_own_tolerance():
 
 @pytest.mark.parametrize("device", ["cuda", "mps"])
 def test_absent_gpu_gives_a_skipped_record_with_a_reason(device):
-    torch = pytest.importorskip("torch")
     available = torch.cuda.is_available() if device == "cuda" else torch.backends.mps.is_available()
     if available:
         pytest.skip(f"{device} exists here")
@@ -106,9 +102,9 @@ def test_a_cell_too_large_for_host_memory_is_oom_before_allocating():
 def test_compute_then_plot_saves_a_real_png(tmp_path, library):
     import matplotlib.image as mpimg
 
-    torch = pytest.importorskip("torch") if library == "torch" else None
     png = tmp_path / "field.png"
-    record = run_cell(Cell("compute_then_plot", library, "cpu", "float32", 96, "1"), FAST, torch, artifact_path=str(png))
+    record = run_cell(Cell("compute_then_plot", library, "cpu", "float32", 96, "1"), FAST,
+                      torch if library == "torch" else None, artifact_path=str(png))
     assert record["status"] == "ok", record["reason"]
     assert record["artifact"] == "field.png"
     image = mpimg.imread(png)

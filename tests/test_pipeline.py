@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import matplotlib.image as mpimg
 import pandas as pd
 import pytest
 import yaml
+from conftest import assert_real_figure
 from offloadbench import sandbox
 from offloadbench.layout import FIGURE_NAMES
 
@@ -41,16 +41,16 @@ def run(tmp_path_factory):
     spy.mkdir()
     (spy / "python").write_text(f'#!/bin/sh\necho "$@" >> {spy}/calls.log\nexec {sys.executable} "$@"\n')
     (spy / "python").chmod(stat.S_IRWXU)
-    dry = snakemake(workdir, "-n", config=TINY)
-    snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy))})
-    return {"dir": workdir, "out": workdir / "results" / "ci-box", "dry": dry.stdout + dry.stderr,
+    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy))})
+    return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr,
             "python_calls": (spy / "calls.log").read_text().splitlines()}
 
 
-def test_dry_run_plans_one_measure_job_per_round(run):
-    line = next(l for l in run["dry"].splitlines() if l.strip().startswith("measure"))
+def test_the_run_plans_one_measure_job_per_round(run):
+    stats = run["log"][run["log"].index("Job stats"):].splitlines()
+    line = next(l for l in stats if l.strip().startswith("measure"))
     assert int(line.split()[1]) == TINY["measure"]["processes"]
-    assert any(l.strip().startswith("transfer") for l in run["dry"].splitlines())
+    assert any(l.strip().startswith("transfer") for l in stats) and any(l.strip().startswith("roofs") for l in stats)
 
 
 def test_the_measuring_rules_run_the_python_of_their_environment(run):
@@ -66,6 +66,8 @@ def test_every_output_exists(run):
     expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "transfer.csv", "report.md", "report.html"]
     expected += [f"figures/{n}.{k}" for n in FIGURE_NAMES for k in ("pdf", "png")]
     expected += ["raw/transfer/cuda.json", "raw/transfer/mps.json", "raw/rounds/p1.json", "raw/rounds/p2.json"]
+    expected += ["roofs.csv", "raw/roofs/cpu.json", "raw/roofs/cuda.json", "raw/roofs/mps.json", "claims.tex"]
+    expected += [f"tables/{name}.tex" for name in ("timings", "speedups", "transfer")]
     for name in expected:
         assert (out / name).is_file(), name
     assert len(list((out / "raw").rglob("p[12].json"))) == CELLS * 2 + 2  # the records, and the rounds
@@ -73,6 +75,15 @@ def test_every_output_exists(run):
     assert len(list((out / "raw" / "compute_then_plot").rglob("*.png"))) == 4 * 2
     assert not list(out.rglob("*.tmp")), "a temporary file was left behind"
     assert not (out / "raw" / ".partial").exists()
+
+
+def test_the_roofs_are_measured_on_the_cpu_and_skipped_with_a_reason_elsewhere(run):
+    roofs = pd.read_csv(run["out"] / "roofs.csv")
+    cpu, gpu = roofs[roofs["device"] == "cpu"], roofs[roofs["device"] != "cpu"]
+    assert set(cpu["status"]) == {"ok"} and set(cpu["kind"]) == {"memory", "compute"}
+    assert (cpu["value"] > 0).all() and (cpu["ci_low"] <= cpu["value"]).all() and (cpu["value"] <= cpu["ci_high"]).all()
+    assert (cpu["unit"] == cpu["kind"].map({"memory": "GB/s", "compute": "GFLOP/s"})).all()
+    assert set(gpu["device"]) == {"cuda", "mps"} and set(gpu["status"]) == {"skipped"} and gpu["reason"].str.len().gt(0).all()
 
 
 def test_statuses_and_columns(run):
@@ -120,9 +131,7 @@ def test_records_carry_their_process_and_provenance(run):
 
 def test_figures_are_real_images(run):
     for name in FIGURE_NAMES:
-        assert (run["out"] / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
-        image = mpimg.imread(run["out"] / "figures" / f"{name}.png")
-        assert image.ndim == 3 and image.std() > 0.01
+        assert_real_figure(run["out"] / "figures" / f"{name}.pdf", run["out"] / "figures" / f"{name}.png")
 
 
 def test_report_references_each_figure_and_the_skipped_cells(run):

@@ -35,13 +35,20 @@ def workdir(tmp_path_factory):
 def tiny(**extra) -> dict:
     config = yaml.safe_load((sandbox.ROOT / ".test" / "config.yaml").read_text())
     config["grid"] = {**config["grid"], "ops": ["matmul"], "devices": ["cpu", "cuda"], "threads": [1, "all"]}
-    config["roofs"] = {"devices": ["cpu"], "budget_s": 0.1, "cpu_triad_size": "4MiB", "cpu_matmul_n": 128}
+    config["roofs"] = {**config["roofs"], "devices": ["cpu"]}
     config["transfer"] = {**config["transfer"], "devices": ["cuda"]}
     return {**config, **extra}
 
 
+def gpus_granted(job_id: str) -> bool:
+    """Whether SLURM gave the job a GPU (a finished job stays in the controller for minutes)."""
+    shown = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True, check=True).stdout
+    return "gres/gpu" in shown or "gpu:" in shown
+
+
 def test_two_node_types_in_one_command(workdir):
-    config = tiny(cluster={"node-a": {"partition": "debug"}, "node-b": {"partition": "other"}})
+    # node-b asks for a GPU: `make test-slurm` gives the node a stand-in one (SLURM_FAKE_GPUS=1)
+    config = tiny(cluster={"node-a": {"partition": "debug"}, "node-b": {"partition": "other", "gpus": 1}})
     start = time.monotonic()
     result = sandbox.snakemake(workdir, "--workflow-profile", PROFILE, config=config, timeout=1500, cores=None)
     took = time.monotonic() - start
@@ -55,6 +62,7 @@ def test_two_node_types_in_one_command(workdir):
         assert set(cpu["host"]) == {"node1"}, "measured on the compute node, not the submit host"
         assert cpu["slurm_job_id"].str.fullmatch(r"\d+").all()
         assert len(set(cpu["slurm_job_id"])) == 1, "a node type's measuring jobs share one SLURM job"
+        assert gpus_granted(cpu["slurm_job_id"].iloc[0]) == (label == "node-b"), "a GPU only where the type has one"
         everything = timings[(timings["threads"] == "all") & (timings["device"] == "cpu")]
         cores = int(subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%c"], capture_output=True, text=True,
                                    check=True).stdout.split()[0].rstrip("+"))

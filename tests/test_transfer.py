@@ -1,8 +1,10 @@
+import math
 import subprocess
 
 import pytest
+import torch  # a pinned requirement: missing, it must fail the suite, not skip it
 from offloadbench.analysis.measured import Analysis
-from offloadbench.analysis.tables import transfer_table
+from offloadbench.analysis.tables import roofs_table, transfer_table
 from offloadbench.measure import transfer
 from offloadbench.measure.timing import StopRule
 from offloadbench.units import bandwidth_gbs, parse_size
@@ -45,7 +47,6 @@ def test_missing_nvidia_smi_gives_no_link():
 
 
 def test_sweep_without_a_gpu_skips_every_point_with_a_reason():
-    torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU exists here")
     points = transfer.sweep(torch, "cuda", [4096, 2**20], ["pageable", "pinned"], StopRule(budget_s=0.1))
@@ -56,10 +57,29 @@ def test_sweep_without_a_gpu_skips_every_point_with_a_reason():
     assert set(table["status"]) == {"skipped"} and table["gbs"].isna().all()
 
 
-def test_pinned_memory_is_cuda_only():
-    torch = pytest.importorskip("torch")
-    if torch.backends.mps.is_available():
-        reason = transfer.unavailable("mps", "pinned", torch)
-        assert "CUDA feature" in reason
-    else:
-        assert transfer.unavailable("mps", "pinned", torch).startswith("mps unavailable")
+def test_pinned_memory_is_cuda_only(monkeypatch):
+    assert transfer.unavailable("mps", "pinned", torch).startswith("mps unavailable") or torch.backends.mps.is_available()
+    monkeypatch.setattr(transfer.devices, "unavailable_reason", lambda device, torch: None)  # as if both GPUs were here
+    assert "CUDA feature" in transfer.unavailable("mps", "pinned", torch)
+    assert transfer.unavailable("mps", "pageable", torch) is None
+    assert transfer.unavailable("cuda", "pinned", torch) is None
+
+
+def test_roofs_are_work_over_the_median_time_with_the_ci_ends_swapped():
+    calls = [0.010, 0.011, 0.009, 0.010, 0.012, 0.010, 0.0105]
+    record = {"device": "cpu", "device_name": "cpu", "points": [
+        {"library": "numpy", "kind": "memory", "dtype": "float64", "size": 2**20, "status": "ok", "reason": "",
+         "bytes": 3 * 2**23, "samples_s": calls},
+        {"library": "torch", "kind": "compute", "dtype": "float32", "size": 512, "status": "ok", "reason": "",
+         "flops": 2 * 512**3, "samples_s": calls},
+        {"library": "torch", "kind": "compute", "dtype": "float16", "size": 512, "status": "skipped",
+         "reason": "no roof in half precision on a CPU"},
+    ]}
+    table = roofs_table([record], "m", Analysis(resamples=200)).set_index(["kind", "dtype"])
+    memory, compute = table.loc[("memory", "float64")], table.loc[("compute", "float32")]
+    assert memory.value == pytest.approx(3 * 2**23 / 0.010 / 1e9) and memory.unit == "GB/s"
+    assert compute.value == pytest.approx(2 * 512**3 / 0.010 / 1e9) and compute.unit == "GFLOP/s"
+    for row in (memory, compute):
+        assert row.ci_low < row.value < row.ci_high and row.n_samples == len(calls)
+    skipped = table.loc[("compute", "float16")]
+    assert skipped.status == "skipped" and math.isnan(skipped.value) and skipped.n_samples == 0

@@ -15,9 +15,6 @@
 #   SLURM_FAKE_GPUS=N          give the node N "gpu" GRES backed by stand-in device files
 #                              (/dev/fakegpuI, copies of /dev/null): --gres/--gpus requests are
 #                              scheduled and CUDA_VISIBLE_DEVICES is set, but there is no GPU
-#   SLURM_ENFORCE_PART_LIMITS=ALL   reject at sbatch time a job that can never run (e.g.
-#                              more CPUs than the node has) instead of leaving it PENDING
-#                              forever with Reason=PartitionConfig (slurm's default, NO)
 #
 # Exit status of `up`: 0 when the cluster is up, 3 (after ONE line on stdout starting
 # with "SKIP:") when SLURM cannot be set up here (not root, no apt-get, no unshare), so a
@@ -31,7 +28,6 @@ SLURMD_PID=/run/slurmd.pid
 MUNGE_PID=/run/munge/munged.pid
 NODE_HOSTNAME=${SLURM_NODE_HOSTNAME:-node1}
 FAKE_GPUS=${SLURM_FAKE_GPUS:-0}
-ENFORCE_PART_LIMITS=${SLURM_ENFORCE_PART_LIMITS:-NO}
 # job ids go on from where the last cluster stopped (the state is wiped at every up), so
 # slurm-<id>.out files and .snakemake/slurm_logs/*/<id>.log of earlier runs are not reused
 NEXT_JOBID_FILE=/var/lib/slurm-cluster.next-jobid
@@ -126,7 +122,6 @@ TaskPlugin=task/affinity
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 JobAcctGatherType=jobacct_gather/none
-EnforcePartLimits=$ENFORCE_PART_LIMITS
 MailProg=/bin/true
 ReturnToService=2
 StateSaveLocation=/var/spool/slurmctld

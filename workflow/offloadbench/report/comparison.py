@@ -10,7 +10,7 @@ from ..analysis.compare import Comparison, reproducibility, verdict_tally
 from ..cells import Cell, thread_sort_key
 from ..units import fmt_time
 from .captions import COMPARE_CAPTIONS
-from .findings import finite
+from .findings import finite, threads_text
 from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
 
@@ -26,7 +26,7 @@ def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
 
 def _series_name(row) -> str:
     where = "the cpu" if row["device"] == "cpu" else row["device"]
-    threads = "" if row["device"] != "cpu" else f", {row['threads']} thread{'s' if row['threads'] != '1' else ''}"
+    threads = "" if row["device"] != "cpu" else f", {threads_text(row['threads'])}"
     return f"{row['op']} with {row['library']} on {where}{threads}, {row['dtype']}"
 
 

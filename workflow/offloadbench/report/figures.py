@@ -6,7 +6,6 @@ draw them without Snakemake. A figure with nothing to show says why in one panel
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Callable
 
@@ -20,10 +19,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 
-from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
+from ..cells import device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
 from ..units import format_bytes
 from .captions import size_label
-from .findings import weak_cells
+from .findings import threads_text, weak_cells
 
 PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
@@ -51,16 +50,7 @@ def series_label(row) -> str:
     if row["device"] != "cpu":
         name = row.get("device_name")
         return f"{row['library']} {row['device']}" + (f" ({name})" if isinstance(name, str) and name not in ("", "cpu") else "")
-    threads = row["threads"]
-    effective = row.get("threads_effective")
-    if threads == ALL_THREADS:
-        count = f"all = {int(effective)}" if _is_number(effective) else "all"
-        return f"{row['library']} cpu, {count} threads"
-    return f"{row['library']} cpu, {threads} thread{'s' if threads != '1' else ''}"
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not math.isnan(value)
+    return f"{row['library']} cpu, {threads_text(row['threads'], row.get('threads_effective'))}"
 
 
 def _series_order(frame: pd.DataFrame) -> list[str]:

@@ -21,12 +21,17 @@ def fmt_ratio(value: float, lo: float, hi: float) -> str:
     return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
 
 
+def threads_text(threads, effective=None) -> str:
+    """"1 thread", "4 threads", "all = 16 threads" (or "all threads" when the count is unknown)."""
+    label = str(threads)
+    if label == ALL_THREADS:
+        return f"all = {int(effective)} threads" if finite(effective) else "all threads"
+    return f"{label} thread" + ("s" if label != "1" else "")
+
+
 def cell_phrase(row) -> str:
     if row["device"] == "cpu":
-        t = row["threads"]
-        eff = row.get("threads_effective")
-        threads = f"all = {int(eff)} threads" if t == ALL_THREADS and finite(eff) else (f"{t} thread" + ("s" if t != "1" else ""))
-        where = f"on the cpu ({threads})"
+        where = f"on the cpu ({threads_text(row['threads'], row.get('threads_effective'))})"
     else:
         where = f"on {row['device']}"
     return f"{row['op']} with {row['library']} {where}, {row['dtype']}, n = {int(row['size'])}"

@@ -11,7 +11,7 @@ from ..analysis.breakeven import break_even
 from ..analysis.roofline import bounds, device_roofs, fmt_rate
 from ..catalogue import SPECS
 from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, thread_sort_key
-from .findings import caveat, finite, ratio_of
+from .findings import caveat, finite, ratio_of, threads_text
 
 E2E = "end_to_end_speedup"
 VERDICT_WORDS = {
@@ -58,11 +58,9 @@ def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
     """"all = 16 threads", "8 threads", from the rows chosen by `widest_threads`."""
     if label is None:
         return ""
-    if label != ALL_THREADS:
-        return f"{label} thread" + ("s" if label != "1" else "")
     effective = frame.loc[frame["device"] == "cpu", "threads_effective"] if "threads_effective" in frame else []
     counts = {int(v) for v in effective if finite(v)}
-    return f"all = {counts.pop()} threads" if len(counts) == 1 else "all threads"
+    return threads_text(label, counts.pop() if len(counts) == 1 else None)
 
 
 def _groups(frame: pd.DataFrame, keys: list[str]):
