@@ -195,9 +195,12 @@ def test_speedups_break_even_reads_as_a_number_when_reached(tables):
     gpu = speedups["device"] == "cuda"
     speedups.loc[gpu, "break_even_size"] = 606.4
     speedups.loc[gpu, "break_even"] = "n ≈ 606 (between 256 and 1024)"
+    speedups.loc[gpu, "break_even_status"] = "reached"
     cells = check_table(speedups_tex(speedups))
     assert {row[10] for row in cells[1:] if row[2] == "cuda"} == {"606"}
     assert "MatmulCudaFloatThirtyTwoBreakEven}{606}" in claims_macros(tables["timings"], speedups, tables["transfer"])
+    speedups.loc[gpu, ["break_even_size", "break_even_status"]] = [256.0, "from the smallest size"]
+    assert {row[10] for row in check_table(speedups_tex(speedups))[1:] if row[2] == "cuda"} == {"at most 256"}
 
 
 def test_transfer_table(tables):

@@ -180,10 +180,12 @@ def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
     frame = speedups.copy()
     frame["break_even_size"] = pd.Series(dtype=float)
     frame["break_even"] = pd.Series(dtype=str)
+    frame["break_even_status"] = pd.Series(dtype=str)  # reached, not reached, from the smallest size
     for _, group in frame.groupby(SERIES, sort=False):
         result = break_even(group["size"].tolist(), group["end_to_end_speedup_ci_low"].tolist())
         frame.loc[group.index, "break_even_size"] = result.size
         frame.loc[group.index, "break_even"] = result.describe()
+        frame.loc[group.index, "break_even_status"] = result.status
     return frame
 
 
@@ -305,7 +307,7 @@ def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str
         tables[name].to_csv(path, index=False)
 
 
-TEXT_COLUMNS = {"threads": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "link": str,
+TEXT_COLUMNS = {"threads": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
                 "ci_scope": str, "host": str, "slurm_job_id": str}
 
 

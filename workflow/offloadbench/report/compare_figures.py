@@ -271,10 +271,9 @@ def _break_even_rows(comparison: Comparison) -> pd.DataFrame:
         speedups = comparison.tables[machine]["speedups"]
         gpu = speedups[speedups["device"] != "cpu"]
         for (op, dtype, device, threads), group in gpu.groupby(["op", "dtype", "device", "threads"]):
-            text = str(group["break_even"].iloc[0])
             size = group["break_even_size"].iloc[0]
-            status = ("not reached" if pd.isna(size) or text.startswith("not reached")
-                      else "at or below" if text.startswith("at or below") else "reached")
+            status = {"from the smallest size": "at or below"}.get(group["break_even_status"].iloc[0],
+                                                                   group["break_even_status"].iloc[0])
             name = group["device_name"].dropna()
             rows.append({"machine": machine, "op": op, "dtype": dtype, "device": device, "threads": threads,
                          "device_name": name.iloc[0] if not name.empty else "", "size": size, "status": status,

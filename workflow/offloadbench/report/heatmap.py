@@ -118,10 +118,11 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     devices = device_order(frame["device"])
     dtypes = sorted(frame["dtype"].unique(), key=dtype_sort_key)
     norm = speedup_norm(frame["end_to_end_speedup"])
+    rank = {op: i for i, op in enumerate(op_order(frame["op"]))}
     per_device = {}
     for device in devices:
         rows = frame[frame["device"] == device]
-        ops = sorted(rows["row"].unique(), key=lambda r: (op_order(frame["op"]).index(r.split(" · ")[0]), r))
+        ops = sorted(rows["row"].unique(), key=lambda r: (rank[r.split(" · ")[0]], r))
         per_device[device] = (ops, sorted(rows["size"].astype(int).unique()))
     widest = max(len(sizes) for _, sizes in per_device.values())
     heights = [len(ops) for ops, _ in per_device.values()]

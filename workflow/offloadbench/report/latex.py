@@ -220,11 +220,10 @@ def timings_tex(timings: pd.DataFrame, machine: str = "") -> str:
 
 def _break_even_text(row) -> str:
     """A series' break-even size as a short text: "606", "at most 256", "not reached"."""
-    text = row.get("break_even")
     size = row.get("break_even_size")
     if not finite(size):
         return "not reached"
-    if isinstance(text, str) and text.startswith("at or below"):
+    if row.get("break_even_status") == "from the smallest size":
         return f"at most {float(size):.0f}"
     return f"{float(size):.0f}"
 
