@@ -4,7 +4,16 @@ import os
 import pytest
 from offloadbench.analysis.measured import load_cells
 from offloadbench.cells import Cell
-from offloadbench.records import MalformedRecord, cell_record, load_record, settings_differ, write_json_atomic
+from offloadbench.records import (
+    ROOFS_SCHEMA,
+    TRANSFER_SCHEMA,
+    MalformedRecord,
+    cell_record,
+    load_record,
+    settings_differ,
+    validate_record,
+    write_json_atomic,
+)
 
 V2_PATH = "matmul/numpy-cpu-float32-n256-t1/p1.json"
 
@@ -47,7 +56,7 @@ def test_truncated_json_is_rejected_by_name_with_the_way_out(tmp_path):
         (lambda r: r.pop("status"), "'status' is a required property"),
         (lambda r: r.update(status="great"), "at status"),
         (lambda r: r.update(samples_s=[0.1, -1.0]), "at samples_s.1"),
-        (lambda r: r.update(samples_s=[]), "status ok but no samples"),
+        (lambda r: r.update(samples_s=[]), "at samples_s: [] should be non-empty"),
         (lambda r: r["cell"].update(threads="lots"), "at cell.threads"),
         (lambda r: r.pop("process"), "'process' is a required property"),
     ],
@@ -105,7 +114,7 @@ def test_the_builder_refuses_a_record_that_breaks_the_schema():
     assert record["schema_version"] == 2 and record["cell"]["size"] == 64
     with pytest.raises(ValueError, match="breaks the record schema"):
         cell_record(cell, "m", {"round": 0, "rounds": 1}, **good)
-    with pytest.raises(ValueError, match="status ok but no samples"):
+    with pytest.raises(ValueError, match=r"at samples_s: \[\] should be non-empty"):
         cell_record(cell, "m", {"round": 1, "rounds": 1}, **{**good, "measured": {}})
 
 
@@ -113,3 +122,17 @@ def test_only_settings_that_change_a_measurement_make_a_record_stale():
     recorded = {"budget_s": 1.0, "processes": 3, "timeout_s": 600, "seed": 0}
     assert settings_differ(recorded, {"budget_s": 1.0, "processes": 5, "timeout_s": 60, "seed": 0}) == []
     assert settings_differ(recorded, {"budget_s": 2.0, "processes": 3, "seed": 0}) == ["budget_s"]
+
+
+@pytest.mark.parametrize("schema, point", [
+    (TRANSFER_SCHEMA, {"direction": "h2d", "memory": "pageable", "bytes": 4096, "status": "ok", "reason": ""}),
+    (ROOFS_SCHEMA, {"library": "numpy", "kind": "memory", "dtype": "float64", "status": "ok", "reason": ""}),
+])
+def test_a_device_record_point_that_is_ok_needs_samples(schema, point):
+    kind = "transfer" if schema == TRANSFER_SCHEMA else "roofs"
+    record = {"schema_version": 2, "kind": kind, "machine": "m", "device": "cuda", "points": [point],
+              "provenance": {"hostname": "h", "cpu_model": "c"}, "started_at": "t", "finished_at": "t"}
+    with pytest.raises(MalformedRecord, match="cuda: malformed record at points.0: 'samples_s' is a required property"):
+        validate_record(record, "cuda", schema)
+    validate_record({**record, "points": [{**point, "samples_s": [1e-3]}]}, "cuda", schema)
+    validate_record({**record, "points": [{**point, "status": "skipped", "reason": "no GPU"}]}, "cuda", schema)
