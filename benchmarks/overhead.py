@@ -39,6 +39,8 @@ def small_grid(smoke: bool) -> dict:
                  "sizes": [64] if smoke else [64, 256, 1024], "threads": [1] if smoke else [1, "all"]},
         "measure": {"budget_s": 0.1 if smoke else 0.3, "warmup_budget_s": 0.05, "min_samples": 6, "processes": 2},
         "analysis": {"bootstrap_resamples": 200},
+        # the smoke test checks the rounds only: no roofs, copies, figures or report
+        **({"roofs": {"devices": []}, "transfer": {"devices": []}} if smoke else {}),
     }
 
 
@@ -90,12 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="offloadbench-overhead-") as tmp:
         workdir = sandbox.copy_workflow(Path(tmp) / "wf")
         start = time.perf_counter()
-        result = sandbox.snakemake(workdir, config=small_grid(args.smoke))
+        until = ["--until", "aggregate"] if args.smoke else []
+        result = sandbox.snakemake(workdir, *until, config=small_grid(args.smoke))
         total = time.perf_counter() - start
         if result.returncode != 0:
             print(result.stderr[-3000:], file=sys.stderr)
             return 1
         rows = round_rows(workdir / "results" / "overhead")
+        repeats = 1 if args.smoke else 3
         print("overhead: per round job (seconds)")
         print("| round | cells | workers | job wall | measurement | worker imports | worker warm-ups | overhead | overhead per cell |")
         print("|---|---|---|---|---|---|---|---|---|")
@@ -107,9 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|")
         for record in rows[0]["records"]:
             print(f"| {Cell.from_dict(record['cell']).key} | {','.join(record.get('heavy_modules_loaded', [])) or 'none'} |")
-        print(f"bare imports in a fresh interpreter: numpy {interpreter_import_s('import numpy'):.2f} s, "
-              f"numpy+torch {interpreter_import_s('import numpy, torch'):.2f} s")
-        print(f"whole pipeline (incl. environment, tables, figures, report): {total:.1f} s for {rows[0]['cells'] if rows else 0} cells "
+        print(f"bare imports in a fresh interpreter: numpy {interpreter_import_s('import numpy', repeats):.2f} s, "
+              f"numpy+torch {interpreter_import_s('import numpy, torch', repeats):.2f} s")
+        what = "pipeline up to the tables" if args.smoke else "whole pipeline (incl. environment, tables, figures, report)"
+        print(f"{what}: {total:.1f} s for {rows[0]['cells'] if rows else 0} cells "
               f"in {len(rows)} rounds")
 
         dry = big_grid(200 if args.smoke else 5000)

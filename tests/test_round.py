@@ -31,6 +31,8 @@ if faults:
             time.sleep(600)
         if action in ("SIGSEGV", "SIGKILL"):
             os.kill(os.getpid(), getattr(signal, action))
+        if action == "exit":
+            os._exit(3)
         return _original(cell, *args, **kwargs)
     _cell.run_cell = run_cell
 '''
@@ -91,7 +93,8 @@ def test_a_hanging_cell_becomes_a_timeout_and_a_fresh_worker_takes_the_rest(box)
     assert len(processes) == 2
 
 
-@pytest.mark.parametrize("sig, status, words", [("SIGSEGV", "error", "SIGSEGV"), ("SIGKILL", "oom", "out-of-memory")])
+@pytest.mark.parametrize("sig, status, words", [("SIGSEGV", "error", "SIGSEGV"), ("SIGKILL", "oom", "out-of-memory"),
+                                              ("exit", "error", "exited with status 3")])
 def test_a_dying_worker_still_leaves_a_record_and_the_round_goes_on(box, sig, status, words):
     code, err = run_round(box, faults=f"matmul/numpy-cpu-float32-n24-t1={sig}")
     assert code == 0
