@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .layout import PARTIAL_DIR
 
 BUNDLE_SUFFIX = ".tar.gz"
-SKIPPED_IN_BUNDLES = (".partial",)  # records of an unfinished round
 
 
 class BundleError(UserError):
@@ -33,7 +33,7 @@ def bundle_members(folder: Path) -> list[Path]:
     members += sorted(folder.glob("*.csv"))
     members += sorted(
         p for p in (folder / "raw").rglob("*.json")
-        if not any(part in SKIPPED_IN_BUNDLES for part in p.relative_to(folder).parts)
+        if PARTIAL_DIR not in p.relative_to(folder).parts  # records of an unfinished round
     )
     return members
 

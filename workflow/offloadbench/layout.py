@@ -10,6 +10,11 @@ from .cells import Cell
 FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwidth", "roofline", "throughput")
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
 TABLES = ("timings", "speedups", "thread_scaling", "transfer", "roofs")
+# Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.
+DEVICE_RECORD_DIRS = ("roofs", "transfer")
+ROUNDS_DIR = "rounds"
+PARTIAL_DIR = ".partial"
+NOT_CELL_DIRS = (*DEVICE_RECORD_DIRS, ROUNDS_DIR, PARTIAL_DIR)
 
 
 def record_relpath(cell: Cell, round_index: int) -> str:
@@ -25,7 +30,7 @@ def grid_record_paths(raw: str, cells, rounds: int) -> list[tuple[int, str]]:
 def partial_dir(round_index: int) -> str:
     """Where a round keeps its finished records until the whole round is done: the round's
     records appear together, and an interrupted round resumes where it stopped."""
-    return f".partial/p{round_index}"
+    return f"{PARTIAL_DIR}/p{round_index}"
 
 
 def partial_relpath(cell: Cell, round_index: int) -> str:
@@ -34,4 +39,4 @@ def partial_relpath(cell: Cell, round_index: int) -> str:
 
 def round_relpath(round_index: int) -> str:
     """The round's own record: its worker processes and the system check around it."""
-    return f"rounds/p{round_index}.json"
+    return f"{ROUNDS_DIR}/p{round_index}.json"

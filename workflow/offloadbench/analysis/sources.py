@@ -12,11 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import UserError
+from ..layout import NOT_CELL_DIRS
 from ..records import MalformedRecord, read_json
 from .measured import Analysis, MeasuredCell, load_cells
 from .tables import build_tables_of
-
-NOT_CELLS = ("transfer", "roofs", "rounds", ".partial")
 
 
 class SourceError(UserError):
@@ -50,7 +49,7 @@ class Source:
         if not self.raw.is_dir():
             raise SourceError(f"{self.folder}: no raw/ folder with records")
         paths = []
-        for op_dir in sorted(p for p in self.raw.iterdir() if p.is_dir() and p.name not in NOT_CELLS):
+        for op_dir in sorted(p for p in self.raw.iterdir() if p.is_dir() and p.name not in NOT_CELL_DIRS):
             paths += sorted(op_dir.glob("*/p*.json")) + sorted(op_dir.glob("*.json"))
         if not paths:
             raise SourceError(f"{self.folder}: raw/ holds no cell records")
