@@ -21,7 +21,7 @@ def run_cell(cell, settings=FAST, torch=None, artifact_path=None):
 
 def replace_op(monkeypatch, name, **changes):
     changed = dataclasses.replace(get_op(name), **changes)
-    monkeypatch.setattr(measure_cell, "get_op", lambda op: changed if op == name else get_op(op))
+    monkeypatch.setattr(measure_cell, "get_op", lambda op, kernels=None: changed if op == name else get_op(op))
 
 
 def test_numpy_cell_is_measured_and_checked():

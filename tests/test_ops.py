@@ -27,7 +27,7 @@ def run(op, library, dtype, n):
 def without_rendering(monkeypatch):
     """The ops without their host finish: the maths is what is checked here, and rendering
     (tests/test_measure.py) would take most of this file's time."""
-    monkeypatch.setattr(measure_cell, "get_op", lambda name: dataclasses.replace(get_op(name), finish=None))
+    monkeypatch.setattr(measure_cell, "get_op", lambda name, kernels=None: dataclasses.replace(get_op(name), finish=None))
 
 
 @pytest.mark.usefixtures("without_rendering")
@@ -108,7 +108,7 @@ SPOILT = {
 @pytest.mark.parametrize("op", sorted(SPOILT))
 def test_a_wrong_torch_result_is_an_error_not_a_speedup(monkeypatch, op):
     spoilt = dataclasses.replace(get_op(op), compute=spoil_torch(get_op(op).compute, SPOILT[op]))
-    monkeypatch.setattr(measure_cell, "get_op", lambda name: spoilt if name == op else get_op(name))
+    monkeypatch.setattr(measure_cell, "get_op", lambda name, kernels=None: spoilt if name == op else get_op(name))
     assert run(op, "numpy", "float32", 33).status == "ok"
     outcome = run(op, "torch", "float32", 33)
     assert outcome.status == "error"

@@ -49,8 +49,8 @@ class OpSpec:
     n_means: str  # what the size n is for this op
     input_shapes: Callable[[int], list[tuple[int, ...]]]
     output_shapes: Callable[[int], list[tuple[int, ...]]]
-    flops: Callable[[int], float]
-    traffic: Callable[[int, int], float]  # bytes the maths must move, given n and the itemsize
+    flops: Callable[[int], float] | None  # None: no model (a user kernel without one)
+    traffic: Callable[[int, int], float] | None  # bytes the maths must move, given n and the itemsize
     error_growth: Callable[[int], float]  # length of the sums behind one output (sets the tolerance)
     min_size: int = 1
     complex_output: bool = False

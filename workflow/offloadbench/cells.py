@@ -1,5 +1,5 @@
-"""A cell of the grid, one (op, library, device, dtype, size, threads) combination, and
-the one place that turns it into a file name and back.
+"""A cell of the grid, one (op, library, device, dtype, size, threads, mode) combination,
+and the one place that turns it into a file name and back.
 
 Imported by the Snakefile and by every measurement job, so it imports nothing heavy.
 """
@@ -16,10 +16,14 @@ LIBRARY_ORDER = ("numpy", "torch")  # the baseline first
 DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}  # bytes per element
 ALL_THREADS = "all"
-CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads"]
+EAGER, COMPILED = "eager", "compiled"
+MODES = (EAGER, COMPILED)  # eager: the library as called; compiled: torch.compile of the same code
+CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads", "mode"]
 
+# Eager cells keep the name they had before modes existed, so older results stay readable.
 _STEM = re.compile(
-    r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)-n(?P<size>\d+)-t(?P<threads>\d+|all)$"
+    r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)-n(?P<size>\d+)-t(?P<threads>\d+|all)"
+    r"(?:-(?P<mode>compiled))?$"
 )
 
 
@@ -60,6 +64,15 @@ def library_sort_key(library: str) -> int:
     return LIBRARY_ORDER.index(library) if library in LIBRARY_ORDER else len(LIBRARY_ORDER)
 
 
+def mode_sort_key(mode: str) -> int:
+    return MODES.index(mode) if mode in MODES else len(MODES)
+
+
+def variant_name(library: str, mode: str = EAGER) -> str:
+    """"numpy", "torch", "numpy compiled": a library as it was run."""
+    return library if mode == EAGER else f"{library} {mode}"
+
+
 @dataclass(frozen=True, order=True)
 class Cell:
     op: str
@@ -68,10 +81,20 @@ class Cell:
     dtype: str
     size: int
     threads: str  # a count as text, or "all"; resolved on the host that measures
+    mode: str = EAGER
 
     @property
     def stem(self) -> str:
-        return f"{self.library}-{self.device}-{self.dtype}-n{self.size}-t{self.threads}"
+        suffix = "" if self.mode == EAGER else f"-{self.mode}"
+        return f"{self.library}-{self.device}-{self.dtype}-n{self.size}-t{self.threads}{suffix}"
+
+    @property
+    def compiled(self) -> bool:
+        return self.mode == COMPILED
+
+    @property
+    def variant(self) -> str:
+        return variant_name(self.library, self.mode)
 
     @property
     def key(self) -> str:
@@ -84,7 +107,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.op} {self.library}/{self.device} {self.dtype} n={self.size} t={self.threads}"
+        return f"{self.op} {self.variant}/{self.device} {self.dtype} n={self.size} t={self.threads}"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -95,7 +118,7 @@ class Cell:
         if not match:
             raise ValueError(f"not a cell name: {stem!r}")
         parts = match.groupdict()
-        return cls(op=op, size=int(parts.pop("size")), **parts)
+        return cls(op=op, size=int(parts.pop("size")), mode=parts.pop("mode") or EAGER, **parts)
 
     @classmethod
     def from_key(cls, key: str) -> Cell:
@@ -111,4 +134,10 @@ class Cell:
             dtype=str(data["dtype"]),
             size=int(data["size"]),
             threads=str(data["threads"]),
+            mode=_mode_of(data.get("mode")),
         )
+
+
+def _mode_of(value) -> str:
+    """Records and tables from before modes have none: they are eager."""
+    return value if isinstance(value, str) and value else EAGER

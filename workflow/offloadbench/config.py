@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from .catalogue import get_spec
+from .catalogue import SPECS
+from .cells import thread_label
 from .errors import UserError
+from .kernels import KernelError, KernelInfo, read_kernel_files
 from .machine import machine_label
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
@@ -114,15 +117,61 @@ def validate(config: dict, schema: dict | None = None) -> dict:
             f"config key measure.max_samples: {measure['max_samples']} is below "
             f"measure.min_samples ({measure['min_samples']})"
         )
-    _check_sizes(data["grid"])
+    kernels = kernel_infos(data)
+    _check_op_names(data["grid"], kernels)
+    _check_compiled(data["grid"])
+    _check_sizes(data["grid"], kernels)
     return data
 
 
-def _check_sizes(grid: dict) -> None:
+def kernel_infos(config: dict) -> dict[str, KernelInfo]:
+    """The user kernels of a validated config, read from their files without running them."""
+    try:
+        return read_kernel_files(config.get("kernels") or [], SPECS)
+    except KernelError as error:
+        raise ConfigError(str(error)) from None
+
+
+def _unknown_op(where: str, name: str, known: list[str]) -> ConfigError:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (ops: {', '.join(known)})"
+    return ConfigError(f"config key {where}: unknown op {name!r}: neither in the catalogue nor a kernel of the "
+                       f"`kernels` files{hint}")
+
+
+def _check_op_names(grid: dict, kernels: dict[str, KernelInfo]) -> None:
+    known = [*SPECS, *kernels]
+    for i, op in enumerate(grid["ops"]):
+        if op not in known:
+            raise _unknown_op(f"grid.ops[{i}]", op, known)
+    for op in grid["op_max_size"]:
+        if op not in known:
+            raise _unknown_op(f"grid.op_max_size.{op}", op, known)
+
+
+def _check_compiled(grid: dict) -> None:
+    """grid.compiled only narrows the grid: each value it names must be in the grid's list."""
+    for key in ("ops", "devices", "sizes", "threads"):
+        narrowed = grid["compiled"].get(key)
+        if narrowed is None:
+            continue
+        own = {thread_label(t) for t in grid[key]} if key == "threads" else set(grid[key])
+        for i, value in enumerate(narrowed):
+            if (thread_label(value) if key == "threads" else value) not in own:
+                raise ConfigError(f"config key grid.compiled.{key}[{i}]: {value!r} is not in grid.{key}; "
+                                  "grid.compiled only narrows the grid")
+
+
+def _check_sizes(grid: dict, kernels: dict[str, KernelInfo]) -> None:
     """A size that makes no sense for an op (a 5-point stencil on a 2×2 grid) is refused."""
     for op in grid["ops"]:
         for i, size in enumerate(grid["sizes"]):
-            problem = get_spec(op).too_small(size)
+            if op in SPECS:
+                problem = SPECS[op].too_small(size)
+            else:
+                info = kernels[op]
+                problem = (f"kernel {op} needs n ≥ {info.min_size} (its min_size)"
+                           if size < info.min_size else None)
             if problem:
                 raise ConfigError(f"config key grid.sizes[{i}]: {size} is too small: {problem}")
 

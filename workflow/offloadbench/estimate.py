@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import grid
-from .catalogue import get_spec
-from .cells import ALL_THREADS, ITEMSIZE, Cell
+from .catalogue import SPECS, OpSpec
+from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
+from .config import kernel_infos
 from .records import read_json
 from .units import fmt_duration
 
@@ -42,6 +43,11 @@ TURN_SETTLE_S = 0.1  # jobs.round.SETTLE_S, between workers
 PLOT_S, PLOT_PIXEL_S = 0.15, 50e-9  # matplotlib's imshow and PNG, as measured on laptops
 SAMPLES_TO_CONVERGE = 100  # samples a cheap region takes on a noisy laptop before its CI or budget stops it
 ROUND_OVERHEAD_S = 3.0  # Snakemake's job, the system checks, publishing the records
+# torch.compile, measured on a 2-core laptop with a cold cache: a compiled worker's compiler
+# start-up (imports, headers, runtime) once, then each cell's own compile
+COMPILER_STARTUP_S = {"cpu": 5.5, "gpu": 10.0}
+COMPILE_S = {"cpu": 0.6, "gpu": 2.0}
+KERNEL_PASSES = 4  # a user kernel without models: this many passes over its arrays and result
 FIXED_S = 20.0  # the environment job, tables, figures and report of a small grid
 
 
@@ -67,9 +73,22 @@ FALLBACK = Roofs(cpu_cores=4, cpu_gflops={"float32": 100.0, "float64": 50.0, "fl
                                             "bfloat16": 50_000.0}, gpu_gbs=1000.0, link_gbs=10.0)
 
 
-def call_seconds(cell: Cell, roofs: Roofs) -> dict[str, float]:
+def spec_of(op: str, kernels: dict | None = None) -> OpSpec:
+    """The catalogue's spec of an op; for a user kernel, one from what its source says, with
+    a memory-bound guess where it gives no models (its models are functions, which only
+    the measuring workers run)."""
+    if op in SPECS:
+        return SPECS[op]
+    info = (kernels or {}).get(op)
+    arrays = info.arrays if info else 2
+    return OpSpec(name=op, family="user kernels", summary="", n_means="", input_shapes=lambda n: [(n, n)] * arrays,
+                  output_shapes=lambda n: [(n, n)], flops=lambda n: 0.0,
+                  traffic=lambda n, s: KERNEL_PASSES * (arrays + 1) * n * n * s, error_growth=lambda n: n)
+
+
+def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[str, float]:
     """Predicted seconds per call of each timed region of a cell."""
-    spec, itemsize = get_spec(cell.op), ITEMSIZE[cell.dtype]
+    spec, itemsize = spec_of(cell.op, kernels), ITEMSIZE[cell.dtype]
     n, device = cell.size, cell.device
     gpu = device != "cpu"
     # "all" means the cores of the machine estimated for, which need not be this one
@@ -87,7 +106,7 @@ def call_seconds(cell: Cell, roofs: Roofs) -> dict[str, float]:
     finish = PLOT_S + PLOT_PIXEL_S * n * n if spec.finish else 0.0
     if finish:
         regions["finish"] = finish
-    if cell.library == "torch" or finish:
+    if cell.library == "torch" or finish or (gpu and cell.mode == COMPILED):
         regions["end_to_end"] = regions["compute"] + copies + finish
     return regions
 
@@ -101,15 +120,17 @@ def region_seconds(call_s: float, measure: dict) -> float:
     return warmup + max(sampling, floor)
 
 
-def cell_seconds(cell: Cell, measure: dict, roofs: Roofs) -> float:
-    """One process's time on a cell: inputs, the float64 check, and every region."""
-    spec = get_spec(cell.op)
-    regions = call_seconds(cell, roofs)
+def cell_seconds(cell: Cell, measure: dict, roofs: Roofs, kernels: dict | None = None) -> float:
+    """One process's time on a cell: inputs, the compile, the float64 check, and every region."""
+    spec = spec_of(cell.op, kernels)
+    regions = call_seconds(cell, roofs, kernels)
     inputs = spec.input_bytes(cell.size, 8) / 0.5e9  # drawing float64 random numbers
-    check = call_seconds(replace(cell, library="numpy", device="cpu", dtype="float64", threads="1"), roofs)["compute"]
+    reference = replace(cell, library="numpy", device="cpu", dtype="float64", threads="1", mode="eager")
+    check = call_seconds(reference, roofs, kernels)["compute"]
     if cell.op in ROW_SAMPLED_CHECKS:
         check *= min(1.0, measure["check_rows"] / cell.size)
-    return CELL_OVERHEAD_S + inputs + check + sum(region_seconds(s, measure) for s in regions.values())
+    compile_s = COMPILE_S["gpu" if cell.is_gpu else "cpu"] if cell.mode == COMPILED else 0.0
+    return CELL_OVERHEAD_S + inputs + compile_s + check + sum(region_seconds(s, measure) for s in regions.values())
 
 
 @dataclass(frozen=True)
@@ -130,10 +151,14 @@ class Estimate:
 
 
 def workers_seconds(cells: list[Cell]) -> float:
-    """A round's workers: imports and warm-up, and the pauses between their turns."""
-    workers = {(c.library, c.device, c.threads) for c in cells}
-    turns = len({(c.op, c.dtype, c.library, c.device, c.threads) for c in cells})
-    starts = sum(IMPORT_S[lib] + (IMPORT_S["cuda"] if device == "cuda" else 0.0) for lib, device, _ in workers)
+    """A round's workers: imports and warm-up (and the compiler's start-up in compiled
+    workers), and the pauses between their turns."""
+    workers = {(c.library, c.device, c.threads, c.mode) for c in cells}
+    turns = len({(c.op, c.dtype, c.library, c.device, c.threads, c.mode) for c in cells})
+    starts = 0.0
+    for library, device, _, mode in workers:
+        starts += IMPORT_S["torch" if mode == COMPILED else library] + (IMPORT_S["cuda"] if device == "cuda" else 0.0)
+        starts += COMPILER_STARTUP_S["cpu" if device == "cpu" else "gpu"] if mode == COMPILED else 0.0
     return starts + WORKER_WARMUP_S * len(workers) + TURN_SETTLE_S * turns
 
 
@@ -141,14 +166,15 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
                  available: dict[str, bool] | None = None) -> Estimate:
     """The duration of a run: `todo` maps each round to the cells it still has to measure
     (the whole grid by default); cells of devices not `available` cost nothing."""
-    cells = grid.expand(config["grid"])
+    kernels = kernel_infos(config)
+    cells = grid.expand(config["grid"], kernels)
     rounds = range(1, config["measure"]["processes"] + 1)
     todo = todo if todo is not None else {k: cells for k in rounds}
     available = available or {"cpu": True}
     measure_s, count = 0.0, 0
     for round_cells in todo.values():
-        live = [c for c in round_cells if available.get(c.device, False) or c.library == "numpy"]
-        measure_s += sum(cell_seconds(c, config["measure"], roofs) for c in live) + workers_seconds(live)
+        live = [c for c in round_cells if available.get(c.device, False) or c.device == "cpu"]
+        measure_s += sum(cell_seconds(c, config["measure"], roofs, kernels) for c in live) + workers_seconds(live)
         measure_s += ROUND_OVERHEAD_S if round_cells else 0.0
         count += len(round_cells)
     other = FIXED_S + 0.002 * len(cells) * len(rounds)
@@ -226,7 +252,7 @@ def remaining(config: dict, folder: Path) -> Estimate:
     from .layout import partial_relpath, record_relpath
 
     raw = folder / "raw"
-    cells = grid.expand(config["grid"])
+    cells = grid.expand(config["grid"], kernel_infos(config))
     todo = {
         k: [c for c in cells if not ((raw / record_relpath(c, k)).exists() or (raw / partial_relpath(c, k)).exists())]
         for k in range(1, config["measure"]["processes"] + 1)

@@ -1,38 +1,61 @@
 """Grid expansion: the validated config's `grid` section becomes the list of cells.
 
 Impossible combinations are dropped here, at parse time, with the rule that dropped them:
-numpy on a GPU, bfloat16 in numpy, float64 on mps, and thread counts for GPU cells
-(measured once, with one host thread); so are sizes above an op's `op_max_size`. Pure
-Python, so measurement jobs can expand the same grid as the Snakefile.
+numpy on a GPU (but numpy compiled, which torch.compile runs there), bfloat16 in numpy,
+float64 on mps, torch cells of a kernel that takes plain NumPy arrays (no `xp`), and
+thread counts for GPU cells (measured once, with one host thread); so are sizes above an
+op's `op_max_size`, and compiled cells outside `grid.compiled`. Pure Python, so
+measurement jobs can expand the same grid as the Snakefile.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
-from .cells import Cell, dtype_sort_key, thread_label, thread_sort_key
+from .cells import COMPILED, EAGER, Cell, dtype_sort_key, mode_sort_key, thread_label, thread_sort_key
 
 
-def possible(library: str, device: str, dtype: str) -> bool:
-    """Whether a library can run this dtype on this device at all."""
-    numpy_off_cpu = library == "numpy" and (device != "cpu" or dtype == "bfloat16")
+def possible(library: str, device: str, dtype: str, mode: str = EAGER) -> bool:
+    """Whether a library can run this dtype on this device at all, in this mode."""
+    numpy_off_cpu = library == "numpy" and device != "cpu" and mode == EAGER
+    numpy_bfloat16 = library == "numpy" and dtype == "bfloat16"  # NumPy has no bfloat16
     mps_float64 = device == "mps" and dtype == "float64"  # MPS has no float64
-    return not (numpy_off_cpu or mps_float64)
+    return not (numpy_off_cpu or numpy_bfloat16 or mps_float64)
 
 
-def expand(grid: dict) -> list[Cell]:
-    """All possible cells of the grid section, sorted, without duplicates."""
+def _compiled_here(narrowed: Mapping, op: str, device: str, size: int, threads: str) -> bool:
+    def allows(key, value, label=lambda v: v):
+        values = narrowed.get(key)
+        return values is None or value in {label(v) for v in values}
+
+    return (allows("ops", op) and allows("devices", device) and allows("sizes", size)
+            and (device != "cpu" or allows("threads", threads, thread_label)))
+
+
+def expand(grid: dict, kernels: Mapping | None = None) -> list[Cell]:
+    """All possible cells of the grid section, sorted, without duplicates. `kernels` maps
+    a user kernel's name to what its source says (kernels.KernelInfo): a kernel that takes
+    no `xp` runs as numpy only."""
+    kernels = kernels or {}
     labels = sorted({thread_label(t) for t in grid["threads"]}, key=thread_sort_key)
     limits = grid.get("op_max_size") or {}
+    narrowed = grid.get("compiled") or {}
     cells = set()
-    for op, library, device, dtype, size in itertools.product(
-        grid["ops"], grid["libraries"], grid["devices"], grid["dtypes"], grid["sizes"]
+    for op, library, device, dtype, size, mode in itertools.product(
+        grid["ops"], grid["libraries"], grid["devices"], grid["dtypes"], grid["sizes"], grid.get("modes") or [EAGER]
     ):
-        if possible(library, device, dtype) and size <= limits.get(op, size):
-            for label in ["1"] if device != "cpu" else labels:
-                cells.add(Cell(op, library, device, dtype, int(size), label))
+        if op in kernels and library not in kernels[op].libraries:
+            continue
+        if not possible(library, device, dtype, mode) or size > limits.get(op, size):
+            continue
+        for label in ["1"] if device != "cpu" else labels:
+            if mode == COMPILED and not _compiled_here(narrowed, op, device, size, label):
+                continue
+            cells.add(Cell(op, library, device, dtype, int(size), label, mode))
     return sorted(cells, key=sort_key)
 
 
 def sort_key(cell: Cell) -> tuple:
-    return (cell.op, cell.library, cell.device, dtype_sort_key(cell.dtype), cell.size, thread_sort_key(cell.threads))
+    return (cell.op, cell.library, mode_sort_key(cell.mode), cell.device, dtype_sort_key(cell.dtype), cell.size,
+            thread_sort_key(cell.threads))

@@ -13,17 +13,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cells import ALL_THREADS, Cell, device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
+from .cells import (
+    ALL_THREADS,
+    EAGER,
+    Cell,
+    device_sort_key,
+    dtype_sort_key,
+    library_sort_key,
+    mode_sort_key,
+    thread_sort_key,
+)
 
 
 def worker_key(cell: Cell) -> str:
-    """The worker process that measures a cell: `<library>-<device>-t<threads>`."""
-    return f"{cell.library}-{cell.device}-t{cell.threads}"
+    """The worker process that measures a cell: `<library>-<device>-t<threads>[-compiled]`.
+    Compiled cells get workers of their own: the compiler's imports and threads never share
+    a process with an eager cell, least of all with the numpy baseline."""
+    suffix = "" if cell.mode == EAGER else f"-{cell.mode}"
+    return f"{cell.library}-{cell.device}-t{cell.threads}{suffix}"
 
 
-def worker_parts(key: str) -> tuple[str, str, str]:
-    library, device, threads = key.split("-")
-    return library, device, threads.removeprefix("t")
+def worker_parts(key: str) -> tuple[str, str, str, str]:
+    """(library, device, threads, mode) of a worker key."""
+    library, device, threads, *mode = key.split("-")
+    return library, device, threads.removeprefix("t"), mode[0] if mode else EAGER
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,7 @@ class Turn:
 def _worker_rank(cell: Cell) -> tuple:
     # GPU cells are compared with NumPy on all cores, so they follow that pair.
     threads = thread_sort_key(ALL_THREADS if cell.is_gpu else cell.threads)
-    return (threads, device_sort_key(cell.device), library_sort_key(cell.library))
+    return (threads, device_sort_key(cell.device), mode_sort_key(cell.mode), library_sort_key(cell.library))
 
 
 def round_plan(cells: list[Cell], round_index: int) -> list[Turn]:

@@ -256,6 +256,16 @@ def paired_ratio_ci(num: Draws | None, den: Draws | None, seed: int, confidence:
     return _interval(diff.centre, diff.components(), diff.processes, confidence)
 
 
+def log_t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Geometric mean of positive values, one per process, with a Student's t CI on their
+    logs (one value: no interval)."""
+    logs = np.log(np.asarray(values, dtype=float))
+    centre, p = float(np.mean(logs)), len(logs)
+    if p < 2:
+        return Interval(math.exp(centre), math.nan, math.nan, p, math.nan)
+    return _interval(centre, [(float(np.var(logs, ddof=1)) / p, p - 1)], p, confidence)
+
+
 def median_and_ci(samples: Sequence[float], resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Interval:
     """One process's samples: their median with its CI (within-process only)."""
     return centre_ci(draws([samples], resamples, seed), confidence)

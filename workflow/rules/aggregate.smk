@@ -20,6 +20,7 @@ rule aggregate:
     params:
         analysis=config["analysis"],
         grid=config["grid"],
+        kernels=config["kernels"],
         raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
     script:
         "../scripts/aggregate.py"

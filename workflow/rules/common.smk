@@ -19,7 +19,7 @@ shell.prefix(
 from offloadbench import grid
 from offloadbench.bundles import BundleError, resolve_sources
 from offloadbench.cluster import EXCLUSIVE, ClusterError, node_types, round_minutes
-from offloadbench.config import ConfigError, resolve_machine, validate
+from offloadbench.config import ConfigError, kernel_infos, resolve_machine, validate
 from offloadbench.layout import (
     COMPARE_FIGURE_NAMES,
     FIGURE_NAMES,
@@ -42,7 +42,8 @@ except ClusterError as error:
     sys.exit(f"error: {error}")
 MACHINES = list(NODE_TYPES) or [resolve_machine(config)]
 OUT = f"{RESULTS}/{{machine}}"
-CELLS = grid.expand(config["grid"])
+KERNELS = kernel_infos(config)  # read from their source: the kernels are never imported here
+CELLS = grid.expand(config["grid"], KERNELS)
 ROUNDS = list(range(1, config["measure"]["processes"] + 1))
 if not CELLS:
     sys.exit(

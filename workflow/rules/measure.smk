@@ -27,6 +27,8 @@ rule measure:
     input:
         environment=f"{OUT}/environment.json",
         before=earlier_measurements,
+        # an edited kernel is measured again (the files are read here, never imported)
+        kernels=config["kernels"],
     output:
         f"{OUT}/raw/{round_relpath('{round}')}",
     log:
@@ -45,13 +47,16 @@ rule measure:
         rounds=len(ROUNDS),
         grid=as_json(config["grid"]),
         settings=as_json(config["measure"]),
+        kernels=as_json(config["kernels"]),
+        compile=as_json(config["compile"]),
         raw=f"{OUT}/raw",
     message:
         "round {wildcards.round} of {params.rounds} on {wildcards.machine}: every cell once, in fresh processes"
     shell:
         "python -m offloadbench.jobs.round --round {wildcards.round} --rounds {params.rounds}"
         " --machine {wildcards.machine} --grid {params.grid:q} --settings {params.settings:q}"
-        " --environment {input.environment:q} --raw {params.raw:q} --log {log:q}"
+        " --environment {input.environment:q} --raw {params.raw:q} --kernels {params.kernels:q}"
+        " --compile {params.compile:q} --log {log:q}"
 
 
 if config["roofs"]["devices"]:

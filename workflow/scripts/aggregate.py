@@ -12,7 +12,8 @@ from offloadbench.logs import run_logged
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: write_tables(
-        grid_records(snakemake.params.raw, snakemake.params.grid, len(snakemake.input.rounds)),  # noqa: F821
+        grid_records(snakemake.params.raw, snakemake.params.grid, len(snakemake.input.rounds),  # noqa: F821
+                     snakemake.params.kernels),  # noqa: F821
         snakemake.input.transfer,  # noqa: F821
         snakemake.input.roofs,  # noqa: F821
         snakemake.input.environment,  # noqa: F821

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import grid, layout
+from ..catalogue import SPECS
 from ..cells import Cell
+from ..kernels import read_kernel_files
 from ..machine import mismatch
 from ..records import FAILED, MalformedRecord, check_record_path, load_record
 from ..stats import Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
@@ -167,10 +169,12 @@ class MeasuredCell:
         return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.ok)
 
 
-def grid_records(raw: str, grid_config: dict, rounds: int) -> list[str]:
+def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=()) -> list[str]:
     """Every record a finished run of the grid holds below `raw`; one missing (deleted by
-    hand, say) stops the analysis by name with the way to measure it again."""
-    paths = layout.grid_record_paths(raw, grid.expand(grid_config), rounds)
+    hand, say) stops the analysis by name with the way to measure it again. The kernels
+    files are read for their names, never run."""
+    kernels = read_kernel_files(list(kernel_paths), SPECS)
+    paths = layout.grid_record_paths(raw, grid.expand(grid_config, kernels), rounds)
     for k, path in paths:
         if not Path(path).exists():
             raise MalformedRecord(

@@ -13,14 +13,17 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..cells import ALL_THREADS, CELL_COLUMNS, thread_sort_key
+from ..catalogue import SPECS
+from ..cells import ALL_THREADS, CELL_COLUMNS, EAGER, thread_sort_key
+from ..kernels import FAMILY as KERNEL_FAMILY
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record, read_json
 from ..stats import Interval, median_and_ci, seed_for
 from .breakeven import break_even
+from .compile_cost import amortization, compile_interval
 from .measured import Analysis, MeasuredCell, load_cells
 
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
-SERIES = ["op", "library", "device", "dtype", "threads"]
+SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
 
 
 def verdict(lo: float, hi: float) -> str:
@@ -37,7 +40,37 @@ def _joined(values) -> str:
     return ", ".join(sorted({str(v) for v in values if v}))
 
 
-def timing_row(mc: MeasuredCell, machine: str) -> dict:
+def family_of(mc: MeasuredCell) -> str:
+    """The op's family: the catalogue's, or the one a user kernel's records give."""
+    if mc.cell.op in SPECS:
+        return SPECS[mc.cell.op].family
+    return (mc.first.get("op_info") or {}).get("family") or KERNEL_FAMILY
+
+
+def compile_columns(mc: MeasuredCell, confidence: float) -> dict:
+    """A compiled cell's compile phase, what Dynamo did and the compiler's cache, over its
+    processes (empty for eager cells)."""
+    phases = [r.get("compile") or {} for r in mc.ok]
+    if not mc.cell.compiled or not any(phases):
+        return {}
+    compile_time = compile_interval(mc, confidence)
+    hits = sum((p.get("cache") or {}).get("hits", 0) for p in phases)
+    cold = all((p.get("cache") or {}).get("cold", True) for p in phases)
+    startups = [r["compiler_startup_s"] for r in mc.ok if isinstance(r.get("compiler_startup_s"), (int, float))]
+    return {
+        "compile_s": compile_time.value, "compile_s_ci_low": compile_time.low, "compile_s_ci_high": compile_time.high,
+        "compiler_startup_s": float(np.mean(startups)) if startups else math.nan,
+        "graphs": max(p.get("graphs", 0) for p in phases),
+        "graph_breaks": max(p.get("graph_breaks", 0) for p in phases),
+        "first_break": next((p["first_break"] for p in phases if p.get("first_break")), ""),
+        "recompiles": max(p.get("recompiles", 0) for p in phases),
+        "compile_fallback": next((p["fallback"] for p in phases if p.get("fallback")), ""),
+        "compile_backend": f"{phases[0].get('backend')} ({phases[0].get('mode')})",
+        "compile_cache": ("cold" if cold else "your cache") + (f", {hits} hits" if hits else ""),
+    }
+
+
+def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict:
     first = mc.first
     model = first.get("model") or {}
     threads = first.get("threads") or {}
@@ -50,6 +83,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     row = {
         "machine": machine,
         **mc.cell.as_dict(),
+        "family": family_of(mc),
         "threads_effective": threads.get("effective"),
         "status": mc.status,
         "reason": mc.reason,
@@ -82,6 +116,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "host": _joined((r.get("process") or {}).get("host") or (r.get("provenance") or {}).get("hostname") for r in mc.records),
         "slurm_job_id": _joined((r.get("process") or {}).get("slurm_job_id") for r in mc.records),
     }
+    row.update(compile_columns(mc, confidence))
     for phase in PHASES:
         row[f"{phase}_s"] = mc.median(phase)
     e2e = mc.interval("end_to_end")
@@ -99,8 +134,14 @@ def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return frame.assign(_t=key).sort_values([c if c != "threads" else "_t" for c in by]).drop(columns="_t").reset_index(drop=True)
 
 
-def timings_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
-    return _sorted(pd.DataFrame([timing_row(mc, machine) for mc in cells]), CELL_COLUMNS)
+COMPILE_COLUMNS = ["compile_s", "compile_s_ci_low", "compile_s_ci_high", "compiler_startup_s", "graphs",
+                   "graph_breaks", "first_break", "recompiles", "compile_fallback", "compile_backend", "compile_cache"]
+
+
+def timings_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
+    frame = pd.DataFrame([timing_row(mc, machine, confidence) for mc in cells])
+    return _sorted(frame.reindex(columns=[*frame.columns, *(c for c in COMPILE_COLUMNS if c not in frame)]),
+                   CELL_COLUMNS)
 
 
 def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "baseline") -> str:
@@ -127,17 +168,20 @@ def _ratio_columns(prefix: str, interval: Interval) -> dict:
     }
 
 
-def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
-    """One row per ok torch cell that has an ok numpy-cpu baseline at the same op, dtype and size."""
+def is_baseline(cell) -> bool:
+    """numpy eager on the cpu: what every speedup is measured against."""
+    return cell.library == "numpy" and cell.device == "cpu" and cell.mode == EAGER
+
+
+def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
+    """One row per ok cell other than the baseline (torch eager and compiled, numpy compiled)
+    that has an ok numpy-eager cpu baseline at the same op, dtype and size."""
     ok = [mc for mc in cells if mc.status == "ok"]
-    baselines = {
-        (mc.cell.op, mc.cell.dtype, mc.cell.size, mc.cell.threads): mc
-        for mc in ok if mc.cell.library == "numpy" and mc.cell.device == "cpu"
-    }
+    baselines = {(mc.cell.op, mc.cell.dtype, mc.cell.size, mc.cell.threads): mc for mc in ok if is_baseline(mc.cell)}
     rows = []
     for mc in ok:
         cell = mc.cell
-        if cell.library == "numpy":
+        if is_baseline(cell):
             continue
         available = {k[3] for k in baselines if k[:3] == (cell.op, cell.dtype, cell.size)}
         label = baseline_threads(cell.device, cell.threads, available)
@@ -146,6 +190,9 @@ def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
         base = baselines[(cell.op, cell.dtype, cell.size, label)]
         speed = base.ratio(mc, "compute")
         e2e = base.ratio(mc, "end_to_end")
+        compiled = compile_columns(mc, confidence)
+        amortized = amortization(compile_interval(mc, confidence), base.interval("compute"), speed) \
+            if compiled else None
         rows.append({
             "machine": machine,
             **cell.as_dict(),
@@ -164,14 +211,21 @@ def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
             "baseline_end_to_end_s": base.median("end_to_end"),
             "shares_cores": mc.shares_cores or base.shares_cores,
             "unstable": _pair_flags(mc, base),
+            "compile_s": compiled.get("compile_s", math.nan),
+            "amortize_calls": amortized.calls if amortized else math.nan,
+            "amortize_calls_ci_low": amortized.low if amortized else math.nan,
+            "amortize_calls_ci_high": amortized.high if amortized else math.nan,
+            "amortize": amortized.text if amortized else "",
+            "compile_fallback": compiled.get("compile_fallback", ""),
         })
     columns = [
         "machine", *CELL_COLUMNS, "threads_effective", "device_name", "baseline_threads", "processes", "ci_scope",
         "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "end_to_end_speedup",
         "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict", "median_s",
         "baseline_median_s", "end_to_end_s", "baseline_end_to_end_s", "shares_cores", "unstable",
+        "compile_s", "amortize_calls", "amortize_calls_ci_low", "amortize_calls_ci_high", "amortize", "compile_fallback",
     ]
-    frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "device", "dtype", "threads", "size"])
+    frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
     return with_break_even(frame)
 
 
@@ -195,9 +249,9 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
     for mc in cells:
         c = mc.cell
         if mc.status == "ok" and c.device == "cpu":
-            groups.setdefault((c.op, c.library, c.dtype, c.size), {})[c.threads] = mc
+            groups.setdefault((c.op, c.library, c.mode, c.dtype, c.size), {})[c.threads] = mc
     rows = []
-    for (op, library, dtype, size), by_threads in sorted(groups.items()):
+    for (op, library, mode, dtype, size), by_threads in sorted(groups.items()):
         if "1" not in by_threads or len(by_threads) < 2:
             continue
         most = max(by_threads, key=thread_sort_key)
@@ -205,14 +259,14 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
         ratio = one.ratio(many, "compute")
         rows.append({
             "machine": machine, "op": op, "library": library, "device": "cpu", "dtype": dtype, "size": size,
-            "threads": most, "threads_effective": (many.first.get("threads") or {}).get("effective"),
+            "threads": most, "mode": mode, "threads_effective": (many.first.get("threads") or {}).get("effective"),
             "processes": ratio.processes, "ci_scope": ratio.scope,
             **_ratio_columns("scaling", ratio),
             "verdict": verdict(ratio.low, ratio.high),
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
         })
-    columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "threads_effective", "processes",
+    columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "mode", "threads_effective", "processes",
                "ci_scope", "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "shares_cores", "unstable"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -291,8 +345,8 @@ def roofs_table(records: list[dict], machine: str, analysis: Analysis) -> pd.Dat
 def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,
                     analysis: Analysis) -> dict[str, pd.DataFrame]:
     return {
-        "timings": timings_table(cells, machine),
-        "speedups": speedups_table(cells, machine),
+        "timings": timings_table(cells, machine, analysis.confidence),
+        "speedups": speedups_table(cells, machine, analysis.confidence),
         "thread_scaling": thread_scaling_table(cells, machine),
         "transfer": transfer_table(load_device_records(transfer_paths, TRANSFER_SCHEMA), machine, analysis),
         "roofs": roofs_table(load_device_records(roof_paths, ROOFS_SCHEMA), machine, analysis),
@@ -307,7 +361,8 @@ def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str
         tables[name].to_csv(path, index=False)
 
 
-TEXT_COLUMNS = {"threads": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
+TEXT_COLUMNS = {"threads": str, "mode": str, "family": str, "amortize": str, "compile_fallback": str,
+                "first_break": str, "compile_backend": str, "compile_cache": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
                 "ci_scope": str, "host": str, "slurm_job_id": str}
 
 

@@ -25,15 +25,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
-from ..catalogue import get_spec
-from ..cells import Cell
+from ..catalogue import SPECS
+from ..cells import COMPILED, Cell
 from ..errors import UserError
+from ..kernels import read_kernel_files
 from ..logs import stderr_to_log, tell
 from ..machine import mismatch
 from ..measure import system
@@ -69,6 +71,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
     parser.add_argument("--environment", required=True, help="environment.json of this machine label")
     parser.add_argument("--raw", required=True, help="results/<machine>/raw")
+    parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
+    parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
     parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
     return parser.parse_args(argv)
 
@@ -85,6 +89,7 @@ class WorkerProcess:
     ready: dict = field(default_factory=dict)
     cells: int = 0
     buffer: bytes = b""
+    cache_dir: str | None = None  # its own empty compile cache, removed when it ends
 
     def send(self, command: dict) -> None:
         self.proc.stdin.write((json.dumps(command) + "\n").encode())
@@ -108,7 +113,13 @@ class WorkerProcess:
     def kill(self) -> int:
         if self.proc.poll() is None:
             self.proc.kill()
-        return self.proc.wait()
+        code = self.proc.wait()
+        self.remove_cache()
+        return code
+
+    def remove_cache(self) -> None:
+        if self.cache_dir:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     def close(self) -> None:
         try:
@@ -121,6 +132,7 @@ class WorkerProcess:
             self.proc.kill()
             self.proc.wait()
         self.events.close()
+        self.remove_cache()
 
 
 def death_reason(returncode: int) -> tuple[str, str]:
@@ -139,7 +151,9 @@ class Round:
         self.raw = Path(args.raw)
         self.settings = json.loads(args.settings)
         self.timeout_s = float(self.settings["timeout_s"])
-        self.cells = grid.expand(json.loads(args.grid))
+        self.compile_settings = json.loads(args.compile)
+        self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
+        self.cells = grid.expand(json.loads(args.grid), self.kernels)
         self.environment = read_json(args.environment)
         self.workers: dict[str, WorkerProcess] = {}
         self.history: dict[str, dict] = {}
@@ -166,12 +180,23 @@ class Round:
             record = load_record(path)
         except MalformedRecord:
             return None
-        return None if settings_differ(record.get("settings") or {}, self.settings) else record["status"]
+        if settings_differ(record.get("settings") or {}, self.settings) or self.kernel_edited(record):
+            return None
+        return record["status"]
+
+    def kernel_edited(self, record: dict) -> bool:
+        """A user kernel's file changed since the record was taken: measure it anew."""
+        info = self.kernels.get(record["cell"]["op"])
+        return info is not None and (record.get("op_info") or {}).get("sha256") != info.sha256
 
     def device_reason(self, cell: Cell) -> str | None:
-        if cell.library != "torch":
-            return None
-        return (self.environment.get("devices") or {}).get(cell.device)
+        """Why this machine cannot measure the cell at all (environment.json), or None."""
+        reason = None
+        if cell.library == "torch" or cell.compiled:
+            reason = (self.environment.get("devices") or {}).get(cell.device)
+        if not reason and cell.compiled:
+            reason = (self.environment.get("compile_devices") or {}).get(cell.device)
+        return reason
 
     # the round
     def run(self) -> int:
@@ -209,7 +234,8 @@ class Round:
     def estimated_costs(self) -> dict[Cell, float]:
         """Each cell's predicted seconds (zero for cells of absent devices), for progress lines."""
         roofs = estimate.roofs_for(self.raw.parent)
-        return {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs) for c in self.todo}
+        return {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
+                for c in self.todo}
 
     def take_turn(self, turn: schedule.Turn) -> None:
         for cell in turn.cells:
@@ -225,18 +251,25 @@ class Round:
     def worker(self, key: str) -> WorkerProcess:
         if key in self.workers and self.workers[key].proc.poll() is None:
             return self.workers[key]
-        _, device, threads = schedule.worker_parts(key)
+        _, device, threads, mode = schedule.worker_parts(key)
         read_fd, write_fd = os.pipe()
         env = {**os.environ, **thread_env(worker_threads(device, threads))}
+        cache_dir = None
+        if mode == COMPILED and self.compile_settings.get("cold_cache", True):
+            # an empty compile cache per process: its compiles cost what a user's first one does
+            cache_dir = tempfile.mkdtemp(prefix="offloadbench-compile-cache-")
+            env.update(TORCHINDUCTOR_CACHE_DIR=cache_dir, TRITON_CACHE_DIR=os.path.join(cache_dir, "triton"))
         cmd = [
             sys.executable, "-m", "offloadbench.jobs.worker", "--worker", key,
             "--machine", self.args.machine, "--round", str(self.args.round), "--rounds", str(self.args.rounds),
             "--settings", self.args.settings, "--environment", self.args.environment, "--events-fd", str(write_fd),
+            "--kernels", self.args.kernels, "--compile", self.args.compile,
         ]
         sys.stderr.flush()
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
         os.close(write_fd)
-        worker = WorkerProcess(key, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
+        worker = WorkerProcess(key, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now(),
+                               cache_dir=cache_dir)
         self.workers[key] = worker
         self.history.setdefault(key, {"processes": []})["processes"].append({"pid": proc.pid, "started_at": worker.started_at})
         try:
@@ -262,7 +295,7 @@ class Round:
         worker = self.worker(key)
         worker.cells += 1
         position = worker.cells
-        artifact = get_spec(cell.op).finish is not None
+        artifact = cell.op in SPECS and SPECS[cell.op].finish is not None
         worker.send({"cell": cell.key, "out": str(self.partial(cell)), "position": position, "artifact": artifact})
         deadline = time.monotonic() + self.timeout_s
         phase, timed_out = "starting", False

@@ -20,7 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..cells import Cell, resolve_threads
+from ..catalogue import SPECS
+from ..cells import COMPILED, Cell, resolve_threads
+from ..kernels import read_kernel_files
 from ..machine import mismatch
 from ..records import cell_record, read_json, write_json_atomic
 from ..schedule import worker_parts
@@ -43,6 +45,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, required=True)
     parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
     parser.add_argument("--environment", help="environment.json of this machine label")
+    parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
+    parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
     parser.add_argument("--events-fd", type=int, required=True)
     return parser.parse_args(argv)
 
@@ -50,9 +54,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 class Worker:
     def __init__(self, args: argparse.Namespace, events):
         self.args, self.events = args, events
-        self.library, self.device, self.threads = worker_parts(args.worker)
+        self.library, self.device, self.threads, self.mode = worker_parts(args.worker)
         self.settings = json.loads(args.settings)
+        self.compile_settings = json.loads(args.compile)
+        self.kernel_paths = json.loads(args.kernels)
+        self.kernel_infos = read_kernel_files(self.kernel_paths, SPECS)  # the source only: cheap
+        self.kernels: dict | None = None  # imported at the first kernel cell
         self.torch = None
+        self.compiler_startup_s = None
 
     def send(self, **event) -> None:
         self.events.write(json.dumps(event) + "\n")
@@ -63,7 +72,7 @@ class Worker:
         start = time.perf_counter()
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
-        if self.library == "torch":
+        if self.library == "torch" or self.mode == COMPILED:  # torch.compile compiles NumPy code too
             try:
                 import torch
 
@@ -85,14 +94,31 @@ class Worker:
         if refusal:
             self.send(refused=refusal)
             return False
-        from ..measure.cell import warm_process
+        from ..measure.cell import Settings, warm_process
 
         self.warmed_s = warm_process(self.library, self.torch)
+        if self.mode == COMPILED and self.torch is not None:
+            from ..measure import compiled
+
+            if compiled.unavailable_reason(self.device, self.torch) is None:
+                settings = Settings.from_config(self.settings, self.compile_settings)
+                self.compiler_startup_s = compiled.warm_compiler(self.torch, settings, self.device)
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                         "threads": self.threads_info.get("effective")})
+                         "compiler_startup_s": self.compiler_startup_s, "threads": self.threads_info.get("effective")})
         return True
+
+    def user_kernels(self, cell: Cell) -> dict | None:
+        """The user's kernels, imported at the first cell that needs them; a file that fails
+        to import fails that cell, with its message."""
+        if cell.op not in self.kernel_infos:
+            return None
+        if self.kernels is None:
+            from ..kernels import load_kernels
+
+            self.kernels = load_kernels(self.kernel_paths)
+        return self.kernels
 
     def foreign_hardware(self) -> str | None:
         path = self.args.environment
@@ -104,17 +130,24 @@ class Worker:
         return None
 
     def measure(self, command: dict) -> None:
-        from ..measure.cell import Progress, Settings, run_cell
+        from ..measure.cell import CellOutcome, Progress, Settings, run_cell
         from ..measure.provenance import utc_now
 
         cell = Cell.from_key(command["cell"])
         started, began = utc_now(), time.perf_counter()
         out = Path(command["out"])
         artifact = str(out.with_suffix(".png")) if command.get("artifact") else None
-        outcome = run_cell(
-            cell, Settings.from_config(self.settings), self.torch,
-            Progress(report=lambda phase: self.send(phase=phase)), artifact,
-        )
+        try:
+            kernels = self.user_kernels(cell)
+        except Exception as error:  # noqa: BLE001 - the user's file: its failure is this cell's record
+            outcome = CellOutcome("error", f"the kernels files could not be imported: {type(error).__name__}: "
+                                           f"{str(error).strip()[:300]}")
+        else:
+            outcome = run_cell(
+                cell, Settings.from_config(self.settings, self.compile_settings), self.torch,
+                Progress(report=lambda phase: self.send(phase=phase)), artifact, kernels,
+            )
+        info = self.kernel_infos.get(cell.op)
         effective = self.threads_info.get("effective") or 1
         record = cell_record(
             cell, self.args.machine, self.process(command),
@@ -123,12 +156,14 @@ class Worker:
             provenance=self.facts, settings={**self.settings, **outcome.settings},
             measured={
                 **outcome.measured,
+                **({"op_info": info.describe()} if info else {}),
                 "threads": self.threads_info,
                 "sharing": {"threads": effective, "cores_usable": self.facts["usable_cores"],
                             "shares_cores_with_orchestrator": effective >= (self.facts["usable_cores"] or 1)},
             },
             costs={
                 "import_s": self.import_s,
+                "compiler_startup_s": self.compiler_startup_s,
                 "measure_s": time.perf_counter() - began,
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },

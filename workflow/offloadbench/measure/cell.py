@@ -7,6 +7,8 @@ The regions of a cell:
 - end_to_end: host inputs in, host result out (and finished), as one region.
 numpy cells have no copies, and their end-to-end region is the compute region when the op
 has no host finish; torch cells on the cpu wrap and unwrap numpy arrays without copying.
+Compiled cells (measure.compiled) time the same regions with the compiled code, after a
+compile phase of their own: the first calls, which are never samples.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cells import ITEMSIZE, Cell
+from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
-from . import correctness, devices, diagnostics, system
+from . import compiled, correctness, devices, diagnostics, system
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .timing import BlockRule, Measurement, Region, StopRule, WarmupRule, sample_until_stable, warm_up
@@ -43,9 +46,13 @@ class Settings:
     pinned_memory: bool = False
     allow_tf32: bool = False
     memory_headroom: float = 0.8
+    compile_backend: str = "inductor"
+    compile_mode: str = "default"
+    cold_cache: bool = True
 
     @classmethod
-    def from_config(cls, section: dict) -> Settings:
+    def from_config(cls, section: dict, compile_section: dict | None = None) -> Settings:
+        compile_section = compile_section or {}
         return cls(
             stop=StopRule(
                 target_rel_ci=float(section["target_rel_ci"]),
@@ -60,6 +67,9 @@ class Settings:
             check_rows=int(section["check_rows"]),
             pinned_memory=bool(section["pinned_memory"]),
             allow_tf32=bool(section["allow_tf32"]),
+            compile_backend=str(compile_section.get("backend", "inductor")),
+            compile_mode=str(compile_section.get("mode", "default")),
+            cold_cache=bool(compile_section.get("cold_cache", True)),
         )
 
 
@@ -125,15 +135,34 @@ def as_float64(x) -> np.ndarray:
 
 
 class Backend:
-    """How a library moves data and runs the op on one device."""
+    """How a library moves data and runs the op on one device, eager or compiled."""
 
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
         self.lib = torch if cell.library == "torch" else np
         self.sync = devices.synchronizer(cell.device, torch)
+        # numpy compiled on a GPU moves its data as torch does: device tensors in the
+        # device-resident form, host arrays copied by the compiled code end to end.
+        self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
+        self.compiled_fn = self.end_to_end_fn = None
+        if cell.compiled:
+            self._compile()
+
+    def _compile(self) -> None:
+        torch, op, lib = self.torch, self.op, self.lib
+
+        def code(*inputs):
+            return op.compute(lib, *inputs)
+
+        if self.cell.library == "numpy" and self.cell.is_gpu:
+            self.compiled_fn = compiled.compile_function(compiled.numpy_on_device(code, torch), torch, self.settings)
+            plain = compiled.compile_function(code, torch, self.settings)
+            self.end_to_end_fn = compiled.under_device(plain, self.cell.device, torch)
+        else:
+            self.compiled_fn = compiled.compile_function(code, torch, self.settings)
 
     def to_device(self, host):
-        if self.cell.library == "numpy":
+        if not self.tensors:
             return host
         torch = self.torch
         tensor = host if isinstance(host, torch.Tensor) else torch.from_numpy(host)
@@ -145,7 +174,7 @@ class Backend:
         """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples."""
         if isinstance(result, tuple):
             return tuple(self.to_host(part) for part in result)
-        if self.cell.library == "numpy":
+        if not self.tensors or isinstance(result, np.ndarray | np.generic):
             return result
         if self.cell.device == "cpu":
             host = result
@@ -161,16 +190,46 @@ class Backend:
         """A host result as numpy arrays (bfloat16 is widened)."""
         if isinstance(host, tuple):
             return tuple(self.as_numpy(part) for part in host)
-        if isinstance(host, np.ndarray):
-            return host
+        if isinstance(host, np.ndarray | np.generic):
+            return np.asarray(host)
         return host.float().numpy() if host.dtype == self.torch.bfloat16 else host.numpy()
 
     def compute(self, inputs):
+        if self.compiled_fn is not None:
+            return self.compiled_fn(*inputs)
         return self.op.compute(self.lib, *inputs)
 
     def round_trip(self, host_inputs: list):
         """Host inputs in, the host result out: what a user's code does."""
+        if self.end_to_end_fn is not None:
+            return self.end_to_end_fn(*host_inputs)
         return self.to_host(self.compute([self.to_device(x) for x in host_inputs]))
+
+    def first_calls(self, host_inputs: list) -> dict:
+        """The compile phase: the first call of each compiled form, timed, and what Dynamo
+        did meanwhile."""
+        watch = compiled.CompileWatch(self.torch)
+        self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
+        watch.begin()
+        device_inputs = [self.to_device(x) for x in host_inputs]
+        phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
+        if self.end_to_end_fn is not None:
+            phase["end_to_end_first_call_s"] = compiled.timed_first_call(self.end_to_end_fn, host_inputs, self.sync)
+        found = watch.since()
+        self.watch = watch
+        self.graphs_at_compile = found["graphs"]
+        settings = self.settings
+        return {
+            **phase, **found, "fallback": compiled.fallback_of(found),
+            "backend": settings.compile_backend, "mode": settings.compile_mode, "dynamic": False,
+            "torch_version": self.torch.__version__,
+            "cache": {"cold": settings.cold_cache, "hits": found["cache_hits"], "misses": found["cache_misses"],
+                      "warm": found["cache_hits"] > 0},
+        }
+
+    def recompiles(self) -> int:
+        """Graphs compiled after the compile phase: guards that failed while sampling."""
+        return max(0, self.watch.since()["graphs"] - self.graphs_at_compile)
 
     def pin(self, host_inputs: list) -> list:
         """With pinned_memory, the inputs live in pinned memory from the start, as when an
@@ -204,20 +263,26 @@ def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
         regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
     if op.finish:
         regions["finish"] = Region("finish", lambda: op.finish(host_array))
-    if cell.library == "torch" or op.finish:
+    if backend.tensors or op.finish:
         regions["end_to_end"] = Region("end_to_end", end_to_end, sync)
     return {name: regions[name] for name in PHASES if name in regions}
 
 
-def check_result(backend: Backend, host_inputs: list) -> dict:
-    """The op's error against a float64 reference from the same inputs, and its verdict."""
+def check_result(backend: Backend, host_inputs: list) -> tuple[dict, object]:
+    """The op's error against a float64 reference from the same inputs, its verdict, and
+    the host result."""
     op, cell, settings = backend.op, backend.cell, backend.settings
     rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.seed + 1))
     result = backend.as_numpy(backend.round_trip(host_inputs))
-    error = op.error([as_float64(x) for x in host_inputs], result, rows)
-    tf32 = settings.allow_tf32 and cell.library == "torch" and cell.device == "cuda"
+    inputs = [as_float64(x) for x in host_inputs]
+    if op.kernel is not None:  # a kernel's result must also have the cell's precision
+        error = op.error(inputs, result, rows, precision=_np_dtype(cell.dtype))
+    else:
+        error = op.error(inputs, result, rows)
+    tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
-    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked)
+    own = kernel_tolerance(op.kernel, cell.dtype) if op.kernel is not None else None
+    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked, own), result
 
 
 def configure_torch(torch, settings: Settings) -> dict:
@@ -226,6 +291,14 @@ def configure_torch(torch, settings: Settings) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = settings.allow_tf32
     torch.backends.cudnn.allow_tf32 = settings.allow_tf32
     return {"tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
+
+
+def _nbytes(values) -> int:
+    if isinstance(values, tuple | list):
+        return sum(_nbytes(v) for v in values)
+    if isinstance(values, np.ndarray | np.generic):
+        return int(np.asarray(values).nbytes)
+    return int(values.element_size() * values.numel())  # a torch tensor (bfloat16 on the host)
 
 
 def working_set_bytes(op: Op, n: int, itemsize: int) -> int:
@@ -245,14 +318,15 @@ def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
         )
 
 
-def model_of(op: Op, cell: Cell) -> dict:
-    """The FLOP and byte model of the cell, from the op's spec."""
+def model_of(op: Op, cell: Cell, host_inputs: list, host_result) -> dict:
+    """The FLOP and byte model of the cell (None where the op has none, as a user kernel
+    without models), and the bytes that cross the link, from the arrays themselves."""
     spec, itemsize = op.spec, ITEMSIZE[cell.dtype]
     return {
-        "flops": spec.flops(cell.size),
-        "traffic_bytes": spec.traffic(cell.size, itemsize),
-        "h2d_bytes": spec.input_bytes(cell.size, itemsize),
-        "d2h_bytes": spec.output_bytes(cell.size, itemsize),
+        "flops": float(spec.flops(cell.size)) if spec.flops else None,
+        "traffic_bytes": float(spec.traffic(cell.size, itemsize)) if spec.traffic else None,
+        "h2d_bytes": _nbytes(host_inputs),
+        "d2h_bytes": _nbytes(host_result),
         "itemsize": itemsize,
     }
 
@@ -275,21 +349,24 @@ def warm_process(library: str, torch=None, seconds: float = 0.5) -> float:
 
 
 def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
-             artifact_path: str | None = None) -> CellOutcome:
-    """Measure `cell`; failures become outcomes, not exceptions.
+             artifact_path: str | None = None, kernels: dict | None = None) -> CellOutcome:
+    """Measure `cell`; failures become outcomes, not exceptions. `kernels` holds the user
+    kernels by name (kernels.Kernel), for cells of a kernel.
 
     For ops with a host finish (plotting), the last rendering is saved to `artifact_path`."""
     progress = progress or Progress()
     outcome = CellOutcome()
     try:
-        _measure_into(outcome, cell, settings, torch, progress, artifact_path)
+        _measure_into(outcome, cell, settings, torch, progress, artifact_path, kernels)
     except CellFailed as failure:
         outcome.status, outcome.reason = failure.status, failure.reason
+    except correctness.WrongResult as wrong:
+        outcome.status, outcome.reason = "error", f"wrong result: {wrong}"
     except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
         oom = devices.is_out_of_memory(error, torch)
         outcome.status = "oom" if oom else "error"
         what = "out of memory" if oom else type(error).__name__
-        outcome.reason = f"{what} during {progress.phase}: {_first_line(error)}"
+        outcome.reason = f"{what} during {progress.phase}: {_first_line(error)}{_user_frame(error, kernels)}"
         with contextlib.suppress(Exception):  # a broken device must not hide the reason above
             devices.release_memory(cell.device, torch)
     return outcome
@@ -300,22 +377,35 @@ def _first_line(error: BaseException) -> str:
     return text[0][:300] if text else type(error).__name__
 
 
-def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch) -> Op:
-    op = get_op(cell.op)
-    reason = devices.unavailable_reason(cell.device, torch) if cell.library == "torch" else None
+def _user_frame(error: BaseException, kernels: dict | None) -> str:
+    """Where in the user's kernels file an exception was raised: " (at my_kernels.py:12)"."""
+    import traceback
+
+    files = {getattr(k.fn, "__code__", None) and k.fn.__code__.co_filename for k in (kernels or {}).values()}
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename in files]
+    return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+
+
+def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernels: dict | None) -> Op:
+    op = get_op(cell.op, kernels)
+    uses_torch = cell.library == "torch" or cell.compiled
+    reason = devices.unavailable_reason(cell.device, torch) if uses_torch else None
+    if not reason and cell.compiled:
+        reason = compiled.unavailable_reason(cell.device, torch)
     if reason:
         raise CellFailed("skipped", reason)
-    if cell.library == "torch":
+    if uses_torch:
         outcome.settings.update(configure_torch(torch, settings))
         outcome.measured["device"] = devices.describe(cell.device, torch)
-    outcome.measured["model"] = model_of(op, cell)
+    if op.kernel is not None:
+        outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
     _memory_precheck(op, cell, settings)
     return op
 
 
 def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, progress: Progress,
-                  artifact_path: str | None) -> None:
-    op = _prepare(outcome, cell, settings, torch)
+                  artifact_path: str | None, kernels: dict | None) -> None:
+    op = _prepare(outcome, cell, settings, torch, kernels)
     gpu_index = torch.cuda.current_device() if cell.device == "cuda" else None
     if gpu_index is not None:  # NVML's first call is slow: make it before warm-up, not after
         system.gpu_clocks(gpu_index)
@@ -324,8 +414,14 @@ def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, p
     backend = Backend(cell, op, settings, torch)
     host_inputs = backend.pin(make_host_inputs(op, cell, settings.seed, torch))
 
+    if cell.compiled:
+        progress.enter("compile")
+        outcome.measured["compile"] = backend.first_calls(host_inputs)
+
     progress.enter("check")
-    check = outcome.measured["check"] = check_result(backend, host_inputs)
+    check, result = check_result(backend, host_inputs)
+    outcome.measured["check"] = check
+    outcome.measured["model"] = model_of(op, cell, host_inputs, result)
     if not check["passed"]:
         raise CellFailed(
             "error",
@@ -345,6 +441,8 @@ def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, p
 
     outcome.measured.update(_sampling_fields(sampled, settings))
     outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after)
+    if cell.compiled:
+        outcome.measured["compile"]["recompiles"] = backend.recompiles()
     if op.finish and artifact_path:
         progress.enter("saving the rendering")
         rendered = op.finish(backend.as_numpy(backend.round_trip(host_inputs)))

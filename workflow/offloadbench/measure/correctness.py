@@ -23,6 +23,10 @@ TF32_UNIT_ROUNDOFF = 2.0**-11
 SAFETY_FACTOR = 8.0
 
 
+class WrongResult(Exception):
+    """A result that cannot be compared with its reference (another shape or type)."""
+
+
 def tolerance(dtype: str, error_growth: float, tf32: bool = False) -> float:
     """Relative (Frobenius) error allowed for sums of `error_growth` rounded terms.
 
@@ -54,9 +58,11 @@ def relative_error(result, reference) -> float:
     return float(diff / scale) if scale > 0 else float(diff)
 
 
-def verdict(rel_err: float, dtype: str, error_growth: float, tf32: bool, rows: int | None) -> dict:
-    """The check's record; `rows` is the count of sampled rows, None when all were compared."""
-    tol = tolerance(dtype, error_growth, tf32)
+def verdict(rel_err: float, dtype: str, error_growth: float, tf32: bool, rows: int | None,
+            own_tolerance: float | None = None) -> dict:
+    """The check's record; `rows` is the count of sampled rows, None when all were compared;
+    `own_tolerance` a user kernel's own, in place of the dtype-aware one."""
+    tol = own_tolerance if own_tolerance is not None else tolerance(dtype, error_growth, tf32)
     return {
         "rel_err": rel_err,
         "tolerance": tol,

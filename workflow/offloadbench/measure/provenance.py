@@ -19,7 +19,7 @@ from importlib import metadata
 from ..cells import usable_cores
 from ..machine import fingerprint
 from ..records import SCHEMA_VERSION
-from . import devices, system
+from . import compiled, devices, system
 from .threads import blas_tuning_env
 
 PACKAGES = ("snakemake", "pandas", "seaborn", "matplotlib", "threadpoolctl", "nvidia-ml-py")
@@ -157,6 +157,12 @@ def device_availability(torch) -> dict[str, str | None]:
     return {device: devices.unavailable_reason(device, torch) for device in ("cpu", "cuda", "mps")}
 
 
+def compile_availability(torch, usable: dict[str, str | None]) -> dict[str, str | None]:
+    """Per device, why torch.compile cannot generate code for it here (None: it can);
+    compiled cells of such a device are skipped with this reason."""
+    return {device: reason or compiled.unavailable_reason(device, torch) for device, reason in usable.items()}
+
+
 def environment(torch, machine: str) -> dict:
     """Everything `environment.json` records about this machine."""
     import numpy
@@ -177,7 +183,8 @@ def environment(torch, machine: str) -> dict:
         "threadpools": threadpool_info(),
         "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
         **tfacts,
-        "devices": device_availability(torch),
+        "devices": (usable := device_availability(torch)),
+        "compile_devices": compile_availability(torch, usable),
         "system": _checked(system.snapshot()),
         "packages": {name: package_version(name) for name in PACKAGES},
     }

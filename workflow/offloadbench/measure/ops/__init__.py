@@ -26,6 +26,7 @@ class Op:
     error: Callable  # error(inputs as float64, host result, rows) -> relative error
     finish: Callable[[np.ndarray], object] | None = None  # host work on the result
     checks_sampled_rows: bool = False  # its error looks at the sampled rows only
+    kernel: object | None = None  # the user's kernels.Kernel, for user kernels
 
     @property
     def name(self) -> str:
@@ -105,8 +106,13 @@ def _registry() -> dict[str, Op]:
 _OPS: dict[str, Op] | None = None
 
 
-def get_op(name: str) -> Op:
+def get_op(name: str, kernels: dict | None = None) -> Op:
+    """An op of the catalogue, or the user kernel `name` of `kernels` (name -> kernels.Kernel)."""
     global _OPS
+    if kernels and name in kernels:
+        from .user import kernel_op
+
+        return kernel_op(kernels[name])
     if _OPS is None:
         _OPS = _registry()
     if name not in _OPS:

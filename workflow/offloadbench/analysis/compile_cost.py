@@ -1,0 +1,67 @@
+"""What compiling costs: a compiled cell's compile time with its CI, and the calls needed to
+amortize it against the baseline.
+
+A compiled cell is compiled once in every process that measures it (its first call, never
+a sample), so its processes give one compile time each: their geometric mean with a
+Student's t interval on the logs. The calls to amortize the compile are compile time ÷
+(baseline time − compiled time): the number of calls after which the compiled code has
+paid its compile back. Its interval combines the ends of the compile time's interval and
+of the per-call saving's (from the baseline's time and the speedup's CI), so it covers at
+least the confidence asked for; where the saving's interval reaches zero the upper end is
+"never".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..stats import NO_INTERVAL, Interval, log_t_interval
+from .measured import MeasuredCell
+
+
+def compile_interval(mc: MeasuredCell, confidence: float) -> Interval:
+    """The compile phase (first call of the device-resident code) over the cell's processes."""
+    times = [(r.get("compile") or {}).get("first_call_s") for r in mc.ok]
+    times = [t for t in times if isinstance(t, (int, float)) and t > 0]
+    return log_t_interval(times, confidence) if times else NO_INTERVAL
+
+
+@dataclass(frozen=True)
+class Amortization:
+    calls: float  # inf: never
+    low: float
+    high: float
+
+    @property
+    def text(self) -> str:
+        if not math.isfinite(self.calls):
+            return "never"
+        text = f"{_calls(self.calls)} calls"
+        if math.isfinite(self.low):
+            text += f" (95% CI {_calls(self.low)}–{_calls(self.high) if math.isfinite(self.high) else 'never'})"
+        return text
+
+
+NEVER = Amortization(math.inf, math.inf, math.inf)
+
+
+def _calls(value: float) -> str:
+    return f"{math.ceil(value):,}"
+
+
+def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) -> Amortization:
+    """Calls after which a compiled cell has paid its compile back against the baseline;
+    `never` when it is not faster."""
+    if not (math.isfinite(compile_time.value) and math.isfinite(speedup.value)) or speedup.value <= 1:
+        return NEVER
+
+    def saving(base: float, ratio: float) -> float:
+        return base * (1 - 1 / ratio) if math.isfinite(ratio) and ratio > 0 else math.nan
+
+    calls = compile_time.value / saving(baseline.value, speedup.value)
+    high_saving = saving(baseline.high, speedup.high)
+    low_saving = saving(baseline.low, speedup.low)
+    low = compile_time.low / high_saving if math.isfinite(high_saving) and high_saving > 0 else math.nan
+    high = compile_time.high / low_saving if math.isfinite(low_saving) and low_saving > 0 else math.inf
+    return Amortization(calls, low, high)

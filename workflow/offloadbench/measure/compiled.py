@@ -1,0 +1,154 @@
+"""Compiled cells: torch.compile of a cell's code, what the compile cost, and what it did.
+
+numpy compiled is torch.compile of the unchanged NumPy function: TorchDynamo traces the
+NumPy calls into torch ops and Inductor compiles them (C++/OpenMP on the CPU, Triton
+kernels on a GPU), NumPy arrays in and out. On a GPU it has two forms, like torch:
+device-resident, the function wrapped with `torch.compiler.wrap_numpy` so that it takes
+and returns device tensors; and end to end, the plain function called under
+`torch.device(...)`, host arrays in and out. torch compiled is torch.compile of the torch
+code.
+
+The first call of a compiled function compiles it: it is timed as its own phase and never
+becomes a sample. Dynamo's counters tell the graphs it captured, the graph breaks (each
+one a piece of the function that runs uncompiled, in NumPy or Python, on every call) with
+their first reason, and recompiles during sampling. torch is passed in, never imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+COMPILER_STARTUP_SIZE = 64
+
+
+def unavailable_reason(device: str, torch) -> str | None:
+    """Why torch.compile cannot generate code for `device` here, or None when it can."""
+    if torch is None:
+        return "compiled cells need torch, which is not installed"
+    try:
+        if device == "cpu":
+            from torch._inductor import cpp_builder
+
+            cpp_builder.get_cpp_compiler()
+        elif device == "cuda":
+            from torch.utils._triton import has_triton
+
+            if not has_triton():
+                return "no Triton for this GPU: Inductor generates CUDA kernels with Triton"
+    except Exception as error:  # noqa: BLE001 - InvalidCxxCompiler and its kin
+        text = str(error).strip().splitlines()
+        return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({text[0] if text else type(error).__name__}); "
+                "install g++ or set CXX")
+    return None
+
+
+def cache_counts(torch) -> dict[str, int]:
+    from torch._dynamo.utils import counters
+
+    inductor = counters["inductor"]
+    return {"hits": int(inductor.get("fxgraph_cache_hit", 0)), "misses": int(inductor.get("fxgraph_cache_miss", 0))}
+
+
+@dataclass
+class CompileWatch:
+    """Dynamo's counters before and after: what one compiled cell did (the counters are
+    process-wide and survive `torch._dynamo.reset()`, so differences are taken)."""
+
+    torch: object
+    start: dict | None = None
+
+    @staticmethod
+    def _read(torch) -> dict:
+        from torch._dynamo.utils import counters
+
+        return {"graphs": int(counters["stats"].get("unique_graphs", 0)),
+                "breaks": dict(counters["graph_break"]), **cache_counts(torch)}
+
+    def begin(self) -> None:
+        self.start = self._read(self.torch)
+
+    def since(self) -> dict:
+        now = self._read(self.torch)
+        breaks = {reason: count - self.start["breaks"].get(reason, 0) for reason, count in now["breaks"].items()}
+        breaks = {reason: count for reason, count in breaks.items() if count > 0}
+        first = next(iter(breaks), "")
+        return {"graphs": now["graphs"] - self.start["graphs"], "graph_breaks": sum(breaks.values()),
+                "first_break": short_reason(first), "cache_hits": now["hits"] - self.start["hits"],
+                "cache_misses": now["misses"] - self.start["misses"]}
+
+
+def short_reason(reason: str) -> str:
+    """A graph break's reason in one line: its title and explanation."""
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[0]
+    if len(lines) > 1 and lines[1].startswith("Explanation:"):
+        text += ": " + lines[1].removeprefix("Explanation:").strip()
+    return text[:300]
+
+
+def fallback_of(found: dict) -> str:
+    """What of the function did not compile, in words ('' when all of it did)."""
+    if found["graphs"] == 0:
+        why = f" ({found['first_break']})" if found["first_break"] else ""
+        return f"nothing compiled: Dynamo captured no graph and ran the function as plain Python{why}"
+    if found["graph_breaks"]:
+        return (f"{found['graph_breaks']} graph break(s): part of the function runs uncompiled on every call "
+                f"(first: {found['first_break']})")
+    return ""
+
+
+def compile_function(fn: Callable, torch, settings) -> Callable:
+    """torch.compile of `fn` with the configured backend and mode, shapes static: each cell
+    compiles for its own size, as code with arrays of one size does."""
+    options = {"backend": settings.compile_backend, "dynamic": False}
+    if settings.compile_mode != "default":
+        options["mode"] = settings.compile_mode
+    return torch.compile(fn, **options)
+
+
+def numpy_on_device(fn: Callable, torch) -> Callable:
+    """A NumPy function that takes and returns device tensors (device-resident numpy compiled)."""
+    return torch.compiler.wrap_numpy(fn)
+
+
+def under_device(fn: Callable, device: str, torch) -> Callable:
+    """The plain NumPy function run on `device` by the compiled code, host arrays in and out."""
+
+    def run(*args):
+        with torch.device(device):
+            return fn(*args)
+
+    return run
+
+
+def timed_first_call(fn: Callable, args, sync: Callable[[], object]) -> float:
+    """Seconds of the first call: the compile, plus one run."""
+    sync()
+    start = time.perf_counter()
+    fn(*args)
+    sync()
+    return time.perf_counter() - start
+
+
+def warm_compiler(torch, settings, device: str = "cpu") -> float:
+    """Start the compiler before a worker's first cell: its imports and the one-time code it
+    builds (headers, runtime) cost seconds once per process. Without this, the worker's
+    first compiled cell would carry that cost and the others not; the record keeps it as
+    the worker's compiler start-up, which a process's first compile pays."""
+    import numpy as np
+
+    start = time.perf_counter()
+    x = np.linspace(-1.0, 1.0, COMPILER_STARTUP_SIZE, dtype=np.float32)
+    with contextlib.suppress(Exception):  # a broken compiler shows in the cells, with its reason
+        compiled = compile_function(lambda a: a * 2.0 + 1.0, torch, settings)
+        compiled(x)
+        if device != "cpu":
+            compile_function(numpy_on_device(lambda a: a * 2.0 + 1.0, torch), torch, settings)(
+                torch.as_tensor(x, device=device))
+    torch._dynamo.reset()
+    return time.perf_counter() - start
