@@ -28,7 +28,7 @@ def verdict_tally(verdicts: pd.Series) -> str:
     counts = verdicts.value_counts()
     return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts)
 COMPARISON_COLUMNS = [
-    *CELL_COLUMNS, "machine_a", "machine_b", "median_a_s", "ci_a_low_s", "ci_a_high_s", "median_b_s",
+    *CELL_COLUMNS, "variant", "machine_a", "machine_b", "median_a_s", "ci_a_low_s", "ci_a_high_s", "median_b_s",
     "ci_b_low_s", "ci_b_high_s", "processes_a", "processes_b", "ci_scope", "ratio", "ratio_ci_low",
     "ratio_ci_high", "verdict", "verdict_note", "end_to_end_ratio", "end_to_end_ratio_ci_low",
     "end_to_end_ratio_ci_high", "speedup_a", "speedup_b", "b_inside_a_ci", "unstable_a", "unstable_b",
@@ -71,7 +71,7 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
         else:
             judged, note = verdict(ratio.low, ratio.high, ratio.value, min_effect), ""
         rows.append({
-            **mine.cell.as_dict(), "machine_a": names[0], "machine_b": names[1],
+            **mine.cell.as_dict(), "variant": mine.cell.variant, "machine_a": names[0], "machine_b": names[1],
             "median_a_s": time_a.value, "ci_a_low_s": time_a.low, "ci_a_high_s": time_a.high,
             "median_b_s": time_b.value, "ci_b_low_s": time_b.low, "ci_b_high_s": time_b.high,
             "processes_a": time_a.processes, "processes_b": time_b.processes, "ci_scope": ratio.scope,

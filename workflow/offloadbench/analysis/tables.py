@@ -83,6 +83,7 @@ def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict
     row = {
         "machine": machine,
         **mc.cell.as_dict(),
+        "variant": mc.cell.variant,
         "family": family_of(mc),
         "threads_effective": threads.get("effective"),
         "status": mc.status,
@@ -196,6 +197,7 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
         rows.append({
             "machine": machine,
             **cell.as_dict(),
+            "variant": cell.variant,
             "threads_effective": (mc.first.get("threads") or {}).get("effective"),
             "device_name": (mc.first.get("device") or {}).get("name"),
             "baseline_threads": label,
@@ -219,8 +221,8 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
             "compile_fallback": compiled.get("compile_fallback", ""),
         })
     columns = [
-        "machine", *CELL_COLUMNS, "threads_effective", "device_name", "baseline_threads", "processes", "ci_scope",
-        "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "end_to_end_speedup",
+        "machine", *CELL_COLUMNS, "variant", "threads_effective", "device_name", "baseline_threads", "processes",
+        "ci_scope", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "end_to_end_speedup",
         "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict", "median_s",
         "baseline_median_s", "end_to_end_s", "baseline_end_to_end_s", "shares_cores", "unstable",
         "compile_s", "amortize_calls", "amortize_calls_ci_low", "amortize_calls_ci_high", "amortize", "compile_fallback",
@@ -259,14 +261,15 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
         ratio = one.ratio(many, "compute")
         rows.append({
             "machine": machine, "op": op, "library": library, "device": "cpu", "dtype": dtype, "size": size,
-            "threads": most, "mode": mode, "threads_effective": (many.first.get("threads") or {}).get("effective"),
+            "threads": most, "mode": mode, "variant": many.cell.variant, "threads_effective": (many.first.get("threads") or {}).get("effective"),
             "processes": ratio.processes, "ci_scope": ratio.scope,
             **_ratio_columns("scaling", ratio),
             "verdict": verdict(ratio.low, ratio.high),
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
         })
-    columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "mode", "threads_effective", "processes",
+    columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "mode", "variant", "threads_effective",
+               "processes",
                "ci_scope", "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "shares_cores", "unstable"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -361,7 +364,7 @@ def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str
         tables[name].to_csv(path, index=False)
 
 
-TEXT_COLUMNS = {"threads": str, "mode": str, "family": str, "amortize": str, "compile_fallback": str,
+TEXT_COLUMNS = {"threads": str, "mode": str, "variant": str, "family": str, "amortize": str, "compile_fallback": str,
                 "first_break": str, "compile_backend": str, "compile_cache": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
                 "ci_scope": str, "host": str, "slurm_job_id": str}
 

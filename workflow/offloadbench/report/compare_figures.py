@@ -156,7 +156,7 @@ def speedups_figure(comparison: Comparison) -> plt.Figure:
     if not parts:
         return message_figure("Speedup over NumPy", "No machine has a torch cell with a NumPy baseline to compare with.")
     frame = pd.concat(parts, ignore_index=True)
-    frame["key"] = list(zip(frame["library"], frame["device"], frame["threads"], strict=True))
+    frame["key"] = list(zip(frame["variant"], frame["device"], frame["threads"], strict=True))
     styles, markers = _series_styles(frame)
     g = _facet_grid(frame)
 
@@ -270,7 +270,8 @@ def _break_even_rows(comparison: Comparison) -> pd.DataFrame:
     for machine in comparison.labels:
         speedups = comparison.tables[machine]["speedups"]
         gpu = speedups[speedups["device"] != "cpu"]
-        for (op, dtype, device, threads), group in gpu.groupby(["op", "dtype", "device", "threads"]):
+        for (op, dtype, device, threads, variant), group in gpu.groupby(["op", "dtype", "device", "threads", "variant"]):
+            op = op if variant == "torch" else f"{op} ({variant})"
             size = group["break_even_size"].iloc[0]
             status = {"from the smallest size": "at or below"}.get(group["break_even_status"].iloc[0],
                                                                    group["break_even_status"].iloc[0])

@@ -10,7 +10,7 @@ from ..analysis.compare import Comparison, reproducibility, verdict_tally
 from ..cells import Cell, thread_sort_key
 from ..units import fmt_time
 from .captions import COMPARE_CAPTIONS
-from .findings import finite, threads_text
+from .findings import finite, threads_text, variant_of
 from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
 
@@ -27,7 +27,7 @@ def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
 def _series_name(row) -> str:
     where = "the cpu" if row["device"] == "cpu" else row["device"]
     threads = "" if row["device"] != "cpu" else f", {threads_text(row['threads'])}"
-    return f"{row['op']} with {row['library']} on {where}{threads}, {row['dtype']}"
+    return f"{row['op']} with {variant_of(row)} on {where}{threads}, {row['dtype']}"
 
 
 def machines_section(comparison: Comparison) -> list[str]:
@@ -66,7 +66,7 @@ def faster_where(comparison: Comparison) -> list[str]:
             if worst["ratio"] > 1:
                 lines.append(f"- Largest advantage of {reference}: {Cell.from_dict(worst).key}, {other} is "
                              f"{fmt_time_ratio(worst['ratio'], worst['ratio_ci_low'], worst['ratio_ci_high'])}.")
-        for _, group in part.groupby(["op", "library", "device", "dtype", "threads"], sort=True):
+        for _, group in part.groupby(["op", "library", "mode", "device", "dtype", "threads"], sort=True):
             group = group.sort_values("size")
             last = group.iloc[-1]
             verdicts = group["verdict"].value_counts()
@@ -85,15 +85,15 @@ def break_even_section(comparison: Comparison) -> list[str]:
     for label in comparison.labels:
         speedups = comparison.tables[label]["speedups"]
         gpu = speedups[speedups["device"] != "cpu"]
-        for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
-            rows.setdefault((op, device, dtype), {})[label] = group["break_even"].iloc[0]
+        for (op, variant, device, dtype), group in gpu.groupby(["op", "variant", "device", "dtype"]):
+            rows.setdefault((op, variant, device, dtype), {})[label] = group["break_even"].iloc[0]
     lines = ["## Break-even sizes side by side", "",
              ("The size n from which offloading to the GPU pays with the copies counted (the end-to-end speedup's "
              "95% CI above 1 from there on), per machine."), ""]
     if not rows:
         return lines + ["_No machine here has a GPU series, so there is no break-even size to compare._", ""]
-    frame = pd.DataFrame([{"op": k[0], "device": k[1], "dtype": k[2], **{m: v.get(m, "no GPU cell") for m in comparison.labels}}
-                          for k, v in sorted(rows.items())])
+    frame = pd.DataFrame([{"op": k[0], "run as": k[1], "device": k[2], "dtype": k[3],
+                           **{m: v.get(m, "no GPU cell") for m in comparison.labels}} for k, v in sorted(rows.items())])
     return lines + [markdown_table(frame), ""]
 
 
@@ -132,7 +132,7 @@ def reproducibility_section(comparison: Comparison) -> list[str]:
 
 def cells_table(table: pd.DataFrame) -> str:
     shown = table.assign(_t=table["threads"].map(thread_sort_key)).sort_values(
-        ["machine_b", "op", "library", "device", "dtype", "_t", "size"])
+        ["machine_b", "op", "library", "mode", "device", "dtype", "_t", "size"])
     frame = pd.DataFrame({
         "machine": shown["machine_b"], "cell": [Cell.from_dict(r).key for _, r in shown.iterrows()],
         "time A": shown["median_a_s"].map(fmt_time), "time B": shown["median_b_s"].map(fmt_time),

@@ -19,10 +19,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 
-from ..cells import device_sort_key, dtype_sort_key, library_sort_key, thread_sort_key
+from ..cells import device_sort_key, dtype_sort_key, library_sort_key, mode_sort_key, thread_sort_key
 from ..units import format_bytes
 from .captions import size_label
-from .findings import threads_text, weak_cells
+from .findings import threads_text, variant_of, weak_cells
 
 PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
@@ -46,17 +46,18 @@ def save_figure(make: Callable[[], plt.Figure], pdf_path: str, png_path: str) ->
 
 
 def series_label(row) -> str:
-    """One legend entry per library, device and thread count."""
+    """One legend entry per library and mode, device and thread count."""
+    variant = variant_of(row)
     if row["device"] != "cpu":
         name = row.get("device_name")
-        return f"{row['library']} {row['device']}" + (f" ({name})" if isinstance(name, str) and name not in ("", "cpu") else "")
-    return f"{row['library']} cpu, {threads_text(row['threads'], row.get('threads_effective'))}"
+        return f"{variant} {row['device']}" + (f" ({name})" if isinstance(name, str) and name not in ("", "cpu") else "")
+    return f"{variant} cpu, {threads_text(row['threads'], row.get('threads_effective'))}"
 
 
 def _series_order(frame: pd.DataFrame) -> list[str]:
     def key(label_row):
-        return (library_sort_key(label_row["library"]), device_sort_key(label_row["device"]),
-                thread_sort_key(label_row["threads"]))
+        return (library_sort_key(label_row["library"]), mode_sort_key(label_row.get("mode") or "eager"),
+                device_sort_key(label_row["device"]), thread_sort_key(label_row["threads"]))
 
     rows = frame.drop_duplicates("series").to_dict(orient="records")
     return [r["series"] for r in sorted(rows, key=key)]
@@ -73,6 +74,21 @@ def _with_series(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     frame["series"] = frame.apply(series_label, axis=1)
     return frame
+
+
+def without_models(timings: pd.DataFrame) -> list[str]:
+    """Ops measured without a FLOP model (user kernels that give none): no throughput."""
+    if timings.empty or "gflops" not in timings:
+        return []
+    ok = timings[timings["status"] == "ok"]
+    return sorted(set(ok.loc[ok["gflops"].isna(), "op"]))
+
+
+def unmodelled_note(ops: list[str], lead: str = "") -> str:
+    if not ops:
+        return ""
+    return (f"{lead}Left out, with no FLOP and byte model: {', '.join(ops)} (give @kernel flops= and bytes= "
+            "to place them).")
 
 
 def message_figure(title: str, message: str) -> plt.Figure:
@@ -187,10 +203,14 @@ def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
 def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
     """Achieved GFLOP/s against size, with the 95% CI of the median as error bars."""
     ok = timings[timings["status"] == "ok"]
+    unmodelled = without_models(ok)
+    ok = ok[ok["gflops"].gt(0)]
     if ok.empty:
-        return message_figure("Throughput", f"No cell on {machine} finished with status ok.")
+        return message_figure("Throughput", f"No cell on {machine} finished with status ok and a FLOP model."
+                              + unmodelled_note(unmodelled, " "))
     g = _series_grid(ok, "gflops", band=False)
-    return _finish_grid(g, "throughput (GFLOP/s, log)", ok, f"Throughput — {machine}")
+    notes = ((WEAK_NOTE,) if weak_cells(ok).any() else ()) + ((unmodelled_note(unmodelled),) if unmodelled else ())
+    return _finish_grid(g, "throughput (GFLOP/s, log)", ok, f"Throughput — {machine}", notes=notes)
 
 
 def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:

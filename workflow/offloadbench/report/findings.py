@@ -34,7 +34,21 @@ def cell_phrase(row) -> str:
         where = f"on the cpu ({threads_text(row['threads'], row.get('threads_effective'))})"
     else:
         where = f"on {row['device']}"
-    return f"{row['op']} with {row['library']} {where}, {row['dtype']}, n = {int(row['size'])}"
+    return f"{row['op']} with {variant_of(row)} {where}, {row['dtype']}, n = {int(row['size'])}"
+
+
+def variant_of(row) -> str:
+    """"numpy", "torch compiled": the library as it ran (tables from before modes: eager)."""
+    variant = row.get("variant")
+    return variant if isinstance(variant, str) and variant else row["library"]
+
+
+def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:
+    """Compiled rows whose code did not all compile (graph breaks, or nothing captured):
+    their times are not those of compiled code, so they are no compiled speedup."""
+    if "compile_fallback" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["compile_fallback"].fillna("").astype(str) != ""
 
 
 def finite(value) -> bool:
@@ -82,13 +96,18 @@ def caveat(row) -> str:
 
 def times_of(row) -> str:
     """The two medians behind a speedup, so a ratio can be read for what it is."""
-    return f"{row['library']} {fmt_time(row['median_s'])} against NumPy {fmt_time(row['baseline_median_s'])}"
+    return f"{variant_of(row)} {fmt_time(row['median_s'])} against NumPy {fmt_time(row['baseline_median_s'])}"
 
 
 def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
     lines = []
+    fallbacks = compile_fallbacks(speedups)
+    speedups = speedups[~fallbacks]
+    if speedups.empty:
+        return [(f"- Every compiled cell fell back, at least in part, to uncompiled code ({int(fallbacks.sum())} "
+                "cells, listed under What compiling costs), so no speedup can be stated.")]
     faster = speedups[speedups["speedup_verdict"] == "faster"]
     if not faster.empty:
         best = faster.loc[faster["speedup"].idxmax()]
@@ -99,19 +118,22 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     else:
         best = speedups.loc[speedups["speedup"].idxmax()]
         lines.append(
-            f"- No PyTorch cell is measurably faster than NumPy. The best ratio, {ratio_of(best)} "
+            f"- Nothing is measurably faster than NumPy. The best ratio, {ratio_of(best)} "
             f"for {cell_phrase(best)} ({times_of(best)}), is {best['speedup_verdict']}.{caveat(best)}"
         )
     slower = speedups[speedups["speedup_verdict"] == "slower"]
     if not slower.empty:
         worst = slower.loc[slower["speedup"].idxmin()]
         lines.append(
-            f"- PyTorch is slowest relative to NumPy for {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)} "
+            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)} "
             f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy).{caveat(worst)}"
         )
     same = (speedups["speedup_verdict"] == "no measurable difference").sum()
     if same:
         lines.append(f"- {same} of {len(speedups)} cells show no measurable difference from NumPy (their 95% CI includes 1).")
+    if fallbacks.any():
+        lines.append(f"- {int(fallbacks.sum())} compiled cells are left out above: their code did not all compile "
+                     "(see What compiling costs).")
     return lines
 
 
@@ -220,11 +242,12 @@ def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.
 
 def scaling_findings(scaling: pd.DataFrame) -> list[str]:
     lines = []
-    for (op, library, dtype), group in scaling.groupby(["op", "library", "dtype"]):
+    keys = ["op", "variant" if "variant" in scaling else "library", "dtype"]
+    for (op, variant, dtype), group in scaling.groupby(keys):
         row = group.loc[group["size"].idxmax()]
         threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
         lines.append(
-            f"- Thread scaling, {library} {op} {dtype} at n = {int(row['size'])}: {threads} run "
+            f"- Thread scaling, {variant} {op} {dtype} at n = {int(row['size'])}: {threads} run "
             f"{ratio_of(row, 'scaling')} as fast as one thread.{caveat(row)}"
         )
     return lines

@@ -34,8 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..cells import EAGER
 from ..units import format_bytes
-from .findings import cell_phrase, finite, times_of
+from .findings import cell_phrase, compile_fallbacks, finite, times_of
 
 NA = "n/a"
 
@@ -195,6 +196,12 @@ _CELL_HEADERS = {"op": "op", "library": "library", "device": "device", "dtype": 
                  "threads": "threads"}
 
 
+def _cell_headers(frame: pd.DataFrame) -> dict:
+    """The columns that name a cell; the mode only where some cell is compiled."""
+    compiled = "mode" in frame.columns and (frame["mode"].astype(str) != EAGER).any()
+    return {**_CELL_HEADERS, "mode": "mode"} if compiled else dict(_CELL_HEADERS)
+
+
 def timings_tex(timings: pd.DataFrame, machine: str = "") -> str:
     """Compute time of every cell that ran, with its 95% CI and throughput."""
     machine = machine or _machine_of(timings)
@@ -214,7 +221,7 @@ def timings_tex(timings: pd.DataFrame, machine: str = "") -> str:
     )
     if flagged.any():
         caption += f" * marks the {int(flagged.sum())} cell(s) flagged unstable by the noise checks."
-    headers = {**_CELL_HEADERS, "median": f"median ({unit}), 95% CI", "gflops": "GFLOP/s"}
+    headers = {**_cell_headers(frame), "median": f"median ({unit}), 95% CI", "gflops": "GFLOP/s"}
     return booktabs_table(frame, headers, caption, f"tab:{_slug(machine)}-timings", "No cell ran.")
 
 
@@ -246,7 +253,7 @@ def speedups_tex(speedups: pd.DataFrame, machine: str = "") -> str:
         "slower when the CI excludes 1, else same. Break-even: the size n from which the end-to-end speedup "
         "stays above 1."
     )
-    headers = {**_CELL_HEADERS, "resident": "speedup (95% CI)", "v": "verdict",
+    headers = {**_cell_headers(frame), "resident": "speedup (95% CI)", "v": "verdict",
                "e2e": "end-to-end speedup (95% CI)", "e2e_v": "end-to-end verdict", "be": "break-even n"}
     return booktabs_table(frame, headers, caption, f"tab:{_slug(machine)}-speedups",
                           "No PyTorch cell has both a result and a NumPy baseline.")
@@ -303,11 +310,11 @@ def comparison_tex(comparison: pd.DataFrame, machines: Sequence[str] = ()) -> st
         frame["r"] = [fmt_ci(r.ratio, r.ratio_ci_low, r.ratio_ci_high) for r in frame.itertuples(index=False)]
     if len(pairs) == 1:
         a, b = pairs[0]
-        headers = {**_CELL_HEADERS, "ta": f"median on {a} ({unit})", "tb": f"median on {b} ({unit})",
+        headers = {**_cell_headers(frame), "ta": f"median on {a} ({unit})", "tb": f"median on {b} ({unit})",
                    "r": f"ratio {b}/{a} (95% CI)", "verdict": "verdict"}
         title = f"{b} against {a}"
     else:
-        headers = {"machine_a": "machine a", "machine_b": "machine b", **_CELL_HEADERS,
+        headers = {"machine_a": "machine a", "machine_b": "machine b", **_cell_headers(frame),
                    "ta": f"median on a ({unit})", "tb": f"median on b ({unit})", "r": "ratio b/a (95% CI)",
                    "verdict": "verdict"}
         title = "each machine b against its reference a"
@@ -465,6 +472,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     processes = sorted({int(p) for p in ok.get("processes", []) if finite(p)})
     macros.add("ProcessesPerCell", _range_text(processes), "the number of processes each cell was measured in")
 
+    speedups = speedups[~compile_fallbacks(speedups)]  # code that did not all compile is no compiled speedup
     best = _extreme(speedups, "speedup")
     _add_ratio(macros, "LargestSpeedup", best, "speedup", "speedup_verdict", "the largest device-resident speedup over NumPy")
     macros.add("LargestSpeedupTimes", times_of(best) if best is not None else NA,
@@ -474,10 +482,16 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
                "the largest end-to-end speedup over NumPy, copies counted")
 
     gpu = speedups[speedups["device"] != "cpu"] if "device" in speedups.columns else speedups.iloc[0:0]
-    for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
+    keys = ["op", "library", "mode", "device", "dtype"] if "mode" in gpu.columns else ["op", "library", "device", "dtype"]
+    for values, group in gpu.groupby(keys):
+        named = dict(zip(keys, values, strict=True))
+        op, device, dtype, mode = named["op"], named["device"], named["dtype"], named.get("mode", EAGER)
         row = group.loc[group["size"].idxmax()]
-        macros.add(camel_words(op) + camel_words(device) + camel_words(dtype) + "BreakEven", _break_even_text(row),
-                   f"break-even size n of {op}, {dtype} on {device}, copies counted ({row.get('break_even')})")
+        variant = "" if mode == EAGER else camel_words(named["library"]) + camel_words(mode)  # eager names as before
+        macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
+                   _break_even_text(row),
+                   f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted "
+                   f"({row.get('break_even')})")
 
     copies = transfer[transfer["status"] == "ok"] if "status" in transfer.columns else transfer.iloc[0:0]
     copies = copies[copies["gbs"].map(finite)] if not copies.empty else copies

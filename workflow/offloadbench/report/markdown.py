@@ -17,6 +17,7 @@ from ..cells import Cell
 from ..layout import FIGURE_NAMES, TABLES
 from ..units import fmt_time, format_bytes
 from .captions import CAPTIONS
+from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section
 from .findings import (
     finite,
@@ -102,7 +103,7 @@ def status_section(timings: pd.DataFrame) -> list[str]:
 def timings_markdown(timings: pd.DataFrame) -> str:
     ok = timings.copy()
     table = pd.DataFrame({
-        "op": ok["op"], "library": ok["library"], "device": ok["device"], "dtype": ok["dtype"],
+        "op": ok["op"], "library": ok.get("variant", ok["library"]), "device": ok["device"], "dtype": ok["dtype"],
         "n": ok["size"].astype(int), "threads": ok["threads"], "status": ok["status"],
         "median": ok["median_s"].map(fmt_time),
         "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
@@ -121,13 +122,15 @@ def speedups_markdown(speedups: pd.DataFrame) -> str:
     if speedups.empty:
         return "_No speedups: no PyTorch cell has a NumPy baseline._"
     table = pd.DataFrame({
-        "op": speedups["op"], "library": speedups["library"], "device": speedups["device"],
+        "op": speedups["op"], "library": speedups.get("variant", speedups["library"]), "device": speedups["device"],
         "dtype": speedups["dtype"], "n": speedups["size"].astype(int), "threads": speedups["threads"],
         "speedup": [ratio_of(row) for _, row in speedups.iterrows()],
         "verdict": speedups["speedup_verdict"],
         "end-to-end speedup": [ratio_of(row, "end_to_end_speedup") for _, row in speedups.iterrows()],
         "end-to-end verdict": speedups["end_to_end_verdict"],
         "break-even (copies counted)": speedups["break_even"],
+        **({"compile pays back after": speedups["amortize"].fillna("")}
+           if "mode" in speedups and (speedups["mode"] == "compiled").any() else {}),
     })
     return markdown_table(table)
 
@@ -210,7 +213,9 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "## Which operations pay off",
         "",
         *payoff_lines(s),
+        *kernel_lines(t),
         "",
+        *compile_section(t, s),
         "### What bounds each operation",
         "",
         *bound_lines(t, inputs.table("roofs")),

@@ -11,7 +11,8 @@ from ..analysis.breakeven import break_even
 from ..analysis.roofline import bounds, device_roofs, fmt_rate
 from ..catalogue import SPECS
 from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, thread_sort_key
-from .findings import caveat, finite, ratio_of, threads_text
+from ..kernels import FAMILY as KERNEL_FAMILY
+from .findings import caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
 
 E2E = "end_to_end_speedup"
 VERDICT_WORDS = {
@@ -23,7 +24,7 @@ VERDICT_WORDS = {
 
 
 def op_order(ops) -> list[str]:
-    """Ops grouped by catalogue family, in catalogue order; ops it does not know go last."""
+    """Ops grouped by catalogue family, in catalogue order; user kernels go last."""
     families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
     known = list(SPECS)
 
@@ -36,7 +37,7 @@ def op_order(ops) -> list[str]:
 
 def family_of(op: str) -> str:
     spec = SPECS.get(op)
-    return spec.family if spec else "other"
+    return spec.family if spec else KERNEL_FAMILY
 
 
 def device_order(devices) -> list[str]:
@@ -63,7 +64,7 @@ def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
     return threads_text(label, counts.pop() if len(counts) == 1 else None)
 
 
-def _groups(frame: pd.DataFrame, keys: list[str]):
+def report_groups(frame: pd.DataFrame, keys: list[str]):
     """Groups in report order: op by family, device cpu first, dtype narrow to wide."""
     order = {op: i for i, op in enumerate(op_order(frame["op"]))}
     groups = list(frame.groupby(keys, sort=False))
@@ -76,7 +77,7 @@ def _groups(frame: pd.DataFrame, keys: list[str]):
     return sorted(groups, key=key)
 
 
-def _where(device: str) -> str:
+def where_phrase(device: str) -> str:
     return "on the cpu" if device == "cpu" else f"on {device}"
 
 
@@ -86,22 +87,27 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no payoff can be stated."]
     frame, label = widest_threads(speedups)
     threads = threads_phrase(frame, label)
-    several_libraries = frame["library"].nunique() > 1
+    frame = frame.assign(variant=[variant_of(row) for _, row in frame.iterrows()])
+    several_variants = frame["variant"].nunique() > 1
     lines = []
-    for (op, library, device, dtype), group in _groups(frame, ["op", "library", "device", "dtype"]):
+    for (op, variant, device, dtype), group in report_groups(frame, ["op", "variant", "device", "dtype"]):
         group = group.sort_values("size")
         largest = group.iloc[-1]
-        who = f"{op} with {library}" if several_libraries else op
+        who = f"{op} with {variant}" if several_variants else op
         at_largest = ratio_of(largest, E2E)
+        if compile_fallbacks(largest.to_frame().T).iloc[0]:
+            lines.append(f"- {op} with {variant} {where_phrase(device)} ({dtype}) is no compiled speedup: "
+                         f"{largest['compile_fallback']}.")
+            continue
         if device == "cpu":
             words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
             lines.append(
-                f"- {op} with {library} on the cpu ({dtype}, {threads}) is {words} at n = {int(largest['size'])}, "
+                f"- {op} with {variant} on the cpu ({dtype}, {threads}) is {words} at n = {int(largest['size'])}, "
                 f"the largest size measured: {at_largest} end to end.{caveat(largest)}"
             )
             continue
         result = break_even(group["size"].tolist(), group[f"{E2E}_ci_low"].tolist())
-        head = f"- {who} {_where(device)} ({dtype})"
+        head = f"- {who} {where_phrase(device)} ({dtype})"
         n_max = int(largest["size"])
         if result.status == "from the smallest size":
             lines.append(f"{head} pays at every size measured (from n = {result.above}) with the copies counted; "
@@ -145,19 +151,20 @@ def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
     lines = []
     without = [d for d in device_order(placed["device"]) if placed.loc[placed["device"] == d, "memory_gbs"].isna().all()]
     for device in without:
-        lines.append(f"- No roofs were measured {_where(device)}, so its cells are not placed against one.")
-    for (op, device, dtype), group in _groups(placed[~placed["device"].isin(without)], ["op", "device", "dtype"]):
+        lines.append(f"- No roofs were measured {where_phrase(device)}, so its cells are not placed against one.")
+    for (op, device, dtype), group in report_groups(placed[~placed["device"].isin(without)], ["op", "device", "dtype"]):
         largest = group[group["size"] == group["size"].max()]
         row = largest.iloc[0]
-        where = f"{op} {_where(device)} ({dtype}, n = {int(row['size'])}" + (f", {threads})" if device == "cpu" else ")")
+        where = f"{op} {where_phrase(device)} ({dtype}, n = {int(row['size'])}" + (f", {threads})" if device == "cpu" else ")")
         if not finite(row["ridge"]):
-            lines.append(f"- {where}: no {dtype} compute roof was measured {_where(device)}, so its bound is not known.")
+            lines.append(f"- {where}: no {dtype} compute roof was measured {where_phrase(device)}, so its bound is not known.")
             continue
         memory_bound = row["bound"] == "memory"
         roof = f"the memory roof ({fmt_rate(row['memory_gbs'])} GB/s)" if memory_bound else \
             f"the {dtype} roof ({fmt_rate(row['compute_gflops'])} GFLOP/s)"
-        reached = " and ".join(f"{r['library']} {_percent(r['roof_fraction'])}"
-                               for _, r in largest.sort_values("library").iterrows())
+        reached = " and ".join(f"{variant_of(r)} {_percent(r['roof_fraction'])}"
+                               for _, r in largest.sort_values(["library", "mode"] if "mode" in largest else "library")
+                               .iterrows())
         line = (f"- {where}: {row['bound']}-bound (intensity {fmt_rate(row['intensity'])} FLOP/B, "
                 f"ridge {fmt_rate(row['ridge'])} FLOP/B); {reached} of {roof}")
         if (largest["roof_fraction"] > 1.05).any():

@@ -15,7 +15,16 @@ from matplotlib.lines import Line2D
 
 from ..analysis.roofline import device_roofs, fmt_rate
 from ..cells import dtype_sort_key
-from .figures import MARKERS, WEAK_NOTE, log_ticks, message_figure, weak_cells
+from .figures import (
+    MARKERS,
+    WEAK_NOTE,
+    log_ticks,
+    message_figure,
+    unmodelled_note,
+    weak_cells,
+    without_models,
+)
+from .findings import variant_of
 from .ops_findings import device_order, op_order, threads_phrase, widest_threads
 
 TITLE = "Roofline"
@@ -177,11 +186,13 @@ def _panel_title(device: str, cells: pd.DataFrame, threads: str) -> str:
 def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: str) -> plt.Figure:
     """One log-log panel per device: achieved GFLOP/s against FLOP/byte under the measured roofs."""
     ok = timings[timings["status"] == "ok"] if "status" in timings else timings
+    unmodelled = without_models(ok)
     ok = ok[ok["gflops"].gt(0) & ok["intensity"].gt(0)] if not ok.empty else ok
     if ok.empty:
         return message_figure(TITLE, f"No cell on {machine} finished with status ok and a FLOP and byte model, "
-                                     "so there is nothing to place under the roofs.")
+                                     "so there is nothing to place under the roofs." + unmodelled_note(unmodelled, " "))
     cells, label = widest_threads(ok)
+    cells = cells.assign(library=[variant_of(row) for _, row in cells.iterrows()])  # markers tell the variants
     threads = threads_phrase(cells, label)
     best = device_roofs(roofs)
     devices = device_order(cells["device"])
@@ -275,6 +286,8 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
         notes.insert(0, NO_ROOFS_NOTE)
     if weak_cells(cells).any():
         notes.append(WEAK_NOTE)
+    if unmodelled:
+        notes.append(unmodelled_note(unmodelled))
     if notes:
         fig.text(0.01, -0.02, "\n".join(notes), ha="left", va="top", fontsize="small")
     return fig

@@ -40,14 +40,20 @@ def judge(lo: float, hi: float, claim: float) -> str:
 
 def _pick_baseline(rows: pd.DataFrame) -> tuple[pd.Series | None, str]:
     """NumPy on the most CPU threads measured, and how many that is in words."""
-    numpy = rows[(rows["library"] == "numpy") & (rows["device"] == "cpu")]
+    numpy = rows[(rows["library"] == "numpy") & (rows["device"] == "cpu") & (rows["mode"] == "eager")]
     if numpy.empty:
         return None, ""
     widest, label = widest_threads(numpy)
     return widest.iloc[0], threads_phrase(widest, label)
 
 
+def eager(frame: pd.DataFrame) -> pd.DataFrame:
+    """The seed's claims are about NumPy and PyTorch as called: eager rows only."""
+    return frame[frame["mode"] == "eager"] if "mode" in frame else frame
+
+
 def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    timings, speedups = eager(timings), eager(speedups)
     ok = timings[(timings["op"] == "matmul") & (timings["dtype"] == SEED_DTYPE) & (timings["status"] == "ok")]
     if ok.empty:
         return [f"- No {SEED_DTYPE} matmul was measured here, so the seed's timings cannot be compared."]
@@ -104,6 +110,7 @@ def judge_up_to(lo: float, hi: float, claim: float) -> str:
 
 
 def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
+    timings, speedups = eager(timings), eager(speedups)
     plot_gpu = speedups[(speedups["op"] == "compute_then_plot") & (speedups["device"] != "cpu")]
     if plot_gpu.empty:
         in_grid = (timings["op"] == "compute_then_plot").any()

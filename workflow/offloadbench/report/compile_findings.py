@@ -1,0 +1,134 @@
+"""What compiling costs, and what the report says about the user's own kernels.
+
+Sentences in the style of `findings`: per compiled series at its largest size, the speedup
+over NumPy, the compile time and the calls to amortize it; what eager and compiled give
+side by side; the compiler's start-up, graph breaks, recompiles and cache; and for user
+kernels, why a variant or a figure leaves one out.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..cells import COMPILED
+from ..kernels import FAMILY as KERNEL_FAMILY
+from .figures import without_models
+from .findings import caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
+from .ops_findings import report_groups, where_phrase, widest_threads
+
+
+def _seconds(value) -> str:
+    return f"{value:.2g} s" if finite(value) else "–"
+
+
+def _compile_time(row) -> str:
+    text = _seconds(row["compile_s"])
+    if finite(row.get("compile_s_ci_low")) and finite(row.get("compile_s_ci_high")):
+        text += f" (95% CI {row['compile_s_ci_low']:.2g}–{row['compile_s_ci_high']:.2g} s)"
+    return text
+
+
+def _where_full(row) -> str:
+    place = f"on the cpu, {threads_text(row['threads'], row.get('threads_effective'))}" if row["device"] == "cpu" \
+        else f"on {row['device']}"
+    return f"{place}, {row['dtype']}, n = {int(row['size'])}"
+
+
+def series_lines(speedups: pd.DataFrame) -> list[str]:
+    """Per compiled series at its largest size: speedup, compile time, calls to amortize."""
+    compiled = speedups[speedups["mode"] == COMPILED]
+    frame, _ = widest_threads(compiled)
+    lines = []
+    for _, group in report_groups(frame.assign(variant=[variant_of(r) for _, r in frame.iterrows()]),
+                            ["op", "variant", "device", "dtype"]):
+        row = group.loc[group["size"].idxmax()]
+        head = f"- {row['op']} with {variant_of(row)} ({_where_full(row)})"
+        if compile_fallbacks(row.to_frame().T).iloc[0]:
+            lines.append(f"{head}: **no compiled speedup**, {row['compile_fallback']}; its time is that of partly "
+                         "uncompiled code.")
+            continue
+        pays = (f"pays its compile back after {row['amortize']}" if row["amortize"] != "never"
+                else "never pays its compile back: it is not faster than NumPy")
+        lines.append(f"{head}: {ratio_of(row)} against NumPy; the compile takes {_compile_time(row)} once per "
+                     f"process and {pays}.{caveat(row)}")
+    return lines
+
+
+def eager_against_compiled(speedups: pd.DataFrame) -> list[str]:
+    """What compiling changes: eager and compiled speedups side by side, largest size."""
+    frame, _ = widest_threads(speedups)
+    lines = []
+    for (op, device, dtype), group in report_groups(frame, ["op", "device", "dtype"]):
+        largest = group[group["size"] == group["size"].max()]
+        if not (largest["mode"] == COMPILED).any():
+            continue
+        parts = [f"{variant_of(r)} {ratio_of(r)}" for _, r in largest.sort_values(["library", "mode"]).iterrows()]
+        parts = ["numpy 1×", *parts] if not (largest["library"] == "numpy").all() else parts
+        lines.append(f"- {op} {where_phrase(device)} ({dtype}, n = {int(largest['size'].iloc[0])}), against NumPy: "
+                     + "; ".join(parts) + ".")
+    return lines
+
+
+def process_lines(timings: pd.DataFrame) -> list[str]:
+    """The compiler's start-up, graph breaks, recompiles and the cache, over compiled cells."""
+    ok = timings[(timings["mode"] == COMPILED) & (timings["status"] == "ok")]
+    if ok.empty:
+        return []
+    lines = []
+    startup = ok["compiler_startup_s"].dropna()
+    if not startup.empty:
+        lines.append(f"- Each compiled worker process first started the compiler once ({_seconds(startup.min())} to "
+                     f"{_seconds(startup.max())}: its imports and the code it builds for itself); a program pays that "
+                     "once, with its first compile, on top of the compile times above.")
+    broken = ok[ok["graph_breaks"].fillna(0) > 0]
+    if broken.empty:
+        lines.append("- Every compiled cell was captured whole: no graph break.")
+    else:
+        for _, row in broken.iterrows():
+            lines.append(f"- {row['op']} with {variant_of(row)} ({_where_full(row)}): {int(row['graph_breaks'])} graph "
+                         f"break(s), first: {row['first_break']}.")
+    recompiled = ok[ok["recompiles"].fillna(0) > 0]
+    if not recompiled.empty:
+        names = ", ".join(f"{r['op']} {variant_of(r)} n = {int(r['size'])}" for _, r in recompiled.iterrows())
+        lines.append(f"- Recompiled while sampling (a guard failed): {names}.")
+    caches = sorted(set(ok["compile_cache"].dropna().astype(str)))
+    if caches == ["cold"]:
+        lines.append("- Every process compiled with an empty on-disk compile cache (`compile.cold_cache`), so each "
+                     "compile time is what a program pays the first time it runs.")
+    elif caches:
+        lines.append(f"- The compile cache: {', '.join(caches)}; times with hits are those of a program run before.")
+    return lines
+
+
+def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    """The section "What compiling costs" (nothing when the grid has no compiled cell)."""
+    if "mode" not in timings or not (timings["mode"] == COMPILED).any():
+        return []
+    lines = ["## What compiling costs", "",
+             ("Compiled cells run `torch.compile` of the unchanged NumPy function (numpy compiled) or of the torch "
+              "code (torch compiled). The first call compiles; it is timed on its own and never a sample. The calls "
+              "to amortize are the compile time divided by the time saved per call against NumPy."), ""]
+    skipped = timings[(timings["mode"] == COMPILED) & (timings["status"] != "ok")]
+    for (status, reason), group in skipped.groupby(["status", "reason"]):
+        lines.append(f"- {len(group)} compiled cells are {status}: {reason}.")
+    if not speedups.empty and (speedups["mode"] == COMPILED).any():
+        lines += [*series_lines(speedups), "", "### Eager and compiled side by side", "",
+                  *eager_against_compiled(speedups)]
+    lines += ["", *process_lines(timings), ""]
+    return lines
+
+
+def kernel_lines(timings: pd.DataFrame) -> list[str]:
+    """What the report leaves out of the user's kernels, and why."""
+    if "family" not in timings:
+        return []
+    kernels = timings[timings["family"] == KERNEL_FAMILY]
+    lines = []
+    if (timings["library"] == "torch").any():
+        for op in sorted(set(kernels["op"]) - set(kernels.loc[kernels["library"] == "torch", "op"])):
+            lines.append(f"- {op} takes plain NumPy arrays (its first parameter is not `xp`), so it runs as numpy "
+                         "and numpy compiled only: torch needs the array namespace `xp` to run the same code.")
+    for op in sorted(set(without_models(kernels))):
+        lines.append(f"- {op} gives no FLOP and byte model, so the throughput and roofline figures leave it out "
+                     "(`@kernel(flops=..., bytes=...)` adds it).")
+    return lines
