@@ -175,11 +175,11 @@ def assert_real_figure(pdf, png) -> None:
     assert_real_image(png)
 
 
-def run_cell_record(cell, settings, torch=None, artifact_path=None) -> dict:
+def run_cell_record(cell, settings, torch=None, artifact_path=None, kernels=None) -> dict:
     """A cell measured in this process; the outcome's fields as one dict, as a record holds them."""
     from offloadbench.measure import cell as measure_cell
 
-    outcome = measure_cell.run_cell(cell, settings, torch, artifact_path=artifact_path)
+    outcome = measure_cell.run_cell(cell, settings, torch, artifact_path=artifact_path, kernels=kernels)
     return {"status": outcome.status, "reason": outcome.reason, "settings": outcome.settings,
             "samples_s": [], "phases": {}, **outcome.measured}
 

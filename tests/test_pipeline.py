@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TINY = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
-CELLS = 16  # per op: numpy 2 + torch cpu 2 + cuda 2 + mps 2, over 2 ops
+# per op: numpy 2 + torch cpu 2 + cuda 2 + mps 2, over 3 ops (heat_step a kernel of examples/kernels.py);
+# and heat_step compiled on the cpu: numpy 2 + torch 2
+CELLS = 8 * 3 + 4
 pytestmark = pytest.mark.pipeline
 
 
@@ -94,16 +96,32 @@ def test_statuses_and_columns(run):
         assert column in timings.columns, column
     for device in ("cuda", "mps"):
         cells = timings[timings["device"] == device]
-        assert len(cells) == 4 and set(cells["status"]) == {"skipped"}
+        assert len(cells) == 6 and set(cells["status"]) == {"skipped"}
         assert cells["reason"].str.contains(f"{device} unavailable").all()
     cpu = timings[timings["device"] == "cpu"]
     assert set(cpu["status"]) == {"ok"} and (cpu["median_s"] > 0).all() and (cpu["n_samples"] >= 12).all()
     assert set(cpu["processes"]) == {2} and set(cpu["ci_scope"]) == {"across processes"}
     speedups = pd.read_csv(run["out"] / "speedups.csv")
-    assert len(speedups) == 4 and (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
+    assert len(speedups) == 6 + 4 and (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
     assert speedups["break_even"].notna().all()
     plot_cells = timings[(timings["op"] == "compute_then_plot") & (timings["status"] == "ok")]
     assert (plot_cells["finish_s"] > 0).all() and (plot_cells["end_to_end_s"] > plot_cells["median_s"]).all()
+
+
+def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
+    timings = pd.read_csv(run["out"] / "timings.csv", dtype={"threads": str})
+    compiled = timings[timings["mode"] == "compiled"]
+    assert len(compiled) == 4 and set(compiled["op"]) == {"heat_step"} and set(compiled["status"]) == {"ok"}
+    assert (compiled["compile_s"] > 0).all() and (compiled["compiler_startup_s"] > 0).all()
+    assert set(compiled["compile_cache"]) == {"cold"} and (compiled["graph_breaks"] == 0).all()
+    assert set(timings.loc[timings["op"] == "heat_step", "family"]) == {"user kernels"}
+    speedups = pd.read_csv(run["out"] / "speedups.csv", dtype={"threads": str})
+    assert speedups.loc[speedups["mode"] == "compiled", "amortize"].notna().all()
+    record = json.loads((run["out"] / "raw" / "heat_step" / "numpy-cpu-float32-n64-t1-compiled" / "p1.json").read_text())
+    assert record["op_info"]["file"] == "examples/kernels.py" and record["compile"]["first_call_s"] > 0
+    text = (run["out"] / "report.md").read_text()
+    assert "## What compiling costs" in text and "heat_step with numpy compiled" in text
+    assert not list(Path("/tmp").glob("offloadbench-compile-cache-*")), "a worker's compile cache was left behind"
 
 
 def test_the_transfer_sweep_covers_every_point(run):
@@ -140,7 +158,7 @@ def test_report_references_each_figure_and_the_skipped_cells(run):
         assert f"figures/{name}.png" in text
     assert "## Seed claims checked" in text and "## Does offloading pay?" in text
     assert "**No GPU cell ran on this machine**" in text
-    assert "**skipped** (4): cuda unavailable" in text
+    assert "**skipped** (6): cuda unavailable" in text
     assert "**This machine has no GPU that PyTorch can use**" in text
     html = (run["out"] / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(FIGURE_NAMES)

@@ -14,11 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def copy_workflow(dest: Path, root: Path = ROOT) -> Path:
-    """Copy what a run needs (Snakefile, config, workflow, environment.yml) into `dest`."""
+    """Copy what a run needs (Snakefile, config, workflow, the example kernels, environment.yml) into `dest`."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Snakefile", "environment.yml"):
         shutil.copy(root / name, dest / name)
-    for folder in ("config", "workflow", ".test"):
+    for folder in ("config", "workflow", ".test", "examples"):
         shutil.copytree(root / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     return dest
 

@@ -42,7 +42,9 @@ except ClusterError as error:
     sys.exit(f"error: {error}")
 MACHINES = list(NODE_TYPES) or [resolve_machine(config)]
 OUT = f"{RESULTS}/{{machine}}"
-KERNELS = kernel_infos(config)  # read from their source: the kernels are never imported here
+KERNELS = kernel_infos(
+    config
+)  # read from their source: the kernels are never imported here
 CELLS = grid.expand(config["grid"], KERNELS)
 ROUNDS = list(range(1, config["measure"]["processes"] + 1))
 if not CELLS:

@@ -13,7 +13,7 @@ import pandas as pd
 from ..cells import COMPILED
 from ..kernels import FAMILY as KERNEL_FAMILY
 from .figures import without_models
-from .findings import caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
+from .findings import by_variant, caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
 from .ops_findings import report_groups, where_phrase, widest_threads
 
 
@@ -62,7 +62,7 @@ def eager_against_compiled(speedups: pd.DataFrame) -> list[str]:
         largest = group[group["size"] == group["size"].max()]
         if not (largest["mode"] == COMPILED).any():
             continue
-        parts = [f"{variant_of(r)} {ratio_of(r)}" for _, r in largest.sort_values(["library", "mode"]).iterrows()]
+        parts = [f"{variant_of(r)} {ratio_of(r)}" for _, r in by_variant(largest).iterrows()]
         parts = ["numpy 1×", *parts] if not (largest["library"] == "numpy").all() else parts
         lines.append(f"- {op} {where_phrase(device)} ({dtype}, n = {int(largest['size'].iloc[0])}), against NumPy: "
                      + "; ".join(parts) + ".")

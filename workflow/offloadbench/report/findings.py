@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from ..cells import ALL_THREADS
+from ..cells import ALL_THREADS, library_sort_key, mode_sort_key
 from ..units import fmt_time, format_bytes
 
 
@@ -41,6 +41,13 @@ def variant_of(row) -> str:
     """"numpy", "torch compiled": the library as it ran (tables from before modes: eager)."""
     variant = row.get("variant")
     return variant if isinstance(variant, str) and variant else row["library"]
+
+
+def by_variant(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in variant order: numpy before torch, eager before compiled."""
+    modes = frame["mode"] if "mode" in frame else pd.Series("eager", index=frame.index)
+    key = [(library_sort_key(lib), mode_sort_key(mode)) for lib, mode in zip(frame["library"], modes, strict=True)]
+    return frame.assign(_variant_key=key).sort_values("_variant_key").drop(columns="_variant_key")
 
 
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:

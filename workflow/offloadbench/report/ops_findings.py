@@ -12,7 +12,7 @@ from ..analysis.roofline import bounds, device_roofs, fmt_rate
 from ..catalogue import SPECS
 from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
-from .findings import caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
+from .findings import by_variant, caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
 
 E2E = "end_to_end_speedup"
 VERDICT_WORDS = {
@@ -163,8 +163,7 @@ def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
         roof = f"the memory roof ({fmt_rate(row['memory_gbs'])} GB/s)" if memory_bound else \
             f"the {dtype} roof ({fmt_rate(row['compute_gflops'])} GFLOP/s)"
         reached = " and ".join(f"{variant_of(r)} {_percent(r['roof_fraction'])}"
-                               for _, r in largest.sort_values(["library", "mode"] if "mode" in largest else "library")
-                               .iterrows())
+                               for _, r in by_variant(largest).iterrows())
         line = (f"- {where}: {row['bound']}-bound (intensity {fmt_rate(row['intensity'])} FLOP/B, "
                 f"ridge {fmt_rate(row['ridge'])} FLOP/B); {reached} of {roof}")
         if (largest["roof_fraction"] > 1.05).any():
