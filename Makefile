@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility gpu-check gpu-wheels clean-venv
+.PHONY: run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -54,6 +54,10 @@ bench-fidelity: $(STAMP)
 
 bench-overhead: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py
+
+# NumPy, torch eager, torch compiled and numpy compiled for the example kernels and two ops.
+bench-compile: $(STAMP)
+	$(BIN)/python benchmarks/compile.py
 
 # How long CONFIG's grid takes, on the machine of results folder ROOFS (GPU=1: with a CUDA GPU).
 ROOFS ?=

@@ -1,7 +1,6 @@
 """Kernels that fail in a cell, each in its own way; `fine` is there to finish."""
 
 import numpy as np
-
 from offloadbench import kernel
 
 

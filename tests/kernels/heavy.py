@@ -3,7 +3,6 @@
 import os
 
 import torch  # noqa: F401 - what a user's kernels file may well do
-
 from offloadbench import kernel
 
 open(os.environ["KERNEL_IMPORT_MARK"], "w").close()

@@ -51,6 +51,12 @@ if not CELLS:
     sys.exit(
         "error: config key grid: no possible cell (e.g. numpy only runs on the cpu)"
     )
+if "compiled" in config["grid"]["modes"] and not any(c.compiled for c in CELLS):
+    print(
+        "warning: config key grid.compiled: it leaves no compiled cell in this grid (its lists may come "
+        "from config/config.yaml; set them in your config file, or null for all)",
+        file=sys.stderr,
+    )
 try:
     COMPARED = resolve_sources(
         [MACHINES[0] if e == "auto" else e for e in config["compare"]]

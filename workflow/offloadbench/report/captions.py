@@ -13,7 +13,8 @@ def size_label(ops: Iterable[str], prefix: str = "size n") -> str:
 
 CAPTIONS = {
     "speedup": (
-        "Device-resident speedup of PyTorch over NumPy on the CPU (baseline: NumPy at the same "
+        "Device-resident speedup over NumPy on the CPU of PyTorch, and of compiled code where the grid "
+        "has it (baseline: NumPy eager at the same "
         "thread count; GPU cells against NumPy on all cores). Bands: 95% CI of the ratio, across "
         "processes where the cells were measured in several; dashed line: no difference."
     ),
@@ -41,9 +42,10 @@ CAPTIONS = {
         "are larger sizes; hollow markers are weak cells."
     ),
     "heatmap": (
-        "End-to-end speedup of PyTorch over NumPy for every op (rows, grouped by family) and size "
-        "(columns). GPU panels count the host-device copies and compare with NumPy on all cores; the "
-        "CPU panel compares torch and NumPy at the same (largest) thread count. Red: PyTorch faster, "
+        "End-to-end speedup over NumPy of every op (rows, grouped by family; one row per variant, such "
+        "as numpy compiled, where the grid has several) and size (columns). GPU panels count the "
+        "host-device copies and compare with NumPy on all cores; the CPU panel compares at the same "
+        "(largest) thread count. Red: faster than NumPy, "
         "blue: slower, on a log colour scale centred at 1×; hatched cells marked ≈ have a 95% CI "
         "that includes 1 (no measurable difference). n is each op's own size (the matrix or field "
         "side for most ops; see the catalogue)."

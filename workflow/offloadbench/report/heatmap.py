@@ -34,7 +34,8 @@ def speedup_norm(values) -> colors.LogNorm:
 
 
 def _bar_label(value, _=None) -> str:
-    return f"{value:g}×" if value >= 0.1 else f"1/{round(1 / value)}×"
+    """"1/8×", "1×", "8×": short labels, so that they fit a narrow colour bar."""
+    return f"{value:g}×" if value >= 1 else f"1/{round(1 / value)}×"
 
 
 def fmt_speedup(value: float, decided: bool = False) -> str:
@@ -57,7 +58,7 @@ def _text_colour(rgba) -> str:
 
 def _panel_title(device: str, dtype: str, rows: pd.DataFrame, threads: str) -> str:
     if device == "cpu":
-        return f"cpu · {dtype}\ntorch on the cpu, {threads}, vs numpy"
+        return f"cpu · {dtype}\non the cpu, {threads}, vs numpy"
     names = rows["device_name"].dropna().astype(str) if "device_name" in rows else pd.Series(dtype=str)
     name = f" ({names.iloc[0]})" if not names.empty else ""
     return f"{device}{name} · {dtype}\ncopies counted, vs numpy on all cores"
@@ -84,7 +85,7 @@ def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) 
     ax.set_ylim(len(ops), 0)  # first op on top
     long_labels = max(len(str(s)) for s in sizes) > 5
     ax.set_xticks(np.arange(len(sizes)) + 0.5, [str(s) for s in sizes], rotation=45 if long_labels else 0)
-    ax.set_yticks(np.arange(len(ops)) + 0.5, [op.split(" · ")[0] for op in ops])
+    ax.set_yticks(np.arange(len(ops)) + 0.5, ops)  # "op · variant" where the grid has several variants
     ax.tick_params(length=0)
     ax.grid(False)
     for side in ax.spines.values():
@@ -154,10 +155,14 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     values = frame["end_to_end_speedup"]
     beyond = {(True, True): "both", (True, False): "min", (False, True): "max"}.get(
         ((values < norm.vmin).any(), (values > norm.vmax).any()), "neither")
-    bar = fig.colorbar(mappable, ax=axes, orientation="horizontal", shrink=min(0.8, 3.0 / fig.get_figwidth() + 0.3),
+    shrink = min(0.8, 3.0 / fig.get_figwidth() + 0.3)
+    bar = fig.colorbar(mappable, ax=axes, orientation="horizontal", shrink=shrink,
                        aspect=30, pad=0.02, extend=beyond)
     span = round(math.log2(norm.vmax))
-    step = 1 if span <= 3 else 2
+    # as many ticks as fit: about 0.45 in per label ("1/16×") on the width the panels leave the bar
+    panels = max(1.0, fig.get_figwidth() - 2.5)
+    fit = max(3, int(shrink * panels / 0.45))
+    step = next(k for k in range(1, 2 * span + 1) if 2 * span // k + 1 <= fit)
     bar.set_ticks([2.0**k for k in range(-span, span + 1) if k % step == 0])  # 1× always among them
     bar.ax.xaxis.set_minor_locator(ticker.NullLocator())
     bar.ax.xaxis.set_major_formatter(ticker.FuncFormatter(_bar_label))
