@@ -125,3 +125,22 @@ def test_out_of_device_memory_becomes_an_oom_record(torch):
         torch.cuda.empty_cache()
     assert record["status"] == "oom", record["reason"]
     assert "out of memory" in record["reason"]
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_compiled_cells_on_cuda_have_both_phases_and_their_compile(torch, library):
+    """numpy compiled on cuda: the NumPy function wrapped for device tensors, and end to end with
+    host arrays (under torch.device, or copies around it where that fails); torch compiled: the
+    phases of torch eager. The compile is never a sample."""
+    record = run_cell_record(Cell("transcendental", library, "cuda", "float32", 1024, "1", "compiled"), SETTINGS, torch)
+    assert record["status"] == "ok", record["reason"]
+    assert set(record["phases"]) == {"h2d", "compute", "d2h", "end_to_end"}
+    phase = record["compile"]
+    assert phase["graphs"] >= 1 and phase["graph_breaks"] == 0 and phase["fallback"] == ""
+    assert phase["first_call_s"] > max(record["samples_s"])
+    if library == "numpy":
+        assert phase["end_to_end_form"]
+    assert record["check"]["passed"]
+    compute = float(np.median(record["phases"]["compute"]["samples_s"]))
+    end_to_end = float(np.median(record["phases"]["end_to_end"]["samples_s"]))
+    assert end_to_end > compute  # the copies of 2 × 4 MiB in and 4 MiB out are in it
