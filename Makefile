@@ -75,7 +75,7 @@ gpu-check:
 
 # Wheels for the lent GPU machine, which has torch, numpy and seaborn but no network:
 # snakemake with what it needs, and the pinned packages that machine lacks or has in other versions.
-GPU_WHEEL_PINS := pandas matplotlib threadpoolctl nvidia-ml-py jinja2 markdown
+GPU_WHEEL_PINS := pandas matplotlib threadpoolctl nvidia-ml-py jinja2 markdown array-api-compat
 PLATFORMS := --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any
 gpu-wheels:
 	$(PYTHON) -m pip wheel --no-deps -w .whl connection_pool==0.0.3

@@ -40,6 +40,7 @@ localrules:
 
 onstart:
     guard_executor()
+    announce_compiled()
     announce_estimates()
 
 

@@ -87,3 +87,25 @@ def test_the_command_line_prints_the_estimate():
     out = subprocess.run([sys.executable, "-m", "offloadbench.estimate", "--configfile", str(ROOT / "config" / "config.yaml")],
                          capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT / "workflow")}).stdout
     assert out.startswith("config: about ") and "cell-processes in" in out and "per round" in out
+
+
+def test_compiled_cells_count_their_compiles_and_their_workers_the_compiler_start():
+    from offloadbench.estimate import COMPILE_S, COMPILER_STARTUP_S, IMPORT_S, workers_seconds
+
+    eager = Cell("transcendental", "numpy", "cpu", "float32", 256, "1")
+    compiled = Cell("transcendental", "numpy", "cpu", "float32", 256, "1", "compiled")
+    measure = CONFIG["measure"]
+    assert cell_seconds(compiled, measure, FALLBACK) == pytest.approx(cell_seconds(eager, measure, FALLBACK)
+                                                                      + COMPILE_S["cpu"])
+    # a compiled numpy worker imports torch and starts the compiler
+    extra = workers_seconds([eager, compiled]) - workers_seconds([eager])
+    assert extra == pytest.approx(IMPORT_S["torch"] + COMPILER_STARTUP_S["cpu"] + 0.5 + 0.1)
+
+
+def test_a_user_kernel_without_models_is_estimated_as_memory_bound(tmp_path):
+    kernels = tmp_path / "k.py"
+    kernels.write_text("from offloadbench import kernel\n\n@kernel\ndef twice(xp, a, b):\n    return a + b\n")
+    config = validate({"kernels": [str(kernels)], "grid": {"ops": ["twice"], "devices": ["cpu"], "sizes": [512, 2048],
+                                                          "threads": [1], "dtypes": ["float32"]}})
+    small, large = (estimate_run({**config, "grid": {**config["grid"], "sizes": [n]}}, FALLBACK) for n in (512, 2048))
+    assert large.measure_s > small.measure_s > 0 and large.cells == small.cells

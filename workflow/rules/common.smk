@@ -51,12 +51,6 @@ if not CELLS:
     sys.exit(
         "error: config key grid: no possible cell (e.g. numpy only runs on the cpu)"
     )
-if "compiled" in config["grid"]["modes"] and not any(c.compiled for c in CELLS):
-    print(
-        "warning: config key grid.compiled: it leaves no compiled cell in this grid (its lists may come "
-        "from config/config.yaml; set them in your config file, or null for all)",
-        file=sys.stderr,
-    )
 try:
     COMPARED = resolve_sources(
         [MACHINES[0] if e == "auto" else e for e in config["compare"]]
@@ -117,6 +111,22 @@ def final_targets():
     if len(NODE_TYPES) >= 2:  # several node types: the run ends with their comparison
         targets.append(f"{COMPARISON}/report.html")
     return targets
+
+
+def announce_compiled():
+    """Before the first job: which ops are compiled. grid.compiled may come from
+    config/config.yaml, which a config file extends rather than replaces."""
+    if "compiled" not in config["grid"]["modes"]:
+        return
+    ops = sorted({c.op for c in CELLS if c.compiled})
+    if ops:
+        print(f"offloadbench: compiled: {', '.join(ops)} (grid.compiled)", file=sys.stderr)
+    else:
+        print(
+            "warning: config key grid.compiled: it leaves no compiled cell in this grid (its lists may "
+            "come from config/config.yaml; set them in your config file, or null for all)",
+            file=sys.stderr,
+        )
 
 
 def announce_estimates():
