@@ -120,7 +120,9 @@ def announce_compiled():
         return
     ops = sorted({c.op for c in CELLS if c.compiled})
     if ops:
-        print(f"offloadbench: compiled: {', '.join(ops)} (grid.compiled)", file=sys.stderr)
+        print(
+            f"offloadbench: compiled: {', '.join(ops)} (grid.compiled)", file=sys.stderr
+        )
     else:
         print(
             "warning: config key grid.compiled: it leaves no compiled cell in this grid (its lists may "

@@ -213,6 +213,7 @@ class Backend:
         watch.begin()
         device_inputs = [self.to_device(x) for x in host_inputs]
         phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
+        found = watch.since()  # of the device-resident form, which every compiled cell has
         if self.end_to_end_fn is not None:
             try:
                 phase["end_to_end_first_call_s"] = compiled.timed_first_call(self.end_to_end_fn, host_inputs, self.sync)
@@ -221,9 +222,8 @@ class Backend:
                 self.end_to_end_fn = None
                 phase["end_to_end_form"] = ("host arrays copied around the device-resident code: under torch.device "
                                             f"the compiled NumPy function failed ({compiled.short_reason(str(error))})")
-        found = watch.since()
         self.watch = watch
-        self.graphs_at_compile = found["graphs"]
+        self.graphs_at_compile = watch.since()["graphs"]
         settings = self.settings
         return {
             **phase, **found, "fallback": compiled.fallback_of(found),
