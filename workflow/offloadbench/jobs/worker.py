@@ -118,6 +118,8 @@ class Worker:
             from ..kernels import load_kernels
 
             self.kernels = load_kernels(self.kernel_paths)
+            gc.collect()
+            gc.freeze()  # what the kernels files imported lives as long as the process, too
         return self.kernels
 
     def foreign_hardware(self) -> str | None:

@@ -12,8 +12,16 @@ import pandas as pd
 
 from ..cells import COMPILED
 from ..kernels import FAMILY as KERNEL_FAMILY
-from .figures import without_models
-from .findings import by_variant, caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
+from .findings import (
+    by_variant,
+    caveat,
+    falls_back,
+    finite,
+    ratio_of,
+    threads_text,
+    variant_of,
+    without_models,
+)
 from .ops_findings import report_groups, where_phrase, widest_threads
 
 
@@ -43,7 +51,7 @@ def series_lines(speedups: pd.DataFrame) -> list[str]:
                             ["op", "variant", "device", "dtype"]):
         row = group.loc[group["size"].idxmax()]
         head = f"- {row['op']} with {variant_of(row)} ({_where_full(row)})"
-        if compile_fallbacks(row.to_frame().T).iloc[0]:
+        if falls_back(row):
             lines.append(f"{head}: **no compiled speedup**, {row['compile_fallback']}; its time is that of partly "
                          "uncompiled code.")
             continue

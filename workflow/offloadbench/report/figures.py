@@ -22,7 +22,7 @@ from matplotlib import ticker
 from ..cells import device_sort_key, dtype_sort_key, library_sort_key, mode_sort_key, thread_sort_key
 from ..units import format_bytes
 from .captions import size_label
-from .findings import threads_text, variant_of, weak_cells
+from .findings import threads_text, variant_of, weak_cells, without_models
 
 PANEL_HEIGHT_IN = 2.4
 PANEL_ASPECT = 1.25
@@ -74,14 +74,6 @@ def _with_series(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     frame["series"] = frame.apply(series_label, axis=1)
     return frame
-
-
-def without_models(timings: pd.DataFrame) -> list[str]:
-    """Ops measured without a FLOP model (user kernels that give none): no throughput."""
-    if timings.empty or "gflops" not in timings:
-        return []
-    ok = timings[timings["status"] == "ok"]
-    return sorted(set(ok.loc[ok["gflops"].isna(), "op"]))
 
 
 def unmodelled_note(ops: list[str], lead: str = "") -> str:

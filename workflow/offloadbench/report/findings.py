@@ -50,6 +50,20 @@ def by_variant(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(_variant_key=key).sort_values("_variant_key").drop(columns="_variant_key")
 
 
+def without_models(timings: pd.DataFrame) -> list[str]:
+    """Ops measured without a FLOP model (user kernels that give none): no throughput."""
+    if timings.empty or "gflops" not in timings:
+        return []
+    ok = timings[timings["status"] == "ok"]
+    return sorted(set(ok.loc[ok["gflops"].isna(), "op"]))
+
+
+def falls_back(row) -> bool:
+    """A compiled row whose code did not all compile (see compile_fallbacks)."""
+    text = row.get("compile_fallback")
+    return isinstance(text, str) and text != ""
+
+
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:
     """Compiled rows whose code did not all compile (graph breaks, or nothing captured):
     their times are not those of compiled code, so they are no compiled speedup."""

@@ -12,7 +12,7 @@ from ..analysis.roofline import bounds, device_roofs, fmt_rate
 from ..catalogue import SPECS
 from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
-from .findings import by_variant, caveat, compile_fallbacks, finite, ratio_of, threads_text, variant_of
+from .findings import by_variant, caveat, falls_back, finite, ratio_of, threads_text, variant_of
 
 E2E = "end_to_end_speedup"
 VERDICT_WORDS = {
@@ -95,7 +95,7 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
         largest = group.iloc[-1]
         who = f"{op} with {variant}" if several_variants else op
         at_largest = ratio_of(largest, E2E)
-        if compile_fallbacks(largest.to_frame().T).iloc[0]:
+        if falls_back(largest):
             lines.append(f"- {op} with {variant} {where_phrase(device)} ({dtype}) is no compiled speedup: "
                          f"{largest['compile_fallback']}.")
             continue
