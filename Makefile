@@ -12,13 +12,16 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
+.PHONY: setup run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
+
+# The environment alone, for running your own grids with snakemake.
+setup: $(STAMP)
 
 run: $(STAMP)
 	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG)

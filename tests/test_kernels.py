@@ -147,3 +147,17 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
     assert reasons["wrong_shape"] == "wrong result: kernel wrong_shape returns shape (8, 1), not (8, 8) as in float64 NumPy"
     assert reasons["wrong_dtype"].startswith("wrong result: kernel wrong_dtype returns float64, not float32")
     assert reasons["wrong_values"].startswith("wrong result: relative error") and "tolerance 1.00e-09" in reasons["wrong_values"]
+
+
+def test_a_failed_numpy_baseline_says_why_its_variants_have_no_speedup():
+    from conftest import make_processes, tables_of
+
+    from offloadbench.report.ops_findings import missing_baseline_lines
+
+    records = make_processes(2, op="gauss_weight", status="error", reason="wrong result: float64")
+    records += make_processes(2, op="gauss_weight", library="torch", seed=4)
+    tables = tables_of(records, "box")
+    assert tables["speedups"].empty
+    (line,) = missing_baseline_lines(tables["timings"])
+    assert line.startswith("- gauss_weight (float32): its NumPy baseline failed (error: wrong result: float64)")
+    assert "no speedup is stated for torch" in line

@@ -216,6 +216,7 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
             "compile_s": compiled.get("compile_s", math.nan),
             "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
             "compile_s_ci_high": compiled.get("compile_s_ci_high", math.nan),
+            "compiler_startup_s": compiled.get("compiler_startup_s", math.nan),
             "amortize_calls": amortized.calls if amortized else math.nan,
             "amortize_calls_ci_low": amortized.low if amortized else math.nan,
             "amortize_calls_ci_high": amortized.high if amortized else math.nan,
@@ -227,7 +228,7 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
         "ci_scope", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "end_to_end_speedup",
         "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict", "median_s",
         "baseline_median_s", "end_to_end_s", "baseline_end_to_end_s", "shares_cores", "unstable",
-        "compile_s", "compile_s_ci_low", "compile_s_ci_high", "amortize_calls", "amortize_calls_ci_low", "amortize_calls_ci_high", "amortize", "compile_fallback",
+        "compile_s", "compile_s_ci_low", "compile_s_ci_high", "compiler_startup_s", "amortize_calls", "amortize_calls_ci_low", "amortize_calls_ci_high", "amortize", "compile_fallback",
     ]
     frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
     return with_break_even(frame)

@@ -57,6 +57,11 @@ def series_lines(speedups: pd.DataFrame) -> list[str]:
             continue
         pays = (f"pays its compile back after {row['amortize']}" if row["amortize"] != "never"
                 else "never pays its compile back: it is not faster than NumPy")
+        startup = row.get("compiler_startup_s")
+        if row["amortize"] != "never" and finite(startup) and finite(row["amortize_calls"]):
+            whole = row["amortize_calls"] * (row["compile_s"] + startup) / row["compile_s"]
+            pays += (f"; after about {whole:,.0f} calls for a program's first compiled function, which also pays "
+                     f"the compiler's start-up ({startup:.2g} s)")
         lines.append(f"{head}: {ratio_of(row)} against NumPy; the compile takes {_compile_time(row)} once per "
                      f"process and {pays}.{caveat(row)}")
     return lines

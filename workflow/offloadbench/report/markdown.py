@@ -29,7 +29,7 @@ from .findings import (
     stability_findings,
     unstable_cells,
 )
-from .ops_findings import bound_lines, payoff_lines
+from .ops_findings import bound_lines, missing_baseline_lines, payoff_lines
 from .seed import SEED_CLAIM, check_seed_claims
 
 
@@ -213,6 +213,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "## Which operations pay off",
         "",
         *payoff_lines(s),
+        *missing_baseline_lines(t),
         *kernel_lines(t),
         "",
         "### What bounds each operation",

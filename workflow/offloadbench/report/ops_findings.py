@@ -128,6 +128,25 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
     return lines
 
 
+def missing_baseline_lines(timings: pd.DataFrame) -> list[str]:
+    """Where the NumPy baseline failed but other variants ran: no speedup for them, and why."""
+    if timings.empty:
+        return []
+    modes = timings["mode"] if "mode" in timings else pd.Series("eager", index=timings.index)
+    base = (timings["library"] == "numpy") & (timings["device"] == "cpu") & (modes == "eager")
+    lines = []
+    for (op, dtype), group in report_groups(timings, ["op", "dtype"]):
+        failed = group[base.loc[group.index] & (group["status"] != "ok")]
+        others = group[~base.loc[group.index] & (group["status"] == "ok")]
+        if failed.empty or others.empty:
+            continue
+        reasons = "; ".join(sorted({f"{r['status']}: {r['reason']}" for _, r in failed.iterrows()}))
+        variants = ", ".join(sorted({variant_of(r) for _, r in others.iterrows()}))
+        lines.append(f"- {op} ({dtype}): its NumPy baseline failed ({reasons}), so no speedup is stated for "
+                     f"{variants}, which ran (see the timings table).")
+    return lines
+
+
 NO_ROOFS_LINE = ("- The roofs (each device's memory bandwidth and peak GFLOP/s) were not measured for these results, "
                  "so no op is placed against them.")
 
