@@ -21,7 +21,7 @@ from .ops_findings import device_order, family_of, op_order, threads_phrase, wid
 TITLE = "End-to-end speedup at a glance"
 CMAP = sns.color_palette("vlag", as_cmap=True)
 COLOURBAR_LABEL = "end-to-end speedup over NumPy (×, log scale)"
-CELL_IN = (0.52, 0.27)
+CELL_IN = (0.62, 0.27)  # wide enough for "≈0.94×" at 6.5 pt
 UNSURE = ("no measurable difference", "unknown")
 MAX_SPAN = 6  # colours saturate beyond 64× either way, so one outlier does not wash out the rest
 
