@@ -138,8 +138,8 @@ def _finish_ratio_grid(g: sns.FacetGrid, frame: pd.DataFrame, ylabel: str) -> No
 
 
 def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
-    """Line style and marker per (library, device, threads): solid on a GPU, patterned on the CPU."""
-    keys = sorted({(r.library, r.device, r.threads) for r in frame.itertuples()},
+    """Line style and marker per (variant, device, threads): solid on a GPU, patterned on the CPU."""
+    keys = sorted({(r.variant, r.device, r.threads) for r in frame.itertuples()},
                   key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2])))
     cpu = [k for k in keys if k[1] == "cpu"]
     styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[cpu.index(k) % len(CPU_LINESTYLES)] for k in keys}
