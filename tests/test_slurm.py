@@ -34,7 +34,7 @@ def workdir(tmp_path_factory):
 
 def tiny(**extra) -> dict:
     config = yaml.safe_load((sandbox.ROOT / ".test" / "config.yaml").read_text())
-    config["grid"] = {**config["grid"], "ops": ["matmul"], "devices": ["cpu", "cuda"], "threads": [1, "all"]}
+    config["grid"] = {**config["grid"], "ops": ["matmul"], "devices": ["cpu", "cuda"], "threads": [1, "all"], "modes": ["eager"]}
     config["roofs"] = {**config["roofs"], "devices": ["cpu"]}
     config["transfer"] = {**config["transfer"], "devices": ["cuda"]}
     return {**config, **extra}

@@ -68,17 +68,18 @@ def series_lines(speedups: pd.DataFrame) -> list[str]:
 
 
 def eager_against_compiled(speedups: pd.DataFrame) -> list[str]:
-    """What compiling changes: eager and compiled speedups side by side, largest size."""
-    frame, _ = widest_threads(speedups)
+    """What compiling changes: eager and compiled speedups side by side at the largest size,
+    at each thread count that has compiled cells (each against NumPy at its own)."""
     lines = []
-    for (op, device, dtype), group in report_groups(frame, ["op", "device", "dtype"]):
+    for (op, device, dtype, threads), group in report_groups(speedups, ["op", "device", "dtype", "threads"]):
         largest = group[group["size"] == group["size"].max()]
         if not (largest["mode"] == COMPILED).any():
             continue
-        parts = [f"{variant_of(r)} {ratio_of(r)}" for _, r in by_variant(largest).iterrows()]
-        parts = ["numpy 1×", *parts] if not (largest["library"] == "numpy").all() else parts
-        lines.append(f"- {op} {where_phrase(device)} ({dtype}, n = {int(largest['size'].iloc[0])}), against NumPy: "
-                     + "; ".join(parts) + ".")
+        parts = ["numpy 1×", *(f"{variant_of(r)} {ratio_of(r)}" for _, r in by_variant(largest).iterrows())]
+        first = largest.iloc[0]
+        place = f"on the cpu, {threads_text(threads, first.get('threads_effective'))}" if device == "cpu" \
+            else where_phrase(device)
+        lines.append(f"- {op} {place} ({dtype}, n = {int(first['size'])}), against NumPy: " + "; ".join(parts) + ".")
     return lines
 
 

@@ -15,7 +15,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from ..cells import dtype_sort_key
 from .figures import message_figure
-from .findings import variant_of
+from .findings import threads_text, variant_of
 from .ops_findings import device_order, family_of, op_order, threads_phrase, widest_threads
 
 TITLE = "End-to-end speedup at a glance"
@@ -115,7 +115,10 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                                      "so there is no speedup to show.")
     frame, label = widest_threads(usable)
     threads = threads_phrase(frame, label)
-    variants = pd.Series([variant_of(row) for _, row in frame.iterrows()], index=frame.index, dtype=str)
+    # a variant shown at another thread count than the panel's says which
+    variants = pd.Series([variant_of(row) + ("" if row["device"] != "cpu" or str(row["threads"]) == label else
+                                             f" ({threads_text(row['threads'], row.get('threads_effective'))})")
+                          for _, row in frame.iterrows()], index=frame.index, dtype=str)
     several = variants.nunique() > 1
     frame = frame.assign(row=frame["op"] + (" · " + variants if several else ""))
     devices = device_order(frame["device"])

@@ -46,13 +46,21 @@ def device_order(devices) -> list[str]:
 
 def widest_threads(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """The rows to show for the cpu: all threads, else the highest thread count present
-    (GPU rows are kept whatever their label), and the cpu label chosen."""
+    (GPU rows are kept whatever their label), and the cpu label chosen. A variant measured
+    without that count (compiled on one thread only, say) keeps its own widest rows."""
     cpu = frame["device"] == "cpu"
     labels = frame.loc[cpu, "threads"].astype(str)
     if labels.empty:
         return frame, None
     label = ALL_THREADS if ALL_THREADS in set(labels) else max(labels, key=thread_sort_key)
-    return frame[~cpu | (frame["threads"].astype(str) == label)], label
+    keep = ~cpu | (frame["threads"].astype(str) == label)
+    keys = [k for k in ("op", "library", "mode") if k in frame]
+    shown = {tuple(row) for row in frame.loc[cpu & keep, keys].astype(str).to_numpy()}
+    for values, group in frame[cpu & ~keep].groupby(keys):
+        if tuple(map(str, values)) not in shown:
+            widest = max(group["threads"].astype(str), key=thread_sort_key)
+            keep |= frame.index.isin(group.index[group["threads"].astype(str) == widest])
+    return frame[keep], label
 
 
 def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
@@ -101,8 +109,10 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
             continue
         if device == "cpu":
             words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
+            here = threads if str(largest["threads"]) == label else threads_text(largest["threads"],
+                                                                                   largest.get("threads_effective"))
             lines.append(
-                f"- {op} with {variant} on the cpu ({dtype}, {threads}) is {words} at n = {int(largest['size'])}, "
+                f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {int(largest['size'])}, "
                 f"the largest size measured: {at_largest} end to end.{caveat(largest)}"
             )
             continue
