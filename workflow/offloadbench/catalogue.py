@@ -263,6 +263,20 @@ SPECS: dict[str, OpSpec] = {
 }
 
 
+def kernel_spec(name: str, arrays: int, *, flops=None, traffic=None, n_means: str = "", summary: str = "",
+                min_size: int = 1, default_inputs: bool = True, outputs: int = 0) -> OpSpec:
+    """The spec of a user kernel: n×n array arguments unless it makes its own inputs, sums of
+    length n behind its tolerance, and its models where it has them (None where not);
+    `outputs` n×n results where a guess is wanted (the estimate; workers measure them)."""
+    from .kernels import FAMILY
+
+    return OpSpec(
+        name=name, family=FAMILY, summary=summary or f"the user kernel {name}", n_means=n_means,
+        input_shapes=(lambda n: [(n, n)] * arrays) if default_inputs else (lambda n: []),
+        output_shapes=lambda n: [(n, n)] * outputs, flops=flops, traffic=traffic, error_growth=lambda n: n, min_size=min_size,
+    )
+
+
 def get_spec(name: str) -> OpSpec:
     try:
         return SPECS[name]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import grid
-from .catalogue import SPECS, OpSpec
+from .catalogue import SPECS, OpSpec, kernel_spec
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos
 from .records import read_json
@@ -81,9 +81,8 @@ def spec_of(op: str, kernels: dict | None = None) -> OpSpec:
         return SPECS[op]
     info = (kernels or {}).get(op)
     arrays = info.arrays if info else 2
-    return OpSpec(name=op, family="user kernels", summary="", n_means="", input_shapes=lambda n: [(n, n)] * arrays,
-                  output_shapes=lambda n: [(n, n)], flops=lambda n: 0.0,
-                  traffic=lambda n, s: KERNEL_PASSES * (arrays + 1) * n * n * s, error_growth=lambda n: n)
+    return kernel_spec(op, arrays, flops=lambda n: 0.0, outputs=1,
+                       traffic=lambda n, s: KERNEL_PASSES * (arrays + 1) * n * n * s)
 
 
 def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[str, float]:

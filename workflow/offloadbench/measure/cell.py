@@ -145,6 +145,7 @@ class Backend:
         # device-resident form, host arrays copied by the compiled code end to end.
         self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
         self.compiled_fn = self.end_to_end_fn = None
+        self.watch, self.graphs_at_compile = None, 0  # set by first_calls
         if cell.compiled:
             self._compile()
 

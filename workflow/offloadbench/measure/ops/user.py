@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from ...catalogue import OpSpec
-from ...kernels import FAMILY, Kernel
+from ...catalogue import kernel_spec
+from ...kernels import Kernel
 from ..correctness import WrongResult, relative_error
 from . import Op, uniform_inputs
 
@@ -26,16 +26,6 @@ def array_namespace(lib):
 
         return xp
     return lib
-
-
-def kernel_spec(k: Kernel) -> OpSpec:
-    default_inputs = k.inputs is None
-    shapes = (lambda n: [(n, n)] * k.arrays) if default_inputs else (lambda n: [])
-    return OpSpec(
-        name=k.name, family=FAMILY, summary=k.summary or f"the user kernel {k.name}", n_means=k.n_means,
-        input_shapes=shapes, output_shapes=lambda n: [], flops=k.flops, traffic=k.bytes,
-        error_growth=lambda n: n, min_size=k.min_size,
-    )
 
 
 def _expected_dtype(reference, precision: np.dtype) -> np.dtype:
@@ -80,4 +70,6 @@ def kernel_op(k: Kernel) -> Op:
             return k.fn(*inputs)
 
     make = uniform_inputs(k.arrays, lambda n: (n, n)) if k.inputs is None else (lambda rng, n: list(k.inputs(n, rng)))
-    return Op(spec=kernel_spec(k), make_inputs=make, compute=compute, error=kernel_error(k, compute), kernel=k)
+    spec = kernel_spec(k.name, k.arrays, flops=k.flops, traffic=k.bytes, n_means=k.n_means, summary=k.summary,
+                       min_size=k.min_size, default_inputs=k.inputs is None)
+    return Op(spec=spec, make_inputs=make, compute=compute, error=kernel_error(k, compute), kernel=k)
