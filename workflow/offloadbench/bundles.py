@@ -9,18 +9,25 @@ results/, a results folder anywhere, or a bundle.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
 from .layout import PARTIAL_DIR
+from .machine import LABEL_RULE, is_label
 
 BUNDLE_SUFFIX = ".tar.gz"
+# Bounds on what unpacking a bundle from elsewhere may write (config key bundle_limits).
+DEFAULT_MAX_UNPACKED_MB = 2048
+DEFAULT_MAX_MEMBERS = 100_000
+MAX_MEMBER_BYTES = 64 * 2**20  # records.MAX_JSON_BYTES: no file a reader takes is larger
 
 
 class BundleError(UserError):
@@ -63,34 +70,73 @@ def make_bundle(folder: Path, out: Path, label: str, config_text: str) -> int:
     return len(members) + 1
 
 
-def unpack(bundle: Path, dest: Path) -> Path:
-    """Unpack a bundle into `dest` (its results folder), refusing paths that leave it;
-    the folder appears whole or not at all."""
+def unpack(bundle: Path, dest: Path, max_unpacked_mb: float = DEFAULT_MAX_UNPACKED_MB,
+           max_members: int = DEFAULT_MAX_MEMBERS) -> Path:
+    """Unpack a bundle into `dest` (its results folder), refusing paths that leave it and
+    bundles beyond the bounds; the folder appears whole or not at all."""
     try:
         with tarfile.open(bundle, "r:gz") as tar:
-            return _unpack_into(tar, bundle, dest)
-    except (OSError, tarfile.TarError) as error:
-        raise BundleError(f"{bundle}: not a readable bundle ({error})") from None
+            members = _bounded_members(tar, bundle, int(max_unpacked_mb * 2**20), max_members)
+            return _unpack_into(tar, members, bundle, dest)
+    except (OSError, tarfile.TarError, EOFError, zlib.error) as error:
+        raise BundleError(f"{bundle}: not a readable bundle ({str(error).splitlines()[0][:200]})") from None
 
 
-def _unpack_into(tar: tarfile.TarFile, bundle: Path, dest: Path) -> Path:
-    names = tar.getnames()
+def _bounded_members(tar: tarfile.TarFile, bundle: Path, max_bytes: int, max_members: int) -> list[tarfile.TarInfo]:
+    """The bundle's members, read one by one and refused as soon as a bound is passed:
+    a small bundle may not unpack into an unbounded folder."""
+    members, total = [], 0
+    for member in tar:
+        members.append(member)
+        total += max(member.size, 0)
+        if len(members) > max_members:
+            raise BundleError(f"{bundle}: more than {max_members} files; bundle_limits.max_members allows no more")
+        if member.size > MAX_MEMBER_BYTES:
+            raise BundleError(f"{bundle}: {member.name!r} unpacks to {member.size / 2**20:.0f} MiB, over the "
+                              f"{MAX_MEMBER_BYTES // 2**20} MiB any file of a bundle may hold")
+        if total > max_bytes:
+            raise BundleError(f"{bundle}: unpacks to more than {max_bytes / 2**20:.0f} MiB; "
+                              "bundle_limits.max_unpacked_mb allows no more")
+    return members
+
+
+def _unpack_into(tar: tarfile.TarFile, members: list[tarfile.TarInfo], bundle: Path, dest: Path) -> Path:
+    names = [m.name for m in members]
     tops = {name.split("/", 1)[0] for name in names}
-    if len(tops) != 1 or not any(n.endswith("/environment.json") for n in names):
-        raise BundleError(f"{bundle}: not an offloadbench bundle (expected one folder with environment.json)")
-    for member in tar.getmembers():
+    top = next(iter(tops)) if len(tops) == 1 else None
+    environment = next((m for m in members if m.name == f"{top}/environment.json"), None)
+    if top in (None, "", ".", "..") or environment is None or not environment.isfile():
+        raise BundleError(f"{bundle}: not an offloadbench bundle (expected one folder with environment.json at its top)")
+    for member in members:
         target = (dest / member.name).resolve()
         if not (member.isfile() or member.isdir()) or dest.resolve() not in target.parents:
             raise BundleError(f"{bundle}: refusing {member.name!r}, which would land outside {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest.parent))
     try:
-        tar.extractall(staging, filter="data")
+        tar.extractall(staging, members=members, filter="data")
         shutil.rmtree(dest, ignore_errors=True)
-        os.replace(staging / tops.pop(), dest)
+        os.replace(staging / top, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
+
+
+def content_digest(path: Path) -> str:
+    """SHA-256 of a bundle: what makes Snakemake unpack it again when its content changes,
+    whatever its mtime (scp -p and rsync -a keep an older one)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def source_label(name: str, where: str) -> str:
+    """A folder's or bundle's name as a machine label, or one line saying what a label may be."""
+    if not is_label(name):
+        raise BundleError(f"{where}: {name!r} cannot be a machine label ({LABEL_RULE}); rename the folder or bundle")
+    return name
 
 
 @dataclass(frozen=True)
@@ -114,10 +160,10 @@ def resolve_sources(entries: list[str], results_dir: str, machines: list[str], k
         elif entry.endswith(BUNDLE_SUFFIX):
             if not path.is_file():
                 raise BundleError(f"{where}: no bundle {entry!r}")
-            label = path.name[: -len(BUNDLE_SUFFIX)]
+            label = source_label(path.name[: -len(BUNDLE_SUFFIX)], where)
             specs.append(SourceSpec(label, Path(results_dir) / "sources" / label, bundle=path))
         elif (path / "environment.json").is_file():
-            specs.append(SourceSpec(path.resolve().name, path))
+            specs.append(SourceSpec(source_label(path.resolve().name, where), path))
         elif (Path(results_dir) / entry / "environment.json").is_file():
             specs.append(SourceSpec(entry, Path(results_dir) / entry))
         else:
@@ -134,14 +180,15 @@ def resolve_sources(entries: list[str], results_dir: str, machines: list[str], k
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m offloadbench.bundles make <folder> <out> <label> <config as JSON> [log]`
-    or `python -m offloadbench.bundles unpack <bundle> <dest> [log]`."""
+    or `python -m offloadbench.bundles unpack <bundle> <dest> <max MB> <max files> [log]`."""
     import sys
 
     from .logs import run_logged
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) >= 3 and args[0] == "unpack":
-        run_logged(args[3] if len(args) > 3 else None, lambda: unpack(Path(args[1]), Path(args[2])))
+    if len(args) >= 5 and args[0] == "unpack":
+        run_logged(args[5] if len(args) > 5 else None,
+                   lambda: unpack(Path(args[1]), Path(args[2]), float(args[3]), int(args[4])))
         return 0
     if len(args) >= 5 and args[0] == "make":
         import json

@@ -10,7 +10,7 @@ import jsonschema
 import yaml
 
 from .catalogue import SPECS
-from .errors import UserError
+from .errors import UserError, one_line
 from .kernels import KernelError, KernelInfo, read_kernel_files
 from .machine import machine_label
 
@@ -87,6 +87,10 @@ def key_path(parts) -> str:
 
 
 def describe_error(error: jsonschema.ValidationError) -> str:
+    return one_line(_describe_error(error), 500)
+
+
+def _describe_error(error: jsonschema.ValidationError) -> str:
     where = key_path(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = ", ".join(sorted(error.schema.get("properties", {})))
@@ -98,8 +102,11 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     return f"config key {where}: {error.message}"
 
 
-def validate(config: dict, schema: dict | None = None) -> dict:
-    """Return a validated copy of `config` with defaults filled in; raise ConfigError."""
+def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = True) -> dict:
+    """Return a validated copy of `config` with defaults filled in; raise ConfigError.
+
+    `read_kernels=False` for a config from elsewhere: its kernel files are paths on another
+    machine, never read here, so the checks that need them are left out."""
     schema = schema or load_schema()
     if config is None:
         config = {}
@@ -116,11 +123,46 @@ def validate(config: dict, schema: dict | None = None) -> dict:
             f"config key measure.max_samples: {measure['max_samples']} is below "
             f"measure.min_samples ({measure['min_samples']})"
         )
+    if not read_kernels:
+        return data
     kernels = kernel_infos(data)
     _check_op_names(data["grid"], kernels)
     _check_compiled(data["grid"], kernels)
     _check_sizes(data["grid"], kernels)
     return data
+
+
+MAX_FOREIGN_CONFIG_BYTES = 2**20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without aliases: a few hundred bytes of nested aliases expand into gigabytes."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"alias *{event.anchor} (aliases are refused here)",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_foreign_config(path: Path, what: str) -> dict:
+    """A config written on another machine (a bundle's config.yaml), bounded, without
+    aliases or tags, and validated; every error is one line naming the file as `what`."""
+    size = path.stat().st_size
+    if size > MAX_FOREIGN_CONFIG_BYTES:
+        raise ConfigError(f"{path} ({what}): {size} bytes, over the {MAX_FOREIGN_CONFIG_BYTES} a config may hold")
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_NoAliasLoader)
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path} ({what}): not a config this pipeline reads ({problem}{at})") from None
+    try:
+        return validate(data, read_kernels=False)
+    except ConfigError as error:
+        raise ConfigError(f"{path} ({what}): {error}") from None
 
 
 def kernel_infos(config: dict) -> dict[str, KernelInfo]:

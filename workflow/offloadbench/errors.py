@@ -3,3 +3,12 @@
 
 class UserError(ValueError):
     """Base of every error whose message alone tells the user what to change."""
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Text from data as part of a one-line message: whitespace runs become one space, and
+    a long value is cut (a schema error quotes the value, which may be huge)."""
+    import re
+
+    flat = re.sub(r"\s+", " ", str(text)).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

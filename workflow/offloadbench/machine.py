@@ -6,6 +6,14 @@ from __future__ import annotations
 import re
 import socket
 
+# What a machine label may be: it names a folder, a Snakemake wildcard and a figure's legend.
+LABEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+LABEL_RULE = "a label starts with a letter or digit and holds only letters, digits, '_', '.' and '-'"
+
+
+def is_label(text: str) -> bool:
+    return re.fullmatch(LABEL_PATTERN, text) is not None and len(text) <= 100
+
 
 def machine_label(hostname: str | None = None) -> str:
     """The `auto` machine label: the short hostname, lower-cased, safe as a folder name."""

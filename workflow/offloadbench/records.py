@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from .cells import Cell
-from .errors import UserError
+from .errors import UserError, one_line
+from .layout import round_relpath
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -24,6 +26,15 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 CELL_SCHEMA = SCHEMAS / "record.schema.yaml"
 TRANSFER_SCHEMA = SCHEMAS / "transfer.schema.yaml"
 ROOFS_SCHEMA = SCHEMAS / "roofs.schema.yaml"
+ENVIRONMENT_SCHEMA = SCHEMAS / "environment.schema.yaml"
+ROUND_SCHEMA = SCHEMAS / "round.schema.yaml"
+# Bounds on what a file from elsewhere may hold, so that reading it costs bounded time and
+# memory. The largest record this pipeline writes (max_samples at its ceiling, five phases)
+# is about 12 MB of JSON.
+MAX_JSON_BYTES = 64 * 2**20
+MAX_SAMPLES_CEILING = 100_000  # the config schema's maximum of measure.max_samples
+# perf_counter_ns counts nanoseconds: a per-call time below that was never measured.
+TIMER_RESOLUTION_S = 1e-9
 FAILED = ("oom", "error", "timeout")
 # Measure settings that change what a record holds; the others (processes, timeout_s) do not.
 MEASUREMENT_KEYS = (
@@ -137,48 +148,125 @@ def _errors(record: dict, schema_path: Path) -> list[str]:
     found = sorted(_validator(schema_path).iter_errors(_json_safe(record)), key=lambda e: list(map(str, e.absolute_path)))
     messages = []
     for error in found:
-        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        messages.append(f"at {where}: {error.message}")
+        where = one_line(".".join(str(p) for p in error.absolute_path), 120) or "(top level)"
+        messages.append(f"at {where}: {one_line(error.message)}")
     return messages
 
 
-def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA) -> dict:
+def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA, after: str = "") -> dict:
     errors = _errors(record, schema_path)
     if errors:
-        raise MalformedRecord(f"{source}: malformed record {errors[0]}")
+        raise MalformedRecord(f"{source}: malformed record {errors[0]}{after}")
     return record
 
 
-def read_json(path: str | os.PathLike) -> dict:
-    """Read a JSON object; raise MalformedRecord naming the file and how to recover."""
+def _sample_lists(record: dict):
+    """(where, samples) of every timed region of a cell record."""
+    yield "samples_s", record.get("samples_s") or []
+    for name, phase in (record.get("phases") or {}).items():
+        yield f"phases.{name}.samples_s", phase.get("samples_s") or []
+
+
+def check_cell_content(record: dict, source: str, after: str = "") -> dict:
+    """What a schema cannot say about a cell record: sample counts within the record's own
+    max_samples, no sample below the timer's resolution, and no "ok" with a failed check
+    (returned as an error record: a fast wrong answer is never a speedup)."""
+    limit = min(int((record.get("settings") or {}).get("max_samples") or MAX_SAMPLES_CEILING), MAX_SAMPLES_CEILING)
+    for where, samples in _sample_lists(record):
+        if len(samples) > limit:
+            raise MalformedRecord(f"{source}: {where} holds {len(samples)} samples, over its max_samples of {limit}{after}")
+        low = min(samples, default=TIMER_RESOLUTION_S)
+        if low < TIMER_RESOLUTION_S:
+            raise MalformedRecord(
+                f"{source}: {where} holds a sample of {low:.3g} s, below the timer's resolution of 1 ns{after}")
+    check = record.get("check") or {}
+    rel_err, tol = check.get("rel_err"), check.get("tolerance")
+    failed = check.get("passed") is False or (rel_err is not None and tol is not None and rel_err > tol)
+    if record["status"] == "ok" and failed:
+        return {**record, "status": "error",
+                "reason": f"the record says ok, but its result failed the correctness check "
+                          f"(relative error {rel_err:.3g} over the tolerance {tol:.3g})"
+                          if rel_err is not None and tol is not None else
+                          "the record says ok, but its result failed the correctness check"}
+    return record
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows (this pipeline stores it as null)")
+
+
+def recovery_hint(path: str | os.PathLike) -> str:
+    """The whole way back from a bad cell record of a results folder: delete it with its
+    round's record, so that the next run measures that round's missing cells and nothing else."""
     path = Path(path)
+    parts = path.parts
+    if "raw" in parts and re.fullmatch(r"p\d+\.json", path.name):
+        raw = Path(*parts[: len(parts) - parts[::-1].index("raw")])
+        manifest = raw / round_relpath(int(path.stem[1:]))
+        if path.parent.parent.parent == raw and manifest.exists():
+            return f"; delete it and {manifest}, then run again: that round measures only what is missing"
+    return "; delete it and run again to measure it anew"
+
+
+def read_json(path: str | os.PathLike, hint: bool = True) -> dict:
+    """Read a JSON object of bounded size; raise MalformedRecord naming the file and, for
+    a cell record, the whole way back (`hint`)."""
+    path = Path(path)
+    after = recovery_hint(path) if hint else ""
     try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise MalformedRecord(f"{path}: {size / 2**20:.0f} MiB, over the {MAX_JSON_BYTES // 2**20} MiB a record may hold{after}")
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = json.load(handle, parse_constant=_refuse_constant)
+    except MalformedRecord:
+        raise
     except json.JSONDecodeError as error:
-        raise MalformedRecord(
-            f"{path}: not valid JSON ({error.msg} at line {error.lineno}); delete it and run again to measure it anew"
-        ) from None
+        raise MalformedRecord(f"{path}: not valid JSON ({error.msg} at line {error.lineno}){after}") from None
+    except (ValueError, RecursionError) as error:  # NaN, Infinity, bad UTF-8, absurd nesting
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error).splitlines()[0][:200]
+        raise MalformedRecord(f"{path}: not valid JSON ({reason}){after}") from None
     except OSError as error:
         raise MalformedRecord(f"{path}: cannot be read ({error.strerror})") from None
     if not isinstance(data, dict):
-        raise MalformedRecord(f"{path}: malformed record: expected an object")
+        raise MalformedRecord(f"{path}: malformed record: expected an object{after}")
     return data
 
 
 def load_record(path: str | os.PathLike, schema_path: Path = CELL_SCHEMA) -> dict:
     """Read and validate one raw record; version 1 cell records become process 1 of 1."""
-    record = read_json(path)
+    record = read_json(path, hint=schema_path == CELL_SCHEMA)
+    after = recovery_hint(path) if schema_path == CELL_SCHEMA else ""
     version = record.get("schema_version")
     if version not in READABLE_VERSIONS:
         raise MalformedRecord(
             f"{path}: record format version {version!r} is not one this version reads "
             f"({', '.join(map(str, READABLE_VERSIONS))}); measure it again or use the matching offloadbench"
         )
-    validate_record(record, str(path), schema_path)
-    if schema_path == CELL_SCHEMA and version == 1:
+    validate_record(record, str(path), schema_path, after)
+    if schema_path != CELL_SCHEMA:
+        return record
+    record = check_cell_content(record, str(path), after)
+    if version == 1:
         record = {**record, "process": {"round": 1, "rounds": 1, "format": "version 1: one process per cell"}}
     return record
+
+
+def load_document(path: str | os.PathLike, schema_path: Path, what: str) -> dict:
+    """Read and validate a machine-level file (environment.json, a round's record)."""
+    data = read_json(path, hint=False)
+    errors = _errors(data, schema_path)
+    if errors:
+        raise MalformedRecord(f"{path}: malformed {what} {errors[0]}")
+    return data
+
+
+def load_environment(path: str | os.PathLike) -> dict:
+    return load_document(path, ENVIRONMENT_SCHEMA, "environment.json")
+
+
+def load_round(path: str | os.PathLike) -> dict:
+    return load_document(path, ROUND_SCHEMA, "round record")
 
 
 def check_record_path(path: str | os.PathLike, record: dict) -> Cell:

@@ -30,6 +30,9 @@ from statistics import NormalDist
 import numpy as np
 
 _EXACT_BINOMIAL_UP_TO = 400
+# Indices drawn at once by the bootstrap: 2**22 of them (32 MiB, plus as much for the
+# values they pick) whatever a record's sample count, so a huge record cannot exhaust memory.
+BOOTSTRAP_BLOCK_ELEMENTS = 2**22
 WITHIN_ONLY = "within-process only"
 ACROSS_PROCESSES = "across processes"
 
@@ -123,8 +126,12 @@ def draws(groups: Sequence[Sequence[float]], resamples: int, seed: int) -> Draws
     rng = np.random.default_rng(seed)
     medians = np.empty((len(groups), resamples))
     for p, samples in enumerate(groups):
-        idx = rng.integers(0, samples.size, size=(resamples, samples.size))
-        medians[p] = np.median(samples[idx], axis=1)
+        # Resample in blocks, so memory stays under a fixed cap whatever the sample count.
+        block = max(1, BOOTSTRAP_BLOCK_ELEMENTS // samples.size)
+        for start in range(0, resamples, block):
+            stop = min(resamples, start + block)
+            idx = rng.integers(0, samples.size, size=(stop - start, samples.size))
+            medians[p, start:stop] = np.median(samples[idx], axis=1)
     logs = np.log(medians)
     centre = float(np.mean(np.log([np.median(g) for g in groups])))
     within_dof = float(sum(g.size - 1 for g in groups)) or 1.0

@@ -17,9 +17,10 @@ shell.prefix(
 )
 
 from offloadbench import grid
-from offloadbench.bundles import BundleError, resolve_sources
+from offloadbench.bundles import BundleError, content_digest, resolve_sources
 from offloadbench.cluster import EXCLUSIVE, ClusterError, node_types, round_minutes
 from offloadbench.config import ConfigError, kernel_infos, resolve_machine, validate
+from offloadbench.machine import LABEL_PATTERN
 from offloadbench.layout import (
     COMPARE_FIGURE_NAMES,
     FIGURE_NAMES,
@@ -67,10 +68,10 @@ COMPARISON = f"{RESULTS}/compare/{'-vs-'.join(s.label for s in COMPARED)}"
 
 
 wildcard_constraints:
-    machine=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    machine=LABEL_PATTERN,
     round=r"\d+",
     figure="|".join(FIGURE_NAMES),
-    source=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    source=LABEL_PATTERN,
 
 
 # Each round's own record. The cells' records are not declared outputs: thousands of them

@@ -13,8 +13,12 @@ rule unbundle:
         "../envs/analysis.yaml"
     params:
         folder=f"{RESULTS}/sources/{{source}}",
+        max_mb=config["bundle_limits"]["max_unpacked_mb"],
+        max_members=config["bundle_limits"]["max_members"],
+        # Unpacked again when the bundle's content changes, whatever its mtime.
+        sha256=lambda wildcards: content_digest(BUNDLED[wildcards.source]),
     shell:
-        "python -m offloadbench.bundles unpack {input:q} {params.folder:q} {log:q}"
+        "python -m offloadbench.bundles unpack {input:q} {params.folder:q} {params.max_mb} {params.max_members} {log:q}"
 
 
 if len(COMPARED) >= 2:

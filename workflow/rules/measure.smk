@@ -81,10 +81,11 @@ if config["roofs"]["devices"]:
             settings=as_json(config["roofs"]),
             grid=as_json(config["grid"]),
             folder=f"{OUT}/raw/roofs",
+            lock_timeout_s=config["measure"]["lock_timeout_s"],
         shell:
             "python -m offloadbench.jobs.calibrate --devices {params.devices} --machine {wildcards.machine}"
             " --settings {params.settings:q} --grid {params.grid:q} --environment {input.environment:q}"
-            " --out-dir {params.folder:q} --log {log:q}"
+            " --out-dir {params.folder:q} --lock-timeout-s {params.lock_timeout_s} --log {log:q}"
 
 
 if config["transfer"]["devices"]:
@@ -112,7 +113,8 @@ if config["transfer"]["devices"]:
             devices=",".join(config["transfer"]["devices"]),
             settings=as_json(config["transfer"]),
             folder=f"{OUT}/raw/transfer",
+            lock_timeout_s=config["measure"]["lock_timeout_s"],
         shell:
             "python -m offloadbench.jobs.sweep --devices {params.devices} --machine {wildcards.machine}"
             " --settings {params.settings:q} --environment {input.environment:q}"
-            " --out-dir {params.folder:q} --log {log:q}"
+            " --out-dir {params.folder:q} --lock-timeout-s {params.lock_timeout_s} --log {log:q}"

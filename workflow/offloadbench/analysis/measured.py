@@ -190,9 +190,16 @@ def load_cells(paths, environment: dict | None = None, analysis: Analysis = Anal
     hardware by file name; group them by cell, processes in round order."""
     expected = (environment or {}).get("fingerprint")
     records = []
+    seen: dict[tuple[Cell, int], Path] = {}
     for path in map(Path, paths):
         record = load_record(path)
-        check_record_path(path, record)
+        cell = check_record_path(path, record)
+        earlier = seen.setdefault((cell, record["process"]["round"]), path)
+        if earlier != path:
+            raise MalformedRecord(
+                f"{path}: holds the same cell and process (round {record['process']['round']}) as {earlier}; "
+                "one measurement counts once: delete one of them"
+            )
         different = mismatch(expected, (record.get("provenance") or {}).get("fingerprint"))
         if different:
             raise MalformedRecord(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import UserError
-from ..layout import NOT_CELL_DIRS
-from ..records import MalformedRecord, read_json
+from ..layout import NOT_CELL_DIRS, ROUNDS_DIR
+from ..records import MalformedRecord, load_environment, load_round
 from .measured import Analysis, MeasuredCell, load_cells
 from .tables import build_tables_of
 
@@ -40,7 +40,14 @@ class Source:
         if not path.is_file():
             raise SourceError(f"{self.folder}: no environment.json here, so these are no offloadbench results")
         try:
-            return read_json(path)
+            return load_environment(path)
+        except MalformedRecord as error:
+            raise SourceError(str(error)) from None
+
+    def rounds(self) -> list[dict]:
+        """The rounds' own records (raw/rounds/p<k>.json), validated."""
+        try:
+            return [load_round(p) for p in sorted((self.raw / ROUNDS_DIR).glob("p*.json"))]
         except MalformedRecord as error:
             raise SourceError(str(error)) from None
 

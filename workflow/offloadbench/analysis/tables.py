@@ -16,7 +16,7 @@ import pandas as pd
 from ..catalogue import SPECS
 from ..cells import ALL_THREADS, CELL_COLUMNS, EAGER, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
-from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_record, read_json
+from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_environment, load_record
 from ..stats import Interval, median_and_ci, seed_for
 from .breakeven import break_even
 from .compile_cost import amortization, compile_interval
@@ -361,7 +361,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
 
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
                  outputs: dict[str, str]) -> None:
-    cells = load_cells(record_paths, read_json(environment_path), analysis)
+    cells = load_cells(record_paths, load_environment(environment_path), analysis)
     tables = build_tables_of(cells, transfer_paths, roof_paths, machine, analysis)
     for name, path in outputs.items():
         tables[name].to_csv(path, index=False)
@@ -372,9 +372,31 @@ TEXT_COLUMNS = {"threads": str, "mode": str, "variant": str, "family": str, "amo
                 "ci_scope": str, "host": str, "slurm_job_id": str}
 
 
+# The columns a reader of each table relies on; a table without them is refused by name.
+REQUIRED_COLUMNS = {
+    "timings": ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "median_s"],
+    "speedups": ["machine", "op", "library", "device", "dtype", "size", "threads", "speedup"],
+    "thread_scaling": ["machine", "op", "library", "dtype", "size", "threads", "scaling"],
+    "transfer": ["device", "status"],
+    "roofs": ["device", "status"],
+}
+
+
+def read_table(name: str, path: str) -> pd.DataFrame:
+    """Read one CSV table back, keeping thread labels and reasons as text; one line names
+    the file when it cannot be parsed or lacks a column its readers need."""
+    try:
+        frame = pd.read_csv(path, dtype=TEXT_COLUMNS, keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
+    except (OSError, ValueError, pd.errors.ParserError) as error:
+        raise MalformedRecord(f"{path}: not a readable {name} table ({str(error).splitlines()[0][:200]})") from None
+    missing = [c for c in REQUIRED_COLUMNS.get(name, []) if c not in frame.columns]
+    if missing and len(frame.columns):
+        raise MalformedRecord(f"{path}: the {name} table lacks the column {missing[0]!r}; aggregate again")
+    return frame
+
+
 def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
-    """Read the named CSV tables back, keeping thread labels and reasons as text."""
-    return {
-        name: pd.read_csv(path, dtype=TEXT_COLUMNS, keep_default_na=False, na_values=[""])
-        for name, path in paths.items()
-    }
+    """Read the named CSV tables back (see read_table)."""
+    return {name: read_table(name, path) for name, path in paths.items()}

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..logs import stderr_to_log
+from ..logs import stderr_to_log, tell
 from ..records import SCHEMA_VERSION, validate_record, write_json_atomic
-from .lock import host_lock
+from .lock import DEFAULT_TIMEOUT_S, LockError, host_lock
 
 
 def parse_args(description: str, section: str, argv: list[str], grid: bool = False) -> argparse.Namespace:
@@ -23,6 +23,8 @@ def parse_args(description: str, section: str, argv: list[str], grid: bool = Fal
     parser.add_argument("--environment", help="environment.json: a device it records as absent is skipped at once")
     parser.add_argument("--out-dir", required=True, help="one <device>.json per device goes here")
     parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
+    parser.add_argument("--lock-timeout-s", type=float, default=DEFAULT_TIMEOUT_S,
+                        help="most seconds to wait for the host's benchmark lock (measure.lock_timeout_s)")
     return parser.parse_args(argv)
 
 
@@ -51,10 +53,16 @@ def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str
 
 def run_devices(args: argparse.Namespace, record_of: Callable[[argparse.Namespace, str, float], dict]) -> int:
     """One record per device, all under one hold of the host lock; skipped points are said on stderr."""
-    with stderr_to_log(args.log), host_lock() as waited:
-        for device in args.devices.split(","):
-            record = record_of(args, device, waited)
-            write_json_atomic(Path(args.out_dir) / f"{device}.json", record)
-            for reason in sorted({p["reason"] for p in record["points"] if p["status"] == "skipped"}):
-                print(f"{record['kind']} {device}: skipped: {reason}", file=sys.stderr)
+    with stderr_to_log(args.log) as terminal:
+        try:
+            with host_lock(label=f"{args.machine}, {Path(args.out_dir).name}", timeout_s=args.lock_timeout_s,
+                           say=lambda line: tell(terminal, line)) as waited:
+                for device in args.devices.split(","):
+                    record = record_of(args, device, waited)
+                    write_json_atomic(Path(args.out_dir) / f"{device}.json", record)
+                    for reason in sorted({p["reason"] for p in record["points"] if p["status"] == "skipped"}):
+                        print(f"{record['kind']} {device}: skipped: {reason}", file=sys.stderr)
+        except LockError as error:
+            tell(terminal, f"error: {error}")
+            return 1
     return 0

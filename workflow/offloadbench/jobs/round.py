@@ -51,7 +51,7 @@ from ..records import (
     write_json_atomic,
 )
 from ..units import fmt_duration
-from .lock import host_lock
+from .lock import DEFAULT_TIMEOUT_S, host_lock
 from .worker import EXIT_REFUSED, worker_threads
 
 SETTLE_S = 0.1  # between workers: lets the last one's BLAS/OpenMP threads stop spinning
@@ -216,7 +216,9 @@ class Round:
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
         if self.todo:
-            with host_lock() as lock_wait:
+            with host_lock(label=f"{self.args.machine}, round {self.args.round}",
+                           timeout_s=float(self.settings.get("lock_timeout_s", DEFAULT_TIMEOUT_S)),
+                           say=lambda line: tell(self.terminal, line)) as lock_wait:
                 before = system.snapshot()
                 self.began = self.last_report = time.monotonic()
                 try:

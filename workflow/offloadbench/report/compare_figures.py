@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 
 import matplotlib.pyplot as plt
@@ -23,6 +24,7 @@ from ..cells import dtype_sort_key, thread_sort_key
 from ..layout import COMPARE_FIGURE_NAMES
 from ..units import format_bytes
 from .captions import size_label
+from .escape import literal_frame
 from .figures import (
     MARKERS,
     PANEL_ASPECT,
@@ -464,5 +466,11 @@ assert tuple(COMPARE_FIGURES) == COMPARE_FIGURE_NAMES, "comparison figures and l
 
 
 def draw_comparison_figure(name: str, comparison: Comparison, pdf_path: str, png_path: str) -> None:
-    """Draw one comparison figure and save it as vector PDF and 300-dpi PNG."""
+    """Draw one comparison figure and save it as vector PDF and 300-dpi PNG; text from data is drawn literally."""
+    comparison = replace(
+        comparison,
+        comparison=literal_frame(comparison.comparison),
+        tables={label: {key: literal_frame(frame) for key, frame in tables.items()}
+                for label, tables in comparison.tables.items()},
+    )
     save_figure(lambda: COMPARE_FIGURES[name](comparison), pdf_path, png_path)

@@ -4,12 +4,16 @@ their provenance, and, for two runs of one machine, how well they reproduce."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from ..analysis.compare import Comparison, reproducibility, verdict_tally
 from ..cells import Cell, thread_sort_key
+from ..layout import COMPARE_FIGURE_NAMES
 from ..units import fmt_time
 from .captions import COMPARE_CAPTIONS
+from .escape import md_data, md_frame
 from .findings import finite, threads_text, variant_of
 from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
@@ -143,7 +147,21 @@ def cells_table(table: pd.DataFrame) -> str:
     return markdown_table(frame)
 
 
+def escaped(comparison: Comparison) -> Comparison:
+    """The comparison with every string from data made literal Markdown (escape.md_text);
+    the labels need not be, as the label rule lets no Markdown special into them."""
+    return replace(
+        comparison,
+        comparison=md_frame(comparison.comparison),
+        provenance=md_frame(comparison.provenance),
+        tables={label: {name: md_frame(frame) for name, frame in tables.items()}
+                for label, tables in comparison.tables.items()},
+        environments={label: md_data(env) for label, env in comparison.environments.items()},
+    )
+
+
 def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
+    comparison = escaped(comparison)
     title = " vs ".join(comparison.labels)
     lines = [
         f"# {title}", "",
@@ -164,5 +182,5 @@ def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
 
 
 def write_comparison_report(comparison: Comparison, md_path: str, html_path: str) -> None:
-    write_page(build_markdown(comparison), md_path, html_path, " vs ".join(comparison.labels))
+    write_page(build_markdown(comparison), md_path, html_path, " vs ".join(comparison.labels), COMPARE_FIGURE_NAMES)
 

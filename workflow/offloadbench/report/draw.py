@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from ..layout import FIGURE_NAMES
+from .escape import literal, literal_frame
 from .figures import (
     bandwidth_figure,
     copy_cost_figure,
@@ -32,5 +33,6 @@ assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree
 
 
 def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str) -> None:
-    """Draw one figure and save it as vector PDF and 300-dpi PNG."""
-    save_figure(lambda: FIGURES[name](tables, machine), pdf_path, png_path)
+    """Draw one figure and save it as vector PDF and 300-dpi PNG; text from data is drawn literally."""
+    tables = {key: literal_frame(frame) for key, frame in tables.items()}
+    save_figure(lambda: FIGURES[name](tables, literal(machine)), pdf_path, png_path)

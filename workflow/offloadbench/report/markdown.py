@@ -6,9 +6,7 @@ self-contained HTML file with the figures embedded.
 
 from __future__ import annotations
 
-import base64
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +17,7 @@ from ..units import fmt_time, format_bytes
 from .captions import CAPTIONS
 from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section
+from .escape import md_data, md_frame, safe_html
 from .findings import (
     finite,
     gpu_findings,
@@ -43,6 +42,11 @@ class Inputs:
 
     def table(self, name: str) -> pd.DataFrame:
         return self.tables.get(name, pd.DataFrame())
+
+    def escaped(self) -> Inputs:
+        """The same inputs with every string from data made literal Markdown (escape.md_text)."""
+        return replace(self, environment=md_data(self.environment), rounds=md_data(self.rounds),
+                       tables={name: md_frame(frame) for name, frame in self.tables.items()})
 
     @property
     def timings(self) -> pd.DataFrame:
@@ -155,7 +159,21 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body])
 
 
-def method_section(settings: dict) -> list[str]:
+def processes_held(timings: pd.DataFrame) -> str:
+    """How many processes the records hold per measured cell, as a phrase: what the data
+    are, whatever the current config asks for."""
+    ok = timings[timings["status"] == "ok"] if "processes" in timings else timings.iloc[0:0]
+    counts = ok["processes"].dropna().astype(int).value_counts().sort_index(ascending=False)
+    if counts.empty:
+        return "no cell was measured"
+    if len(counts) == 1:
+        p = int(counts.index[0])
+        return f"each measured cell was measured in {'one process' if p == 1 else f'{p} independent processes'}"
+    parts = [f"{n} cells in {p} process{'es' if p != 1 else ''}" for p, n in counts.items()]
+    return "the records hold " + ", ".join(parts)
+
+
+def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
     m, a = settings["measure"], settings["analysis"]
     memory = (
         "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
@@ -163,7 +181,7 @@ def method_section(settings: dict) -> list[str]:
         if m["pinned_memory"] else "pageable. "
     )
     measuring = (
-        f"Each cell is measured in {m['processes']} independent processes: the run goes in {m['processes']} rounds, "
+        f"As the records show, {processes_held(timings)}. The run goes in rounds, "
         "and every round measures every cell once, in fresh worker processes (one per library, device and thread "
         "count), alone on the machine (a host-wide lock). Within a round, the variants that are compared with each "
         "other (NumPy and PyTorch at the same threads; GPUs and NumPy on all cores) take adjacent turns, in an order "
@@ -198,6 +216,7 @@ def method_section(settings: dict) -> list[str]:
 
 
 def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
+    inputs = inputs.escaped()
     t, s = inputs.timings, inputs.speedups
     findings = speedup_findings(s) + gpu_findings(t, s) + scaling_findings(inputs.thread_scaling) + stability_findings(t)
     lines = [
@@ -236,40 +255,17 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     lines += status_section(t)
     lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
     lines += ["## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]
-    lines += method_section(inputs.settings)
+    lines += method_section(inputs.settings, t)
     return "\n".join(lines)
 
 
-HTML_STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.5;color:#222}
-table{border-collapse:collapse;font-size:.85em;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
-th{background:#f3f3f3}img{max-width:100%}blockquote{border-left:4px solid #ccc;margin:0;padding:0 1em;color:#555}
-code{background:#f5f5f5;padding:0 .2em}
-"""
-
-
-def to_html(markdown_text: str, base_dir: Path, title: str) -> str:
-    """Render the Markdown to one self-contained page, figures embedded as data URIs."""
-    import markdown
-
-    body = markdown.markdown(markdown_text, extensions=["tables", "sane_lists"])
-
-    def embed(match: re.Match) -> str:
-        src = match.group(1)
-        path = base_dir / src
-        if not path.exists():
-            return match.group(0)
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'src="data:image/png;base64,{data}"'
-
-    body = re.sub(r'src="([^"]+\.png)"', embed, body)
-    return f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{HTML_STYLE}</style></head><body>\n{body}\n</body></html>\n"
-
-
-def write_page(text: str, md_path: str, html_path: str, title: str) -> None:
-    """A report as Markdown, and as HTML with its figures embedded."""
+def write_page(text: str, md_path: str, html_path: str, title: str, figures: tuple[str, ...]) -> None:
+    """A report as Markdown, and as HTML with its figures embedded: only `figures`, the
+    names of the figures this run drew beside it under figures/."""
     Path(md_path).write_text(text, encoding="utf-8")
-    Path(html_path).write_text(to_html(text, Path(md_path).parent, f"offloadbench — {title}"), encoding="utf-8")
+    out = Path(md_path).parent
+    embedded = {f"figures/{name}.png": out / "figures" / f"{name}.png" for name in figures}
+    Path(html_path).write_text(safe_html(text, embedded, f"offloadbench — {title}"), encoding="utf-8")
 
 
 def figure_lines(captions: dict[str, str], figure_dir: str) -> list[str]:
@@ -281,19 +277,15 @@ def figure_lines(captions: dict[str, str], figure_dir: str) -> list[str]:
 
 
 def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
-    write_page(build_markdown(inputs), md_path, html_path, inputs.machine)
+    write_page(build_markdown(inputs), md_path, html_path, inputs.machine, FIGURE_NAMES)
 
 
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:
     """Read the tables, environment.json and round records named by `paths` (an object with
     attributes, as Snakemake's input)."""
-    import json
-
     from ..analysis.tables import read_tables
-
-    def read(path):
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+    from ..records import load_environment, load_round
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
-    return Inputs(machine, read(paths.environment), tables, settings, [read(p) for p in getattr(paths, "rounds", [])])
+    return Inputs(machine, load_environment(paths.environment), tables, settings,
+                  [load_round(p) for p in getattr(paths, "rounds", [])])

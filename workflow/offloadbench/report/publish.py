@@ -4,15 +4,12 @@ raw records (a bundle from a cluster node, the shipped H200 example)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import yaml
 
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
-from ..config import validate
+from ..config import load_foreign_config, validate
 from ..layout import FIGURE_NAMES, TABLES
 from .compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .comparison import write_comparison_report
@@ -37,7 +34,7 @@ def write_comparison(sources: list[Source], analysis: Analysis, min_effect: floa
 def run_settings(source: Source) -> dict:
     """The config a bundle was measured with (its config.yaml), else the defaults."""
     path = source.folder / "config.yaml"
-    return validate(yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {})
+    return load_foreign_config(path, "the bundle's config.yaml") if path.is_file() else validate({})
 
 
 def render(source: Source, analysis: Analysis, out_dir: str) -> None:
@@ -50,6 +47,5 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     for name in FIGURE_NAMES:
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
     write_latex(tables, out, source.label)
-    rounds = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((source.raw / "rounds").glob("p*.json"))]
-    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), rounds)
+    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds())
     write_report(inputs, str(out / "report.md"), str(out / "report.html"))
