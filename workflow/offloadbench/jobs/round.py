@@ -185,9 +185,12 @@ class Round:
         return record["status"]
 
     def kernel_edited(self, record: dict) -> bool:
-        """A user kernel's file changed since the record was taken: measure it anew."""
+        """A user kernel's file changed since the record was taken: measure it anew. A cell
+        skipped for its device never ran the kernel, so its edits do not matter."""
         info = self.kernels.get(record["cell"]["op"])
-        return info is not None and (record.get("op_info") or {}).get("sha256") != info.sha256
+        if info is None or record["status"] == "skipped":
+            return False
+        return (record.get("op_info") or {}).get("sha256") != info.sha256
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
