@@ -46,6 +46,19 @@ JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4)
                                                      st.dictionaries(TEXT, inner, max_size=4)), max_leaves=12)
 
 
+def read_fuzzed(reader, name: str, document, draw):
+    """`reader` applied to the document written as file `name`: what it returns, or None
+    after checking that its refusal is one line naming the file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(raw_text(document, draw))
+        try:
+            return reader(path)
+        except UserError as error:
+            one_line_naming(error, path)
+            return None
+
+
 def one_line_naming(error: UserError, path: Path) -> None:
     text = str(error)
     assert "\n" not in text, text
@@ -119,15 +132,9 @@ ENVIRONMENT = {"hostname": "h", "cpu_model": "c", "logical_cores": 4, "usable_co
 @fuzz(500)
 @given(st.data())
 def test_fuzzed_environments_validate_or_fail_in_one_line_and_render_inert(data):
-    document = mutate(ENVIRONMENT, data.draw)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "environment.json"
-        path.write_text(raw_text(document, data.draw))
-        try:
-            env = load_environment(path)
-        except UserError as error:
-            one_line_naming(error, path)
-            return
+    env = read_fuzzed(load_environment, "environment.json", mutate(ENVIRONMENT, data.draw), data.draw)
+    if env is None:
+        return
     lines = machine_section(md_data(env), "m")
     provenance_diff({"a": ENVIRONMENT, "b": env}, {"a": [], "b": []})
     assert_inert(safe_html("\n".join(lines), {}, "t"))
@@ -140,15 +147,10 @@ ROUND = {"kind": "round", "round": 1, "rounds": 3, "measured_now": 4, "estimated
 @fuzz(350)
 @given(st.data())
 def test_fuzzed_round_records_validate_or_fail_in_one_line(data):
-    document = mutate(ROUND, data.draw)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "p1.json"
-        path.write_text(raw_text(document, data.draw))
-        try:
-            rounds = [load_round(path)]
-        except UserError as error:
-            one_line_naming(error, path)
-            return
+    record = read_fuzzed(load_round, "p1.json", mutate(ROUND, data.draw), data.draw)
+    if record is None:
+        return
+    rounds = [record]
     timings = pd.DataFrame(columns=["status", "processes", "ci_scope", "shares_cores"])
     assert_inert(safe_html("\n".join(conditions_section(md_data(ENVIRONMENT), md_data(rounds), timings)), {}, "t"))
 

@@ -43,15 +43,20 @@ def md_data(value):
     return value
 
 
-def md_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A table with every text cell through md_text (numbers and missing values unchanged)."""
+def _map_text(frame: pd.DataFrame, change) -> pd.DataFrame:
+    """A copy of `frame` with `change` applied to every text cell (numbers and missing values unchanged)."""
     if frame is None or frame.empty:
         return frame
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(lambda v: md_text(v) if isinstance(v, str) else v)
+            out[column] = out[column].map(lambda v: change(v) if isinstance(v, str) else v)
     return out
+
+
+def md_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table with every text cell through md_text."""
+    return _map_text(frame, md_text)
 
 
 def literal(text) -> str:
@@ -61,13 +66,7 @@ def literal(text) -> str:
 
 def literal_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A table whose text cells are drawn literally (see `literal`)."""
-    if frame is None or frame.empty:
-        return frame
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(lambda v: literal(v) if isinstance(v, str) and "$" in v else v)
-    return out
+    return _map_text(frame, literal)
 
 
 _SAFE_LINK = re.compile(r"^(https?://|#)", re.IGNORECASE)
