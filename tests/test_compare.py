@@ -10,11 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import FINGERPRINT, assert_real_figure, make_processes
-from offloadbench.analysis.compare import compare, verdict
+from offloadbench.analysis.compare import compare
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source, SourceError
 from offloadbench.bundles import BundleError, make_bundle, resolve_sources, unpack
 from offloadbench.layout import TABLES
+from offloadbench.verdicts import time_ratio_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "tests" / "data" / "h200"
@@ -39,10 +40,11 @@ def write_machine(folder: Path, medians: dict[int, float], spread=0.0, env=None,
 @pytest.mark.parametrize(
     "lo, hi, ratio, expected",
     [(0.30, 0.34, 0.32, "faster"), (2.9, 3.1, 3.0, "slower"), (0.98, 1.03, 1.0, "same"),
-     (0.90, 1.12, 1.0, "ambiguous"), (0.97, 0.99, 0.98, "same"), (0.93, 0.99, 0.96, "ambiguous"), (float("nan"), 1.0, 1.0, "ambiguous")],
+     (0.90, 1.12, 1.0, "undecided"), (0.97, 0.99, 0.98, "same"), (0.93, 0.99, 0.96, "undecided"),
+     (float("nan"), 1.0, 1.0, "undecided")],
 )
 def test_verdicts_use_the_ci_and_the_minimum_effect(lo, hi, ratio, expected):
-    assert verdict(lo, hi, ratio, 0.05) == expected
+    assert time_ratio_verdict(lo, hi, ratio, 0.05) == expected
 
 
 def test_known_ratios_get_their_verdicts(tmp_path):
@@ -60,7 +62,7 @@ def test_known_ratios_get_their_verdicts(tmp_path):
     assert result.same_hardware == []
 
 
-def test_an_unstable_side_gets_no_verdict(tmp_path):
+def test_an_unstable_side_is_undecided(tmp_path):
     a = write_machine(tmp_path / "a", {64: 1e-3})
     b = write_machine(tmp_path / "b", {64: 2e-3}, seed=9)
     victim = next((tmp_path / "b" / "raw").rglob("p1.json"))
@@ -68,7 +70,7 @@ def test_an_unstable_side_gets_no_verdict(tmp_path):
     record["diagnostics"]["flags"] = ["bimodal samples (two modes 40% apart, 12/30 in the faster)"]
     victim.write_text(json.dumps(record))
     row = compare([a, b], FAST, 0.05).comparison.iloc[0]
-    assert row["verdict"] == "no verdict" and row["verdict_note"] == "unstable on b"
+    assert row["verdict"] == "undecided" and row["verdict_note"] == "unstable on b"
 
 
 def test_two_labels_of_one_machine_are_said_to_be_one(tmp_path):
@@ -176,7 +178,7 @@ def test_a_small_local_run_compared_with_the_h200_through_snakemake(tmp_path):
     assert out.name.endswith("-vs-h200")
     table = pd.read_csv(out / "comparison.csv", dtype={"threads": str})
     assert set(table["op"]) == {"matmul"} and len(table) == 2  # numpy and torch at n = 256, all threads
-    assert set(table["verdict"]) <= {"faster", "slower", "same", "ambiguous", "no verdict"}
+    assert set(table["verdict"]) <= {"faster", "slower", "same", "undecided"}
     text = (out / "report.md").read_text()
     assert "## Break-even sizes side by side" in text and "NVIDIA H200" in text and "## What differs in provenance" in text
     for name in ("speedups", "ratio", "break_even", "bandwidth"):

@@ -94,7 +94,7 @@ def comparison():
         ("matmul", 256, 20e-6, 10e-6, 0.5, 0.48, 0.52, "faster"),
         ("matmul", 1024, 130e-6, 140e-6, 1.08, 1.05, 1.11, "slower"),
         ("compute_then_plot", 256, 80e-6, 80e-6, 1.0, 0.99, 1.01, "same"),
-        ("compute_then_plot", 1024, 500e-6, 2e-3, 4.0, 0.9, 9.0, "ambiguous"),
+        ("compute_then_plot", 1024, 500e-6, 2e-3, 4.0, 0.9, 9.0, "undecided"),
     ):
         rows.append({"machine_a": "laptop", "machine_b": "h200-lab", "op": op, "library": "torch",
                      "device": "cuda", "dtype": "float32", "size": size, "threads": "1", "median_a_s": a,
@@ -239,7 +239,7 @@ def test_comparison_table_names_both_machines(comparison):
                             r"ratio h200-lab/laptop (95\% CI)", "verdict"]
     assert cells[1][6:] == ["20.0", "10.0", "0.500 (0.480--0.520)", "faster"]
     assert cells[3][0] == r"compute\_then\_plot"
-    assert [row[-1] for row in cells[1:]] == ["faster", "slower", "same", "ambiguous"]
+    assert [row[-1] for row in cells[1:]] == ["faster", "slower", "same", "undecided"]
 
 
 def test_comparison_of_several_pairs_gets_machine_columns(comparison):
@@ -318,10 +318,10 @@ def test_comparison_macros_count_verdicts_and_name_the_largest_ratio(comparison)
     names = macros_of(comparison_macros(comparison))
     prefix = "obLaptopVsHTwoHundredLab"
     assert all(name.startswith(prefix) for name in names)
-    assert [names[prefix + v] for v in ("Faster", "Slower", "Same", "Ambiguous", "Cells")] == ["1", "1", "1", "1", "4"]
+    assert [names[prefix + v] for v in ("Faster", "Slower", "Same", "Undecided", "Cells")] == ["1", "1", "1", "1", "4"]
     assert names[prefix + "LargestRatio"] == "4.00"
     assert (names[prefix + "LargestRatioLow"], names[prefix + "LargestRatioHigh"]) == ("0.900", "9.00")
-    assert names[prefix + "LargestRatioVerdict"] == "ambiguous"
+    assert names[prefix + "LargestRatioVerdict"] == "undecided"
     assert names[prefix + "LargestRatioCell"] == r"compute\_then\_plot with torch on cuda, float32, n = 1024"
     assert names[prefix + "SmallestRatio"] == "0.500"
 

@@ -248,11 +248,15 @@ def test_heatmap_of_a_cpu_only_machine_falls_back_to_the_most_threads(tmp_path, 
     save_and_check(fig, tmp_path, "heatmap-cpu")
 
 
-def test_heatmap_marks_cells_without_a_measurable_difference(gpu_ops):
+def test_heatmap_marks_undecided_and_same_cells_and_shows_no_number_for_undecided(gpu_ops):
     speedups = gpu_ops["speedups"].copy()
-    speedups.loc[speedups.index[0], "end_to_end_verdict"] = "no measurable difference"
+    numbers = len([t for t in texts_of(heatmap_figure(speedups, "gpubox")) if t.endswith("×")])
+    speedups.loc[speedups.index[0], "end_to_end_verdict"] = "undecided"
+    speedups.loc[speedups.index[1], "end_to_end_verdict"] = "same"
     fig = heatmap_figure(speedups, "gpubox")
-    assert any(t.startswith("≈") for t in texts_of(fig))
+    texts = texts_of(fig)
+    assert "?" in texts and any(t.startswith("=") for t in texts)
+    assert len([t for t in texts if t.endswith("×") and not t.startswith("1/")]) <= numbers  # one number fewer
     assert any(p.get_hatch() for ax in fig.axes for p in ax.patches)
     plt.close(fig)
 

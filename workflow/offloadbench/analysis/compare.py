@@ -2,8 +2,8 @@
 
 For every cell measured on both A and B: each machine's time with its CI, the ratio of
 B's time to A's with a 95% CI from both machines' two-level bootstraps, and a verdict:
-B is faster, slower, the same (the whole CI within the minimum effect of 1), or ambiguous.
-A cell flagged unstable on either machine gets no verdict. Comparing two runs of one
+B is faster, slower, the same (the whole CI within the minimum effect of 1) or undecided
+(verdicts.py). A cell flagged unstable on either machine is undecided. Comparing two runs of one
 machine under two labels is the reproducibility view: it says which medians of the
 second run fall inside the first run's CIs and which verdicts flip.
 """
@@ -17,10 +17,9 @@ import pandas as pd
 
 from ..cells import CELL_COLUMNS, Cell
 from ..machine import mismatch
+from ..verdicts import UNDECIDED, VERDICTS, contradicts, time_ratio_undecided_reason, time_ratio_verdict
 from .measured import Analysis, MeasuredCell
 from .sources import Source, SourceError
-
-VERDICTS = ("faster", "slower", "same", "ambiguous", "no verdict")
 
 
 def verdict_tally(verdicts: pd.Series) -> str:
@@ -35,18 +34,6 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def verdict(lo: float, hi: float, ratio: float, min_effect: float) -> str:
-    """B against A from the CI of time_B / time_A, with a minimum effect that counts."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "ambiguous"
-    same_low, same_high = 1 / (1 + min_effect), 1 + min_effect
-    if same_low <= lo and hi <= same_high:
-        return "same"
-    if hi < 1 and ratio <= same_low:
-        return "faster"
-    if lo > 1 and ratio >= same_high:
-        return "slower"
-    return "ambiguous"
 
 
 def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
@@ -67,9 +54,10 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
         ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
         unstable = {side: "; ".join(mc.flags) for side, mc in (("a", mine), ("b", other))}
         if unstable["a"] or unstable["b"]:
-            judged, note = "no verdict", "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
+            judged, note = UNDECIDED, "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
         else:
-            judged, note = verdict(ratio.low, ratio.high, ratio.value, min_effect), ""
+            judged = time_ratio_verdict(ratio.low, ratio.high, ratio.value, min_effect)
+            note = time_ratio_undecided_reason(ratio.low, ratio.high, ratio.value, min_effect)
         rows.append({
             **mine.cell.as_dict(), "variant": mine.cell.variant, "machine_a": names[0], "machine_b": names[1],
             "median_a_s": time_a.value, "ci_a_low_s": time_a.low, "ci_a_high_s": time_a.high,
@@ -182,17 +170,26 @@ def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Com
                       environments, same_hardware(environments))
 
 
-def reproducibility(comparison: pd.DataFrame, speedups: dict[str, pd.DataFrame]) -> dict:
+def comparison_verdicts(speedups: pd.DataFrame, scaling: pd.DataFrame | None = None) -> dict[tuple, str]:
+    """Every comparison one run judged, by what it compares: each speedup over NumPy and
+    each thread scaling, with its verdict."""
+    found = {("speedup", Cell.from_dict(r)): r["speedup_verdict"] for _, r in speedups.iterrows()}
+    if scaling is not None and not scaling.empty:
+        found |= {("scaling", Cell.from_dict(r)): r["verdict"] for _, r in scaling.iterrows()}
+    return found
+
+
+def reproducibility(comparison: pd.DataFrame, speedups: dict[str, pd.DataFrame],
+                    scaling: dict[str, pd.DataFrame] | None = None) -> dict:
     """Two runs of one machine: how many medians of the second lie inside the first's CIs,
-    the worst disagreement, and how many speedup verdicts flip between faster and slower."""
+    the worst disagreement, how many verdicts (speedups and thread scalings) change and how
+    many contradict each other (faster against slower, same against either)."""
     a, b = comparison["machine_a"].iloc[0], comparison["machine_b"].iloc[0]
-    keys = [*CELL_COLUMNS]
-    joined = speedups[a].merge(speedups[b], on=keys, suffixes=("_a", "_b"))
-    flips = joined[
-        ((joined["speedup_verdict_a"] == "faster") & (joined["speedup_verdict_b"] == "slower"))
-        | ((joined["speedup_verdict_a"] == "slower") & (joined["speedup_verdict_b"] == "faster"))
-    ]
-    changed = joined[joined["speedup_verdict_a"] != joined["speedup_verdict_b"]]
+    first, second = (comparison_verdicts(speedups[m], (scaling or {}).get(m)) for m in (a, b))
+    both = [key for key in first if key in second]
+    changed = [key for key in both if first[key] != second[key]]
+    contradictions = [key for key in both if contradicts(first[key], second[key])]
+    flips = [key for key in both if {first[key], second[key]} == {"faster", "slower"}]
     worst = comparison["ratio"].map(lambda r: max(r, 1 / r) if r > 0 else math.inf)
     half_widths = ((comparison["ci_a_high_s"] - comparison["ci_a_low_s"]) / 2 / comparison["median_a_s"]).dropna()
     return {
@@ -201,8 +198,12 @@ def reproducibility(comparison: pd.DataFrame, speedups: dict[str, pd.DataFrame])
         "worst_ratio": float(worst.max()) if len(worst) else math.nan,
         "worst_cell": Cell.from_dict(comparison.loc[worst.idxmax()]).key if len(worst) else "",
         "median_rel_halfwidth": float(half_widths.median()) if len(half_widths) else math.nan,
-        "verdicts": len(joined),
+        "verdicts": len(both),
         "verdicts_changed": len(changed),
+        "changed_cells": [f"{kind} {cell.key}: {first[(kind, cell)]} → {second[(kind, cell)]}" for kind, cell in changed],
+        "contradictions": len(contradictions),
         "flips": len(flips),
-        "flipped_cells": [Cell.from_dict(r).key for _, r in flips.iterrows()],
+        "flipped_cells": [f"{kind} {cell.key}" for kind, cell in flips],
+        "decided": [sum(v in ("faster", "slower", "same") for v in run.values()) / max(1, len(run))
+                    for run in (first, second)],
     }

@@ -22,6 +22,7 @@ from ..kernels import read_kernel_files
 from ..machine import mismatch
 from ..records import FAILED, MalformedRecord, check_record_path, load_record
 from ..stats import Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
+from ..verdicts import DEFAULT_MIN_EFFECT
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,12 @@ class Analysis:
     resamples: int = 2000
     seed: int = 0
     confidence: float = 0.95
+    min_effect: float = DEFAULT_MIN_EFFECT  # δ of the verdicts
 
     @classmethod
     def from_config(cls, section: dict) -> Analysis:
-        return cls(int(section["bootstrap_resamples"]), int(section["seed"]), float(section["confidence"]))
+        return cls(int(section["bootstrap_resamples"]), int(section["seed"]), float(section["confidence"]),
+                   float(section.get("min_effect", DEFAULT_MIN_EFFECT)))
 
 
 def is_precision_note(flag: str) -> bool:

@@ -18,6 +18,7 @@ from ..cells import ALL_THREADS, CELL_COLUMNS, EAGER, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_environment, load_record
 from ..stats import Interval, median_and_ci, seed_for
+from ..verdicts import undecided_reason, verdict
 from .breakeven import break_even
 from .compile_cost import amortization, compile_interval
 from .measured import Analysis, MeasuredCell, load_cells
@@ -26,14 +27,10 @@ PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
 SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
 
 
-def verdict(lo: float, hi: float) -> str:
-    if math.isnan(lo) or math.isnan(hi):
-        return "unknown"
-    if lo > 1:
-        return "faster"
-    if hi < 1:
-        return "slower"
-    return "no measurable difference"
+def _verdict_columns(name: str, ratio, min_effect: float) -> dict:
+    """`<name>_verdict` (faster, slower, same, undecided) and why it is undecided."""
+    return {f"{name}_verdict": verdict(ratio.low, ratio.high, ratio.value, min_effect),
+            f"{name}_undecided": undecided_reason(ratio.low, ratio.high, ratio.value, min_effect)}
 
 
 def _joined(values) -> str:
@@ -204,9 +201,9 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
             "processes": speed.processes,
             "ci_scope": speed.scope,
             **_ratio_columns("speedup", speed),
-            "speedup_verdict": verdict(speed.low, speed.high),
+            **_verdict_columns("speedup", speed, mc.analysis.min_effect),
             **_ratio_columns("end_to_end_speedup", e2e),
-            "end_to_end_verdict": verdict(e2e.low, e2e.high),
+            **_verdict_columns("end_to_end", e2e, mc.analysis.min_effect),
             "median_s": mc.median("compute"),
             "baseline_median_s": base.median("compute"),
             "end_to_end_s": mc.median("end_to_end"),
@@ -225,8 +222,9 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
         })
     columns = [
         "machine", *CELL_COLUMNS, "variant", "threads_effective", "device_name", "baseline_threads", "processes",
-        "ci_scope", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "end_to_end_speedup",
-        "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict", "median_s",
+        "ci_scope", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "speedup_undecided",
+        "end_to_end_speedup", "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict",
+        "end_to_end_undecided", "median_s",
         "baseline_median_s", "end_to_end_s", "baseline_end_to_end_s", "shares_cores", "unstable",
         "compile_s", "compile_s_ci_low", "compile_s_ci_high", "compiler_startup_s", "amortize_calls", "amortize_calls_ci_low", "amortize_calls_ci_high", "amortize", "compile_fallback",
     ]
@@ -267,13 +265,15 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
             "threads": most, "mode": mode, "variant": many.cell.variant, "threads_effective": (many.first.get("threads") or {}).get("effective"),
             "processes": ratio.processes, "ci_scope": ratio.scope,
             **_ratio_columns("scaling", ratio),
-            "verdict": verdict(ratio.low, ratio.high),
+            "verdict": verdict(ratio.low, ratio.high, ratio.value, many.analysis.min_effect),
+            "verdict_undecided": undecided_reason(ratio.low, ratio.high, ratio.value, many.analysis.min_effect),
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
         })
     columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "mode", "variant", "threads_effective",
                "processes",
-               "ci_scope", "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "shares_cores", "unstable"]
+               "ci_scope", "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "verdict_undecided", "shares_cores",
+               "unstable"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -46,8 +46,9 @@ CAPTIONS = {
         "as numpy compiled, where the grid has several) and size (columns). GPU panels count the "
         "host-device copies and compare with NumPy on all cores; the CPU panel compares at the same "
         "(largest) thread count. Red: faster than NumPy, "
-        "blue: slower, on a log colour scale centred at 1×; hatched cells marked ≈ have a 95% CI "
-        "that includes 1 (no measurable difference). n is each op's own size (the matrix or field "
+        "blue: slower, on a log colour scale centred at 1×; cells marked = are the same as NumPy within "
+        "the minimum effect, hatched cells marked ? are undecided (their 95% CI cannot tell yet, or spans more "
+        "than 2×) and show no number. n is each op's own size (the matrix or field "
         "side for most ops; see the catalogue)."
     ),
 }
@@ -59,7 +60,7 @@ COMPARE_CAPTIONS = {
                 "Solid lines run on a GPU, patterned ones on the CPU, with the thread count in the legend.",
     "ratio": "Time of each cell on machine B divided by its time on the reference A, with the 95% CI of the "
              "ratio; below 1 B is faster. Filled markers differ by more than the minimum effect, grey ones are "
-             "the same within it, pale ones are ambiguous and hollow ones unstable on either machine.",
+             "the same within it, and pale ones undecided (the CI cannot tell yet, or a machine was unstable).",
     "break_even": "Smallest size from which each GPU series beats NumPy with the copies counted (the "
                   "end-to-end speedup's CI above 1), per machine. A hollow marker with an arrow was not reached "
                   "by the largest size measured; an arrow to the left means at or below the smallest size.",

@@ -42,11 +42,10 @@ from .figures import (
 # Line style of a speedup series: solid on a GPU, then one per CPU thread count.
 CPU_LINESTYLES = [(0, (1, 1.5)), (0, (5, 2)), (0, (6, 2, 1, 2)), (0, (2, 2))]
 VERDICT_FILL = {
-    "faster": "filled: B faster or slower (CI clear of 1)",
-    "slower": "filled: B faster or slower (CI clear of 1)",
+    "faster": "filled: B faster or slower by at least the minimum effect",
+    "slower": "filled: B faster or slower by at least the minimum effect",
     "same": "grey: the same within the minimum effect",
-    "ambiguous": "pale: ambiguous (CI too wide to tell)",
-    "no verdict": "hollow: no verdict (unstable on a machine)",
+    "undecided": "pale: undecided (CI too wide, or unstable on a machine)",
 }
 DIRECTIONS = {"h2d": ("host→device", "-"), "d2h": ("device→host", (0, (5, 2)))}
 RATIO_NOTE = ("error bars: 95% CI of the ratio from both machines' bootstraps; the points of one size are "
@@ -209,7 +208,7 @@ def _verdict_marker(verdict: str, colour) -> dict:
         return {"markerfacecolor": colour}
     if verdict == "same":
         return {"markerfacecolor": "0.55"}
-    if verdict == "ambiguous":
+    if verdict == "undecided":
         pale = tuple(0.35 * np.asarray(to_rgb(colour)) + 0.65)  # a pale fill: between filled and hollow
         return {"markerfacecolor": pale}
     return {"markerfacecolor": "white"}

@@ -75,7 +75,7 @@ def faster_where(comparison: Comparison) -> list[str]:
             last = group.iloc[-1]
             verdicts = group["verdict"].value_counts()
             main = verdicts.index[0]
-            state = {"no verdict": "has no verdict (unstable on a machine)", "same": "is the same"}.get(main, f"is {main}")
+            state = {"same": "is the same"}.get(main, f"is {main}")
             lines.append(
                 f"- {_series_name(last)}: {other} {state} at {verdicts.iloc[0]} of {len(group)} sizes; at n = "
                 f"{int(last['size'])}: {fmt_time_ratio(last['ratio'], last['ratio_ci_low'], last['ratio_ci_high'])}."
@@ -122,14 +122,18 @@ def reproducibility_section(comparison: Comparison) -> list[str]:
         if a != comparison.labels[0]:
             continue
         part = comparison.comparison[comparison.comparison["machine_b"] == b]
-        r = reproducibility(part, {a: comparison.tables[a]["speedups"], b: comparison.tables[b]["speedups"]})
+        r = reproducibility(part, {m: comparison.tables[m]["speedups"] for m in (a, b)},
+                            {m: comparison.tables[m]["thread_scaling"] for m in (a, b)})
         lines += [
             f"## Reproducibility: {b} against {a}", "",
             (f"- {r['inside']} of {r['cells']} medians of {b} ({r['inside'] / max(1, r['cells']):.0%}) lie inside the "
             f"95% CI of {a}; the median CI half-width is ±{r['median_rel_halfwidth']:.1%}."),
             f"- The largest disagreement is {r['worst_ratio']:.2f}× ({r['worst_cell']}).",
-            (f"- {r['verdicts_changed']} of {r['verdicts']} speedup verdicts change; {r['flips']} flip between faster "
-            f"and slower{': ' + ', '.join(r['flipped_cells']) if r['flips'] else ''}."), "",
+            (f"- {r['verdicts_changed']} of {r['verdicts']} verdicts (speedups and thread scalings) change; "
+             f"{r['contradictions']} contradict each other (faster against slower, or same against either)"
+             f"{': ' + ', '.join(r['changed_cells'][:10]) if r['verdicts_changed'] else ''}."),
+            (f"- {r['decided'][0]:.0%} of the comparisons of {a} are decided (faster, slower or same), "
+             f"{r['decided'][1]:.0%} of {b}'s."), "",
         ]
     return lines
 
@@ -167,7 +171,7 @@ def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
         f"# {title}", "",
         (f"Every cell measured on {comparison.labels[0]} (the reference, A) and on another machine (B), compared: the "
         "time on B divided by the time on A, with a 95% CI from both machines' two-level bootstraps (processes, "
-        "then samples within each). Cells flagged unstable on either machine get no verdict."), "",
+        "then samples within each). Cells flagged unstable on either machine are undecided."), "",
         *machines_section(comparison),
         *faster_where(comparison),
         *reproducibility_section(comparison),

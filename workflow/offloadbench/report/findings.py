@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..cells import ALL_THREADS, library_sort_key, mode_sort_key
 from ..units import fmt_time, format_bytes
+from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, VERDICTS, ci_span
 
 
 def fmt_ratio(value: float, lo: float, hi: float) -> str:
@@ -129,7 +130,8 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if speedups.empty:
         return [(f"- Every compiled cell fell back, at least in part, to uncompiled code ({int(fallbacks.sum())} "
                 "cells, listed under What compiling costs), so no speedup can be stated.")]
-    faster = speedups[speedups["speedup_verdict"] == "faster"]
+    verdicts = speedups["speedup_verdict"]
+    faster = speedups[verdicts == FASTER]
     if not faster.empty:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
@@ -137,21 +139,15 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
             f"for {cell_phrase(best)} ({times_of(best)}).{caveat(best)}"
         )
     else:
-        best = speedups.loc[speedups["speedup"].idxmax()]
-        lines.append(
-            f"- Nothing is measurably faster than NumPy. The best ratio, {ratio_of(best)} "
-            f"for {cell_phrase(best)} ({times_of(best)}), is {best['speedup_verdict']}.{caveat(best)}"
-        )
-    slower = speedups[speedups["speedup_verdict"] == "slower"]
+        lines.append("- Nothing is faster than NumPy by the minimum effect or more.")
+    slower = speedups[verdicts == SLOWER]
     if not slower.empty:
         worst = slower.loc[slower["speedup"].idxmin()]
         lines.append(
-            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)} "
-            f"({len(slower)} of {len(speedups)} cells are measurably slower than NumPy).{caveat(worst)}"
+            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)}.{caveat(worst)}"
         )
-    same = (speedups["speedup_verdict"] == "no measurable difference").sum()
-    if same:
-        lines.append(f"- {same} of {len(speedups)} cells show no measurable difference from NumPy (their 95% CI includes 1).")
+    lines.append(f"- Of {len(speedups)} cells against NumPy: {verdict_counts(verdicts)}.")
+    lines += undecided_lines(speedups, "speedup")
     if fallbacks.any():
         lines.append(f"- {int(fallbacks.sum())} compiled cells are left out above: their code did not all compile "
                      "(see What compiling costs).")
@@ -267,11 +263,38 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
     for (op, variant, dtype), group in scaling.groupby(keys):
         row = group.loc[group["size"].idxmax()]
         threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
-        lines.append(
-            f"- Thread scaling, {variant} {op} {dtype} at n = {int(row['size'])}: {threads} run "
-            f"{ratio_of(row, 'scaling')} as fast as one thread.{caveat(row)}"
-        )
+        head = f"- Thread scaling, {variant} {op} {dtype} at n = {int(row['size'])}: "
+        if row.get("verdict") == UNDECIDED and ci_span(row["scaling_ci_low"], row["scaling_ci_high"]) > MAX_CI_SPAN:
+            lines.append(f"{head}undecided, {row.get('verdict_undecided') or 'its CI is too wide'}.{caveat(row)}")
+            continue
+        lines.append(f"{head}{threads} run {ratio_of(row, 'scaling')} as fast as one thread"
+                     f"{'' if row.get('verdict') in (None, UNDECIDED) else ' (' + verdict_phrase(row['verdict']) + ')'}"
+                     f".{caveat(row)}")
     return lines
+
+
+def verdict_phrase(word: str) -> str:
+    """A verdict as the report says it."""
+    return {SAME: "the same within the minimum effect", UNDECIDED: "undecided"}.get(word, word)
+
+
+def verdict_counts(verdicts: pd.Series) -> str:
+    """"12 faster, 9 slower, 8 the same, 3 undecided", in the vocabulary's order."""
+    counts = verdicts.value_counts()
+    return ", ".join(f"{counts[v]} {'the same' if v == SAME else v}" for v in VERDICTS if v in counts) or "none"
+
+
+def undecided_lines(frame: pd.DataFrame, column: str) -> list[str]:
+    """The ratios too wide to be a result (CI over 2×), listed with their reason, never as numbers."""
+    verdict = frame[f"{column}_verdict"] if f"{column}_verdict" in frame else frame["verdict"]
+    spans = frame[f"{column}_ci_high"] / frame[f"{column}_ci_low"]
+    wide = frame[(verdict == UNDECIDED) & ~(spans <= MAX_CI_SPAN)]
+    if wide.empty:
+        return []
+    names = "; ".join(cell_phrase(row) for _, row in wide.head(5).iterrows())
+    more = f" and {len(wide) - 5} more" if len(wide) > 5 else ""
+    return [(f"- {len(wide)} ratios are undecided because their 95% CI spans more than {MAX_CI_SPAN:g}× "
+            f"(too wide to be a result): {names}{more}.")]
 
 
 def stability_findings(timings: pd.DataFrame) -> list[str]:

@@ -14,6 +14,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import blended_transform_factory
 
 from ..cells import dtype_sort_key
+from ..verdicts import SAME, UNDECIDED
 from .figures import message_figure
 from .findings import threads_text, variant_of
 from .ops_findings import device_order, family_of, op_order, threads_phrase, widest_threads
@@ -22,7 +23,6 @@ TITLE = "End-to-end speedup at a glance"
 CMAP = sns.color_palette("vlag", as_cmap=True)
 COLOURBAR_LABEL = "end-to-end speedup over NumPy (×, log scale)"
 CELL_IN = (0.62, 0.27)  # wide enough for "≈0.94×" at 6.5 pt
-UNSURE = ("no measurable difference", "unknown")
 MAX_SPAN = 6  # colours saturate beyond 64× either way, so one outlier does not wash out the rest
 
 
@@ -74,11 +74,15 @@ def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) 
         value = row["end_to_end_speedup"]
         if not math.isfinite(value):
             continue
-        unsure = row["end_to_end_verdict"] in UNSURE
-        if unsure:
+        said = row["end_to_end_verdict"]
+        unsure = said == UNDECIDED
+        if unsure:  # no number for a ratio that is no result: "?" on hatching
             ax.add_patch(Rectangle((j, i), 1, 1, fill=False, hatch="////", edgecolor="0.6", linewidth=0,
                                    hatch_linewidth=0.5))
-        ax.text(j + 0.5, i + 0.5, "≈" + fmt_speedup(value) if unsure else fmt_speedup(value, decided=True), ha="center", va="center",
+            label = "?"
+        else:
+            label = ("=" + fmt_speedup(value)) if said == SAME else fmt_speedup(value, decided=True)
+        ax.text(j + 0.5, i + 0.5, label, ha="center", va="center",
                 fontsize=6.5, color="0.3" if unsure else _text_colour(CMAP(norm(value))),
                 fontstyle="italic" if unsure else "normal")
     ax.set_xlim(0, len(sizes))
@@ -171,7 +175,7 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     bar.ax.xaxis.set_major_formatter(ticker.FuncFormatter(_bar_label))
     bar.set_label(COLOURBAR_LABEL)
     fig.suptitle(f"{TITLE} — {machine}", x=0.01, ha="left", fontsize="medium", fontweight="bold")
-    fig.supxlabel("hatched, ≈: the 95% CI includes 1 (no measurable difference); blank: not measured",
+    fig.supxlabel("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not measured",
                   x=0.01, ha="left", fontsize="small")
     return fig
 

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..cells import EAGER
 from ..units import format_bytes
+from ..verdicts import DECIDED, VERDICTS
 from .findings import cell_phrase, compile_fallbacks, finite, times_of
 
 NA = "n/a"
@@ -191,7 +192,6 @@ def _machine_of(frame: pd.DataFrame, fallback: str = "") -> str:
     return fallback
 
 
-_VERDICT = {"no measurable difference": "same"}
 _CELL_HEADERS = {"op": "op", "library": "library", "device": "device", "dtype": "dtype", "size": "n",
                  "threads": "threads"}
 
@@ -244,8 +244,8 @@ def speedups_tex(speedups: pd.DataFrame, machine: str = "") -> str:
                              for r in frame.itertuples(index=False)]
         frame["e2e"] = [fmt_ci(r.end_to_end_speedup, r.end_to_end_speedup_ci_low, r.end_to_end_speedup_ci_high)
                         for r in frame.itertuples(index=False)]
-        frame["v"] = frame["speedup_verdict"].replace(_VERDICT)
-        frame["e2e_v"] = frame["end_to_end_verdict"].replace(_VERDICT)
+        frame["v"] = frame["speedup_verdict"]
+        frame["e2e_v"] = frame["end_to_end_verdict"]
         frame["be"] = [_break_even_text(row) for _, row in frame.iterrows()]
     caption = (
         f"Speedup of PyTorch over NumPy on {machine} (NumPy time / PyTorch time), with its 95% CI: with the "
@@ -319,7 +319,7 @@ def comparison_tex(comparison: pd.DataFrame, machines: Sequence[str] = ()) -> st
                    "verdict": "verdict"}
         title = "each machine b against its reference a"
     caption = (f"Machine comparison, {title}: median compute time of each cell on both machines and their ratio "
-               "with its 95% CI; the verdict is ambiguous where the CI cannot decide.")
+               "with its 95% CI; the verdict is undecided where the CI cannot decide.")
     label = "tab:comparison" + "".join(f"-{_slug(a)}-{_slug(b)}" for a, b in pairs[:1])
     return booktabs_table(frame, headers, caption, label, "No cell was measured on both machines.")
 
@@ -436,7 +436,7 @@ def _add_ratio(macros: Macros, name: str, row, column: str, verdict: str, what: 
     macros.add(name + "Low", fmt_sig(row[f"{column}_ci_low"]), f"{what}: lower end of the 95% CI")
     macros.add(name + "High", fmt_sig(row[f"{column}_ci_high"]), f"{what}: upper end of the 95% CI")
     said = str(row.get(verdict, NA))
-    macros.add(name + "Verdict", _VERDICT.get(said, said), f"{what}: verdict")
+    macros.add(name + "Verdict", said, f"{what}: verdict")
     macros.add(name + "Cell", cell_phrase(row), f"{what}: the cell it was measured in")
 
 
@@ -473,11 +473,12 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     macros.add("ProcessesPerCell", _range_text(processes), "the number of processes each cell was measured in")
 
     speedups = speedups[~compile_fallbacks(speedups)]  # code that did not all compile is no compiled speedup
-    best = _extreme(speedups, "speedup")
+    # A headline is a decided ratio: an undecided one (its CI spans more than 2×, say) is no result.
+    best = _extreme(speedups[speedups["speedup_verdict"].isin(DECIDED)], "speedup")
     _add_ratio(macros, "LargestSpeedup", best, "speedup", "speedup_verdict", "the largest device-resident speedup over NumPy")
     macros.add("LargestSpeedupTimes", times_of(best) if best is not None else NA,
                "the two medians behind the largest speedup")
-    best = _extreme(speedups, "end_to_end_speedup")
+    best = _extreme(speedups[speedups["end_to_end_verdict"].isin(DECIDED)], "end_to_end_speedup")
     _add_ratio(macros, "LargestEndToEndSpeedup", best, "end_to_end_speedup", "end_to_end_verdict",
                "the largest end-to-end speedup over NumPy, copies counted")
 
@@ -510,7 +511,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
 
 
 def comparison_macros(comparison: pd.DataFrame, machines: Sequence[str] = ()) -> str:
-    """Per machine pair: how many cells are faster, slower, same, ambiguous, and the extreme ratios."""
+    """Per machine pair: how many cells are faster, slower, same, undecided, and the extreme ratios."""
     frame = _with_machines(comparison, machines)
     pairs = _pairs(frame, machines)
     parts = []
@@ -521,7 +522,7 @@ def comparison_macros(comparison: pd.DataFrame, machines: Sequence[str] = ()) ->
         macros.add("Other", b, "the machine b compared with it")
         macros.add("Cells", len(rows), "cells measured on both machines")
         verdicts = rows["verdict"].astype(str).value_counts() if not rows.empty else pd.Series(dtype=int)
-        for verdict in ("faster", "slower", "same", "ambiguous"):
+        for verdict in VERDICTS:
             macros.add(camel_words(verdict), int(verdicts.get(verdict, 0)), f"cells whose verdict is {verdict}")
         _add_ratio(macros, "LargestRatio", _extreme(rows, "ratio"), "ratio", "verdict",
                    f"the largest time ratio {b}/{a}")

@@ -210,7 +210,11 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
         "Where the processes disagree more than their own noise explains, that spread sets the interval, with "
         "Student's t on the processes' degrees of freedom; otherwise the noise within each process does. "
         "A cell measured in one process has a CI of its within-process noise only, and the tables say so "
-        "(`ci_scope`). A speedup whose CI includes 1 is reported as *no measurable difference*."
+        "(`ci_scope`). "
+        f"Every ratio gets one of four verdicts, with the minimum effect δ = {a['min_effect']:.0%}: *faster* when "
+        "its CI lies above 1 and it is at least 1 + δ; *slower*, the mirror image; *the same* when the whole CI "
+        "lies within ±δ of 1 (an equivalence test); *undecided* otherwise, and always when the CI spans more "
+        "than 2×, which is never stated as a result."
     )
     return ["## Method", "", measuring, "", intervals, ""]
 

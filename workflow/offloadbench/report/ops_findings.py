@@ -18,8 +18,8 @@ E2E = "end_to_end_speedup"
 VERDICT_WORDS = {
     "faster": "faster than NumPy",
     "slower": "slower than NumPy",
-    "no measurable difference": "not measurably different from NumPy",
-    "unknown": "not comparable with NumPy (no CI)",
+    "same": "the same as NumPy within the minimum effect",
+    "undecided": "undecided against NumPy (its CI cannot tell yet)",
 }
 
 
