@@ -68,9 +68,11 @@ estimate: $(STAMP)
 	PYTHONPATH=workflow $(BIN)/python -m offloadbench.estimate --configfile $(CONFIG) \
 	  $(if $(ROOFS),--roofs $(ROOFS)) $(if $(GPU),--gpu)
 
-# The same grid run twice (two labels), compared cell by cell; CONFIG picks the grid.
+# The same grid run twice (two labels), compared cell by cell; CONFIG picks the grid, and
+# DISTURB=1 runs the second run beside a one-core busy loop switched on and off.
+DISTURB ?=
 bench-reproducibility: $(STAMP)
-	$(BIN)/python benchmarks/reproducibility.py --config $(CONFIG)
+	$(BIN)/python benchmarks/reproducibility.py --config $(CONFIG) $(if $(DISTURB),--disturb)
 
 # The GPU check: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
 gpu-check:
@@ -78,7 +80,7 @@ gpu-check:
 
 # Wheels for the lent GPU machine, which has torch, numpy and seaborn but no network:
 # snakemake with what it needs, and the pinned packages that machine lacks or has in other versions.
-GPU_WHEEL_PINS := pandas matplotlib threadpoolctl nvidia-ml-py jinja2 markdown array-api-compat
+GPU_WHEEL_PINS := pandas matplotlib threadpoolctl psutil nvidia-ml-py jinja2 markdown array-api-compat
 PLATFORMS := --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any
 gpu-wheels:
 	$(PYTHON) -m pip wheel --no-deps -w .whl connection_pool==0.0.3

@@ -10,14 +10,20 @@ gives the share inside, the worst ratio and the count of faster<->slower flips.
     python benchmarks/reproducibility.py                         # the default grid, config/config.yaml
     python benchmarks/reproducibility.py --config my.yaml --processes 5
     python benchmarks/reproducibility.py --smoke                 # a tiny grid (the test suite)
+    python benchmarks/reproducibility.py --disturb               # the second run beside a busy loop
+
+With --disturb, a one-core busy loop runs during the second run, switched on for 2 s and off
+for 3 s; it stops by itself when the run ends, or after two hours at most.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,15 +55,74 @@ def smoke_config() -> dict:
     }
 
 
-def run_twice(config: dict, workdir: Path) -> list[float]:
+# A bounded on/off busy loop: it watches its parent and ends with it, or after `limit` s.
+BUSY_LOOP = """
+import os, sys, time
+parent, limit, on, off = os.getppid(), float(sys.argv[1]), 2.0, 3.0
+end = time.monotonic() + limit
+while time.monotonic() < end and os.getppid() == parent:
+    stop = time.monotonic() + on
+    while time.monotonic() < stop:
+        pass
+    time.sleep(off)
+"""
+
+
+@contextlib.contextmanager
+def disturbance(active: bool, limit_s: float = 7200.0):
+    """A one-core busy loop, 2 s on and 3 s off, while the block runs (when `active`)."""
+    if not active:
+        yield
+        return
+    loop = subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(limit_s)])
+    try:
+        yield
+    finally:
+        loop.kill()
+        loop.wait()
+
+
+def run_twice(config: dict, workdir: Path, disturb: bool = False) -> list[float]:
     walls = []
     for label in LABELS:
         start = time.perf_counter()
-        result = sandbox.snakemake(workdir, "--until", "aggregate", config={**config, "machine": label})
+        with disturbance(disturb and label == LABELS[1]):
+            result = sandbox.snakemake(workdir, "--until", "aggregate", config={**config, "machine": label})
         if result.returncode != 0:
             raise SystemExit(f"run {label} failed:\n{result.stderr[-3000:]}")
         walls.append(time.perf_counter() - start)
     return walls
+
+
+def measuring_seconds(folder: Path) -> float:
+    """The seconds the rounds spent measuring (regular and extra), from their own records."""
+    return sum(json.loads(p.read_text()).get("took_s") or 0.0 for p in (folder / "raw" / "rounds").glob("*.json")
+               if json.loads(p.read_text()).get("kind") == "round")
+
+
+def replaced_and_flagged(tables: dict) -> tuple[int, int]:
+    timings = tables["timings"]
+    replaced = int((timings.get("replaced", 0).fillna("") != "").sum()) if "replaced" in timings else 0
+    flagged = int((timings["unstable"].fillna("") != "").sum())
+    return replaced, flagged
+
+
+def moved_cells(comparison, tables: dict, threshold: float = 0.25) -> list[str]:
+    """Cells whose median moved by more than `threshold` between the runs, and whether the
+    second run replaced a process of theirs or flagged them."""
+    timings = tables[LABELS[1]]["timings"].copy()
+    timings["key"] = [Cell.from_dict(r).key for _, r in timings.iterrows()]
+    caught = {}
+    for _, r in timings.iterrows():
+        replaced = isinstance(r.get("replaced"), str) and r.get("replaced")
+        caught[r["key"]] = "replaced" if replaced else ("flagged" if isinstance(r["unstable"], str) and r["unstable"] else "")
+    lines = []
+    for _, row in comparison.iterrows():
+        ratio = row["ratio"]
+        if ratio > 0 and max(ratio, 1 / ratio) > 1 + threshold:
+            key = Cell.from_dict(row).key
+            lines.append(f"{key} {ratio:.2f}× ({caught.get(key) or 'NOT caught'})")
+    return lines
 
 
 def verdicts_of(speedups) -> dict[Cell, str]:
@@ -128,24 +193,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, help="override measure.processes")
     parser.add_argument("--keep", help="keep the two runs' results in this folder")
     parser.add_argument("--smoke", action="store_true", help="a tiny grid, to test the benchmark itself")
+    parser.add_argument("--disturb", action="store_true", help="run the second run beside an on/off busy loop")
     args = parser.parse_args(argv)
     config = smoke_config() if args.smoke else yaml.safe_load(Path(args.config).read_text())
     if args.processes:
         config = {**config, "measure": {**config.get("measure", {}), "processes": args.processes}}
     with tempfile.TemporaryDirectory(prefix="offloadbench-repro-") as tmp:
         workdir = sandbox.copy_workflow(Path(args.keep or tmp) / "wf")
-        walls = run_twice(config, workdir)
+        walls = run_twice(config, workdir, args.disturb)
         settings = validate(config)["analysis"]  # the run's own analysis settings
         analysis = Analysis.from_config(settings)
         sources = [Source(label, workdir / "results" / label) for label in LABELS]
         result = compare(sources, analysis, min_effect=settings["min_effect"])
-        summary = reproducibility(result.comparison, {label: result.tables[label]["speedups"] for label in LABELS})
+        summary = reproducibility(result.comparison, {label: result.tables[label]["speedups"] for label in LABELS},
+                                  {label: result.tables[label]["thread_scaling"] for label in LABELS})
         print("\n".join(cell_table(result)))
         print()
         print("\n".join(variance_levels(sources, analysis)))
         print()
-        print(f"wall time: run 1 {fmt_duration(walls[0])}, run 2 {fmt_duration(walls[1])}")
-        print(f"speedup verdicts changed: {summary['verdicts_changed']} of {summary['verdicts']}; "
+        measuring = [measuring_seconds(s.folder) for s in sources]
+        print(f"wall time: run 1 {fmt_duration(walls[0])} (measuring {fmt_duration(measuring[0])}), "
+              f"run 2 {fmt_duration(walls[1])} (measuring {fmt_duration(measuring[1])})"
+              + (" beside a one-core busy loop, 2 s on and 3 s off" if args.disturb else ""))
+        for label in LABELS:
+            replaced, flagged = replaced_and_flagged(result.tables[label])
+            print(f"{label}: {replaced} cells with a replaced process, {flagged} flagged")
+        moved = moved_cells(result.comparison, result.tables)
+        print(f"medians moved by more than 25%: {len(moved)}{': ' + '; '.join(moved) if moved else ''}")
+        if summary["changed_cells"]:
+            print("changed verdicts: " + "; ".join(summary["changed_cells"]))
+        print(f"verdicts changed: {summary['verdicts_changed']} of {summary['verdicts']} "
+              f"({1 - summary['verdicts_changed'] / max(1, summary['verdicts']):.0%} identical); contradictions: "
+              f"{summary['contradictions']}; decided: {summary['decided'][0]:.0%} and {summary['decided'][1]:.0%}; "
               f"median CI half-width ±{summary['median_rel_halfwidth']:.1%}")
         print(f"inside: {summary['inside']}/{summary['cells']} ({summary['inside'] / max(1, summary['cells']):.0%}) · "
               f"worst ratio {summary['worst_ratio']:.2f}× ({summary['worst_cell']}) · "

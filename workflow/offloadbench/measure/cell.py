@@ -24,7 +24,7 @@ import numpy as np
 from ..cells import ITEMSIZE, Cell
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
-from . import compiled, correctness, devices, diagnostics, system
+from . import compiled, correctness, devices, diagnostics, disturbance, system
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .timing import BlockRule, Measurement, Region, StopRule, WarmupRule, sample_until_stable, warm_up
@@ -443,11 +443,14 @@ def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, p
 
     progress.enter("sampling")
     clocks_before = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
+    watched = disturbance.read()  # around the sampling, never inside a timed region
     sampled = sample_until_stable(warmed, settings.stop)
+    seen = disturbance.between(watched, disturbance.read())
     clocks_after = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
 
     outcome.measured.update(_sampling_fields(sampled, settings))
-    outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after)
+    outcome.measured["disturbance"] = seen
+    outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after, seen)
     if cell.compiled:
         outcome.measured["compile"]["recompiles"] = backend.recompiles()
     if op.finish and artifact_path:
@@ -492,8 +495,9 @@ def _sampling_fields(sampled, settings: Settings) -> dict:
     }
 
 
-def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after) -> dict:
-    flags = []
+def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after,
+              seen: dict | None = None) -> dict:
+    flags = [flag for flag in [disturbance.flag_for(seen or {})] if flag]
     for name, m in measurements.items():
         reason = "ci" if m.converged else m.stop_reason
         for flag in diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci):
