@@ -28,6 +28,7 @@ TRANSFER_SCHEMA = SCHEMAS / "transfer.schema.yaml"
 ROOFS_SCHEMA = SCHEMAS / "roofs.schema.yaml"
 ENVIRONMENT_SCHEMA = SCHEMAS / "environment.schema.yaml"
 ROUND_SCHEMA = SCHEMAS / "round.schema.yaml"
+SETTLE_SCHEMA = SCHEMAS / "settle.schema.yaml"
 # Bounds on what a file from elsewhere may hold, so that reading it costs bounded time and
 # memory. The largest record this pipeline writes (max_samples at its ceiling, five phases)
 # is about 12 MB of JSON.
@@ -267,6 +268,10 @@ def load_environment(path: str | os.PathLike) -> dict:
 
 def load_round(path: str | os.PathLike) -> dict:
     return load_document(path, ROUND_SCHEMA, "round record")
+
+
+def load_settle(path: str | os.PathLike) -> dict:
+    return load_document(path, SETTLE_SCHEMA, "settle record")
 
 
 def check_record_path(path: str | os.PathLike, record: dict) -> Cell:

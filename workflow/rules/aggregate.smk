@@ -4,6 +4,7 @@
 rule aggregate:
     input:
         rounds=ROUND_MANIFESTS,
+        settle=SETTLE_RECORD,
         transfer=TRANSFER_RECORDS,
         roofs=ROOF_RECORDS,
         environment=f"{OUT}/environment.json",

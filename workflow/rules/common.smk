@@ -24,6 +24,7 @@ from offloadbench.machine import LABEL_PATTERN
 from offloadbench.layout import (
     COMPARE_FIGURE_NAMES,
     FIGURE_NAMES,
+    SETTLE_RELPATH,
     TABLES,
     round_relpath,
 )
@@ -78,6 +79,7 @@ wildcard_constraints:
 # per round would make Snakemake's DAG quadratic in the grid; the aggregate reads them
 # from the grid and names any that is missing.
 ROUND_MANIFESTS = [f"{OUT}/raw/{round_relpath(k)}" for k in ROUNDS]
+SETTLE_RECORD = f"{OUT}/raw/{SETTLE_RELPATH}"
 ROOF_RECORDS = [
     f"{OUT}/raw/roofs/{device}.json" for device in config["roofs"]["devices"]
 ]
@@ -189,6 +191,13 @@ MEASURING_RESOURCES = dict(
 def round_runtime(wildcards):
     """A round's time limit in minutes, from the duration estimate of one round."""
     return _round_minutes(wildcards.machine)
+
+
+def settle_runtime(wildcards):
+    """The extra rounds' time limit in minutes: their budget, a share of the planned rounds',
+    with a round's worth of slack (the last round may run past the budget)."""
+    share = config["measure"]["extra_time_fraction"]
+    return int(_round_minutes(wildcards.machine) * (share * len(ROUNDS) + 1)) + 10
 
 
 @functools.cache

@@ -59,6 +59,39 @@ rule measure:
         " --compile {params.compile:q} --log {log:q}"
 
 
+rule settle:
+    input:
+        environment=f"{OUT}/environment.json",
+        rounds=ROUND_MANIFESTS,
+        kernels=config["kernels"],
+    output:
+        SETTLE_RECORD,
+    log:
+        f"{OUT}/logs/measure/settle.log",
+    group:
+        "measure-{machine}"
+    conda:
+        "../envs/measure.yaml"
+    threads: bench_threads
+    resources:
+        **MEASURING_RESOURCES,
+        runtime=settle_runtime,
+    params:
+        grid=as_json(config["grid"]),
+        settings=as_json(config["measure"]),
+        analysis=as_json(config["analysis"]),
+        kernels=as_json(config["kernels"]),
+        compile=as_json(config["compile"]),
+        raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
+    message:
+        "extra rounds on {wildcards.machine} until the verdicts settle (up to measure.max_processes per cell)"
+    shell:
+        "python -m offloadbench.jobs.settle --machine {wildcards.machine} --grid {params.grid:q}"
+        " --settings {params.settings:q} --analysis {params.analysis:q} --environment {input.environment:q}"
+        " --raw {params.raw:q} --kernels {params.kernels:q} --compile {params.compile:q} --out {output:q}"
+        " --log {log:q}"
+
+
 if config["roofs"]["devices"]:
 
     rule roofs:

@@ -10,6 +10,7 @@ rule report:
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
         rounds=ROUND_MANIFESTS,
+        settle=SETTLE_RECORD,
         figures=figure_files("png"),
     output:
         md=f"{OUT}/report.md",

@@ -23,6 +23,7 @@ from ..machine import mismatch
 from ..records import FAILED, MalformedRecord, check_record_path, load_record
 from ..stats import Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
 from ..verdicts import DEFAULT_MIN_EFFECT
+from .processes import Judgement, judge, robust_spread
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,42 @@ class MeasuredCell:
     analysis: Analysis = field(default_factory=Analysis)
     source: str = ""  # where the cell was measured, so that two machines' bootstraps differ
     between_floor: float = 0.0  # variance of log process medians its worker's cells typically show
+    typical_spread: float = 0.0  # robust σ of log process medians its worker's cells show
     _draws: dict = field(default_factory=dict, repr=False)
 
     @cached_property
     def ok(self) -> list[dict]:
         return [r for r in self.records if r["status"] == "ok"]
+
+    @property
+    def planned(self) -> int:
+        """The processes the run planned per cell (its regular rounds; extra ones come on top)."""
+        return max((r["process"].get("rounds") or 1 for r in self.records), default=1)
+
+    @cached_property
+    def judgement(self) -> Judgement:
+        """Which ok processes count: disturbed and outlying ones are left out once replaced."""
+        logs = [math.log(float(np.median(phase_samples(r, "compute")))) for r in self.ok]
+        return judge(self.ok, logs, self.planned, self.typical_spread)
+
+    @cached_property
+    def counted(self) -> list[dict]:
+        """The ok records the cell's numbers come from."""
+        return [self.ok[i] for i in self.judgement.counted]
+
+    @property
+    def replaced(self) -> str:
+        """"1 of 4 processes replaced: disturbed (other processes used 0.90 cores)", or ""."""
+        left = self.judgement.left_out
+        if not left:
+            return ""
+        rounds = ", ".join(f"round {self.ok[i]['process']['round']}: {why}" for i, why in left)
+        return f"{len(left)} of {len(self.ok)} processes replaced ({rounds})"
+
+    @property
+    def disagree(self) -> str:
+        """Why the processes still disagree after replacing what could be ("" when they agree)."""
+        return self.judgement.disagree
 
     @property
     def status(self) -> str:
@@ -100,20 +132,25 @@ class MeasuredCell:
         """The record that stands for the cell's fixed facts (model, check, device)."""
         return self.ok[0] if self.ok else self.records[0]
 
-    def groups(self, phase: str) -> list[list[float]]:
-        """The samples of `phase`, one list per process that measured it."""
-        return [s for s in (phase_samples(r, phase) for r in self.ok) if s]
+    def groups(self, phase: str, rounds: tuple[int, ...] | None = None) -> list[list[float]]:
+        """The samples of `phase`, one list per counted process that measured it (of `rounds` only)."""
+        return [s for r in self.counted if (s := phase_samples(r, phase))
+                and (rounds is None or r["process"]["round"] in rounds)]
 
     def rounds(self, phase: str) -> list[int]:
         """The round of each of `groups(phase)`."""
-        return [r["process"]["round"] for r in self.ok if phase_samples(r, phase)]
+        return [r["process"]["round"] for r in self.counted if phase_samples(r, phase)]
 
     def ratio(self, other: MeasuredCell, phase: str) -> Interval:
         """This cell's time over `other`'s, paired by round where both share their rounds
-        (measured side by side in each round), independent otherwise."""
-        if self.rounds(phase) == other.rounds(phase) and self.source == other.source:
+        (measured side by side in each round), on the rounds they share where a replaced
+        process leaves them two or more, independent otherwise."""
+        mine, theirs = self.rounds(phase), other.rounds(phase)
+        common = tuple(sorted(set(mine) & set(theirs)))
+        if self.source == other.source and (mine == theirs or len(common) >= 2):
+            on = None if mine == theirs else common
             seed = seed_for(self.analysis.seed, self.source, self.cell.key, other.cell.key, phase)
-            return paired_ratio_ci(self.draws(phase), other.draws(phase), seed, self.analysis.confidence)
+            return paired_ratio_ci(self.draws(phase, on), other.draws(phase, on), seed, self.analysis.confidence)
         return ratio_ci(self.draws(phase), other.draws(phase), self.analysis.confidence,
                         (self.between_floor, other.between_floor))
 
@@ -126,11 +163,12 @@ class MeasuredCell:
         medians = self.process_medians()
         return float(np.var(np.log(medians), ddof=1)) if len(medians) >= 2 else None
 
-    def draws(self, phase: str) -> Draws | None:
-        if phase not in self._draws:
-            seed = seed_for(self.analysis.seed, self.source, self.cell.key, phase)
-            self._draws[phase] = draws(self.groups(phase), self.analysis.resamples, seed)
-        return self._draws[phase]
+    def draws(self, phase: str, rounds: tuple[int, ...] | None = None) -> Draws | None:
+        key = (phase, rounds)
+        if key not in self._draws:
+            seed = seed_for(self.analysis.seed, self.source, self.cell.key, phase, *map(str, rounds or ()))
+            self._draws[key] = draws(self.groups(phase, rounds), self.analysis.resamples, seed)
+        return self._draws[key]
 
     def median(self, phase: str) -> float:
         """Geometric mean of the process medians (the median itself with one process)."""
@@ -143,10 +181,10 @@ class MeasuredCell:
     def _diagnostics(self) -> list[str]:
         """Each kind of flag once: its strongest case, and in how many processes it was seen."""
         by_kind: dict[str, list[str]] = {}
-        for record in self.ok:
+        for record in self.counted:
             for flag in dict.fromkeys((record.get("diagnostics") or {}).get("flags") or []):
                 by_kind.setdefault(_flag_kind(flag), []).append(flag)
-        n = len(self.ok)
+        n = len(self.counted)
         return [max(seen, key=_flag_size) + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
                 for seen in by_kind.values()]
 
@@ -155,6 +193,8 @@ class MeasuredCell:
         """What makes the cell's numbers untrustworthy as they stand: two modes, drift, a
         clock that moved, a process that failed (each once over the processes)."""
         seen = [f for f in self._diagnostics() if not is_precision_note(f)]
+        if self.disagree:
+            seen.append(f"processes disagree: {self.disagree}")
         failed = [r for r in self.records if r["status"] in FAILED]
         if self.ok and failed:
             seen.append(f"{len(failed)} of {len(self.records)} processes failed ({failed[0]['status']}: {failed[0]['reason']})")
@@ -169,7 +209,12 @@ class MeasuredCell:
     @property
     def shares_cores(self) -> bool:
         """Its threads used every core, so it competed with the orchestrator for them."""
-        return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.ok)
+        return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.counted)
+
+    @property
+    def disturbed_cores(self) -> float:
+        """The most CPU that other processes used while any of its processes sampled (cores)."""
+        return max(((r.get("disturbance") or {}).get("others_cores") or 0.0 for r in self.ok), default=0.0)
 
 
 def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=()) -> list[str]:
@@ -184,7 +229,8 @@ def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=()) -> l
                 f"{path}: missing although round {k} has finished; delete {raw}/{layout.round_relpath(k)} "
                 "and run again to measure what is missing"
             )
-    return [path for _, path in paths]
+    cells = grid.expand(grid_config, kernels)
+    return [path for _, path in paths] + layout.extra_record_paths(raw, cells, rounds)
 
 
 def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis(),
@@ -221,8 +267,28 @@ def group_records(records: list[dict], analysis: Analysis = Analysis(), source: 
         MeasuredCell(cell, sorted(group, key=lambda r: r["process"]["round"]), analysis, source)
         for cell, group in by_cell.items()
     ]
+    pool_typical_spread(cells)
     pool_between_variance(cells)
     return cells
+
+
+def _worker(mc: MeasuredCell) -> tuple:
+    return mc.cell.library, mc.cell.device, mc.cell.threads, mc.cell.mode
+
+
+def pool_typical_spread(cells: list[MeasuredCell]) -> None:
+    """Give each cell the spread between processes its worker's cells typically show (the
+    median of their robust spreads): the scale of the outlier rule, which one cell's three
+    processes are too few to set. Set before any cell judges its processes."""
+    by_worker: dict[tuple, list[float]] = {}
+    for mc in cells:
+        logs = [math.log(float(np.median(g))) for r in mc.ok if (g := phase_samples(r, "compute"))]
+        spread = robust_spread(logs)
+        if spread is not None:
+            by_worker.setdefault(_worker(mc), []).append(spread)
+    for mc in cells:
+        pooled = by_worker.get(_worker(mc), [])
+        mc.typical_spread = float(np.median(pooled)) if pooled else 0.0
 
 
 def pool_between_variance(cells: list[MeasuredCell]) -> None:

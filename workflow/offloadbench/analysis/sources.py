@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import UserError
-from ..layout import NOT_CELL_DIRS, ROUNDS_DIR
-from ..records import MalformedRecord, load_environment, load_round
+from ..layout import NOT_CELL_DIRS, ROUNDS_DIR, SETTLE_RELPATH
+from ..records import MalformedRecord, load_environment, load_round, load_settle
 from .measured import Analysis, MeasuredCell, load_cells
 from .tables import build_tables_of
 
@@ -41,6 +41,14 @@ class Source:
             raise SourceError(f"{self.folder}: no environment.json here, so these are no offloadbench results")
         try:
             return load_environment(path)
+        except MalformedRecord as error:
+            raise SourceError(str(error)) from None
+
+    def settle(self) -> dict | None:
+        """What the extra rounds did (raw/rounds/settle.json), where there were any."""
+        path = self.raw / SETTLE_RELPATH
+        try:
+            return load_settle(path) if path.is_file() else None
         except MalformedRecord as error:
             raise SourceError(str(error)) from None
 

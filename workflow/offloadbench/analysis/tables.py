@@ -14,23 +14,23 @@ import numpy as np
 import pandas as pd
 
 from ..catalogue import SPECS
-from ..cells import ALL_THREADS, CELL_COLUMNS, EAGER, thread_sort_key
+from ..cells import CELL_COLUMNS, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_environment, load_record
 from ..stats import Interval, median_and_ci, seed_for
-from ..verdicts import undecided_reason, verdict
 from .breakeven import break_even
 from .compile_cost import amortization, compile_interval
 from .measured import Analysis, MeasuredCell, load_cells
+from .pairs import pair_verdict, scaling_pairs, speedup_pairs
 
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
 SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
 
 
-def _verdict_columns(name: str, ratio, min_effect: float) -> dict:
+def _verdict_columns(name: str, ratio, min_effect: float, *sides: MeasuredCell) -> dict:
     """`<name>_verdict` (faster, slower, same, undecided) and why it is undecided."""
-    return {f"{name}_verdict": verdict(ratio.low, ratio.high, ratio.value, min_effect),
-            f"{name}_undecided": undecided_reason(ratio.low, ratio.high, ratio.value, min_effect)}
+    word, why = pair_verdict(ratio, min_effect, *sides)
+    return {f"{name}_verdict": word, f"{name}_undecided": why}
 
 
 def _joined(values) -> str:
@@ -107,6 +107,8 @@ def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict
         "rel_err": max(((r.get("check") or {}).get("rel_err") or 0.0 for r in mc.ok), default=math.nan),
         "tolerance": (first.get("check") or {}).get("tolerance"),
         "unstable": "; ".join(mc.flags),
+        "replaced": mc.replaced,
+        "disturbed_cores": mc.disturbed_cores,
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
         "measure_s": sum(r.get("measure_s") or 0.0 for r in mc.records),
@@ -148,16 +150,6 @@ def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "b
     return "; ".join(filter(None, ["; ".join(contender.flags), theirs and f"{base_name}: {theirs}"]))
 
 
-def baseline_threads(device: str, threads: str, available: set[str]) -> str | None:
-    """Thread label of the numpy baseline: the cell's own on the cpu, all cores for GPUs."""
-    if device == "cpu":
-        return threads if threads in available else None
-    if ALL_THREADS in available:
-        return ALL_THREADS
-    numeric = sorted((int(t) for t in available if t != ALL_THREADS), reverse=True)
-    return str(numeric[0]) if numeric else None
-
-
 def _ratio_columns(prefix: str, interval: Interval) -> dict:
     return {
         prefix: interval.value,
@@ -166,26 +158,12 @@ def _ratio_columns(prefix: str, interval: Interval) -> dict:
     }
 
 
-def is_baseline(cell) -> bool:
-    """numpy eager on the cpu: what every speedup is measured against."""
-    return cell.library == "numpy" and cell.device == "cpu" and cell.mode == EAGER
-
-
 def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
     """One row per ok cell other than the baseline (torch eager and compiled, numpy compiled)
     that has an ok numpy-eager cpu baseline at the same op, dtype and size."""
-    ok = [mc for mc in cells if mc.status == "ok"]
-    baselines = {(mc.cell.op, mc.cell.dtype, mc.cell.size, mc.cell.threads): mc for mc in ok if is_baseline(mc.cell)}
     rows = []
-    for mc in ok:
+    for mc, base, label in speedup_pairs(cells):
         cell = mc.cell
-        if is_baseline(cell):
-            continue
-        available = {k[3] for k in baselines if k[:3] == (cell.op, cell.dtype, cell.size)}
-        label = baseline_threads(cell.device, cell.threads, available)
-        if label is None:
-            continue
-        base = baselines[(cell.op, cell.dtype, cell.size, label)]
         speed = base.ratio(mc, "compute")
         e2e = base.ratio(mc, "end_to_end")
         compiled = compile_columns(mc, confidence)
@@ -201,9 +179,9 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
             "processes": speed.processes,
             "ci_scope": speed.scope,
             **_ratio_columns("speedup", speed),
-            **_verdict_columns("speedup", speed, mc.analysis.min_effect),
+            **_verdict_columns("speedup", speed, mc.analysis.min_effect, mc, base),
             **_ratio_columns("end_to_end_speedup", e2e),
-            **_verdict_columns("end_to_end", e2e, mc.analysis.min_effect),
+            **_verdict_columns("end_to_end", e2e, mc.analysis.min_effect, mc, base),
             "median_s": mc.median("compute"),
             "baseline_median_s": base.median("compute"),
             "end_to_end_s": mc.median("end_to_end"),
@@ -248,25 +226,17 @@ def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
 
 def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """CPU cells: how much faster the most threads are than one thread, with a CI."""
-    groups: dict[tuple, dict[str, MeasuredCell]] = {}
-    for mc in cells:
-        c = mc.cell
-        if mc.status == "ok" and c.device == "cpu":
-            groups.setdefault((c.op, c.library, c.mode, c.dtype, c.size), {})[c.threads] = mc
     rows = []
-    for (op, library, mode, dtype, size), by_threads in sorted(groups.items()):
-        if "1" not in by_threads or len(by_threads) < 2:
-            continue
-        most = max(by_threads, key=thread_sort_key)
-        one, many = by_threads["1"], by_threads[most]
+    for one, many in scaling_pairs(cells):
+        c = many.cell
         ratio = one.ratio(many, "compute")
         rows.append({
-            "machine": machine, "op": op, "library": library, "device": "cpu", "dtype": dtype, "size": size,
-            "threads": most, "mode": mode, "variant": many.cell.variant, "threads_effective": (many.first.get("threads") or {}).get("effective"),
+            "machine": machine, "op": c.op, "library": c.library, "device": "cpu", "dtype": c.dtype, "size": c.size,
+            "threads": c.threads, "mode": c.mode, "variant": many.cell.variant, "threads_effective": (many.first.get("threads") or {}).get("effective"),
             "processes": ratio.processes, "ci_scope": ratio.scope,
             **_ratio_columns("scaling", ratio),
-            "verdict": verdict(ratio.low, ratio.high, ratio.value, many.analysis.min_effect),
-            "verdict_undecided": undecided_reason(ratio.low, ratio.high, ratio.value, many.analysis.min_effect),
+            **dict(zip(("verdict", "verdict_undecided"),
+                       _verdict_columns("scaling", ratio, many.analysis.min_effect, one, many).values(), strict=True)),
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
         })
@@ -368,7 +338,8 @@ def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str
 
 
 TEXT_COLUMNS = {"threads": str, "mode": str, "variant": str, "family": str, "amortize": str, "compile_fallback": str,
-                "first_break": str, "compile_backend": str, "compile_cache": str, "unstable": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
+                "first_break": str, "compile_backend": str, "compile_cache": str, "unstable": str, "replaced": str, "speedup_undecided": str, "end_to_end_undecided": str,
+                "verdict_undecided": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
                 "ci_scope": str, "host": str, "slurm_job_id": str}
 
 

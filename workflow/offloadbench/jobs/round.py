@@ -74,6 +74,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
     parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
     parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
+    parser.add_argument("--only", help="an extra round: the keys of the cells it measures, as JSON (jobs/settle)")
     return parser.parse_args(argv)
 
 
@@ -154,6 +155,11 @@ class Round:
         self.compile_settings = json.loads(args.compile)
         self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
         self.cells = grid.expand(json.loads(args.grid), self.kernels)
+        self.extra = args.only is not None
+        if self.extra:  # an extra round measures only what settling asked for
+            only = set(json.loads(args.only))
+            self.cells = [cell for cell in self.cells if cell.key in only]
+        self.name = f"extra round {args.round}" if self.extra else f"round {args.round}/{args.rounds}"
         self.environment = read_json(args.environment)
         self.workers: dict[str, WorkerProcess] = {}
         self.history: dict[str, dict] = {}
@@ -219,7 +225,7 @@ class Round:
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
         if self.todo:
-            with host_lock(label=f"{self.args.machine}, round {self.args.round}",
+            with host_lock(label=f"{self.args.machine}, {self.name}",
                            timeout_s=float(self.settings.get("lock_timeout_s", DEFAULT_TIMEOUT_S)),
                            say=lambda line: tell(self.terminal, line)) as lock_wait:
                 before = system.snapshot()
@@ -354,7 +360,7 @@ class Round:
         self.last_report = now
         pace = (now - self.began) / self.expected_done if self.expected_done > 0 else 1.0
         left = pace * (sum(self.costs.values()) - self.expected_done)
-        tell(self.terminal, f"round {self.args.round}/{self.args.rounds}: {self.done}/{len(self.todo)} cells, "
+        tell(self.terminal, f"{self.name}: {self.done}/{len(self.todo)} cells, "
                             f"about {fmt_duration(left)} left in this round")
 
     # after the round
@@ -375,11 +381,13 @@ class Round:
             partial.parent.rmdir()
 
     def write_manifest(self, started: str, lock_wait: float, before: dict | None, after: dict | None) -> None:
-        write_json_atomic(self.raw / layout.round_relpath(self.args.round), {
+        manifest = layout.extra_round_relpath if self.extra else layout.round_relpath
+        write_json_atomic(self.raw / manifest(self.args.round), {
             "kind": "round",
             "machine": self.args.machine,
             "round": self.args.round,
             "rounds": self.args.rounds,
+            "extra": self.extra,
             "started_at": started,
             "finished_at": utc_now(),
             "cells": len(self.cells),
@@ -400,7 +408,7 @@ class Round:
         if not self.todo:
             return
         took = time.monotonic() - self.began
-        tell(self.terminal, f"round {self.args.round}/{self.args.rounds}: {len(self.todo)} cells in {fmt_duration(took)}")
+        tell(self.terminal, f"{self.name}: {len(self.todo)} cells in {fmt_duration(took)}")
 
 
 def main(argv: list[str] | None = None) -> int:

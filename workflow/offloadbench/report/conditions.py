@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..cells import Cell
 from ..units import fmt_duration
 from .findings import sharing_cells
 
@@ -73,6 +74,32 @@ def duration_lines(rounds: list[dict]) -> list[str]:
             f"{ratio} ({per_round}).")]
 
 
-def conditions_section(environment: dict, rounds: list[dict], timings: pd.DataFrame) -> list[str]:
-    lines = [*scope_lines(timings), *sharing_lines(timings), *advice_lines(environment, rounds), *duration_lines(rounds)]
+def settle_lines(settle: dict | None, timings: pd.DataFrame) -> list[str]:
+    """What the extra rounds did: how many comparisons needed them, what stayed undecided,
+    and every process replaced, with why."""
+    lines = []
+    if settle:
+        extra = settle.get("extra_rounds") or []
+        needed = settle.get("rounds_needed") or {}
+        still = settle.get("undecided_at_end") or []
+        most = max(needed.values(), default=0)
+        lines.append(
+            f"- After the planned rounds, {len(settle.get('undecided_at_start') or [])} of "
+            f"{settle.get('comparisons', 0)} comparisons were undecided. "
+            + (f"{len(needed)} comparisons needed up to {most} more round{'s' if most != 1 else ''} "
+               f"({len(extra)} extra rounds, {fmt_duration(settle.get('spent_s') or 0)} of a "
+               f"{fmt_duration(settle.get('budget_s') or 0)} budget); " if extra else "No extra round was run; ")
+            + f"{len(still)} stayed undecided ({settle.get('stopped', '')}).")
+    replaced = timings[timings["replaced"].fillna("") != ""] if "replaced" in timings else timings.iloc[0:0]
+    if not replaced.empty:
+        lines.append(f"- {len(replaced)} cells had a process replaced by an extra one, never averaged in: "
+                     + "; ".join(f"`{Cell.from_dict(r).key}`: {r['replaced']}" for _, r in replaced.head(8).iterrows())
+                     + (f"; and {len(replaced) - 8} more" if len(replaced) > 8 else "") + ".")
+    return lines
+
+
+def conditions_section(environment: dict, rounds: list[dict], timings: pd.DataFrame,
+                       settle: dict | None = None) -> list[str]:
+    lines = [*scope_lines(timings), *sharing_lines(timings), *advice_lines(environment, rounds), *duration_lines(rounds),
+             *settle_lines(settle, timings)]
     return ["## How the measurement went", "", *lines, ""] if lines else []

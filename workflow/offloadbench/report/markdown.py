@@ -39,6 +39,7 @@ class Inputs:
     tables: dict[str, pd.DataFrame]  # layout.TABLES
     settings: dict  # the validated config
     rounds: list[dict] = field(default_factory=list)  # raw/rounds/p<k>.json
+    settle: dict | None = None  # raw/rounds/settle.json: the extra rounds
 
     def table(self, name: str) -> pd.DataFrame:
         return self.tables.get(name, pd.DataFrame())
@@ -46,6 +47,7 @@ class Inputs:
     def escaped(self) -> Inputs:
         """The same inputs with every string from data made literal Markdown (escape.md_text)."""
         return replace(self, environment=md_data(self.environment), rounds=md_data(self.rounds),
+                       settle=md_data(self.settle),
                        tables={name: md_frame(frame) for name, frame in self.tables.items()})
 
     @property
@@ -186,6 +188,13 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
         "count), alone on the machine (a host-wide lock). Within a round, the variants that are compared with each "
         "other (NumPy and PyTorch at the same threads; GPUs and NumPy on all cores) take adjacent turns, in an order "
         "that reverses from round to round, so slow drift of the machine hits both sides of a ratio alike. "
+        "Every worker reads, just before and after a cell's sampling, how much CPU time other processes used "
+        "(the machine's busy time minus its own); a process that saw more than a tenth of a core used by others "
+        "is disturbed. A disturbed process, or one whose median lies far from the cell's others (beyond 20% and "
+        "four times the spread its worker's cells typically show), is replaced by a process of an extra round, "
+        "and recorded as replaced; "
+        f"extra rounds also measure both sides of every comparison still undecided, up to {m['max_processes']} "
+        f"processes per cell and {m['extra_time_fraction']:.0%} of the planned rounds' time. "
         "Thread counts are set before NumPy and PyTorch load and read back afterwards. "
         "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
         "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
@@ -244,7 +253,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         *bound_lines(t, inputs.table("roofs")),
         "",
         *compile_section(t, s),
-        *conditions_section(inputs.environment, inputs.rounds, t),
+        *conditions_section(inputs.environment, inputs.rounds, t, inputs.settle),
         *offload_section(t, s, inputs.transfer),
         "## Seed claims checked",
         "",
@@ -288,8 +297,9 @@ def load_inputs(paths, machine: str, settings: dict) -> Inputs:
     """Read the tables, environment.json and round records named by `paths` (an object with
     attributes, as Snakemake's input)."""
     from ..analysis.tables import read_tables
-    from ..records import load_environment, load_round
+    from ..records import load_environment, load_round, load_settle
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
+    settle = getattr(paths, "settle", None)
     return Inputs(machine, load_environment(paths.environment), tables, settings,
-                  [load_round(p) for p in getattr(paths, "rounds", [])])
+                  [load_round(p) for p in getattr(paths, "rounds", [])], load_settle(settle) if settle else None)

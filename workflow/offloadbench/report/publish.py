@@ -47,5 +47,5 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     for name in FIGURE_NAMES:
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
     write_latex(tables, out, source.label)
-    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds())
+    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds(), source.settle())
     write_report(inputs, str(out / "report.md"), str(out / "report.html"))

@@ -1,0 +1,68 @@
+"""What is compared with what: each cell with its NumPy baseline (speedups), and the most
+threads of a CPU series with one thread (thread scaling). The tables and the settling of
+verdicts by extra rounds both take their pairs from here; no pandas, so measuring jobs can
+use it."""
+
+from __future__ import annotations
+
+from ..cells import ALL_THREADS, EAGER, thread_sort_key
+from ..stats import Interval
+from ..verdicts import UNDECIDED, undecided_reason, verdict
+from .measured import MeasuredCell
+
+
+def is_baseline(cell) -> bool:
+    """numpy eager on the cpu: what every speedup is measured against."""
+    return cell.library == "numpy" and cell.device == "cpu" and cell.mode == EAGER
+
+
+def baseline_threads(device: str, threads: str, available: set[str]) -> str | None:
+    """Thread label of the numpy baseline: the cell's own on the cpu, all cores for GPUs."""
+    if device == "cpu":
+        return threads if threads in available else None
+    if ALL_THREADS in available:
+        return ALL_THREADS
+    numeric = sorted((int(t) for t in available if t != ALL_THREADS), reverse=True)
+    return str(numeric[0]) if numeric else None
+
+
+def speedup_pairs(cells: list[MeasuredCell]) -> list[tuple[MeasuredCell, MeasuredCell, str]]:
+    """(cell, its baseline, the baseline's threads) for every ok cell other than a baseline
+    that has an ok numpy-eager cpu baseline at the same op, dtype and size."""
+    ok = [mc for mc in cells if mc.status == "ok"]
+    baselines = {(mc.cell.op, mc.cell.dtype, mc.cell.size, mc.cell.threads): mc for mc in ok if is_baseline(mc.cell)}
+    pairs = []
+    for mc in ok:
+        cell = mc.cell
+        if is_baseline(cell):
+            continue
+        available = {k[3] for k in baselines if k[:3] == (cell.op, cell.dtype, cell.size)}
+        label = baseline_threads(cell.device, cell.threads, available)
+        if label is not None:
+            pairs.append((mc, baselines[(cell.op, cell.dtype, cell.size, label)], label))
+    return pairs
+
+
+def scaling_pairs(cells: list[MeasuredCell]) -> list[tuple[MeasuredCell, MeasuredCell]]:
+    """(one thread, most threads) of every CPU series measured at one thread and more."""
+    groups: dict[tuple, dict[str, MeasuredCell]] = {}
+    for mc in cells:
+        c = mc.cell
+        if mc.status == "ok" and c.device == "cpu":
+            groups.setdefault((c.op, c.library, c.mode, c.dtype, c.size), {})[c.threads] = mc
+    pairs = []
+    for _, by_threads in sorted(groups.items()):
+        if "1" not in by_threads or len(by_threads) < 2:
+            continue
+        pairs.append((by_threads["1"], by_threads[max(by_threads, key=thread_sort_key)]))
+    return pairs
+
+
+def pair_verdict(ratio: Interval, min_effect: float, *sides: MeasuredCell) -> tuple[str, str]:
+    """(verdict, why undecided) of a ratio: from its CI (verdicts.py), or undecided because
+    the processes of a side still disagree after replacing what could be."""
+    disagree = next((f"{mc.cell.key}: processes disagree ({mc.disagree})" for mc in sides if mc.disagree), "")
+    if disagree:
+        return UNDECIDED, disagree
+    return (verdict(ratio.low, ratio.high, ratio.value, min_effect),
+            undecided_reason(ratio.low, ratio.high, ratio.value, min_effect))

@@ -1,0 +1,157 @@
+"""The settling job: extra rounds after the planned ones, until the verdicts settle.
+
+It reads every record, asks analysis/settle.py which cells an extra round should measure
+(replacements of disturbed or outlying processes, both sides of undecided comparisons),
+and runs that round as the round job does (`jobs.round --only`), under the host lock. It
+stops when nothing is left to measure, when every cell that needs more is at
+`measure.max_processes`, or when the extra rounds would pass `measure.extra_time_fraction`
+of the time the planned rounds took. It writes raw/rounds/settle.json: what each extra
+round measured and why, and how many comparisons stayed undecided.
+
+Interrupted, it plans again from the records on disk: the same round, which then resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from .. import layout
+from ..analysis.measured import Analysis, grid_records, load_cells
+from ..analysis.settle import comparisons, plan_round
+from ..errors import UserError
+from ..logs import stderr_to_log, tell
+from ..records import load_environment, load_round, write_json_atomic
+from ..units import fmt_duration
+from ..verdicts import UNDECIDED
+
+WORKER_START_S = 1.0  # per worker an extra round starts, on top of its cells' own time
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Extra rounds until the verdicts settle.")
+    for name in ("machine", "grid", "settings", "analysis", "environment", "raw", "out"):
+        parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--kernels", default="[]")
+    parser.add_argument("--compile", default="{}")
+    parser.add_argument("--log")
+    return parser.parse_args(argv)
+
+
+def _seconds(record: dict) -> float:
+    try:
+        start = datetime.fromisoformat(record["started_at"])
+        end = datetime.fromisoformat(record["finished_at"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    return max(0.0, (end - start).total_seconds())
+
+
+class Settling:
+    def __init__(self, args: argparse.Namespace, terminal):
+        self.args, self.terminal = args, terminal
+        self.raw = Path(args.raw)
+        self.settings = json.loads(args.settings)
+        self.grid = json.loads(args.grid)
+        self.kernels = json.loads(args.kernels)
+        self.analysis = Analysis.from_config(json.loads(args.analysis))
+        self.environment = load_environment(args.environment)
+        self.planned = int(self.settings["processes"])
+        self.cap = int(self.settings.get("max_processes", self.planned))
+
+    def cells(self):
+        paths = grid_records(str(self.raw), self.grid, self.planned, self.kernels)
+        return load_cells(paths, self.environment, self.analysis)
+
+    def manifests(self, extra: bool) -> list[dict]:
+        pattern = "x*.json" if extra else "p*.json"
+        return [load_round(p) for p in sorted((self.raw / layout.ROUNDS_DIR).glob(pattern))]
+
+    def budget_s(self) -> float:
+        regular = sum(m.get("took_s") or 0.0 for m in self.manifests(extra=False))
+        return float(self.settings.get("extra_time_fraction", 0.5)) * regular
+
+    def predicted_s(self, cells, chosen) -> float:
+        """The next round's time: its cells' mean time per process so far, plus worker starts."""
+        by_cell = {mc.cell: mc for mc in cells}
+        seconds = sum(sum(map(_seconds, by_cell[c].records)) / max(1, len(by_cell[c].records)) for c in chosen)
+        workers = {(c.library, c.device, c.threads, c.mode) for c in chosen}
+        return seconds + WORKER_START_S * len(workers)
+
+    def run(self) -> int:
+        budget, history = self.budget_s(), []
+        cells = self.cells()
+        undecided_at_start = [c.name for c in comparisons(cells) if c.verdict == UNDECIDED]
+        stopped = "every verdict settled" if self.cap > self.planned else "measure.max_processes allows no extra round"
+        while self.cap > self.planned:
+            plan = plan_round(cells, self.cap)
+            spent = sum(m.get("took_s") or 0.0 for m in self.manifests(extra=True))
+            if not plan.cells:
+                stopped = "nothing left to measure" if not plan.capped else "measure.max_processes reached"
+                break
+            if spent + self.predicted_s(cells, plan.cells) > budget:
+                stopped = f"the time budget ({fmt_duration(budget)}, measure.extra_time_fraction) reached"
+                break
+            k = max([self.planned, *(m["round"] for m in self.manifests(extra=True))]) + 1
+            tell(self.terminal, f"settling: extra round {k} for {len(plan.cells)} cells: {len(plan.undecided)} "
+                                f"undecided comparisons, {len(plan.replacing)} processes to replace")
+            code = self.measure(k, plan.cells)
+            if code != 0:
+                return code
+            history.append({"round": k, "cells": len(plan.cells), "undecided": plan.undecided,
+                            "replacing": plan.replacing,
+                            "why": {cell.key: why for cell, why in plan.cells.items()}})
+            cells = self.cells()
+        final = comparisons(cells)
+        still = [c.name for c in final if c.verdict == UNDECIDED]
+        rounds_needed = {}
+        for entry in history:
+            for name in entry["undecided"]:
+                rounds_needed[name] = rounds_needed.get(name, 0) + 1
+        summary = {
+            "kind": "settle",
+            "planned_rounds": self.planned,
+            "max_processes": self.cap,
+            "budget_s": budget,
+            "spent_s": sum(m.get("took_s") or 0.0 for m in self.manifests(extra=True)),
+            "extra_rounds": history,
+            "comparisons": len(final),
+            "undecided_at_start": undecided_at_start,
+            "undecided_at_end": still,
+            "rounds_needed": rounds_needed,
+            "replaced": {mc.cell.key: mc.replaced for mc in cells if mc.replaced},
+            "disagree": {mc.cell.key: mc.disagree for mc in cells if mc.disagree},
+            "stopped": stopped,
+        }
+        write_json_atomic(self.args.out, summary)
+        tell(self.terminal, f"settling: {len(rounds_needed)} comparisons needed extra rounds "
+                            f"({len(history)} in all); {len(still)} of {len(final)} stayed undecided; {stopped}")
+        return 0
+
+    def measure(self, k: int, chosen) -> int:
+        args = self.args
+        command = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(k), "--rounds", str(self.planned),
+                   "--machine", args.machine, "--grid", args.grid, "--settings", args.settings,
+                   "--environment", args.environment, "--raw", args.raw, "--kernels", args.kernels,
+                   "--compile", args.compile, "--only", json.dumps(sorted(c.key for c in chosen))]
+        if args.log:
+            command += ["--log", f"{args.log}.x{k}"]
+        return subprocess.run(command, check=False, stderr=self.terminal).returncode  # its progress lines reach the user
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with stderr_to_log(args.log) as terminal:
+        try:
+            return Settling(args, terminal).run()
+        except UserError as error:
+            tell(terminal, f"error: settling {args.machine}: {error}")
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
