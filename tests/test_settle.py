@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 from conftest import FINGERPRINT, make_processes, make_record
-
 from offloadbench.analysis.measured import Analysis, group_records
 from offloadbench.analysis.processes import judge
 from offloadbench.analysis.settle import plan_round
