@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test test-slurm lint compare bundle estimate bench-fidelity bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
+.PHONY: setup run test test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -54,6 +54,10 @@ lint: $(STAMP)
 # and the pipeline's own overhead.
 bench-fidelity: $(STAMP)
 	$(BIN)/python benchmarks/fidelity.py
+
+# pyperf as a second reference on single-thread cells, its workers given this environment.
+bench-pyperf: $(STAMP)
+	$(BIN)/python benchmarks/pyperf_reference.py
 
 bench-overhead: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py

@@ -45,4 +45,23 @@ def test_reproducibility_smoke(capsys):
     out = capsys.readouterr().out
     assert "| matmul/numpy-cpu-float32-n64-t1 |" in out and "wall time: run 1 " in out
     assert "levels: between-process variance dominates in" in out
-    assert out.strip().splitlines()[-1].startswith("inside: ")
+    assert out.strip().splitlines()[-1].startswith("inside: ") and "contradictions: " in out
+
+
+@pytest.mark.pipeline
+def test_reproducibility_smoke_prints_verdict_settling(capsys):
+    assert load("reproducibility").main(["--smoke", "--disturb"]) == 0
+    out = capsys.readouterr().out
+    assert "beside a one-core busy loop" in out and "contradictions: " in out and "decided: " in out
+    assert "medians moved by more than 25%: " in out
+
+
+@pytest.mark.pipeline
+def test_pyperf_reference_smoke(capsys):
+    assert load("pyperf_reference").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| matmul n=64 |"))
+    assert "processes" in row and "values" in row
+    ratio = float(row.rstrip(" |").split("|")[-1])
+    assert 0.5 < ratio < 2.0, row  # the two harnesses time the same call
+    assert out.strip().splitlines()[-1].startswith("seconds: ours ")

@@ -282,3 +282,15 @@ def get_spec(name: str) -> OpSpec:
         return SPECS[name]
     except KeyError:
         raise KeyError(f"unknown op {name!r}; known ops: {', '.join(sorted(SPECS))}") from None
+
+
+FINISH_PEAK_COPIES = 10  # imshow peaks near 8 float64 copies of the field (measured at 8192²)
+MEMORY_HEADROOM = 0.8  # a cell may use this share of the host memory that is available
+
+
+def working_set_bytes(spec: OpSpec, n: int, itemsize: int) -> int:
+    """Peak bytes one measurement holds: float64 generation, inputs, results and
+    temporaries, and for ops that plot, matplotlib's float64 working copies of the field.
+    The worker refuses a cell beyond the headroom before measuring; the estimate leaves it out."""
+    rendering = FINISH_PEAK_COPIES * spec.output_bytes(n, 8) if spec.finish else 0
+    return spec.input_bytes(n, 8) + spec.input_bytes(n, itemsize) + 3 * spec.output_bytes(n, itemsize) + rendering

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import shutil
 import statistics
 import sys
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import grid
-from .catalogue import SPECS, OpSpec, kernel_spec
+from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos
 from .records import read_json
@@ -139,14 +140,20 @@ class Estimate:
     measure_s: float
     other_s: float
     source: str
+    extra_s: float = 0.0  # the most the extra rounds may take (measure.extra_time_fraction)
+    refused: int = 0  # cells the workers will refuse for memory, left out
 
     @property
     def total_s(self) -> float:
         return self.measure_s + self.other_s
 
     def line(self, machine: str) -> str:
+        extra = (f", plus up to {fmt_duration(self.extra_s)} of extra rounds where verdicts are undecided"
+                 if self.extra_s > 0 else "")
+        refused = (f"; {self.refused} cells left out, which need more memory than the host has"
+                   if self.refused else "")
         return (f"{machine}: about {fmt_duration(self.total_s)} for {self.cells} cell-processes in {self.rounds} "
-                f"rounds ({fmt_duration(self.measure_s)} measuring), from {self.source}")
+                f"rounds ({fmt_duration(self.measure_s)} measuring{extra}){refused}, from {self.source}")
 
 
 def workers_seconds(cells: list[Cell]) -> float:
@@ -161,18 +168,29 @@ def workers_seconds(cells: list[Cell]) -> float:
     return starts + WORKER_WARMUP_S * len(workers) + TURN_SETTLE_S * turns
 
 
+def refused_for_memory(cell: Cell, memory_bytes: int | None, kernels: dict | None = None) -> bool:
+    """Whether the worker will refuse the cell before measuring: it needs more host memory
+    than the headroom allows (a 60000² matmul on a 128 GiB host, say)."""
+    if not memory_bytes:
+        return False
+    need = working_set_bytes(spec_of(cell.op, kernels), cell.size, ITEMSIZE[cell.dtype])
+    return need > MEMORY_HEADROOM * memory_bytes
+
+
 def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None = None,
-                 available: dict[str, bool] | None = None) -> Estimate:
+                 available: dict[str, bool] | None = None, memory_bytes: int | None = None) -> Estimate:
     """The duration of a run: `todo` maps each round to the cells it still has to measure
-    (the whole grid by default); cells of devices not `available` cost nothing."""
+    (the whole grid by default); cells of devices not `available`, and cells the host has
+    too little memory for, cost nothing."""
     kernels = kernel_infos(config)
     cells = grid.expand(config["grid"], kernels)
     rounds = range(1, config["measure"]["processes"] + 1)
     todo = todo if todo is not None else {k: cells for k in rounds}
     available = available or {"cpu": True}
+    refused = {c for c in cells if refused_for_memory(c, memory_bytes, kernels)}
     measure_s, count = 0.0, 0
     for round_cells in todo.values():
-        live = [c for c in round_cells if available.get(c.device, False) or c.device == "cpu"]
+        live = [c for c in round_cells if (available.get(c.device, False) or c.device == "cpu") and c not in refused]
         measure_s += sum(cell_seconds(c, config["measure"], roofs, kernels) for c in live) + workers_seconds(live)
         measure_s += ROUND_OVERHEAD_S if round_cells else 0.0
         count += len(round_cells)
@@ -184,7 +202,9 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
     for device in config["transfer"]["devices"]:
         if available.get(device, False):
             other += IMPORT_S["torch"] + 4 * len(config["transfer"]["sizes"]) * (config["transfer"]["budget_s"] + 0.1)
-    return Estimate(len(todo), count, measure_s, other, roofs.source)
+    measure = config["measure"]
+    extra = measure["extra_time_fraction"] * measure_s if measure["max_processes"] > measure["processes"] else 0.0
+    return Estimate(len(todo), count, measure_s, other, roofs.source, extra, len(refused))
 
 
 def _median_rate(work: float, samples: list[float]) -> float:
@@ -258,11 +278,26 @@ def remaining(config: dict, folder: Path) -> Estimate:
     }
     env_path = folder / "environment.json"
     if env_path.exists():
-        reasons = read_json(env_path).get("devices") or {}
+        environment = read_json(env_path, hint=False)
+        reasons = environment.get("devices") or {}
         available = {device: reason is None for device, reason in reasons.items()}
+        memory = environment.get("memory_bytes")
     else:
         available = {"cpu": True, "cuda": shutil.which("nvidia-smi") is not None}
-    return estimate_run(config, roofs_for(folder), todo, available)
+        memory = host_memory_bytes()
+    return estimate_run(config, roofs_for(folder), todo, available, memory)
+
+
+def host_memory_bytes() -> int | None:
+    """This host's memory, for the cells it will refuse (psutil where sysconf cannot say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        try:
+            import psutil
+        except ImportError:
+            return None
+        return int(psutil.virtual_memory().total)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,7 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     config = validate(yaml.safe_load(Path(args.configfile).read_text()))
     roofs = roofs_for(Path(args.roofs)) if args.roofs else FALLBACK
     available = {"cpu": True, "cuda": args.gpu}
-    estimate = estimate_run(config, roofs, available=available)
+    memory = None
+    if args.roofs and (Path(args.roofs) / "environment.json").exists():  # that machine's memory
+        memory = read_json(Path(args.roofs) / "environment.json", hint=False).get("memory_bytes")
+    estimate = estimate_run(config, roofs, available=available, memory_bytes=memory or host_memory_bytes())
     print(estimate.line(Path(args.configfile).stem))
     per_round = estimate.measure_s / max(1, estimate.rounds)
     print(f"per round: about {fmt_duration(per_round)}; besides measuring: about {fmt_duration(estimate.other_s)}")

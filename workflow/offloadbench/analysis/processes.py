@@ -78,7 +78,9 @@ def judge(records: list[dict], log_medians: list[float], planned: int, typical_s
     for i, record in enumerate(records):
         seen = record.get("disturbance") or {}
         if seen.get("disturbed"):
-            why[i] = f"disturbed (other processes used {seen.get('others_cores') or 0:.2f} cores)"
+            waited = seen.get("cpu_pressure") or 0.0
+            why[i] = (f"disturbed (other processes used {seen.get('others_cores') or 0:.2f} cores"
+                      + (f"; a task waited for a CPU {waited:.0%} of the time" if waited > 0.1 else "") + ")")
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
     limit = threshold(typical_spread)
     for i, factor in _outliers(clean, limit).items():

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..catalogue import MEMORY_HEADROOM, working_set_bytes
 from ..cells import ITEMSIZE, Cell
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
@@ -31,7 +32,6 @@ from .timing import BlockRule, Measurement, Region, StopRule, WarmupRule, sample
 
 TORCH_ONLY_DTYPES = ("bfloat16",)
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
-FINISH_PEAK_COPIES = 10  # imshow peaks near 8 float64 copies of the field (measured at 8192²)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Settings:
     check_rows: int = 32
     pinned_memory: bool = False
     allow_tf32: bool = False
-    memory_headroom: float = 0.8
+    memory_headroom: float = MEMORY_HEADROOM
     compile_backend: str = "inductor"
     compile_mode: str = "default"
     cold_cache: bool = True
@@ -308,16 +308,8 @@ def _nbytes(values) -> int:
     return int(values.element_size() * values.numel())  # a torch tensor (bfloat16 on the host)
 
 
-def working_set_bytes(op: Op, n: int, itemsize: int) -> int:
-    """Peak bytes one measurement holds: float64 generation, inputs, results and
-    temporaries, and for ops that plot, matplotlib's float64 working copies of the field."""
-    spec = op.spec
-    rendering = FINISH_PEAK_COPIES * spec.output_bytes(n, 8) if op.finish else 0
-    return spec.input_bytes(n, 8) + spec.input_bytes(n, itemsize) + 3 * spec.output_bytes(n, itemsize) + rendering
-
-
 def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
-    need = working_set_bytes(op, cell.size, ITEMSIZE[cell.dtype])
+    need = working_set_bytes(op.spec, cell.size, ITEMSIZE[cell.dtype])
     available = _available_host_memory()
     if available is not None and need > settings.memory_headroom * available:
         raise CellFailed(
