@@ -109,3 +109,17 @@ def test_a_user_kernel_without_models_is_estimated_as_memory_bound(tmp_path):
                                                           "threads": [1], "dtypes": ["float32"]}})
     small, large = (estimate_run({**config, "grid": {**config["grid"], "sizes": [n]}}, FALLBACK) for n in (512, 2048))
     assert large.measure_s > small.measure_s > 0 and large.cells == small.cells
+
+
+def test_cells_the_host_has_too_little_memory_for_are_left_out_and_extra_rounds_counted():
+    config = validate({"grid": {"ops": ["matmul"], "libraries": ["numpy"], "devices": ["cpu"], "dtypes": ["float32"],
+                                "sizes": [1024, 60000], "threads": ["1"]}})
+    roomy = estimate_run(config, FALLBACK, memory_bytes=2**40)  # 60000² needs ~120 GiB with its float64 copies
+    small = estimate_run({**config, "grid": {**config["grid"], "sizes": [1024]}}, FALLBACK)
+    tight = estimate_run(config, FALLBACK, memory_bytes=32 * 2**30)
+    assert roomy.refused == 0 and roomy.measure_s > 100 * small.measure_s
+    assert tight.measure_s == pytest.approx(small.measure_s, rel=0.01)
+    assert tight.refused == 1 and "1 cells left out, which need more memory" in tight.line("m")
+    assert tight.extra_s == pytest.approx(0.5 * tight.measure_s) and "extra rounds" in tight.line("m")
+    none = estimate_run({**config, "measure": {**config["measure"], "max_processes": 3}}, FALLBACK)
+    assert none.extra_s == 0
