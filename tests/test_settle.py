@@ -105,7 +105,7 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     grid = {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
             "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
     argv = ["--machine", "m", "--grid", json.dumps(grid),
-            "--settings", json.dumps({"processes": 3, "max_processes": 5, "extra_time_fraction": 0.5}),
+            "--settings", json.dumps({"processes": 3, "max_processes": 5, "extra_time_fraction": 5.0}),
             "--analysis", json.dumps({"bootstrap_resamples": 300, "seed": 0, "confidence": 0.95, "min_effect": 0.05}),
             "--environment", str(environment), "--raw", str(raw), "--out", str(tmp_path / "settle.json")]
     asked = []
@@ -135,3 +135,24 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     assert [r["round"] for r in summary["extra_rounds"]] == [4]
     assert NUMPY.key in summary["replaced"] and "round 3" in summary["replaced"][NUMPY.key]
     assert summary["undecided_at_end"] == []
+
+
+def test_the_time_budget_comes_from_the_records_and_stops_the_extra_rounds(tmp_path, monkeypatch):
+    """A planned round rerun with nothing to do keeps its records' seconds: the budget holds."""
+    raw = tmp_path / "raw"
+    write(raw, processes(1e-3, process_spread=0.06, seed=1) + processes(0.99e-3, library="torch", seed=2,
+                                                                         process_spread=0.06))
+    (raw / "rounds").mkdir(parents=True)
+    environment = tmp_path / "environment.json"
+    environment.write_text(json.dumps({"fingerprint": FINGERPRINT}))
+    grid = {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
+            "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
+    base = ["--machine", "m", "--grid", json.dumps(grid), "--environment", str(environment), "--raw", str(raw),
+            "--analysis", json.dumps({"bootstrap_resamples": 300, "seed": 0, "confidence": 0.95, "min_effect": 0.05}),
+            "--out", str(tmp_path / "settle.json")]
+    monkeypatch.setattr(settle_job.Settling, "measure", lambda self, k, chosen: 1)  # must not be reached
+    settings = {"processes": 3, "max_processes": 6, "extra_time_fraction": 0.5}  # 6 s of records: a 3 s budget
+    assert settle_job.main([*base, "--settings", json.dumps(settings)]) == 0
+    summary = json.loads((tmp_path / "settle.json").read_text())
+    assert summary["extra_rounds"] == [] and "time budget" in summary["stopped"] and summary["budget_s"] == 3.0
+    assert summary["undecided_at_end"] == [f"speedup of {TORCH.key}"]

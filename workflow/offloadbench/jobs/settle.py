@@ -5,7 +5,7 @@ It reads every record, asks analysis/settle.py which cells an extra round should
 and runs that round as the round job does (`jobs.round --only`), under the host lock. It
 stops when nothing is left to measure, when every cell that needs more is at
 `measure.max_processes`, or when the extra rounds would pass `measure.extra_time_fraction`
-of the time the planned rounds took. It writes raw/rounds/settle.json: what each extra
+of the time the planned rounds took (the cells' own seconds, from their records). It writes raw/rounds/settle.json: what each extra
 round measured and why, and how many comparisons stayed undecided.
 
 Interrupted, it plans again from the records on disk: the same round, which then resumes.
@@ -67,13 +67,18 @@ class Settling:
         paths = grid_records(str(self.raw), self.grid, self.planned, self.kernels)
         return load_cells(paths, self.environment, self.analysis)
 
-    def manifests(self, extra: bool) -> list[dict]:
-        pattern = "x*.json" if extra else "p*.json"
-        return [load_round(p) for p in sorted((self.raw / layout.ROUNDS_DIR).glob(pattern))]
+    def extra_rounds(self) -> list[int]:
+        """The extra rounds already run (their own records, rounds/x<k>.json)."""
+        return [load_round(p)["round"] for p in sorted((self.raw / layout.ROUNDS_DIR).glob("x*.json"))]
 
-    def budget_s(self) -> float:
-        regular = sum(m.get("took_s") or 0.0 for m in self.manifests(extra=False))
-        return float(self.settings.get("extra_time_fraction", 0.5)) * regular
+    def seconds_in(self, cells, extra: bool) -> float:
+        """The cells' own measuring seconds in the planned (or the extra) rounds, from the
+        records: a planned round rerun with nothing to do leaves its records, not its time."""
+        return sum(_seconds(r) for mc in cells for r in mc.records
+                   if (r["process"]["round"] > self.planned) == extra)
+
+    def budget_s(self, cells) -> float:
+        return float(self.settings.get("extra_time_fraction", 0.5)) * self.seconds_in(cells, extra=False)
 
     def predicted_s(self, cells, chosen) -> float:
         """The next round's time: its cells' mean time per process so far, plus worker starts."""
@@ -83,20 +88,21 @@ class Settling:
         return seconds + WORKER_START_S * len(workers)
 
     def run(self) -> int:
-        budget, history = self.budget_s(), []
+        history = []
         cells = self.cells()
+        budget = self.budget_s(cells)
         undecided_at_start = [c.name for c in comparisons(cells) if c.verdict == UNDECIDED]
         stopped = "every verdict settled" if self.cap > self.planned else "measure.max_processes allows no extra round"
         while self.cap > self.planned:
             plan = plan_round(cells, self.cap)
-            spent = sum(m.get("took_s") or 0.0 for m in self.manifests(extra=True))
+            spent = self.seconds_in(cells, extra=True)
             if not plan.cells:
                 stopped = "nothing left to measure" if not plan.capped else "measure.max_processes reached"
                 break
             if spent + self.predicted_s(cells, plan.cells) > budget:
                 stopped = f"the time budget ({fmt_duration(budget)}, measure.extra_time_fraction) reached"
                 break
-            k = max([self.planned, *(m["round"] for m in self.manifests(extra=True))]) + 1
+            k = max([self.planned, *self.extra_rounds()]) + 1
             tell(self.terminal, f"settling: extra round {k} for {len(plan.cells)} cells: {len(plan.undecided)} "
                                 f"undecided comparisons, {len(plan.replacing)} processes to replace")
             code = self.measure(k, plan.cells)
@@ -117,7 +123,7 @@ class Settling:
             "planned_rounds": self.planned,
             "max_processes": self.cap,
             "budget_s": budget,
-            "spent_s": sum(m.get("took_s") or 0.0 for m in self.manifests(extra=True)),
+            "spent_s": self.seconds_in(cells, extra=True),
             "extra_rounds": history,
             "comparisons": len(final),
             "undecided_at_start": undecided_at_start,
