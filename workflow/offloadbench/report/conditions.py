@@ -56,8 +56,8 @@ def scope_lines(timings: pd.DataFrame) -> list[str]:
             return []
         counted = str(processes[0]) if len(processes) == 1 else f"{processes[0]} to {processes[-1]}"
         more = " (more where extra rounds replaced a process or settled a verdict)" if len(processes) > 1 else ""
-        return [f"- Every cell was measured in {counted} independent processes{more}; its CI includes the "
-                "variance between them."]
+        return [(f"- Every cell was measured in {counted} independent processes{more}; its CI includes the "
+                "variance between them.")]
     return [(f"- {len(single)} of {len(ok)} cells were measured in one process only: **their CIs cover the noise "
             "within that process, not the variance between processes**, and may not hold on a rerun "
             "(the tables say `within-process only`).")]
