@@ -5,7 +5,7 @@ It reads every record, asks analysis/settle.py which cells an extra round should
 and runs that round as the round job does (`jobs.round --only`), under the host lock. It
 stops when nothing is left to measure, when every cell that needs more is at
 `measure.max_processes`, or when the extra rounds would pass `measure.extra_time_fraction`
-of the time the planned rounds took (the cells' own seconds, from their records). It writes raw/rounds/settle.json: what each extra
+of the time the planned rounds took (their wall time, from their own records). It writes raw/rounds/settle.json: what each extra
 round measured and why, and how many comparisons stayed undecided.
 
 Interrupted, it plans again from the records on disk: the same round, which then resumes.
@@ -77,15 +77,28 @@ class Settling:
         return sum(_seconds(r) for mc in cells for r in mc.records
                    if (r["process"]["round"] > self.planned) == extra)
 
+    def round_seconds(self, extra: bool) -> float:
+        """The wall seconds the planned (or extra) rounds took, from their own records."""
+        pattern = "x*.json" if extra else "p*.json"
+        return sum(load_round(p).get("took_s") or 0.0 for p in (self.raw / layout.ROUNDS_DIR).glob(pattern))
+
     def budget_s(self, cells) -> float:
-        return float(self.settings.get("extra_time_fraction", 0.5)) * self.seconds_in(cells, extra=False)
+        """A share of the planned rounds' time: their wall time, or their cells' own seconds
+        where that is larger (a planned round rerun with nothing to do took no time)."""
+        planned = max(self.round_seconds(extra=False), self.seconds_in(cells, extra=False))
+        return float(self.settings.get("extra_time_fraction", 0.5)) * planned
+
+    def overhead(self, cells) -> float:
+        """Wall time per second of cell time in the planned rounds: worker starts, compiles, pauses."""
+        cell_s = self.seconds_in(cells, extra=False)
+        return max(1.0, self.round_seconds(extra=False) / cell_s) if cell_s > 0 else 1.0
 
     def predicted_s(self, cells, chosen) -> float:
         """The next round's time: its cells' mean time per process so far, plus worker starts."""
         by_cell = {mc.cell: mc for mc in cells}
         seconds = sum(sum(map(_seconds, by_cell[c].records)) / max(1, len(by_cell[c].records)) for c in chosen)
         workers = {(c.library, c.device, c.threads, c.mode) for c in chosen}
-        return seconds + WORKER_START_S * len(workers)
+        return seconds * self.overhead(cells) + WORKER_START_S * len(workers)
 
     def run(self) -> int:
         history = []
@@ -95,7 +108,7 @@ class Settling:
         stopped = "every verdict settled" if self.cap > self.planned else "measure.max_processes allows no extra round"
         while self.cap > self.planned:
             plan = plan_round(cells, self.cap)
-            spent = self.seconds_in(cells, extra=True)
+            spent = self.round_seconds(extra=True)
             if not plan.cells:
                 stopped = "nothing left to measure" if not plan.capped else "measure.max_processes reached"
                 break
@@ -123,7 +136,7 @@ class Settling:
             "planned_rounds": self.planned,
             "max_processes": self.cap,
             "budget_s": budget,
-            "spent_s": self.seconds_in(cells, extra=True),
+            "spent_s": self.round_seconds(extra=True),
             "extra_rounds": history,
             "comparisons": len(final),
             "undecided_at_start": undecided_at_start,
