@@ -50,3 +50,14 @@ def run_logged(log_path: str, action: Callable[[], object]) -> None:
         except UserError as error:
             tell(terminal, f"error: {error}")
             raise SystemExit(1) from None
+
+
+def run_job(log_path: str | None, job: Callable[[TextIO], int], what: str) -> int:
+    """Run a measuring job with stderr in its log; `job` gets the terminal stream for the
+    lines a user must see. A UserError ends it with one line ("error: <what>: ...")."""
+    with stderr_to_log(log_path) as terminal:
+        try:
+            return job(terminal)
+        except UserError as error:
+            tell(terminal, f"error: {what}: {error}")
+            return 1

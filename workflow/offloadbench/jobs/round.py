@@ -36,7 +36,7 @@ from ..catalogue import SPECS
 from ..cells import COMPILED, Cell
 from ..errors import UserError
 from ..kernels import read_kernel_files
-from ..logs import stderr_to_log, tell
+from ..logs import run_job, tell
 from ..machine import mismatch
 from ..measure import system
 from ..measure.provenance import host_facts, utc_now, where
@@ -413,12 +413,7 @@ class Round:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    with stderr_to_log(args.log) as terminal:
-        try:
-            return Round(args, terminal).run()
-        except UserError as error:
-            tell(terminal, f"error: round {args.round} of {args.machine}: {error}")
-            return 1
+    return run_job(args.log, lambda terminal: Round(args, terminal).run(), f"round {args.round} of {args.machine}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,7 @@ from pathlib import Path
 from .. import layout
 from ..analysis.measured import Analysis, grid_records, load_cells
 from ..analysis.settle import comparisons, plan_round
-from ..errors import UserError
-from ..logs import stderr_to_log, tell
+from ..logs import run_job, tell
 from ..records import load_environment, load_round, write_json_atomic
 from ..units import fmt_duration
 from ..verdicts import UNDECIDED
@@ -164,12 +163,7 @@ class Settling:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    with stderr_to_log(args.log) as terminal:
-        try:
-            return Settling(args, terminal).run()
-        except UserError as error:
-            tell(terminal, f"error: settling {args.machine}: {error}")
-            return 1
+    return run_job(args.log, lambda terminal: Settling(args, terminal).run(), f"settling {args.machine}")
 
 
 if __name__ == "__main__":
