@@ -96,8 +96,8 @@ def run_twice(config: dict, workdir: Path, disturb: bool = False) -> list[float]
 
 def measuring_seconds(folder: Path) -> float:
     """The seconds the rounds spent measuring (regular and extra), from their own records."""
-    return sum(json.loads(p.read_text()).get("took_s") or 0.0 for p in (folder / "raw" / "rounds").glob("*.json")
-               if json.loads(p.read_text()).get("kind") == "round")
+    manifests = [json.loads(p.read_text()) for p in (folder / "raw" / "rounds").glob("*.json")]
+    return sum(m.get("took_s") or 0.0 for m in manifests if m.get("kind") == "round")
 
 
 def replaced_and_flagged(tables: dict) -> tuple[int, int]:

@@ -86,10 +86,14 @@ class MeasuredCell:
         return max((r["process"].get("rounds") or 1 for r in self.records), default=1)
 
     @cached_property
+    def log_medians(self) -> list[float]:
+        """The log of each ok process's compute median: what the outlier rule compares."""
+        return [math.log(float(np.median(phase_samples(r, "compute")))) for r in self.ok]
+
+    @cached_property
     def judgement(self) -> Judgement:
         """Which ok processes count: disturbed and outlying ones are left out once replaced."""
-        logs = [math.log(float(np.median(phase_samples(r, "compute")))) for r in self.ok]
-        return judge(self.ok, logs, self.planned, self.typical_spread)
+        return judge(self.ok, self.log_medians, self.planned, self.typical_spread)
 
     @cached_property
     def counted(self) -> list[dict]:
@@ -282,8 +286,7 @@ def pool_typical_spread(cells: list[MeasuredCell]) -> None:
     processes are too few to set. Set before any cell judges its processes."""
     by_worker: dict[tuple, list[float]] = {}
     for mc in cells:
-        logs = [math.log(float(np.median(g))) for r in mc.ok if (g := phase_samples(r, "compute"))]
-        spread = robust_spread(logs)
+        spread = robust_spread(mc.log_medians)
         if spread is not None:
             by_worker.setdefault(_worker(mc), []).append(spread)
     for mc in cells:
