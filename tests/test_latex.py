@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from conftest import make_processes, make_transfer_record, tables_of
 from offloadbench.analysis.tables import TRANSFER_COLUMNS, read_tables
+from offloadbench.report.format import fmt_ci, fmt_sig, time_unit
 from offloadbench.report.latex import (
     MacroCollision,
     Macros,
@@ -17,14 +18,11 @@ from offloadbench.report.latex import (
     claims_macros,
     comparison_macros,
     comparison_tex,
-    fmt_ci,
-    fmt_sig,
     machine_prefix,
     number_words,
     pair_prefix,
     speedups_tex,
     tex_escape,
-    time_unit,
     timings_tex,
     transfer_tex,
     write_comparison_latex,

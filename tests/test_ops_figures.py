@@ -12,10 +12,10 @@ from conftest import make_processes, tables_of
 from matplotlib.collections import PathCollection
 from offloadbench.analysis.roofline import attainable, bounds, device_roofs
 from offloadbench.catalogue import get_spec
-from offloadbench.report.figures import theme
 from offloadbench.report.heatmap import CMAP, COLOURBAR_LABEL, draw_heatmap, heatmap_figure, speedup_norm
 from offloadbench.report.ops_findings import bound_lines, payoff_lines
 from offloadbench.report.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
+from offloadbench.report.style import theme
 
 SIZES = (128, 512, 2048)
 CPU = {"memory": 20e9, "float32": 1000e9, "float64": 500e9, "call_s": 2e-6}
@@ -111,7 +111,7 @@ def save_and_check(fig, tmp_path, name: str, pdf: bool = False) -> None:
         fig.savefig(tmp_path / f"{name}.pdf")
         assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
         assert (tmp_path / f"{name}.pdf").stat().st_size > 2000
-    fig.savefig(png, dpi=120)
+    fig.savefig(png, dpi=150)  # figures are drawn at print size, a small grid's a few inches across
     plt.close(fig)
     image = mpimg.imread(png)
     assert image.ndim == 3 and min(image.shape[:2]) > 300
@@ -176,8 +176,8 @@ def test_roofline_has_a_panel_per_device_with_labelled_roofs(tmp_path, gpu_ops):
     assert "all" in panels[0].get_title()
     for ax in panels:
         assert ax.get_xscale() == ax.get_yscale() == "log"
-        assert "FLOP/byte" in ax.get_xlabel()
-    assert "GFLOP/s" in panels[0].get_ylabel()
+        assert any("FLOP/byte" in t.get_text() for t in fig.texts)  # one label under the panels
+    assert any("GFLOP/s" in t.get_text() for t in fig.texts)
     texts = texts_of(fig)
     assert "float32 peak 1,000 GFLOP/s" in texts and "float64 peak 500 GFLOP/s" in texts
     assert "memory 20 GB/s" in texts and "memory 3,000 GB/s" in texts
@@ -204,7 +204,7 @@ def test_roofline_without_roofs_draws_the_points_and_says_so(tmp_path, gpu_ops):
 def test_roofline_with_no_ok_cell_says_why(gpu_ops):
     failed = gpu_ops["timings"].assign(status="error")
     fig = roofline_figure(failed, gpu_ops["roofs"], "gpubox")
-    assert len(fig.axes) == 1 and any("No cell on gpubox" in t for t in texts_of(fig))
+    assert len(fig.axes) == 0 and any("No cell on gpubox" in t for t in texts_of(fig))
     plt.close(fig)
 
 
@@ -263,7 +263,7 @@ def test_heatmap_marks_undecided_and_same_cells_and_shows_no_number_for_undecide
 
 def test_heatmap_of_no_speedups_says_why(gpu_ops):
     fig = draw_heatmap({"speedups": gpu_ops["speedups"].iloc[0:0]}, "laptop")
-    assert len(fig.axes) == 1 and any("No PyTorch cell on laptop" in t for t in texts_of(fig))
+    assert len(fig.axes) == 0 and any("No PyTorch cell on laptop" in t for t in texts_of(fig))
     plt.close(fig)
 
 

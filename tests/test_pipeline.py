@@ -16,6 +16,7 @@ import pytest
 import yaml
 from conftest import assert_real_figure
 from offloadbench import sandbox
+from offloadbench.analysis.columns import DECLARED
 from offloadbench.layout import FIGURE_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,6 +90,12 @@ def test_the_roofs_are_measured_on_the_cpu_and_skipped_with_a_reason_elsewhere(r
     assert (cpu["value"] > 0).all() and (cpu["ci_low"] <= cpu["value"]).all() and (cpu["value"] <= cpu["ci_high"]).all()
     assert (cpu["unit"] == cpu["kind"].map({"memory": "GB/s", "compute": "GFLOP/s"})).all()
     assert set(gpu["device"]) == {"cuda", "mps"} and set(gpu["status"]) == {"skipped"} and gpu["reason"].str.len().gt(0).all()
+
+
+def test_the_written_tables_have_the_declared_columns(run):
+    for name, declared in DECLARED.items():
+        written = pd.read_csv(run["out"] / f"{name}.csv", nrows=0).columns.tolist()
+        assert written == list(declared), name
 
 
 def test_statuses_and_columns(run):

@@ -90,3 +90,37 @@ def test_ruff_is_clean():
     result = subprocess.run([str(ruff), "check", "workflow", "tests", "benchmarks", "tools"], cwd=ROOT, capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+# The report's figure modules draw; its prose modules write sentences. Both take their words,
+# numbers and orders from report/format.py, so a figure never needs a prose module.
+FIGURE_MODULES = {"figures", "heatmap", "roofline", "compare_figures", "style", "draw"}
+PROSE_MODULES = {"findings", "ops_findings", "compile_findings", "seed", "conditions", "markdown", "comparison",
+                 "latex", "summary"}
+
+
+@pytest.mark.parametrize("name", sorted(FIGURE_MODULES))
+def test_figures_import_no_prose_module(name):
+    imported = imported_modules(PACKAGE / "report" / f"{name}.py")
+    prose = sorted(m for m in imported if m.startswith("offloadbench.report.") and m.split(".")[2] in PROSE_MODULES)
+    assert not prose, f"report/{name}.py imports prose modules: {prose}"
+
+
+def test_every_report_module_is_a_figure_or_prose_module_or_a_shared_piece():
+    shared = {"__init__", "format", "escape", "captions", "publish"}
+    names = {p.stem for p in (PACKAGE / "report").glob("*.py")}
+    assert names == FIGURE_MODULES | PROSE_MODULES | shared, "classify a new report module above"
+
+
+def private_imports(path: Path) -> list[str]:
+    """Names starting with an underscore that a module imports from another of the package."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("offloadbench")):
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_another_modules_private_names(path):
+    assert not private_imports(path), f"{path.relative_to(PACKAGE)} imports {private_imports(path)}"

@@ -17,15 +17,10 @@ import pandas as pd
 
 from ..cells import CELL_COLUMNS, Cell
 from ..machine import mismatch
-from ..verdicts import UNDECIDED, VERDICTS, contradicts, time_ratio_undecided_reason, time_ratio_verdict
+from ..verdicts import UNDECIDED, contradicts, time_ratio_undecided_reason, time_ratio_verdict
 from .measured import Analysis, MeasuredCell
 from .sources import Source, SourceError
 
-
-def verdict_tally(verdicts: pd.Series) -> str:
-    """"3 faster, 1 same": how many cells got each verdict, in a fixed order."""
-    counts = verdicts.value_counts()
-    return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts)
 COMPARISON_COLUMNS = [
     *CELL_COLUMNS, "variant", "machine_a", "machine_b", "median_a_s", "ci_a_low_s", "ci_a_high_s", "median_b_s",
     "ci_b_low_s", "ci_b_high_s", "processes_a", "processes_b", "ci_scope", "ratio", "ratio_ci_low",

@@ -9,8 +9,6 @@ returns no bounds rather than failing.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -68,11 +66,3 @@ def bounds(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> pd.DataFrame:
     out["roof_fraction"] = ok["gflops"].astype(float) / out["attainable_gflops"]
     return out
 
-
-def fmt_rate(value: float) -> str:
-    """A rate or ratio at about two significant digits without powers of ten: 7.5, 31, 1,250."""
-    if not math.isfinite(value):
-        return "–"
-    if abs(value) >= 10:
-        return f"{value:,.0f}"
-    return f"{value:.2g}"

@@ -19,6 +19,7 @@ from ..kernels import FAMILY as KERNEL_FAMILY
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_environment, load_record
 from ..stats import Interval, median_and_ci, seed_for
 from .breakeven import break_even
+from .columns import SPEEDUPS, THREAD_SCALING, TIMINGS, ci_columns
 from .compile_cost import amortization, compile_interval
 from .measured import Analysis, MeasuredCell, load_cells
 from .pairs import pair_verdict, scaling_pairs, speedup_pairs
@@ -134,14 +135,11 @@ def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return frame.assign(_t=key).sort_values([c if c != "threads" else "_t" for c in by]).drop(columns="_t").reset_index(drop=True)
 
 
-COMPILE_COLUMNS = ["compile_s", "compile_s_ci_low", "compile_s_ci_high", "compiler_startup_s", "graphs",
-                   "graph_breaks", "first_break", "recompiles", "compile_fallback", "compile_backend", "compile_cache"]
-
-
 def timings_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
-    frame = pd.DataFrame([timing_row(mc, machine, confidence) for mc in cells])
-    return _sorted(frame.reindex(columns=[*frame.columns, *(c for c in COMPILE_COLUMNS if c not in frame)]),
-                   CELL_COLUMNS)
+    """One row per cell, in the declared columns (`columns.TIMINGS`; eager cells leave the
+    compile columns empty)."""
+    frame = pd.DataFrame([timing_row(mc, machine, confidence) for mc in cells], columns=list(TIMINGS))
+    return _sorted(frame, CELL_COLUMNS)
 
 
 def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "baseline") -> str:
@@ -151,11 +149,8 @@ def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "b
 
 
 def _ratio_columns(prefix: str, interval: Interval) -> dict:
-    return {
-        prefix: interval.value,
-        f"{prefix}_ci_low": interval.low,
-        f"{prefix}_ci_high": interval.high,
-    }
+    low, high = ci_columns(prefix)
+    return {prefix: interval.value, low: interval.low, high: interval.high}
 
 
 def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
@@ -198,14 +193,7 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
             "amortize": amortized.text if amortized else "",
             "compile_fallback": compiled.get("compile_fallback", ""),
         })
-    columns = [
-        "machine", *CELL_COLUMNS, "variant", "threads_effective", "device_name", "baseline_threads", "processes",
-        "ci_scope", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_verdict", "speedup_undecided",
-        "end_to_end_speedup", "end_to_end_speedup_ci_low", "end_to_end_speedup_ci_high", "end_to_end_verdict",
-        "end_to_end_undecided", "median_s",
-        "baseline_median_s", "end_to_end_s", "baseline_end_to_end_s", "shares_cores", "unstable",
-        "compile_s", "compile_s_ci_low", "compile_s_ci_high", "compiler_startup_s", "amortize_calls", "amortize_calls_ci_low", "amortize_calls_ci_high", "amortize", "compile_fallback",
-    ]
+    columns = [c for c in SPEEDUPS if not c.startswith("break_even")]  # those follow per series
     frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
     return with_break_even(frame)
 
@@ -240,11 +228,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
         })
-    columns = ["machine", "op", "library", "device", "dtype", "size", "threads", "mode", "variant", "threads_effective",
-               "processes",
-               "ci_scope", "scaling", "scaling_ci_low", "scaling_ci_high", "verdict", "verdict_undecided", "shares_cores",
-               "unstable"]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
 
 TRANSFER_COLUMNS = [

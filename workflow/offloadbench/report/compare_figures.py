@@ -9,34 +9,36 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from dataclasses import replace
-from itertools import pairwise
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.colors import to_rgb
-from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 
-from ..analysis.compare import Comparison, verdict_tally
-from ..cells import dtype_sort_key, thread_sort_key
+from ..analysis.columns import weak_cells
+from ..analysis.compare import Comparison
 from ..layout import COMPARE_FIGURE_NAMES
-from ..units import format_bytes
 from .captions import size_label
 from .escape import literal_frame
-from .figures import (
+from .format import dtype_sort_key, format_bytes, thread_sort_key, verdict_counts
+from .style import (
+    COLUMN_WIDTH_IN,
     MARKERS,
-    PANEL_ASPECT,
-    PANEL_HEIGHT_IN,
+    PAGE_WIDTH_IN,
     WEAK_NOTE,
-    _log_y,
-    _series_order,
-    _size_axis,
-    _with_series,
+    Grid,
+    Page,
+    log_y,
     message_figure,
+    op_panels,
+    panel_title,
     save_figure,
-    weak_cells,
+    series_order,
+    size_axis,
+    with_series,
+    y_errors,
 )
 
 # Line style of a speedup series: solid on a GPU, then one per CPU thread count.
@@ -74,68 +76,33 @@ def _header(text: str) -> tuple[Line2D, str]:
     return Line2D([], [], linestyle="none", gid="header"), text
 
 
-def _legend(fig: plt.Figure, rows: list[tuple]) -> None:
+def _legend(page: Page, rows: list[tuple], ncol: int | None = None) -> None:
+    """The legend below the panels, its section headers in bold."""
     handles, labels = zip(*rows, strict=True)
-    legend = fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
-                        handlelength=2.6)
-    for handle, text in zip(handles, legend.get_texts(), strict=True):
+    page.add_legend(list(handles), list(labels), ncol=ncol, handlelength=2.6)
+    for handle, text in zip(handles, page.legend.get_texts(), strict=True):
         if handle.get_gid() == "header":
             text.set_fontweight("bold")
 
 
-def _title(fig: plt.Figure, text: str) -> None:
-    fig.suptitle(text, x=0.01, ha="left", y=1.02, fontsize="medium", fontweight="bold")
+def _ratio_page(frame: pd.DataFrame, title: str, draw, ylabel: str, rows: list[tuple], notes: list[str]) -> plt.Figure:
+    """A grid of ratios against size, one panel per op and dtype, with a line at 1."""
 
-
-def _notes(fig: plt.Figure, notes: list[str]) -> None:
-    if notes:
-        fig.text(0.01, -0.02, "\n".join(notes), ha="left", va="top", fontsize="small")
-
-
-def _thin_log_ticks(ax, limit: int = 7) -> None:
-    """Keep only the powers of ten when 1-2-5 steps would crowd a log axis."""
-    ticks = ax.get_yticks()
-    decades = [t for t in ticks if np.isclose(np.log10(t), round(np.log10(t)))]
-    if len(ticks) > limit and len(decades) >= 2:
-        ax.set_yticks(decades)
-
-
-def _sizes(ax, sizes) -> None:
-    """The size axis of the per-machine figures, its labels turned when neighbours would touch
-    (uneven grids such as 2048, 4096, 10000 crowd before six even ones do)."""
-    _size_axis(ax, sizes)
-    sizes = sorted({int(s) for s in sizes})
-    if len(sizes) < 2:
-        return
-    lo, hi = ax.get_xlim()  # call after plotting and after any set_xlim
-    per_octave = ax.get_position().width * ax.figure.get_figwidth() / np.log2(hi / lo)
-    char_in = 0.62 * FontProperties(size=plt.rcParams["xtick.labelsize"]).get_size_in_points() / 72
-    if any(np.log2(b / a) * per_octave < (len(str(a)) + len(str(b))) / 2 * char_in + 0.08
-           for a, b in pairwise(sizes)):
-        ax.set_xticklabels([str(s) for s in sizes], rotation=45, ha="right", rotation_mode="anchor")
-
-
-def _facet_grid(frame: pd.DataFrame) -> sns.FacetGrid:
-    """Ops in rows, dtypes in columns, like the per-machine figures."""
-    rows = "op" if frame["op"].nunique() > 1 else None
-    return sns.FacetGrid(
-        frame, row=rows, col="dtype", row_order=sorted(frame["op"].unique()) if rows else None,
-        col_order=sorted(frame["dtype"].unique(), key=dtype_sort_key), height=PANEL_HEIGHT_IN,
-        aspect=PANEL_ASPECT, sharey=True, margin_titles=True, despine=False,
-    )
-
-
-def _finish_ratio_grid(g: sns.FacetGrid, frame: pd.DataFrame, ylabel: str) -> None:
-    """Log axes with a line at 1 on every panel of a grid of ratios against size."""
-    for ax in g.axes.flat:
+    def panel(ax, data):
+        draw(ax, data)
         ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-        _sizes(ax, frame["size"])
-        _log_y(ax, "×")
-        _thin_log_ticks(ax)
-    g.set_axis_labels(size_label(frame["op"]), ylabel)
-    g.set_titles(col_template="{col_name}", row_template="{row_name}")
-    g.tight_layout()
-    g.figure.subplots_adjust(wspace=0.12)  # keep the size labels of neighbouring panels apart
+
+    panels = op_panels(frame)
+    page = Page(len(panels), title, sharex=True)
+    for ax, ((op, dtype), name) in zip(page.axes, panels, strict=True):
+        panel(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
+        log_y(ax, "×")
+        panel_title(ax, name)
+    size_axis(page.axes[0], frame["size"])
+    page.axis_labels(size_label(frame["op"]), ylabel)
+    _legend(page, rows)
+    page.add_notes(notes)
+    return page.finish()
 
 
 def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
@@ -152,17 +119,15 @@ def speedups_figure(comparison: Comparison) -> plt.Figure:
     """Every machine's speedup over its own NumPy, overlaid, with 95% CI bands."""
     labels = comparison.labels
     colours = machine_colours(labels)
-    parts = [_with_series(comparison.tables[m]["speedups"].assign(machine=m))
+    parts = [with_series(comparison.tables[m]["speedups"].assign(machine=m))
              for m in labels if not comparison.tables[m]["speedups"].empty]
     if not parts:
         return message_figure("Speedup over NumPy", "No machine has a torch cell with a NumPy baseline to compare with.")
     frame = pd.concat(parts, ignore_index=True)
     frame["key"] = list(zip(frame["variant"], frame["device"], frame["threads"], strict=True))
     styles, markers = _series_styles(frame)
-    g = _facet_grid(frame)
 
-    def draw(data: pd.DataFrame, **_):
-        ax = plt.gca()
+    def draw(ax, data: pd.DataFrame):
         for (machine, key), group in data.groupby(["machine", "key"]):
             group = group.sort_values("size")
             colour = colours[machine]
@@ -175,23 +140,18 @@ def speedups_figure(comparison: Comparison) -> plt.Figure:
                 ax.plot(group.loc[weak, "size"], group.loc[weak, "speedup"], linestyle="none", marker=markers[key],
                         markersize=6, markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.2)
 
-    g.map_dataframe(draw)
-    _finish_ratio_grid(g, frame, "speedup over NumPy\n(×, log)")
-
     rows = []
     for machine in labels:
         series = frame[frame["machine"] == machine]
         rows.append(_header(machine if machine != labels[0] else f"{machine} (A)"))
         if series.empty:
             rows.append((Line2D([], [], color=colours[machine], linestyle="none"), "  no torch cell with a baseline"))
-        for name in _series_order(series):
+        for name in series_order(series):
             key = series.loc[series["series"] == name, "key"].iloc[0]
             rows.append((Line2D([], [], color=colours[machine], linestyle=styles[key], marker=markers[key],
                                 markersize=4, linewidth=1.3), name))
-    _legend(g.figure, rows)
-    _title(g.figure, "Speedup over NumPy on each machine's own CPU")
-    _notes(g.figure, [WEAK_NOTE] if weak_cells(frame).any() else [])
-    return g.figure
+    return _ratio_page(frame, "Speedup over NumPy on each machine's own CPU", draw, "speedup over NumPy (×, log)",
+                       rows, [WEAK_NOTE] if weak_cells(frame).any() else [])
 
 
 def _dodge(keys: list, sizes) -> dict:
@@ -220,16 +180,14 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
     if table.empty:
         return message_figure("Time ratio per cell", "No cell was measured with status ok on both machines.")
     colours = machine_colours(comparison.labels)
-    frame = _with_series(table)
-    series = _series_order(frame)
+    frame = with_series(table)
+    series = series_order(frame)
     markers = {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(series)}
     others = [m for m in comparison.labels[1:] if m in set(frame["machine_b"])]
     keys = [(m, s) for m in others for s in series if ((frame["machine_b"] == m) & (frame["series"] == s)).any()]
     dodge = _dodge(keys, frame["size"])
-    g = _facet_grid(frame)
 
-    def draw(data: pd.DataFrame, **_):
-        ax = plt.gca()
+    def draw(ax, data: pd.DataFrame):
         for (machine, name), group in data.groupby(["machine_b", "series"]):
             group = group.sort_values("size")
             colour, marker = colours[machine], markers[name]
@@ -242,12 +200,9 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
                 ax.plot(x[cells.index], cells["ratio"], linestyle="none", marker=marker, markersize=5,
                         markeredgecolor=colour, markeredgewidth=1.0, **_verdict_marker(verdict, colour))
 
-    g.map_dataframe(draw)
-    _finish_ratio_grid(g, frame, "time on B ÷ time on A\n(×, log; below 1: B faster)")
-
     rows = [_header(f"B (colour), against A = {comparison.labels[0]}")]
     for machine in others:
-        tally = verdict_tally(frame.loc[frame["machine_b"] == machine, "verdict"])
+        tally = verdict_counts(frame.loc[frame["machine_b"] == machine, "verdict"], same="same")
         rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), f"{machine}: {tally}"))
     rows.append(_header("series (marker)"))
     rows += [(Line2D([], [], color="0.3", marker=markers[s], linestyle="none", markersize=5), s) for s in series]
@@ -259,10 +214,8 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
             shown.add(VERDICT_FILL[verdict])
             rows.append((Line2D([], [], color=sample, marker="o", linestyle="none", markersize=5,
                                 markeredgecolor=sample, **_verdict_marker(verdict, sample)), VERDICT_FILL[verdict]))
-    _legend(g.figure, rows)
-    _title(g.figure, f"Time per cell, B against A — {_names(comparison)}")
-    _notes(g.figure, [RATIO_NOTE])
-    return g.figure
+    return _ratio_page(frame, f"Time per cell, B against A — {_names(comparison)}", draw,
+                       "time on B ÷ time on A (×, log; below 1: B faster)", rows, [RATIO_NOTE])
 
 
 def _break_even_rows(comparison: Comparison) -> pd.DataFrame:
@@ -309,7 +262,9 @@ def break_even_figure(comparison: Comparison) -> plt.Figure:
     offsets = {k: (i - (len(keys) - 1) / 2) * min(0.22, 0.7 / len(keys)) for i, k in enumerate(keys)}
     devices = sorted(frame["device"].unique())
     device_markers = {d: MARKERS[i % len(MARKERS)] for i, d in enumerate(devices)}
-    fig, ax = plt.subplots(figsize=(6.4, 1.3 + len(categories) * (0.22 + 0.08 * len(keys))))
+    page = Page(1, f"Break-even size of each GPU series — {_names(comparison)}", width_in=PAGE_WIDTH_IN,
+                grid=Grid(1, 1, PAGE_WIDTH_IN, 0.5 + len(categories) * (0.22 + 0.08 * len(keys))))
+    ax = page.axes[0]
     ax.set_xscale("log", base=2)
     for r in frame.itertuples():
         y = categories.index((r.op, r.dtype)) + offsets[(r.machine, r.device, r.threads)]
@@ -319,8 +274,6 @@ def break_even_figure(comparison: Comparison) -> plt.Figure:
                     markeredgewidth=1.3, linestyle="none")
             ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y),
                         arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0, "shrinkB": 0})
-            ax.text(r.largest * 2.05, y, f"not reached (n > {int(r.largest)})", va="center", ha="left",
-                    fontsize="small", color=colour)
         else:
             ax.plot(r.size, y, marker=marker, markersize=6, color=colour, linestyle="none")
             if r.status == "at or below":
@@ -329,17 +282,16 @@ def break_even_figure(comparison: Comparison) -> plt.Figure:
                                         "shrinkB": 0})
     sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]}
                    | {int(s) for s in frame["smallest"]} | {int(s) for s in frame["largest"]})
-    # Room for the arrows beyond the grid, and on the right for their "not reached" labels.
-    room_right = 8.0 if (frame["status"] == "not reached").any() else 1.5
+    # Room for the arrows beyond the grid; the legend says what an arrow means.
+    room_right = 2.5 if (frame["status"] == "not reached").any() else 1.5
     ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == "at or below").any() else 1.5), max(sizes) * room_right)
-    _sizes(ax, sizes)
+    size_axis(ax, sizes)
     ax.set_yticks(range(len(categories)))
     ax.set_yticklabels([f"{op}, {dtype}" if several_dtypes else op for op, dtype in categories])
     ax.set_ylim(len(categories) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel(size_label((op for op, *_ in categories), "break-even size n, log")
-                  + ": from here on the GPU is faster with the copies counted")
-    fig.tight_layout()
+    page.axis_labels(size_label((op for op, *_ in categories), "break-even size n, log")
+                     + ": from here on the GPU is faster with the copies counted", "")
 
     rows = [_header("machine (colour)")]
     for machine in comparison.labels:
@@ -360,10 +312,9 @@ def break_even_figure(comparison: Comparison) -> plt.Figure:
                      "arrow left: at or below the smallest size"))
     if (frame["status"] == "not reached").any():
         rows.append((Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", markersize=6),
-                     "hollow, arrow right: not reached by the\nlargest size measured"))
-    _legend(fig, rows)
-    _title(fig, f"Break-even size of each GPU series — {_names(comparison)}")
-    return fig
+                     "hollow, arrow right: not reached by the largest size measured"))
+    _legend(page, rows)
+    return page.finish()
 
 
 def _memory_marker(memory: str, colour) -> dict:
@@ -394,38 +345,29 @@ def bandwidth_figure(comparison: Comparison) -> plt.Figure:
     frame = pd.concat(ok.values(), ignore_index=True)
     directions = [d for d in DIRECTIONS if d in set(frame["direction"])]
     # A panel per direction: the two directions often run at one rate and would hide each other.
-    fig, axes = plt.subplots(1, len(directions), sharey=True, squeeze=False,
-                             figsize=(PANEL_HEIGHT_IN * PANEL_ASPECT * len(directions) + 0.6, PANEL_HEIGHT_IN + 0.9))
+    page = Page(len(directions), f"Host↔device copy bandwidth — {_names(comparison)}", sharey=True,
+                width_in=PAGE_WIDTH_IN if len(directions) > 1 else COLUMN_WIDTH_IN + 0.5)
     links = frame.dropna(subset=["link_gbs"]).drop_duplicates(["machine", "device"])
     ticks = sorted(frame["bytes"].unique())
-    for ax, direction in zip(axes.flat, directions, strict=True):
+    for ax, direction in zip(page.axes, directions, strict=True):
         mine = frame[frame["direction"] == direction]
         for (machine, _, memory), group in mine.groupby(["machine", "device", "memory"]):
             group = group.sort_values("bytes")
-            yerr = np.vstack([(group["gbs"] - group["gbs_ci_low"]).clip(lower=0),
-                              (group["gbs_ci_high"] - group["gbs"]).clip(lower=0)])
-            ax.errorbar(group["bytes"], group["gbs"], yerr=yerr, color=colours[machine],
+            ax.errorbar(group["bytes"], group["gbs"], yerr=y_errors(group, "gbs", "gbs_ci_low", "gbs_ci_high"),
+                        color=colours[machine],
                         linestyle=DIRECTIONS[direction][1], linewidth=1.2, capsize=2,
                         **_memory_marker(memory, colours[machine]))
         for link in links.itertuples():
             ax.axhline(link.link_gbs, color=colours[link.machine], linestyle=":", linewidth=1.3)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([format_bytes(t).replace(" ", "") for t in ticks], rotation=45 if len(ticks) > 4 else 0)
-        ax.minorticks_off()
+        size_axis(ax, ticks, labels=lambda v: format_bytes(v).replace(" ", ""))
         ax.margins(x=0.08)  # keeps the outermost size labels of neighbouring panels apart
-        ax.set_title(DIRECTIONS[direction][0])
-        ax.set_xlabel("copy size")
-    ax = axes.flat[0]
-    ax.set_yscale("log")
+        panel_title(ax, DIRECTIONS[direction][0])
+    ax = page.axes[0]
+    log_y(ax)
     if not links.empty:
         # No copy beats its link, so a little room above the fastest link is all the plot needs.
         ax.set_ylim(top=max(links["link_gbs"].max(), frame["gbs_ci_high"].max()) * 1.5)
-    _log_y(ax)
-    _thin_log_ticks(ax)
-    ax.set_ylabel("bandwidth (GB/s, log)")
-    fig.tight_layout()
-    fig.subplots_adjust(wspace=0.12)
+    page.axis_labels("copy size", "bandwidth (GB/s, log)")
 
     rows = [_header("machine (colour; dotted: its link)")]
     for machine in comparison.labels:
@@ -447,10 +389,9 @@ def bandwidth_figure(comparison: Comparison) -> plt.Figure:
     rows.append(_header("host memory (marker)"))
     rows += [(Line2D([], [], color="0.3", linestyle="none", **_memory_marker(m, "0.3")), m)
              for m in sorted(frame["memory"].unique())]
-    _legend(fig, rows)
-    _title(fig, f"Host↔device copy bandwidth — {_names(comparison)}")
-    _notes(fig, ["error bars: 95% CI of the median copy time"])
-    return fig
+    _legend(page, rows)
+    page.add_notes(["error bars: 95% CI of the median copy time"])
+    return page.finish()
 
 
 COMPARE_FIGURES: dict[str, Callable[[Comparison], plt.Figure]] = {

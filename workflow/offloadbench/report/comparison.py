@@ -8,24 +8,14 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..analysis.compare import Comparison, reproducibility, verdict_tally
+from ..analysis.compare import Comparison, reproducibility
 from ..cells import Cell, thread_sort_key
 from ..layout import COMPARE_FIGURE_NAMES
-from ..units import fmt_time
 from .captions import COMPARE_CAPTIONS
 from .escape import md_data, md_frame
-from .findings import finite, threads_text, variant_of
+from .format import fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
 from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
-
-
-def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
-    """A time ratio B/A read as speed: "3.10× faster (95% CI 3.02–3.18×)"."""
-    if not finite(ratio):
-        return "–"
-    if ratio <= 1:
-        return f"{1 / ratio:.2f}× faster (95% CI {1 / hi:.2f}–{1 / lo:.2f}×)" if finite(lo) else f"{1 / ratio:.2f}× faster"
-    return f"{ratio:.2f}× slower (95% CI {lo:.2f}–{hi:.2f}×)" if finite(lo) else f"{ratio:.2f}× slower"
 
 
 def _series_name(row) -> str:
@@ -57,7 +47,7 @@ def faster_where(comparison: Comparison) -> list[str]:
     reference = comparison.labels[0]
     for other in comparison.labels[1:]:
         part = table[table["machine_b"] == other]
-        summary = verdict_tally(part["verdict"])
+        summary = verdict_counts(part["verdict"], same="same")
         lines += [f"### {other} against {reference}", "",
                   (f"Of {len(part)} cells measured on both, {other} is: {summary}. "
                   f"\"Same\" means the whole 95% CI of the time ratio lies within the minimum effect of 1."), ""]

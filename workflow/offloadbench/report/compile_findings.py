@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..analysis.columns import falls_back, without_models
 from ..cells import COMPILED
 from ..kernels import FAMILY as KERNEL_FAMILY
-from .findings import (
+from .findings import caveat
+from .format import (
     by_variant,
-    caveat,
-    falls_back,
     finite,
+    fmt_seconds,
     ratio_of,
+    report_groups,
     threads_text,
     variant_of,
-    without_models,
+    where_phrase,
+    widest_threads,
 )
-from .ops_findings import report_groups, where_phrase, widest_threads
-
-
-def _seconds(value) -> str:
-    return f"{value:.2g} s" if finite(value) else "–"
 
 
 def _compile_time(row) -> str:
-    text = _seconds(row["compile_s"])
+    text = fmt_seconds(row["compile_s"])
     if finite(row.get("compile_s_ci_low")) and finite(row.get("compile_s_ci_high")):
         text += f" (95% CI {row['compile_s_ci_low']:.2g}–{row['compile_s_ci_high']:.2g} s)"
     return text
@@ -91,8 +89,8 @@ def process_lines(timings: pd.DataFrame) -> list[str]:
     lines = []
     startup = ok["compiler_startup_s"].dropna()
     if not startup.empty:
-        lines.append(f"- Each compiled worker process first started the compiler once ({_seconds(startup.min())} to "
-                     f"{_seconds(startup.max())}: its imports and the code it builds for itself); a program pays that "
+        lines.append(f"- Each compiled worker process first started the compiler once ({fmt_seconds(startup.min())} to "
+                     f"{fmt_seconds(startup.max())}: its imports and the code it builds for itself); a program pays that "
                      "once, with its first compile, on top of the compile times above.")
     broken = ok[ok["graph_breaks"].fillna(0) > 0]
     if broken.empty:

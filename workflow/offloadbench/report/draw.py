@@ -11,13 +11,13 @@ from .escape import literal, literal_frame
 from .figures import (
     bandwidth_figure,
     copy_cost_figure,
-    save_figure,
     speedup_figure,
     throughput_figure,
     transfer_overhead_figure,
 )
 from .heatmap import draw_heatmap
 from .roofline import draw_roofline
+from .style import save_figure
 
 FIGURES: dict[str, Callable] = {
     "heatmap": draw_heatmap,

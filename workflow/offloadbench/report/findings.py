@@ -5,104 +5,20 @@ Each function takes tidy tables and returns Markdown bullet lines; the report ar
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-from ..cells import ALL_THREADS, library_sort_key, mode_sort_key
-from ..units import fmt_time, format_bytes
-from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, VERDICTS, ci_span
-
-
-def fmt_ratio(value: float, lo: float, hi: float) -> str:
-    if not math.isfinite(value):
-        return "–"
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{value:.2f}× (CI unavailable)"
-    return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
-
-
-def threads_text(threads, effective=None) -> str:
-    """"1 thread", "4 threads", "all = 16 threads" (or "all threads" when the count is unknown)."""
-    label = str(threads)
-    if label == ALL_THREADS:
-        return f"all = {int(effective)} threads" if finite(effective) else "all threads"
-    return f"{label} thread" + ("s" if label != "1" else "")
-
-
-def cell_phrase(row) -> str:
-    if row["device"] == "cpu":
-        where = f"on the cpu ({threads_text(row['threads'], row.get('threads_effective'))})"
-    else:
-        where = f"on {row['device']}"
-    return f"{row['op']} with {variant_of(row)} {where}, {row['dtype']}, n = {int(row['size'])}"
-
-
-def variant_of(row) -> str:
-    """"numpy", "torch compiled": the library as it ran (tables from before modes: eager)."""
-    variant = row.get("variant")
-    return variant if isinstance(variant, str) and variant else row["library"]
-
-
-def by_variant(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows in variant order: numpy before torch, eager before compiled."""
-    modes = frame["mode"] if "mode" in frame else pd.Series("eager", index=frame.index)
-    key = [(library_sort_key(lib), mode_sort_key(mode)) for lib, mode in zip(frame["library"], modes, strict=True)]
-    return frame.assign(_variant_key=key).sort_values("_variant_key").drop(columns="_variant_key")
-
-
-def without_models(timings: pd.DataFrame) -> list[str]:
-    """Ops measured without a FLOP model (user kernels that give none): no throughput."""
-    if timings.empty or "gflops" not in timings:
-        return []
-    ok = timings[timings["status"] == "ok"]
-    return sorted(set(ok.loc[ok["gflops"].isna(), "op"]))
-
-
-def falls_back(row) -> bool:
-    """A compiled row whose code did not all compile (see compile_fallbacks)."""
-    text = row.get("compile_fallback")
-    return isinstance(text, str) and text != ""
-
-
-def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:
-    """Compiled rows whose code did not all compile (graph breaks, or nothing captured):
-    their times are not those of compiled code, so they are no compiled speedup."""
-    if "compile_fallback" not in frame:
-        return pd.Series(False, index=frame.index)
-    return frame["compile_fallback"].fillna("").astype(str) != ""
-
-
-def finite(value) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def ratio_of(row, column: str = "speedup") -> str:
-    """A ratio column of a table row with its CI, e.g. "2.10× (95% CI 2.05–2.14)"."""
-    return fmt_ratio(row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
-
-
-def unstable_cells(frame: pd.DataFrame) -> pd.Series:
-    """Rows flagged by a noise check."""
-    if "unstable" not in frame:
-        return pd.Series(False, index=frame.index)
-    return frame["unstable"].fillna("").astype(str) != ""
-
-
-def sharing_cells(frame: pd.DataFrame) -> pd.Series:
-    """Rows measured on every core, shared with the orchestrator."""
-    if "shares_cores" not in frame:
-        return pd.Series(False, index=frame.index)
-    return frame["shares_cores"].fillna(False).astype(bool)
-
-
-def weak_cells(frame: pd.DataFrame) -> pd.Series:
-    """Rows whose numbers are weak: flagged unstable, or sharing cores with the orchestrator
-    (the figures draw them hollow)."""
-    return unstable_cells(frame) | sharing_cells(frame)
+from ..analysis.columns import ci_columns, compile_fallbacks, interval, unstable_cells
+from ..verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, ci_span
+from .format import (
+    cell_phrase,
+    finite,
+    fmt_time,
+    format_bytes,
+    ratio_of,
+    times_of,
+    verdict_counts,
+    verdict_phrase,
+)
 
 
 def caveat(row) -> str:
@@ -114,11 +30,6 @@ def caveat(row) -> str:
     if str(row.get("shares_cores")).lower() in ("true", "1", "1.0"):
         return " *A cell behind this number shared its cores with the orchestrator; read with care.*"
     return ""
-
-
-def times_of(row) -> str:
-    """The two medians behind a speedup, so a ratio can be read for what it is."""
-    return f"{variant_of(row)} {fmt_time(row['median_s'])} against NumPy {fmt_time(row['baseline_median_s'])}"
 
 
 def speedup_findings(speedups: pd.DataFrame) -> list[str]:
@@ -264,7 +175,7 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
         row = group.loc[group["size"].idxmax()]
         threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
         head = f"- Thread scaling, {variant} {op} {dtype} at n = {int(row['size'])}: "
-        if row.get("verdict") == UNDECIDED and ci_span(row["scaling_ci_low"], row["scaling_ci_high"]) > MAX_CI_SPAN:
+        if row.get("verdict") == UNDECIDED and ci_span(*interval(row, "scaling")[1:]) > MAX_CI_SPAN:
             lines.append(f"{head}undecided, {row.get('verdict_undecided') or 'its CI is too wide'}.{caveat(row)}")
             continue
         lines.append(f"{head}{threads} run {ratio_of(row, 'scaling')} as fast as one thread"
@@ -273,21 +184,11 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
     return lines
 
 
-def verdict_phrase(word: str) -> str:
-    """A verdict as the report says it."""
-    return {SAME: "the same within the minimum effect", UNDECIDED: "undecided"}.get(word, word)
-
-
-def verdict_counts(verdicts: pd.Series) -> str:
-    """"12 faster, 9 slower, 8 the same, 3 undecided", in the vocabulary's order."""
-    counts = verdicts.value_counts()
-    return ", ".join(f"{counts[v]} {'the same' if v == SAME else v}" for v in VERDICTS if v in counts) or "none"
-
-
 def undecided_lines(frame: pd.DataFrame, column: str) -> list[str]:
     """The ratios too wide to be a result (CI over 2×), listed with their reason, never as numbers."""
     verdict = frame[f"{column}_verdict"] if f"{column}_verdict" in frame else frame["verdict"]
-    spans = frame[f"{column}_ci_high"] / frame[f"{column}_ci_low"]
+    low, high = ci_columns(column)
+    spans = frame[high] / frame[low]
     wide = frame[(verdict == UNDECIDED) & ~(spans <= MAX_CI_SPAN)]
     if wide.empty:
         return []

@@ -13,16 +13,27 @@ from matplotlib import colors, ticker
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import blended_transform_factory
 
-from ..cells import dtype_sort_key
 from ..verdicts import SAME, UNDECIDED
-from .figures import message_figure
-from .findings import threads_text, variant_of
-from .ops_findings import device_order, family_of, op_order, threads_phrase, widest_threads
+from .format import (
+    device_order,
+    dtype_sort_key,
+    family_of,
+    fmt_factor,
+    fmt_speedup,
+    op_order,
+    threads_phrase,
+    threads_text,
+    variant_of,
+    widest_threads,
+)
+from .style import PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, message_figure, wrap
 
 TITLE = "End-to-end speedup at a glance"
 CMAP = sns.color_palette("vlag", as_cmap=True)
 COLOURBAR_LABEL = "end-to-end speedup over NumPy (×, log scale)"
-CELL_IN = (0.62, 0.27)  # wide enough for "≈0.94×" at 6.5 pt
+CELL_IN = (0.46, 0.18)  # wide enough for "=0.94×" at 7 pt, and for a size label under it
+MIN_CELL_IN = (0.36, 0.14)  # the least that still holds a label
+CHAR_IN = 0.5 * SMALL_PT / 72  # an average glyph at 7 pt
 MAX_SPAN = 6  # colours saturate beyond 64× either way, so one outlier does not wash out the rest
 
 
@@ -33,22 +44,19 @@ def speedup_norm(values) -> colors.LogNorm:
     return colors.LogNorm(vmin=2.0**-span, vmax=2.0**span, clip=False)
 
 
-def _bar_label(value, _=None) -> str:
-    """"1/8×", "1×", "8×": short labels, so that they fit a narrow colour bar."""
-    return f"{value:g}×" if value >= 1 else f"1/{round(1 / value)}×"
+class FactorLocator(ticker.Locator):
+    """Powers of two from 1/2^span to 2^span on the colour bar, every k-th so that the labels
+    ("1/16×") keep apart at the bar's drawn width; 1× is always one of them."""
 
+    def __init__(self, span: int):
+        self.span = span
 
-def fmt_speedup(value: float, decided: bool = False) -> str:
-    """"3.2×", "0.81×"; a measurable difference close to 1 keeps the digits that show it."""
-    if not math.isfinite(value):
-        return "–"
-    if decided and 0.995 <= value < 1.005:
-        return f"{value:.3f}×"
-    if value >= 10:
-        return f"{value:.0f}×"
-    if value >= 0.995:  # 0.999 reads as 1.0×, not 1.00× next to 0.99×
-        return f"{value:.1f}×"
-    return f"{value:.2f}×" if value >= 0.1 else f"{value:.2g}×"
+    def __call__(self):
+        bar = self.axis.axes
+        room = bar.bbox.width / (bar.figure.dpi / 72)  # points
+        fits = max(3, int(room // (6.5 * 0.62 * SMALL_PT)))
+        step = next(k for k in range(1, 2 * self.span + 2) if 2 * self.span // k + 1 <= fits)
+        return [2.0**k for k in range(-self.span, self.span + 1) if k % step == 0]
 
 
 def _text_colour(rgba) -> str:
@@ -83,7 +91,7 @@ def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) 
         else:
             label = ("=" + fmt_speedup(value)) if said == SAME else fmt_speedup(value, decided=True)
         ax.text(j + 0.5, i + 0.5, label, ha="center", va="center",
-                fontsize=6.5, color="0.3" if unsure else _text_colour(CMAP(norm(value))),
+                fontsize=SMALL_PT, color="0.3" if unsure else _text_colour(CMAP(norm(value))),
                 fontstyle="italic" if unsure else "normal")
     ax.set_xlim(0, len(sizes))
     ax.set_ylim(len(ops), 0)  # first op on top
@@ -107,7 +115,7 @@ def _label_families(ax, ops: list[str]) -> None:
     for i in range(1, len(ops) + 1):
         if i == len(ops) or families[i] != families[start]:
             ax.text(1.03, (start + i) / 2, families[start], transform=where, ha="left", va="center",
-                    fontsize="small", color="0.35", fontstyle="italic")
+                    fontsize=SMALL_PT, color="0.35", fontstyle="italic")
             start = i
 
 
@@ -136,11 +144,21 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
         per_device[device] = (ops, sorted(rows["size"].astype(int).unique()))
     widest = max(len(sizes) for _, sizes in per_device.values())
     heights = [len(ops) for ops, _ in per_device.values()]
-    fig, axes = plt.subplots(
-        len(devices), len(dtypes), squeeze=False, layout="constrained",
-        figsize=(len(dtypes) * (widest * CELL_IN[0] + 1.3) + 1.2, sum(heights) * CELL_IN[1] + len(devices) * 1.0 + 1.1),
-        gridspec_kw={"height_ratios": heights},
+    labels_in = CHAR_IN * max(len(r) for ops, _ in per_device.values() for r in ops) + 0.15
+    families_in = CHAR_IN * max(len(family_of(r.split(" · ")[0])) for ops, _ in per_device.values() for r in ops) + 0.2
+    cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / (widest * len(dtypes)))
+    side_by_side = cell_w >= MIN_CELL_IN[0]  # else the dtypes stack, each panel the page's width
+    if not side_by_side:
+        cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / widest)
+    cols, panel_rows = (len(dtypes), heights) if side_by_side else (1, [h for h in heights for _ in dtypes])
+    chrome = 0.45 * len(panel_rows) + 1.1  # panel titles and size labels, the colour bar and the title
+    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / sum(panel_rows)))
+    width = min(PAGE_WIDTH_IN, labels_in + families_in + cols * widest * cell_w + 0.25 * cols)
+    fig, grid = plt.subplots(
+        len(panel_rows), cols, squeeze=False, layout="constrained",
+        figsize=(width, sum(panel_rows) * cell_h + chrome), gridspec_kw={"height_ratios": panel_rows},
     )
+    axes = grid.reshape(len(devices), len(dtypes))
     for r, device in enumerate(devices):
         ops, sizes = per_device[device]
         for c, dtype in enumerate(dtypes):
@@ -152,31 +170,25 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                         transform=ax.transAxes, color="0.4")
                 continue
             _draw_panel(ax, rows, ops, sizes, norm)
-            ax.set_title(_panel_title(device, dtype, rows, threads), fontsize="small", loc="left")
+            ax.set_title(_panel_title(device, dtype, rows, threads), fontsize=SMALL_PT, loc="left")
             ax.set_xlabel("size n")
-            if c:
+            if side_by_side and c:  # one set of op labels per row of panels
                 ax.set_yticklabels([])
-            if c == len(dtypes) - 1:
+            if not side_by_side or c == len(dtypes) - 1:
                 _label_families(ax, ops)
     mappable = plt.cm.ScalarMappable(norm=norm, cmap=CMAP)
     values = frame["end_to_end_speedup"]
     beyond = {(True, True): "both", (True, False): "min", (False, True): "max"}.get(
         ((values < norm.vmin).any(), (values > norm.vmax).any()), "neither")
-    shrink = min(0.8, 3.0 / fig.get_figwidth() + 0.3)
-    bar = fig.colorbar(mappable, ax=axes, orientation="horizontal", shrink=shrink,
-                       aspect=30, pad=0.02, extend=beyond)
-    span = round(math.log2(norm.vmax))
-    # as many ticks as fit: about 0.45 in per label ("1/16×") on the width the panels leave the bar
-    panels = max(1.0, fig.get_figwidth() - 2.5)
-    fit = max(3, int(shrink * panels / 0.45))
-    step = next(k for k in range(1, 2 * span + 1) if 2 * span // k + 1 <= fit)
-    bar.set_ticks([2.0**k for k in range(-span, span + 1) if k % step == 0])  # 1× always among them
+    bar = fig.colorbar(mappable, ax=grid, orientation="horizontal", shrink=min(0.9, 3.2 / width + 0.3),
+                       aspect=30, pad=0.01, extend=beyond)
+    bar.ax.xaxis.set_major_locator(FactorLocator(round(math.log2(norm.vmax))))
     bar.ax.xaxis.set_minor_locator(ticker.NullLocator())
-    bar.ax.xaxis.set_major_formatter(ticker.FuncFormatter(_bar_label))
-    bar.set_label(COLOURBAR_LABEL)
-    fig.suptitle(f"{TITLE} — {machine}", x=0.01, ha="left", fontsize="medium", fontweight="bold")
-    fig.supxlabel("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not measured",
-                  x=0.01, ha="left", fontsize="small")
+    bar.ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: fmt_factor(v)))
+    bar.set_label(COLOURBAR_LABEL, fontsize=SMALL_PT)
+    fig.suptitle(f"{TITLE} — {machine}", x=0.01, ha="left", fontweight="bold")
+    fig.supxlabel(wrap("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not measured",
+                       width - 0.2), x=0.01, ha="left", fontsize=SMALL_PT)
     return fig
 
 

@@ -26,7 +26,6 @@ would reject, or worse, accept with the wrong number.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,10 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.columns import compile_fallbacks, interval
 from ..cells import EAGER
-from ..units import format_bytes
 from ..verdicts import DECIDED, VERDICTS
-from .findings import cell_phrase, compile_fallbacks, finite, times_of
+from .format import cell_phrase, finite, fmt_ci, fmt_sig, format_bytes, time_unit, times_of
 
 NA = "n/a"
 
@@ -90,45 +89,6 @@ def tex_escape(text) -> str:
 
 
 # --- numbers --------------------------------------------------------------------------
-
-
-def _decimals(value: float, digits: int) -> int:
-    if value == 0:
-        return digits - 1
-    return max(0, digits - 1 - math.floor(math.log10(abs(value))))
-
-
-def fmt_sig(value, digits: int = 3) -> str:
-    """A number with `digits` significant digits and no exponent: 1.23, 0.0456, 4103."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if not finite(value):
-        return "–"
-    value = float(value)
-    places = _decimals(value, digits)
-    # Rounding can add a digit (9.996 -> 10.00); count again on the rounded value.
-    places = _decimals(round(value, places), digits) if value else places
-    return f"{value:.{places}f}"
-
-
-def fmt_ci(value, low, high, digits: int = 3) -> str:
-    """ "1.23 (1.20–1.26)": the bounds with as many decimals as the value, so they line up."""
-    if not finite(value):
-        return "–"
-    text = fmt_sig(value, digits)
-    if not (finite(low) and finite(high)):
-        return text
-    places = len(text.split(".")[1]) if "." in text else 0
-    return f"{text} ({float(low):.{places}f}–{float(high):.{places}f})"
-
-
-def time_unit(seconds) -> tuple[str, float]:
-    """ms or µs for a table, from the middle of its times, so most cells read 0.1–1000."""
-    values = [float(v) for v in seconds if finite(v) and float(v) > 0]
-    if not values:
-        return "ms", 1e-3
-    middle = sorted(values)[len(values) // 2]
-    return ("ms", 1e-3) if middle >= 1e-3 else ("µs", 1e-6)
 
 
 def _cell_text(value) -> str:
@@ -432,9 +392,10 @@ def _add_ratio(macros: Macros, name: str, row, column: str, verdict: str, what: 
         for suffix in ("", "Low", "High", "Verdict", "Cell"):
             macros.add(name + suffix, NA, f"{what}{' ' + suffix.lower() if suffix else ''}: nothing measured")
         return
-    macros.add(name, fmt_sig(row[column]), f"{what} (ratio of times)")
-    macros.add(name + "Low", fmt_sig(row[f"{column}_ci_low"]), f"{what}: lower end of the 95% CI")
-    macros.add(name + "High", fmt_sig(row[f"{column}_ci_high"]), f"{what}: upper end of the 95% CI")
+    value, low, high = interval(row, column)
+    macros.add(name, fmt_sig(value), f"{what} (ratio of times)")
+    macros.add(name + "Low", fmt_sig(low), f"{what}: lower end of the 95% CI")
+    macros.add(name + "High", fmt_sig(high), f"{what}: upper end of the 95% CI")
     said = str(row.get(verdict, NA))
     macros.add(name + "Verdict", said, f"{what}: verdict")
     macros.add(name + "Cell", cell_phrase(row), f"{what}: the cell it was measured in")

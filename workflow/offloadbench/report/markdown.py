@@ -11,23 +11,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.columns import unstable_cells
 from ..cells import Cell
 from ..layout import FIGURE_NAMES, TABLES
-from ..units import fmt_time, format_bytes
 from .captions import CAPTIONS
 from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section
 from .escape import md_data, md_frame, safe_html
 from .findings import (
-    finite,
     gpu_findings,
     offload_section,
-    ratio_of,
     scaling_findings,
     speedup_findings,
     stability_findings,
-    unstable_cells,
 )
+from .format import finite, fmt_time, format_bytes, ratio_of
 from .ops_findings import bound_lines, missing_baseline_lines, payoff_lines
 from .seed import SEED_CLAIM, check_seed_claims
 

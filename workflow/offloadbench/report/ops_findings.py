@@ -8,87 +8,26 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis.breakeven import break_even
-from ..analysis.roofline import bounds, device_roofs, fmt_rate
-from ..catalogue import SPECS
-from ..cells import ALL_THREADS, device_sort_key, dtype_sort_key, thread_sort_key
-from ..kernels import FAMILY as KERNEL_FAMILY
-from .findings import by_variant, caveat, falls_back, finite, ratio_of, threads_text, variant_of
+from ..analysis.columns import ci_columns, falls_back
+from ..analysis.roofline import bounds, device_roofs
+from .findings import caveat
+from .format import (
+    VERDICT_WORDS,
+    by_variant,
+    device_order,
+    finite,
+    fmt_percent,
+    fmt_rate,
+    ratio_of,
+    report_groups,
+    threads_phrase,
+    threads_text,
+    variant_of,
+    where_phrase,
+    widest_threads,
+)
 
 E2E = "end_to_end_speedup"
-VERDICT_WORDS = {
-    "faster": "faster than NumPy",
-    "slower": "slower than NumPy",
-    "same": "the same as NumPy within the minimum effect",
-    "undecided": "undecided against NumPy (its CI cannot tell yet)",
-}
-
-
-def op_order(ops) -> list[str]:
-    """Ops grouped by catalogue family, in catalogue order; user kernels go last."""
-    families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
-    known = list(SPECS)
-
-    def key(op):
-        spec = SPECS.get(op)
-        return (families.index(spec.family), known.index(op), op) if spec else (len(families), 0, op)
-
-    return sorted(set(ops), key=key)
-
-
-def family_of(op: str) -> str:
-    spec = SPECS.get(op)
-    return spec.family if spec else KERNEL_FAMILY
-
-
-def device_order(devices) -> list[str]:
-    return sorted(set(devices), key=lambda d: (device_sort_key(d), d))
-
-
-def widest_threads(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """The rows to show for the cpu: all threads, else the highest thread count present
-    (GPU rows are kept whatever their label), and the cpu label chosen. A variant measured
-    without that count (compiled on one thread only, say) keeps its own widest rows."""
-    cpu = frame["device"] == "cpu"
-    labels = frame.loc[cpu, "threads"].astype(str)
-    if labels.empty:
-        return frame, None
-    label = ALL_THREADS if ALL_THREADS in set(labels) else max(labels, key=thread_sort_key)
-    keep = ~cpu | (frame["threads"].astype(str) == label)
-    keys = [k for k in ("op", "library", "mode") if k in frame]
-    shown = {tuple(row) for row in frame.loc[cpu & keep, keys].astype(str).to_numpy()}
-    for values, group in frame[cpu & ~keep].groupby(keys):
-        if tuple(map(str, values)) not in shown:
-            widest = max(group["threads"].astype(str), key=thread_sort_key)
-            keep |= frame.index.isin(group.index[group["threads"].astype(str) == widest])
-    return frame[keep], label
-
-
-def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
-    """"all = 16 threads", "8 threads", from the rows chosen by `widest_threads`."""
-    if label is None:
-        return ""
-    effective = frame.loc[frame["device"] == "cpu", "threads_effective"] if "threads_effective" in frame else []
-    counts = {int(v) for v in effective if finite(v)}
-    return threads_text(label, counts.pop() if len(counts) == 1 else None)
-
-
-def report_groups(frame: pd.DataFrame, keys: list[str]):
-    """Groups in report order: op by family, device cpu first, dtype narrow to wide."""
-    order = {op: i for i, op in enumerate(op_order(frame["op"]))}
-    groups = list(frame.groupby(keys, sort=False))
-
-    def key(item):
-        values = dict(zip(keys, item[0], strict=True))
-        return (order[values["op"]], device_sort_key(values.get("device")), dtype_sort_key(values.get("dtype", "")),
-                tuple(str(values[k]) for k in keys))
-
-    return sorted(groups, key=key)
-
-
-def where_phrase(device: str) -> str:
-    return "on the cpu" if device == "cpu" else f"on {device}"
-
-
 def payoff_lines(speedups: pd.DataFrame) -> list[str]:
     """Per op, device and dtype: does PyTorch pay with the copies counted, and from which n."""
     if speedups.empty:
@@ -116,7 +55,7 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
                 f"the largest size measured: {at_largest} end to end.{caveat(largest)}"
             )
             continue
-        result = break_even(group["size"].tolist(), group[f"{E2E}_ci_low"].tolist())
+        result = break_even(group["size"].tolist(), group[ci_columns(E2E)[0]].tolist())
         head = f"- {who} {where_phrase(device)} ({dtype})"
         n_max = int(largest["size"])
         if result.status == "from the smallest size":
@@ -161,12 +100,6 @@ NO_ROOFS_LINE = ("- The roofs (each device's memory bandwidth and peak GFLOP/s) 
                  "so no op is placed against them.")
 
 
-def _percent(fraction: float) -> str:
-    if not finite(fraction):
-        return "–"
-    return f"{fraction:.0%}" if fraction >= 0.095 else f"{fraction * 100:.2g}%"
-
-
 def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
     """Per op, device and dtype at the largest size: memory- or compute-bound, and how close
     each library comes to that roof."""
@@ -191,7 +124,7 @@ def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
         memory_bound = row["bound"] == "memory"
         roof = f"the memory roof ({fmt_rate(row['memory_gbs'])} GB/s)" if memory_bound else \
             f"the {dtype} roof ({fmt_rate(row['compute_gflops'])} GFLOP/s)"
-        reached = " and ".join(f"{variant_of(r)} {_percent(r['roof_fraction'])}"
+        reached = " and ".join(f"{variant_of(r)} {fmt_percent(r['roof_fraction'])}"
                                for _, r in by_variant(largest).iterrows())
         line = (f"- {where}: {row['bound']}-bound (intensity {fmt_rate(row['intensity'])} FLOP/B, "
                 f"ridge {fmt_rate(row['ridge'])} FLOP/B); {reached} of {roof}")

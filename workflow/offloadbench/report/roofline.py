@@ -10,25 +10,23 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
-from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 
-from ..analysis.roofline import device_roofs, fmt_rate
-from ..cells import dtype_sort_key
-from .figures import (
-    MARKERS,
-    WEAK_NOTE,
-    log_ticks,
-    message_figure,
-    unmodelled_note,
-    weak_cells,
-    without_models,
+from ..analysis.columns import weak_cells, without_models
+from ..analysis.roofline import device_roofs
+from .format import (
+    device_order,
+    dtype_sort_key,
+    fmt_rate,
+    op_order,
+    threads_phrase,
+    variant_of,
+    widest_threads,
 )
-from .findings import variant_of
-from .ops_findings import device_order, op_order, threads_phrase, widest_threads
+from .style import MARKERS, SMALL_PT, WEAK_NOTE, Page, log_ticks, message_figure, unmodelled_note
 
 TITLE = "Roofline"
-PANEL_IN = (3.9, 3.3)
+PANEL_MAX_HEIGHT_IN = 3.2
 ROOF_COLOUR = "0.25"
 LINESTYLES = ["-", "--", ":", "-."]
 DIRECT_LABELS_FROM = 7  # ops; from there on colours alone no longer tell them apart
@@ -83,7 +81,7 @@ def _draw_roofs(ax, roofs: pd.DataFrame, dtypes: list[str], xlim: tuple[float, f
 def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
     """Compute roof labels above their lines at the right; roofs too close to label apart
     share one block of lines above the highest of them, with head room made for it."""
-    size = FontProperties(size="small").get_size_in_points()
+    size = SMALL_PT
     points = ax.figure.dpi / 72
 
     def height(value):
@@ -107,7 +105,7 @@ def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
     right = ax.get_xlim()[1] / 1.15
     for group in groups:
         text = "\n".join(f"{dtype} peak {fmt_rate(value)} GFLOP/s" for value, dtype in group)
-        ax.text(right, group[0][0] * 1.12, text, ha="right", va="bottom", fontsize="small", color=ROOF_COLOUR,
+        ax.text(right, group[0][0] * 1.12, text, ha="right", va="bottom", fontsize=SMALL_PT, color=ROOF_COLOUR,
                 linespacing=1.15)
 
 
@@ -122,7 +120,7 @@ def _label_memory(ax, bw: float, ridge: float, points: pd.DataFrame) -> None:
     renderer = ax.figure.canvas.get_renderer()
     scale = ax.figure.dpi / 72  # points to pixels
     taken = [text.get_window_extent(renderer).padded(3 * scale) for text in ax.texts]  # the peak labels
-    label = ax.text(entry, bw * entry, f"memory {fmt_rate(bw)} GB/s", fontsize="small", color=ROOF_COLOUR)
+    label = ax.text(entry, bw * entry, f"memory {fmt_rate(bw)} GB/s", fontsize=SMALL_PT, color=ROOF_COLOUR)
     extent = label.get_window_extent(renderer)
     width, height, gap, pad = extent.width, extent.height, 2 * scale, 6 * scale  # pad: a large marker's radius
     marks = ax.transData.transform(points[["intensity", "gflops"]].to_numpy(dtype=float)) if len(points) else []
@@ -162,7 +160,7 @@ def _label_ops(ax, here: pd.DataFrame) -> None:
     spots = [(side, step) for step in (0, 1, -1, 2, -2) for side in (1, -1)]  # further off, a label loses its point
     for _, row in tops.sort_values("gflops", ascending=False).iterrows():
         label = ax.annotate(row["op"], (row["intensity"], row["gflops"]), xytext=(6, 0), textcoords="offset points",
-                            va="center", fontsize=6.5, color="0.15", zorder=4,
+                            va="center", fontsize=SMALL_PT, color="0.15", zorder=4,
                             bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "alpha": 0.6, "linewidth": 0})
         for side, step in spots:  # right of the point first, then left, then further up or down
             label.set_position((7 * side, 7 * step))
@@ -204,11 +202,11 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
     all_dtypes = sorted(cells["dtype"].unique(), key=dtype_sort_key)
     styles = {d: LINESTYLES[i % len(LINESTYLES)] for i, d in enumerate(all_dtypes)}
 
-    grow = 1.2 if len(ops) >= DIRECT_LABELS_FROM else 1.0  # room for the op labels
-    fig, axes = plt.subplots(1, len(devices), figsize=(PANEL_IN[0] * grow * len(devices), PANEL_IN[1] * grow),
-                             squeeze=False)
+    title = f"Roofline — {machine}" + (" (roofs not measured)" if best.empty else "")
+    page = Page(len(devices), title, aspect=0.85, max_height_in=PANEL_MAX_HEIGHT_IN)
+    axes = page.axes
     notes, labelled = [], []
-    for ax, device in zip(axes.flat, devices):
+    for ax, device in zip(axes, devices, strict=True):
         here = cells[cells["device"] == device]
         roofs_here = best[best["device"] == device]
         dtypes = sorted(here["dtype"].unique(), key=dtype_sort_key)
@@ -236,7 +234,7 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
 
         if roofs_here.empty and not best.empty:
             ax.text(0.97, 0.03, f"no roofs measured on {device}", transform=ax.transAxes, ha="right",
-                    va="bottom", fontsize="small", color=ROOF_COLOUR)
+                    va="bottom", fontsize=SMALL_PT, color=ROOF_COLOUR)
         elif not roofs_here.empty:
             peaks_drawn = _draw_roofs(ax, roofs_here, dtypes, xlim)
             labelled.append((ax, device, float(bw.iloc[0]) if not bw.empty else math.nan,
@@ -247,8 +245,6 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
         _log_axis(ax.xaxis, *xlim)
         _log_axis(ax.yaxis, *ylim)
         ax.set_title(_panel_title(device, here, threads), fontsize="medium")
-        ax.set_xlabel("arithmetic intensity (FLOP/byte, log)")
-        ax.set_ylabel("achieved throughput (GFLOP/s, log)" if ax is axes.flat[0] else "")
 
     handles, labels = [], []
 
@@ -267,29 +263,26 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
         section("dtype", [(Line2D([], [], color="0.3", linestyle=styles[d], linewidth=1.0), d) for d in all_dtypes])
     section("size n", [(Line2D([], [], marker="o", color="0.55", markersize=marker_size[s], **dot), f"n = {s}")
                        for s in _legend_sizes(sorted(marker_size))])
-    legend = fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.93), frameon=False,
-                        handletextpad=0.4, labelspacing=0.45)
-    for text in legend.get_texts():
+    page.axis_labels("arithmetic intensity (FLOP/byte, log)", "achieved throughput (GFLOP/s, log)")
+    page.add_legend(handles, labels, handletextpad=0.4, labelspacing=0.45)
+    for text in page.legend.get_texts():
         if text.get_text() in ("op", "library", "dtype", "size n"):
             text.set_fontweight("bold")
-    title = f"Roofline — {machine}" + (" (roofs not measured)" if best.empty else "")
-    fig.suptitle(title, x=0.01, ha="left", fontsize="medium", fontweight="bold")
-    fig.tight_layout()
-    for ax, device, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on its shape
-        _label_peaks(ax, peaks_drawn)
-        if math.isfinite(bw):
-            _label_memory(ax, bw, ridge, cells[cells["device"] == device])
-    if len(ops) >= DIRECT_LABELS_FROM:
-        for ax, device in zip(axes.flat, devices):
-            _label_ops(ax, cells[cells["device"] == device])
     if best.empty:
         notes.insert(0, NO_ROOFS_NOTE)
     if weak_cells(cells).any():
         notes.append(WEAK_NOTE)
     if unmodelled:
         notes.append(unmodelled_note(unmodelled))
-    if notes:
-        fig.text(0.01, -0.02, "\n".join(notes), ha="left", va="top", fontsize="small")
+    page.add_notes(notes)
+    fig = page.finish()
+    for ax, device, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on its shape
+        _label_peaks(ax, peaks_drawn)
+        if math.isfinite(bw):
+            _label_memory(ax, bw, ridge, cells[cells["device"] == device])
+    if len(ops) >= DIRECT_LABELS_FROM:
+        for ax, device in zip(axes, devices, strict=True):
+            _label_ops(ax, cells[cells["device"] == device])
     return fig
 
 

@@ -6,7 +6,8 @@ import math
 
 import pandas as pd
 
-from .ops_findings import threads_phrase, widest_threads
+from ..analysis.columns import interval
+from .format import fmt_interval, threads_phrase, widest_threads
 
 SEED_SIZE = 10000
 SEED_DTYPE = "float32"
@@ -19,12 +20,6 @@ SEED_CLAIM = (
     f"{SEED_CPU_S} s on a CPU, more than {SEED_SPEEDUP:g}× faster than NumPy; copying the result "
     f"back costs time, yet the total still saves up to {SEED_SAVING:.0%} when the result is then plotted."
 )
-
-
-def _ci(lo: float, hi: float, scale: float = 1.0, unit: str = "") -> str:
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "CI unavailable"
-    return f"95% CI {lo * scale:.3g}–{hi * scale:.3g}{unit}"
 
 
 def judge(lo: float, hi: float, claim: float) -> str:
@@ -68,7 +63,7 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
             f"so the seed's seconds are not compared directly. Run `config/paper.yaml` to measure n = {SEED_SIZE}."
         )
     if base is not None:
-        line = f"- NumPy on the CPU ({threads}) takes {base['median_s']:.4g} s at n = {n} ({_ci(base['ci_low_s'], base['ci_high_s'], unit=' s')})"
+        line = f"- NumPy on the CPU ({threads}) takes {base['median_s']:.4g} s at n = {n} ({fmt_interval(base['ci_low_s'], base['ci_high_s'], unit=' s')})"
         if n == SEED_SIZE:
             line += f", against the seed's {SEED_CPU_S} s: this CPU is {SEED_CPU_S / base['median_s']:.2f}× as fast as the seed's"
         lines.append(line + ".")
@@ -92,9 +87,9 @@ def speedup_claim(s: pd.Series, n: int) -> str:
     where = "" if n == SEED_SIZE else f" at n = {n}"
     parts = []
     for label, column in (("with the data already on the device", "speedup"), ("with the copies counted", "end_to_end_speedup")):
-        verdict = judge(s[f"{column}_ci_low"], s[f"{column}_ci_high"], SEED_SPEEDUP)
-        ci = _ci(s[f"{column}_ci_low"], s[f"{column}_ci_high"], unit="×")
-        parts.append(f"{label}, {s[column]:.2f}× ({ci}): it **{verdict}**")
+        value, low, high = interval(s, column)
+        verdict = judge(low, high, SEED_SPEEDUP)
+        parts.append(f"{label}, {value:.2f}× ({fmt_interval(low, high, unit='×')}): it **{verdict}**")
     return f"- \"More than {SEED_SPEEDUP:g}× faster than NumPy\"{where}: " + "; ".join(parts) + "."
 
 
@@ -121,7 +116,7 @@ def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
         # Saving = 1 - t_gpu / t_numpy = 1 - 1 / end-to-end speedup; monotone, so the CI maps through.
         saving = 1 - 1 / group["end_to_end_speedup"]
         best = group.loc[saving.idxmax()]
-        s, lo, hi = (1 - 1 / best["end_to_end_speedup"], 1 - 1 / best["end_to_end_speedup_ci_low"], 1 - 1 / best["end_to_end_speedup_ci_high"])
+        s, lo, hi = (1 - 1 / v for v in interval(best, "end_to_end_speedup"))
         verdict = judge_up_to(lo, hi, SEED_SAVING)
         cell = timings[(timings["op"] == "compute_then_plot") & (timings["device"] == device)
                        & (timings["dtype"] == dtype) & (timings["size"] == best["size"])]
@@ -132,7 +127,7 @@ def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
                       f"and the plotting {c['finish_s'] / c['end_to_end_s']:.0%}.")
         lines.append(
             f"- Compute then plot, {dtype} on {device}: the largest total-time saving over NumPy is {s:.0%} "
-            f"({_ci(lo, hi, 100, '%')}) at n = {int(best['size'])}, copies and plotting included. "
+            f"({fmt_interval(lo, hi, 100, '%')}) at n = {int(best['size'])}, copies and plotting included. "
             f"The seed's \"saves up to {SEED_SAVING:.0%}\" **{verdict}**.{shares}"
         )
     return lines

@@ -10,11 +10,8 @@ import pandas as pd
 from ..analysis.tables import read_tables
 from ..cells import Cell
 from .findings import gpu_findings, speedup_findings
+from .format import fmt_percent
 from .markdown import markdown_table
-
-
-def _percent(value) -> str:
-    return "–" if pd.isna(value) else f"{value:.0%}"
 
 
 def summarize(folder: Path) -> str:
@@ -26,9 +23,9 @@ def summarize(folder: Path) -> str:
         "cell": [Cell.from_dict(r).key for _, r in rows.iterrows()],
         "median_s": rows["median_s"].map("{:.4g}".format),
         "end_to_end_s": rows["end_to_end_s"].map("{:.4g}".format),
-        "copies": rows["transfer_fraction"].map(_percent),
+        "copies": rows["transfer_fraction"].map(fmt_percent),
         "processes": rows["processes"],
-        "spread": rows["process_spread"].map(_percent),
+        "spread": rows["process_spread"].map(fmt_percent),
         "unstable": rows["unstable"].fillna("").map(lambda v: "yes" if v else ""),
     })
     spread = rows["process_spread"].dropna()

@@ -1,0 +1,45 @@
+"""Every figure fits a page in three grids: the default config's, the whole catalogue with user
+kernels on cpu and cuda, and a comparison of three machines (tests/figure_cases.py). For each
+figure: no two texts overlap, no text lies outside the figure or under 7 pt, and the size stays
+within the page limits. This is what keeps the figures paper-ready as the catalogue grows."""
+
+import matplotlib.pyplot as plt
+import pytest
+from figure_cases import CASES, LIMITS, figures_of, layout_problems, saved_size_in
+from offloadbench.layout import COMPARE_FIGURE_NAMES, FIGURE_NAMES
+from offloadbench.report.style import theme
+
+
+def _cases():
+    for case in CASES:
+        for name in COMPARE_FIGURE_NAMES if case == "compare" else FIGURE_NAMES:
+            yield case, name
+
+
+@pytest.mark.parametrize(("case", "name"), list(_cases()))
+def test_figure_fits_a_page_without_overlapping_text(case, name):
+    theme()
+    make = dict(figures_of(case))[name]
+    fig = make()
+    try:
+        problems = layout_problems(fig, *LIMITS[case])
+        width, height = saved_size_in(fig)
+        print(f"{case} {name}: {width:.2f} × {height:.2f} in")
+        assert not problems, f"{case} {name}: " + "; ".join(problems)
+    finally:
+        plt.close(fig)
+
+
+def test_the_checker_sees_overlap_and_text_outside():
+    theme()
+    fig = plt.figure(figsize=(3, 2))
+    fig.text(0.1, 0.5, "one label")
+    fig.text(0.12, 0.5, "another label")
+    fig.text(0.95, 0.5, "runs off the edge")
+    fig.text(0.1, 0.1, "tiny", fontsize=5)
+    problems = layout_problems(fig, 2.5, 2.5)
+    plt.close(fig)
+    assert any("overlaps" in p for p in problems)
+    assert any("outside the figure" in p for p in problems)
+    assert any("under 7 pt" in p for p in problems)
+    assert any(p.startswith("size 3.00 × 2.00 in") for p in problems)

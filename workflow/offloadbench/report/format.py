@@ -1,0 +1,280 @@
+"""The report's words and numbers, in one place: how a number, a CI, a time and a ratio are
+written, how threads are said, the order ops, devices and variants appear in, and the
+words of the verdicts. Figures, sentences, LaTeX and the comparison all write through it,
+so one cell reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..analysis.columns import interval
+from ..catalogue import SPECS
+from ..cells import (
+    ALL_THREADS,
+    device_sort_key,
+    dtype_sort_key,
+    library_sort_key,
+    mode_sort_key,
+    thread_sort_key,
+)
+from ..kernels import FAMILY as KERNEL_FAMILY
+from ..units import fmt_duration, fmt_time, format_bytes
+from ..verdicts import SAME, UNDECIDED, VERDICTS
+
+__all__ = [  # re-exported, so that the report's modules take every format from here
+    "device_sort_key", "dtype_sort_key", "fmt_duration", "fmt_time", "format_bytes", "library_sort_key",
+    "mode_sort_key", "thread_sort_key",
+]
+
+# --- numbers --------------------------------------------------------------------------------
+
+
+def finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _decimals(value: float, digits: int) -> int:
+    if value == 0:
+        return digits - 1
+    return max(0, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def fmt_sig(value, digits: int = 3) -> str:
+    """A number with `digits` significant digits and no exponent: 1.23, 0.0456, 4103."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not finite(value):
+        return "–"
+    value = float(value)
+    places = _decimals(value, digits)
+    # Rounding can add a digit (9.996 -> 10.00); count again on the rounded value.
+    places = _decimals(round(value, places), digits) if value else places
+    return f"{value:.{places}f}"
+
+
+def fmt_ci(value, low, high, digits: int = 3) -> str:
+    """ "1.23 (1.20–1.26)": the bounds with as many decimals as the value, so they line up."""
+    if not finite(value):
+        return "–"
+    text = fmt_sig(value, digits)
+    if not (finite(low) and finite(high)):
+        return text
+    places = len(text.split(".")[1]) if "." in text else 0
+    return f"{text} ({float(low):.{places}f}–{float(high):.{places}f})"
+
+
+def fmt_ratio(value: float, lo: float, hi: float) -> str:
+    """ "2.10× (95% CI 2.05–2.14)": a ratio in a sentence."""
+    if not finite(value):
+        return "–"
+    if not (finite(lo) and finite(hi)):
+        return f"{value:.2f}× (CI unavailable)"
+    return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
+
+
+def ratio_of(row, column: str = "speedup") -> str:
+    """A ratio column of a table row with its CI, e.g. "2.10× (95% CI 2.05–2.14)"."""
+    return fmt_ratio(*interval(row, column))
+
+
+def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
+    """A time ratio B/A read as speed: "3.10× faster (95% CI 3.02–3.18×)"."""
+    if not finite(ratio):
+        return "–"
+    if ratio <= 1:
+        return f"{1 / ratio:.2f}× faster (95% CI {1 / hi:.2f}–{1 / lo:.2f}×)" if finite(lo) else f"{1 / ratio:.2f}× faster"
+    return f"{ratio:.2f}× slower (95% CI {lo:.2f}–{hi:.2f}×)" if finite(lo) else f"{ratio:.2f}× slower"
+
+
+def fmt_speedup(value: float, decided: bool = False) -> str:
+    """"3.2×", "0.81×" for a label in a figure; a measurable difference close to 1 keeps the
+    digits that show it."""
+    if not finite(value):
+        return "–"
+    if decided and 0.995 <= value < 1.005:
+        return f"{value:.3f}×"
+    if value >= 10:
+        return f"{value:.0f}×"
+    if value >= 0.995:  # 0.999 reads as 1.0×, not 1.00× next to 0.99×
+        return f"{value:.1f}×"
+    return f"{value:.2f}×" if value >= 0.1 else f"{value:.2g}×"
+
+
+def fmt_factor(value: float) -> str:
+    """"1/8×", "1×", "8×": a power of two as a short tick label."""
+    return f"{value:g}×" if value >= 1 else f"1/{round(1 / value)}×"
+
+
+def fmt_rate(value: float) -> str:
+    """A rate or ratio at about two significant digits without powers of ten: 7.5, 31, 1,250."""
+    if not finite(value):
+        return "–"
+    if abs(value) >= 10:
+        return f"{value:,.0f}"
+    return f"{value:.2g}"
+
+
+def fmt_percent(fraction: float) -> str:
+    """"42%", and two significant digits below 10%: "0.63%"."""
+    if not finite(fraction):
+        return "–"
+    return f"{fraction:.0%}" if fraction >= 0.095 else f"{fraction * 100:.2g}%"
+
+
+def fmt_seconds(value) -> str:
+    """"0.81 s": a compile time or start-up, two significant digits."""
+    return f"{value:.2g} s" if finite(value) else "–"
+
+
+def fmt_interval(lo: float, hi: float, scale: float = 1.0, unit: str = "") -> str:
+    """"95% CI 1.2–1.5 s": an interval alone, three significant digits."""
+    if not (finite(lo) and finite(hi)):
+        return "CI unavailable"
+    return f"95% CI {lo * scale:.3g}–{hi * scale:.3g}{unit}"
+
+
+def time_unit(seconds) -> tuple[str, float]:
+    """ms or µs for a table, from the middle of its times, so most cells read 0.1–1000."""
+    values = [float(v) for v in seconds if finite(v) and float(v) > 0]
+    if not values:
+        return "ms", 1e-3
+    middle = sorted(values)[len(values) // 2]
+    return ("ms", 1e-3) if middle >= 1e-3 else ("µs", 1e-6)
+
+
+# --- threads --------------------------------------------------------------------------------
+
+
+def threads_text(threads, effective=None) -> str:
+    """"1 thread", "4 threads", "all = 16 threads" (or "all threads" when the count is unknown)."""
+    label = str(threads)
+    if label == ALL_THREADS:
+        return f"all = {int(float(effective))} threads" if finite(effective) else "all threads"
+    return f"{label} thread" + ("s" if label != "1" else "")
+
+
+def widest_threads(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The rows to show for the cpu: all threads, else the highest thread count present
+    (GPU rows are kept whatever their label), and the cpu label chosen. A variant measured
+    without that count (compiled on one thread only, say) keeps its own widest rows."""
+    cpu = frame["device"] == "cpu"
+    labels = frame.loc[cpu, "threads"].astype(str)
+    if labels.empty:
+        return frame, None
+    label = ALL_THREADS if ALL_THREADS in set(labels) else max(labels, key=thread_sort_key)
+    keep = ~cpu | (frame["threads"].astype(str) == label)
+    keys = [k for k in ("op", "library", "mode") if k in frame]
+    shown = {tuple(row) for row in frame.loc[cpu & keep, keys].astype(str).to_numpy()}
+    for values, group in frame[cpu & ~keep].groupby(keys):
+        if tuple(map(str, values)) not in shown:
+            widest = max(group["threads"].astype(str), key=thread_sort_key)
+            keep |= frame.index.isin(group.index[group["threads"].astype(str) == widest])
+    return frame[keep], label
+
+
+def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
+    """"all = 16 threads", "8 threads", from the rows chosen by `widest_threads`."""
+    if label is None:
+        return ""
+    effective = frame.loc[frame["device"] == "cpu", "threads_effective"] if "threads_effective" in frame else []
+    counts = {int(v) for v in effective if finite(v)}
+    return threads_text(label, counts.pop() if len(counts) == 1 else None)
+
+
+# --- names and orders -----------------------------------------------------------------------
+
+
+def variant_of(row) -> str:
+    """"numpy", "torch compiled": the library as it ran (tables from before modes: eager)."""
+    variant = row.get("variant")
+    return variant if isinstance(variant, str) and variant else row["library"]
+
+
+def by_variant(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in variant order: numpy before torch, eager before compiled."""
+    modes = frame["mode"] if "mode" in frame else pd.Series("eager", index=frame.index)
+    key = [(library_sort_key(lib), mode_sort_key(mode)) for lib, mode in zip(frame["library"], modes, strict=True)]
+    return frame.assign(_variant_key=key).sort_values("_variant_key").drop(columns="_variant_key")
+
+
+def op_order(ops) -> list[str]:
+    """Ops grouped by catalogue family, in catalogue order; user kernels go last."""
+    families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
+    known = list(SPECS)
+
+    def key(op):
+        spec = SPECS.get(op)
+        return (families.index(spec.family), known.index(op), op) if spec else (len(families), 0, op)
+
+    return sorted(set(ops), key=key)
+
+
+def family_of(op: str) -> str:
+    spec = SPECS.get(op)
+    return spec.family if spec else KERNEL_FAMILY
+
+
+def device_order(devices) -> list[str]:
+    return sorted(set(devices), key=lambda d: (device_sort_key(d), d))
+
+
+def dtype_order(dtypes) -> list[str]:
+    return sorted(set(dtypes), key=lambda d: (dtype_sort_key(d), d))
+
+
+def report_groups(frame: pd.DataFrame, keys: list[str]):
+    """Groups in report order: op by family, device cpu first, dtype narrow to wide."""
+    order = {op: i for i, op in enumerate(op_order(frame["op"]))}
+    groups = list(frame.groupby(keys, sort=False))
+
+    def key(item):
+        values = dict(zip(keys, item[0], strict=True))
+        return (order[values["op"]], device_sort_key(values.get("device")), dtype_sort_key(values.get("dtype", "")),
+                tuple(str(values[k]) for k in keys))
+
+    return sorted(groups, key=key)
+
+
+def where_phrase(device: str) -> str:
+    return "on the cpu" if device == "cpu" else f"on {device}"
+
+
+def cell_phrase(row) -> str:
+    """"matmul with torch on the cpu (all = 16 threads), float32, n = 4096"."""
+    if row["device"] == "cpu":
+        where = f"on the cpu ({threads_text(row['threads'], row.get('threads_effective'))})"
+    else:
+        where = f"on {row['device']}"
+    return f"{row['op']} with {variant_of(row)} {where}, {row['dtype']}, n = {int(row['size'])}"
+
+
+def times_of(row) -> str:
+    """The two medians behind a speedup, so a ratio can be read for what it is."""
+    return f"{variant_of(row)} {fmt_time(row['median_s'])} against NumPy {fmt_time(row['baseline_median_s'])}"
+
+
+# --- verdicts -------------------------------------------------------------------------------
+
+VERDICT_WORDS = {  # a cell against the NumPy baseline
+    "faster": "faster than NumPy",
+    "slower": "slower than NumPy",
+    "same": "the same as NumPy within the minimum effect",
+    "undecided": "undecided against NumPy (its CI cannot tell yet)",
+}
+
+
+def verdict_phrase(word: str) -> str:
+    """A verdict as a sentence says it."""
+    return {SAME: "the same within the minimum effect", UNDECIDED: "undecided"}.get(word, word)
+
+
+def verdict_counts(verdicts: pd.Series, same: str = "the same") -> str:
+    """"12 faster, 9 slower, 8 the same, 3 undecided", in the vocabulary's order."""
+    counts = verdicts.value_counts()
+    return ", ".join(f"{counts[v]} {same if v == SAME else v}" for v in VERDICTS if v in counts) or "none"
