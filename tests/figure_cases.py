@@ -54,7 +54,8 @@ def _cells(op: str, dtype: str, size: int, library: str, device: str, threads: s
     rng = np.random.default_rng(seed)
     efficiency = float(rng.uniform(0.05, 0.9))
     roofs = CPU if device == "cpu" else GPU
-    median = max(model["flops"] / roofs[dtype], model["traffic_bytes"] / roofs["memory"]) / efficiency
+    peak = roofs.get(dtype, roofs["float32"])  # half precisions: as float32 here
+    median = max(model["flops"] / peak, model["traffic_bytes"] / roofs["memory"]) / efficiency
     median = median * (4 if threads == "1" else 1) + roofs["call_s"]
     if mode == "compiled":
         median *= float(rng.uniform(0.3, 1.4))
@@ -75,11 +76,12 @@ def _cells(op: str, dtype: str, size: int, library: str, device: str, threads: s
     return records
 
 
-def grid_records(ops, dtypes, sizes, devices, compiled_ops=(), processes: int = 2) -> list[dict]:
-    """numpy and torch on the cpu at 1 thread and all, torch on each GPU device; the
-    compiled ops also as numpy and torch compiled on one thread and on the GPU."""
-    variants = [("numpy", "cpu", "1", "eager"), ("numpy", "cpu", "all", "eager"),
-                ("torch", "cpu", "1", "eager"), ("torch", "cpu", "all", "eager")]
+def grid_records(ops, dtypes, sizes, devices, compiled_ops=(), processes: int = 2, one_thread: bool = True
+                 ) -> list[dict]:
+    """numpy and torch on the cpu at 1 thread (where asked) and all, torch on each GPU device;
+    the compiled ops also as numpy and torch compiled on one thread and on the GPU."""
+    variants = [("numpy", "cpu", "all", "eager"), ("torch", "cpu", "all", "eager")]
+    variants += [("numpy", "cpu", "1", "eager"), ("torch", "cpu", "1", "eager")] if one_thread else []
     variants += [("torch", d, "all", "eager") for d in devices if d != "cpu"]
     compiled = [("numpy", "cpu", "1", "compiled"), ("torch", "cpu", "1", "compiled")]
     compiled += [("torch", d, "all", "compiled") for d in devices if d != "cpu"]
@@ -88,6 +90,8 @@ def grid_records(ops, dtypes, sizes, devices, compiled_ops=(), processes: int = 
         for dtype in dtypes:
             for size in sizes:
                 for library, device, threads, mode in variants + (compiled if op in compiled_ops else []):
+                    if library == "numpy" and dtype == "bfloat16":  # torch only
+                        continue
                     seed += 1
                     records += _cells(op, dtype, size, library, device, threads, mode, seed, processes)
     return records
@@ -137,6 +141,15 @@ def catalogue_tables() -> dict[str, pd.DataFrame]:
 
 
 @functools.cache
+def pages_tables() -> dict[str, pd.DataFrame]:
+    """A grid past one page: the catalogue and the kernels × 4 dtypes, drawn in pages."""
+    records = grid_records([*SPECS, *KERNELS], ["float16", "bfloat16", "float32", "float64"], [256, 4096],
+                           ["cpu", "cuda"], one_thread=False, processes=2)
+    return {**tables_of(records, "bignode", [make_transfer_record()], resamples=RESAMPLES),
+            "roofs": _roofs(["cpu", "cuda"])}
+
+
+@functools.cache
 def _machine(label: str) -> tuple:
     ops, sizes = ["matmul", "fft2", "heat_step"], [256, 1024, 2048, 4096, 10000]
     records = grid_records(ops, ["float32"], sizes, ["cpu", "cuda"], compiled_ops=("heat_step",))
@@ -168,8 +181,8 @@ def comparison() -> Comparison:
                       {label: _machine(label)[1] for label in labels}, {label: {} for label in labels}, [])
 
 
-CASES = ("default", "catalogue", "compare")
-LIMITS = {"default": (7.5, 6.0), "catalogue": (7.5, 9.5), "compare": (7.5, 9.5)}  # inches: width, height
+CASES = ("default", "catalogue", "compare", "pages")
+LIMITS = {"default": (7.5, 6.0), "catalogue": (7.5, 9.5), "compare": (7.5, 9.5), "pages": (7.5, 9.5)}  # in
 
 
 def figures_of(case: str):
@@ -178,11 +191,17 @@ def figures_of(case: str):
         from offloadbench.report.compare_figures import COMPARE_FIGURES
 
         return [(name, functools.partial(draw, comparison())) for name, draw in COMPARE_FIGURES.items()]
-    from offloadbench.report.draw import FIGURES
+    from offloadbench.layout import machine_figures, split_figure_name
+    from offloadbench.report.draw import FIGURES, page_of
 
-    tables = default_tables() if case == "default" else catalogue_tables()
-    return [(name, functools.partial(draw, tables, "vm" if case == "default" else "bignode"))
-            for name, draw in FIGURES.items()]
+    tables = {"default": default_tables, "catalogue": catalogue_tables, "pages": pages_tables}[case]()
+    machine = "vm" if case == "default" else "bignode"
+
+    def make(name):
+        shown, label = page_of(name, tables, machine)
+        return FIGURES[split_figure_name(name)[0]](shown, label)
+
+    return [(name, functools.partial(make, name)) for name in machine_figures(tables)]
 
 
 def saved_size_in(fig) -> tuple[float, float]:

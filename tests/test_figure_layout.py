@@ -5,14 +5,18 @@ within the page limits. This is what keeps the figures paper-ready as the catalo
 
 import matplotlib.pyplot as plt
 import pytest
-from figure_cases import CASES, LIMITS, figures_of, layout_problems, saved_size_in
-from offloadbench.layout import COMPARE_FIGURE_NAMES, FIGURE_NAMES
+from figure_cases import CASES, LIMITS, figures_of, layout_problems, pages_tables, saved_size_in
+from offloadbench.layout import BY_FAMILY, COMPARE_FIGURE_NAMES, FIGURE_NAMES, figure_parts, machine_figures
 from offloadbench.report.style import theme
+
+PAGES = [f"{name}-{page}" if name in BY_FAMILY else name for name in FIGURE_NAMES for page in
+         ((1, 2, 3) if name in BY_FAMILY else (None,))]
 
 
 def _cases():
+    names = {"compare": COMPARE_FIGURE_NAMES, "pages": PAGES}
     for case in CASES:
-        for name in COMPARE_FIGURE_NAMES if case == "compare" else FIGURE_NAMES:
+        for name in names.get(case, FIGURE_NAMES):
             yield case, name
 
 
@@ -43,3 +47,13 @@ def test_the_checker_sees_overlap_and_text_outside():
     assert any("outside the figure" in p for p in problems)
     assert any("under 7 pt" in p for p in problems)
     assert any(p.startswith("size 3.00 × 2.00 in") for p in problems)
+
+
+def test_a_grid_past_one_page_is_drawn_in_pages_of_whole_families():
+    tables = pages_tables()
+    assert machine_figures(tables) == PAGES
+    parts = figure_parts(tables["timings"]["op"], tables["timings"]["dtype"])
+    shown = [op for ops in parts.values() for op in ops]
+    assert sorted(shown) == sorted(set(tables["timings"]["op"])) and len(shown) == len(set(shown))
+    assert all(len(ops) * 4 <= 36 for ops in parts.values())
+    assert parts["1"][:4] == ["matmul", "solve", "eigh", "batched_matmul"]  # a family is never split here

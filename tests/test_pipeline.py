@@ -5,6 +5,7 @@ as on a laptop and checks the same statuses; `make gpu-check` runs the GPU path.
 """
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -180,6 +181,19 @@ def test_report_references_each_figure_and_the_skipped_cells(run):
 def test_a_second_run_has_nothing_to_do(run):
     result = snakemake(run["dir"], "-n", config=TINY)
     assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_a_grid_past_one_page_plans_its_figures_in_pages(run):
+    """Every op of the catalogue × 4 dtypes: the per-op figures become pages of whole
+    families, each a file Snakemake plans (and captions), the others stay one file."""
+    ops = ["matmul", "solve", "eigh", "batched_matmul", "compute_then_plot", "axpy", "transcendental", "sum_rows",
+           "std_rows", "norm", "cumsum", "sort", "fft2", "laplacian"]
+    big = {**TINY, "machine": "bigplan", "grid": {**TINY["grid"], "ops": ops,
+                                                  "dtypes": ["float16", "bfloat16", "float32", "float64"]}}
+    result = snakemake(run["dir"], "-n", config=big)
+    planned = set(re.findall(r"figures/([a-z_0-9-]+)\.png", result.stdout))
+    assert {"speedup-1", "speedup-2", "heatmap-1", "roofline", "bandwidth"} <= planned
+    assert "speedup" not in planned and "speedup-3" not in planned
 
 
 def test_snakemake_report_builds_with_every_caption(run):

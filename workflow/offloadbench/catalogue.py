@@ -268,13 +268,31 @@ def kernel_spec(name: str, arrays: int, *, flops=None, traffic=None, n_means: st
     """The spec of a user kernel: n×n array arguments unless it makes its own inputs, sums of
     length n behind its tolerance, and its models where it has them (None where not);
     `outputs` n×n results where a guess is wanted (the estimate; workers measure them)."""
-    from .kernels import FAMILY
-
     return OpSpec(
-        name=name, family=FAMILY, summary=summary or f"the user kernel {name}", n_means=n_means,
+        name=name, family=KERNEL_FAMILY, summary=summary or f"the user kernel {name}", n_means=n_means,
         input_shapes=(lambda n: [(n, n)] * arrays) if default_inputs else (lambda n: []),
         output_shapes=lambda n: [(n, n)] * outputs, flops=flops, traffic=traffic, error_growth=lambda n: n, min_size=min_size,
     )
+
+
+KERNEL_FAMILY = "user kernels"  # the family every user kernel is shown under
+
+
+def family_of(op: str) -> str:
+    spec = SPECS.get(op)
+    return spec.family if spec else KERNEL_FAMILY
+
+
+def op_order(ops) -> list[str]:
+    """Ops grouped by catalogue family, in catalogue order; user kernels go last."""
+    families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
+    known = list(SPECS)
+
+    def key(op):
+        spec = SPECS.get(op)
+        return (families.index(spec.family), known.index(op), op) if spec else (len(families), 0, op)
+
+    return sorted(set(ops), key=key)
 
 
 def get_spec(name: str) -> OpSpec:

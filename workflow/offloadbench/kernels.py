@@ -32,9 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .catalogue import KERNEL_FAMILY
 from .errors import UserError
 
-FAMILY = "user kernels"  # the family every user kernel is shown under
+FAMILY = KERNEL_FAMILY  # the family every user kernel is shown under
 DEFAULT_N_MEANS = "side of the n×n array arguments"
 # Options whose value the config check reads from the source without running it.
 LITERAL_OPTIONS = ("n_means", "min_size", "tolerance", "summary")

@@ -5,9 +5,15 @@ Kept free of heavy imports: the Snakefile reads it at parse time.
 
 from __future__ import annotations
 
+from .catalogue import family_of, op_order
 from .cells import Cell
 
 FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwidth", "roofline", "throughput")
+# Figures with a panel (or a heatmap row) per op and dtype: past a page's worth of panels they
+# become pages of whole op families, <name>-1.pdf/.png, <name>-2, ... report/style.py's grid
+# holds 6 × 6 panels on a page.
+BY_FAMILY = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "throughput")
+PAGE_PANELS = 36
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
 TABLES = ("timings", "speedups", "thread_scaling", "transfer", "roofs")
 # Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.
@@ -15,6 +21,47 @@ DEVICE_RECORD_DIRS = ("roofs", "transfer")
 ROUNDS_DIR = "rounds"
 PARTIAL_DIR = ".partial"
 NOT_CELL_DIRS = (*DEVICE_RECORD_DIRS, ROUNDS_DIR, PARTIAL_DIR)
+
+
+def figure_parts(ops, dtypes) -> dict[str, list[str]]:
+    """The ops each figure file of the BY_FAMILY kind shows, by the suffix of its name: one
+    file ("") for a grid that fits a page, else pages "1", "2", ... of whole families in
+    catalogue order (a family larger than a page fills pages of its own)."""
+    ordered = op_order(ops)
+    per_page = max(1, PAGE_PANELS // max(1, len(set(dtypes))))
+    if len(ordered) <= per_page:
+        return {"": ordered}
+    families: dict[str, list[str]] = {}
+    for op in ordered:
+        families.setdefault(family_of(op), []).append(op)
+    pages: list[list[str]] = []
+    for members in families.values():
+        if pages and len(pages[-1]) + len(members) <= per_page:
+            pages[-1] += members
+        else:
+            pages += [members[k:k + per_page] for k in range(0, len(members), per_page)]
+    return {str(i): page for i, page in enumerate(pages, start=1)}
+
+
+def figure_names(ops, dtypes) -> list[str]:
+    """Every figure file of a machine (without its extension), for a grid of these ops and dtypes."""
+    parts = figure_parts(ops, dtypes)
+    return [f"{name}-{suffix}" if suffix else name for name in FIGURE_NAMES
+            for suffix in (parts if name in BY_FAMILY else [""])]
+
+
+def machine_figures(tables) -> list[str]:
+    """The figure files of a machine's tables: from the ops and dtypes its timings hold."""
+    timings = tables["timings"]
+    return figure_names(timings["op"], timings["dtype"]) if len(timings) else list(FIGURE_NAMES)
+
+
+def split_figure_name(name: str) -> tuple[str, str]:
+    """("speedup", "2") from "speedup-2"; ("roofline", "") from "roofline"."""
+    for base in sorted(FIGURE_NAMES, key=len, reverse=True):
+        if name == base or name.startswith(base + "-"):
+            return base, name[len(base) + 1:]
+    raise ValueError(f"{name!r} is no figure of this pipeline")
 
 
 def record_relpath(cell: Cell, round_index: int) -> str:

@@ -25,10 +25,11 @@ from offloadbench.layout import (
     COMPARE_FIGURE_NAMES,
     FIGURE_NAMES,
     SETTLE_RELPATH,
+    figure_names,
     TABLES,
     round_relpath,
 )
-from offloadbench.report.captions import CAPTIONS
+from offloadbench.report.captions import caption_of
 
 try:
     _validated = validate(config)
@@ -71,7 +72,7 @@ COMPARISON = f"{RESULTS}/compare/{'-vs-'.join(s.label for s in COMPARED)}"
 wildcard_constraints:
     machine=LABEL_PATTERN,
     round=r"\d+",
-    figure="|".join(FIGURE_NAMES),
+    figure="(?:" + "|".join(FIGURE_NAMES) + r")(?:-\d+)?",
     source=LABEL_PATTERN,
 
 
@@ -97,8 +98,12 @@ def earlier_measurements(wildcards):
     return [path.format(**wildcards) for path in before]
 
 
+# One file per figure, or pages of op families where the grid outgrows a page (layout.py).
+FIGURES = figure_names([cell.op for cell in CELLS], [cell.dtype for cell in CELLS])
+
+
 def figure_files(kind, machine="{machine}"):
-    return [f"{RESULTS}/{machine}/figures/{name}.{kind}" for name in FIGURE_NAMES]
+    return [f"{RESULTS}/{machine}/figures/{name}.{kind}" for name in FIGURES]
 
 
 def final_targets():

@@ -20,6 +20,6 @@ rule figure:
     conda:
         "../envs/analysis.yaml"
     params:
-        caption=lambda wildcards: CAPTIONS[wildcards.figure],
+        caption=lambda wildcards: caption_of(wildcards.figure),
     script:
         "../scripts/draw_figure.py"

@@ -3,6 +3,7 @@
 from collections.abc import Iterable
 
 from ..catalogue import SPECS
+from ..layout import split_figure_name
 
 
 def size_label(ops: Iterable[str], prefix: str = "size n") -> str:
@@ -52,6 +53,15 @@ CAPTIONS = {
         "side for most ops; see the catalogue)."
     ),
 }
+
+def caption_of(name: str) -> str:
+    """The caption of a figure file: its figure's, and for one page of a large grid which page."""
+    base, page = split_figure_name(name)
+    if not page:
+        return CAPTIONS[base]
+    return (f"{CAPTIONS[base]} Page {page}: the grid has more ops and dtypes than one page holds, so this "
+            "figure is drawn in pages of whole op families (the title names them).")
+
 
 # The figures of a comparison of machines (results/compare/<A>-vs-<B>/figures/).
 COMPARE_CAPTIONS = {

@@ -27,6 +27,7 @@ from .style import (
     COLUMN_WIDTH_IN,
     MARKERS,
     PAGE_WIDTH_IN,
+    SMALL_PT,
     WEAK_NOTE,
     Grid,
     Page,
@@ -76,8 +77,22 @@ def _header(text: str) -> tuple[Line2D, str]:
     return Line2D([], [], linestyle="none", gid="header"), text
 
 
-def _legend(page: Page, rows: list[tuple], ncol: int | None = None) -> None:
-    """The legend below the panels, its section headers in bold."""
+def _legend(page: Page, rows: list[tuple]) -> None:
+    """The legend below the panels, its section headers in bold: one section to a column
+    where the sections fit side by side (blank rows even them out), else flowing."""
+    sections: list[list[tuple]] = []
+    for row in rows:
+        if row[0].get_gid() == "header" or not sections:
+            sections.append([])
+        sections[-1].append(row)
+    longest = max(len(section) for section in sections)
+    widest = max(len(line) for _, label in rows for line in str(label).split("\n"))
+    if len(sections) > 1 and len(sections) * (0.6 + widest * 0.5 * SMALL_PT / 72) <= page.width_in:
+        blank = (Line2D([], [], linestyle="none"), "")
+        rows = [row for section in sections for row in section + [blank] * (longest - len(section))]
+        ncol = len(sections)
+    else:
+        ncol = None
     handles, labels = zip(*rows, strict=True)
     page.add_legend(list(handles), list(labels), ncol=ncol, handlelength=2.6)
     for handle, text in zip(handles, page.legend.get_texts(), strict=True):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..layout import FIGURE_NAMES
+from ..layout import FIGURE_NAMES, figure_parts, split_figure_name
 from .escape import literal, literal_frame
 from .figures import (
     bandwidth_figure,
@@ -15,6 +15,7 @@ from .figures import (
     throughput_figure,
     transfer_overhead_figure,
 )
+from .format import family_of
 from .heatmap import draw_heatmap
 from .roofline import draw_roofline
 from .style import save_figure
@@ -32,7 +33,20 @@ FIGURES: dict[str, Callable] = {
 assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree"
 
 
+def page_of(name: str, tables: dict[str, pd.DataFrame], machine: str) -> tuple[dict[str, pd.DataFrame], str]:
+    """The tables and title label of one figure file: for a page of a large grid, only its ops."""
+    _, page = split_figure_name(name)
+    if not page:
+        return tables, machine
+    timings = tables["timings"]
+    parts = figure_parts(timings["op"], timings["dtype"])
+    ops = parts.get(page, [])
+    families = ", ".join(dict.fromkeys(family_of(op) for op in ops)) or "no op"
+    shown = {key: frame[frame["op"].isin(ops)] if "op" in frame else frame for key, frame in tables.items()}
+    return shown, f"{machine} (page {page} of {len(parts)}: {families})"
+
+
 def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str) -> None:
-    """Draw one figure and save it as vector PDF and 300-dpi PNG; text from data is drawn literally."""
-    tables = {key: literal_frame(frame) for key, frame in tables.items()}
-    save_figure(lambda: FIGURES[name](tables, literal(machine)), pdf_path, png_path)
+    """Draw one figure file and save it as vector PDF and 300-dpi PNG; text from data is drawn literally."""
+    tables, label = page_of(name, {key: literal_frame(frame) for key, frame in tables.items()}, literal(machine))
+    save_figure(lambda: FIGURES[split_figure_name(name)[0]](tables, label), pdf_path, png_path)

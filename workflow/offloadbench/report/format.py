@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from ..analysis.columns import interval
-from ..catalogue import SPECS
+from ..catalogue import family_of, op_order
 from ..cells import (
     ALL_THREADS,
     device_sort_key,
@@ -20,13 +20,12 @@ from ..cells import (
     mode_sort_key,
     thread_sort_key,
 )
-from ..kernels import FAMILY as KERNEL_FAMILY
 from ..units import fmt_duration, fmt_time, format_bytes
 from ..verdicts import SAME, UNDECIDED, VERDICTS
 
-__all__ = [  # re-exported, so that the report's modules take every format from here
-    "device_sort_key", "dtype_sort_key", "fmt_duration", "fmt_time", "format_bytes", "library_sort_key",
-    "mode_sort_key", "thread_sort_key",
+__all__ = [  # re-exported, so that the report's modules take every format and order from here
+    "device_sort_key", "dtype_sort_key", "family_of", "fmt_duration", "fmt_time", "format_bytes", "library_sort_key",
+    "mode_sort_key", "op_order", "thread_sort_key",
 ]
 
 # --- numbers --------------------------------------------------------------------------------
@@ -201,23 +200,6 @@ def by_variant(frame: pd.DataFrame) -> pd.DataFrame:
     modes = frame["mode"] if "mode" in frame else pd.Series("eager", index=frame.index)
     key = [(library_sort_key(lib), mode_sort_key(mode)) for lib, mode in zip(frame["library"], modes, strict=True)]
     return frame.assign(_variant_key=key).sort_values("_variant_key").drop(columns="_variant_key")
-
-
-def op_order(ops) -> list[str]:
-    """Ops grouped by catalogue family, in catalogue order; user kernels go last."""
-    families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
-    known = list(SPECS)
-
-    def key(op):
-        spec = SPECS.get(op)
-        return (families.index(spec.family), known.index(op), op) if spec else (len(families), 0, op)
-
-    return sorted(set(ops), key=key)
-
-
-def family_of(op: str) -> str:
-    spec = SPECS.get(op)
-    return spec.family if spec else KERNEL_FAMILY
 
 
 def device_order(devices) -> list[str]:

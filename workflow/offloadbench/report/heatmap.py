@@ -26,7 +26,7 @@ from .format import (
     variant_of,
     widest_threads,
 )
-from .style import PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, message_figure, wrap
+from .style import BOLD_TITLE_PT, PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, message_figure, wrap
 
 TITLE = "End-to-end speedup at a glance"
 CMAP = sns.color_palette("vlag", as_cmap=True)
@@ -34,6 +34,7 @@ COLOURBAR_LABEL = "end-to-end speedup over NumPy (×, log scale)"
 CELL_IN = (0.46, 0.18)  # wide enough for "=0.94×" at 7 pt, and for a size label under it
 MIN_CELL_IN = (0.36, 0.14)  # the least that still holds a label
 CHAR_IN = 0.5 * SMALL_PT / 72  # an average glyph at 7 pt
+ROW_CHROME_IN, BAR_IN, TITLE_IN = 0.55, 0.95, 0.35  # a panel's titles and size labels; the colour bar; the title
 MAX_SPAN = 6  # colours saturate beyond 64× either way, so one outlier does not wash out the rest
 
 
@@ -64,12 +65,13 @@ def _text_colour(rgba) -> str:
     return "white" if luminance < 0.5 else "0.1"
 
 
-def _panel_title(device: str, dtype: str, rows: pd.DataFrame, threads: str) -> str:
+def _device_line(device: str, rows: pd.DataFrame, threads: str) -> str:
+    """What a row of panels compares, said once above its first panel."""
     if device == "cpu":
-        return f"cpu · {dtype}\non the cpu, {threads}, vs numpy"
+        return f"cpu: on the cpu, {threads}, vs numpy"
     names = rows["device_name"].dropna().astype(str) if "device_name" in rows else pd.Series(dtype=str)
     name = f" ({names.iloc[0]})" if not names.empty else ""
-    return f"{device}{name} · {dtype}\ncopies counted, vs numpy on all cores"
+    return f"{device}{name}: copies counted, vs numpy on all cores"
 
 
 def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) -> None:
@@ -151,18 +153,22 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     if not side_by_side:
         cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / widest)
     cols, panel_rows = (len(dtypes), heights) if side_by_side else (1, [h for h in heights for _ in dtypes])
-    chrome = 0.45 * len(panel_rows) + 1.1  # panel titles and size labels, the colour bar and the title
+    chrome = ROW_CHROME_IN * len(panel_rows) + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
     cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / sum(panel_rows)))
-    width = min(PAGE_WIDTH_IN, labels_in + families_in + cols * widest * cell_w + 0.25 * cols)
-    fig, grid = plt.subplots(
-        len(panel_rows), cols, squeeze=False, layout="constrained",
-        figsize=(width, sum(panel_rows) * cell_h + chrome), gridspec_kw={"height_ratios": panel_rows},
-    )
-    axes = grid.reshape(len(devices), len(dtypes))
-    for r, device in enumerate(devices):
+    lines_in = CHAR_IN * max(len(_device_line(d, frame[frame["device"] == d], threads)) for d in devices)
+    width = min(PAGE_WIDTH_IN, max(labels_in + families_in + cols * widest * cell_w + 0.25 * cols,
+                                   labels_in + lines_in + 0.3))
+    # One subfigure per device, titled with what its panels compare, and one for the colour bar.
+    stacked = 1 if side_by_side else len(dtypes)
+    row_heights = [(h * cell_h + ROW_CHROME_IN) * stacked for h in heights]
+    fig = plt.figure(figsize=(width, sum(row_heights) + BAR_IN + TITLE_IN), layout="constrained")
+    *device_figs, bar_fig = fig.subfigures(len(devices) + 1, 1, height_ratios=[*row_heights, BAR_IN])
+    for device, sub in zip(devices, device_figs, strict=True):
         ops, sizes = per_device[device]
-        for c, dtype in enumerate(dtypes):
-            ax = axes[r, c]
+        grid = sub.subplots(1 if side_by_side else len(dtypes), len(dtypes) if side_by_side else 1, squeeze=False)
+        sub.suptitle(_device_line(device, frame[frame["device"] == device], threads), x=0.0, ha="left",
+                     fontsize=SMALL_PT)
+        for c, (dtype, ax) in enumerate(zip(dtypes, grid.flat, strict=True)):
             rows = frame[(frame["device"] == device) & (frame["dtype"] == dtype)]
             if rows.empty:
                 ax.axis("off")
@@ -170,7 +176,7 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                         transform=ax.transAxes, color="0.4")
                 continue
             _draw_panel(ax, rows, ops, sizes, norm)
-            ax.set_title(_panel_title(device, dtype, rows, threads), fontsize=SMALL_PT, loc="left")
+            ax.set_title(dtype, fontsize=SMALL_PT, loc="left")
             ax.set_xlabel("size n")
             if side_by_side and c:  # one set of op labels per row of panels
                 ax.set_yticklabels([])
@@ -180,15 +186,18 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     values = frame["end_to_end_speedup"]
     beyond = {(True, True): "both", (True, False): "min", (False, True): "max"}.get(
         ((values < norm.vmin).any(), (values > norm.vmax).any()), "neither")
-    bar = fig.colorbar(mappable, ax=grid, orientation="horizontal", shrink=min(0.9, 3.2 / width + 0.3),
-                       aspect=30, pad=0.01, extend=beyond)
+    holder = bar_fig.subplots()
+    holder.axis("off")
+    share = min(0.9, 3.2 / width + 0.3)
+    cax = holder.inset_axes(((1 - share) / 2, 0.55, share, 0.25))
+    bar = bar_fig.colorbar(mappable, cax=cax, orientation="horizontal", extend=beyond)
     bar.ax.xaxis.set_major_locator(FactorLocator(round(math.log2(norm.vmax))))
     bar.ax.xaxis.set_minor_locator(ticker.NullLocator())
     bar.ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: fmt_factor(v)))
     bar.set_label(COLOURBAR_LABEL, fontsize=SMALL_PT)
-    fig.suptitle(f"{TITLE} — {machine}", x=0.01, ha="left", fontweight="bold")
-    fig.supxlabel(wrap("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not measured",
-                       width - 0.2), x=0.01, ha="left", fontsize=SMALL_PT)
+    fig.suptitle(wrap(f"{TITLE} — {machine}", width - 0.2, BOLD_TITLE_PT), x=0.01, ha="left", fontweight="bold")
+    bar_fig.supxlabel(wrap("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not "
+                           "measured", width - 0.2), x=0.01, ha="left", fontsize=SMALL_PT)
     return fig
 
 

@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..analysis.columns import unstable_cells
 from ..cells import Cell
-from ..layout import FIGURE_NAMES, TABLES
-from .captions import CAPTIONS
+from ..layout import TABLES, machine_figures
+from .captions import caption_of
 from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section
 from .escape import md_data, md_frame, safe_html
@@ -262,7 +262,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "## Figures",
         "",
     ]
-    lines += figure_lines({name: CAPTIONS[name] for name in FIGURE_NAMES}, figure_dir)
+    lines += figure_lines({name: caption_of(name) for name in machine_figures(inputs.tables)}, figure_dir)
     lines += status_section(t)
     lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
     lines += ["## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]
@@ -288,7 +288,7 @@ def figure_lines(captions: dict[str, str], figure_dir: str) -> list[str]:
 
 
 def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
-    write_page(build_markdown(inputs), md_path, html_path, inputs.machine, FIGURE_NAMES)
+    write_page(build_markdown(inputs), md_path, html_path, inputs.machine, tuple(machine_figures(inputs.tables)))
 
 
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:

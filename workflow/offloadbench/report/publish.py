@@ -10,7 +10,7 @@ from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
 from ..config import load_foreign_config, validate
-from ..layout import FIGURE_NAMES, TABLES
+from ..layout import TABLES, machine_figures
 from .compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .comparison import write_comparison_report
 from .draw import draw
@@ -44,7 +44,7 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     tables = source.tables(analysis)
     for name in TABLES:
         tables[name].to_csv(out / f"{name}.csv", index=False)
-    for name in FIGURE_NAMES:
+    for name in machine_figures(tables):
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
     write_latex(tables, out, source.label)
     inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds(), source.settle())

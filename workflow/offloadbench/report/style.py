@@ -42,6 +42,7 @@ PAGE_HEIGHT_IN = 9.5  # a page less its caption
 TEXT_PT = 8.0
 SMALL_PT = 7.0  # the least any text of a figure is, at print size
 TITLE_PT = 9.0
+BOLD_TITLE_PT = TITLE_PT * 1.12  # what a bold title is as wide as, for wrapping
 MIN_PANEL_WIDTH_IN = 1.15
 MAX_PANEL_HEIGHT_IN = 2.0
 MIN_PANEL_HEIGHT_IN = 1.0
@@ -129,7 +130,7 @@ class Page:
         if sharex:  # a panel above an empty place shows the size ticks the removed one would have
             for ax in self.axes[-self.grid.cols:]:
                 ax.xaxis.set_tick_params(labelbottom=True)
-        self.title = self._text(title, TITLE_PT, fontweight="bold")
+        self.title = self._text(wrap(title, self.width_in - 2 * PAD_IN, BOLD_TITLE_PT), TITLE_PT, fontweight="bold")
         self.xlabel = self.ylabel = self.legend = self.notes = None
         self.ncol = 1
 
