@@ -233,9 +233,11 @@ def drawn_texts(fig) -> list:
     return [t for t in texts if id(t) not in ticks]
 
 
-def layout_problems(fig, width_limit: float, height_limit: float, tolerance_px: float = 0.5) -> list[str]:
+def layout_problems(fig, width_limit: float, height_limit: float, tolerance_px: float = 0.5,
+                    gap_pt: float = 1.0) -> list[str]:
     """What keeps a figure from a page: a size over the limits, text smaller than 7 pt, text
-    outside the figure, and texts that overlap, each named."""
+    outside the figure, and texts that overlap or come closer than `gap_pt` side by side
+    (labels that touch read as one: "102410000"), each named."""
     problems = []
     width, height = saved_size_in(fig)
     if width > width_limit + 1e-6 or height > height_limit + 1e-6:
@@ -251,13 +253,16 @@ def layout_problems(fig, width_limit: float, height_limit: float, tolerance_px: 
         if (box.x0 < frame.x0 - tolerance_px or box.y0 < frame.y0 - tolerance_px
                 or box.x1 > frame.x1 + tolerance_px or box.y1 > frame.y1 + tolerance_px):
             problems.append(f"{name} lies outside the figure")
+    gap = gap_pt * fig.dpi / 72
     for i in range(len(texts)):
         a = boxes[i]
         for j in range(i + 1, len(texts)):
             b = boxes[j]
             overlap_x = min(a.x1, b.x1) - max(a.x0, b.x0)
             overlap_y = min(a.y1, b.y1) - max(a.y0, b.y0)
-            if overlap_x > tolerance_px and overlap_y > tolerance_px:
+            # on one line, a gap narrower than `gap` is as bad as an overlap
+            if overlap_y > tolerance_px and overlap_x > (tolerance_px if overlap_y <= 0.5 * min(a.height, b.height)
+                                                         else -gap):
                 problems.append(f"{texts[i].get_text()[:30]!r} overlaps {texts[j].get_text()[:30]!r}")
     return problems
 

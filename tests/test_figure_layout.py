@@ -57,3 +57,21 @@ def test_a_grid_past_one_page_is_drawn_in_pages_of_whole_families():
     assert sorted(shown) == sorted(set(tables["timings"]["op"])) and len(shown) == len(set(shown))
     assert all(len(ops) * 4 <= 36 for ops in parts.values())
     assert parts["1"][:4] == ["matmul", "solve", "eigh", "batched_matmul"]  # a family is never split here
+
+
+def test_each_transfer_panel_has_one_bar_per_size_and_phase():
+    """Compiled and eager GPU cells of one op get panels of their own, never bars side by side
+    that read as more sizes."""
+    from figure_cases import catalogue_tables
+    from offloadbench.report.figures import transfer_overhead_figure
+
+    theme()
+    tables = catalogue_tables()
+    fig = transfer_overhead_figure(tables["timings"], "bignode")
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    phases = 3  # copy in, compute, copy out; compute_then_plot adds the plotting
+    for ax in fig.axes:
+        bars = len(ax.patches)
+        assert bars in (4 * phases, 4 * (phases + 1)), (ax.get_title(loc="left"), bars)
+    assert any("compiled" in t for t in titles)
+    plt.close(fig)

@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 
 from ..analysis.columns import interval_frame, weak_cells, without_models
 from .captions import size_label
-from .format import device_order, dtype_order, format_bytes, op_order
+from .format import device_order, dtype_order, format_bytes, op_order, variant_of
 from .style import (
     SMALL_PT,
     WEAK_NOTE,
@@ -118,14 +118,17 @@ def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
         return _no_gpu_message("Transfer overhead", "are no copies to show", timings, machine)
     phases = [p for p in ("h2d", "compute", "d2h", "finish") if device[f"{p}_s"].notna().any()]
     palette = dict(zip(phases, sns.color_palette("colorblind", n_colors=len(phases)), strict=True))
+    device = device.assign(variant=[variant_of(row) for _, row in device.iterrows()])
     several_devices = device["device"].nunique() > 1
-    keys = [(op, d, t) for op in op_order(device["op"]) for d in device_order(device["device"])
-            for t in dtype_order(device["dtype"])
-            if ((device["op"] == op) & (device["device"] == d) & (device["dtype"] == t)).any()]
     several_dtypes = device["dtype"].nunique() > 1
+    # a panel per op, variant (torch, torch compiled), device and dtype: one bar per size
+    present = set(zip(device["op"], device["variant"], device["device"], device["dtype"], strict=True))
+    keys = [(op, v, d, t) for op in op_order(device["op"]) for v in sorted(set(device["variant"]))
+            for d in device_order(device["device"]) for t in dtype_order(device["dtype"]) if (op, v, d, t) in present]
     page = Page(len(keys), f"Where the time goes on the device — {machine}", sharey=True, aspect=0.62)
-    for ax, (op, dev, dtype) in zip(page.axes, keys, strict=True):
-        rows = device[(device["op"] == op) & (device["device"] == dev) & (device["dtype"] == dtype)].sort_values("size")
+    for ax, (op, variant, dev, dtype) in zip(page.axes, keys, strict=True):
+        rows = device[(device["op"] == op) & (device["variant"] == variant) & (device["device"] == dev)
+                      & (device["dtype"] == dtype)].sort_values("size")
         times = rows[[f"{p}_s" for p in phases]].fillna(0).to_numpy()
         shares = times / times.sum(axis=1, keepdims=True) * 100
         positions = np.arange(len(rows))
@@ -138,7 +141,8 @@ def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
         size_axis(ax, positions, labels=lambda p, sizes=sizes: str(sizes[round(p)]), log=False)
         ax.set_xlim(-0.6, len(rows) - 0.4)
         ax.set_ylim(0, 100)
-        panel_title(ax, " · ".join([op, *([dev] if several_devices else []), *([dtype] if several_dtypes else [])]))
+        panel_title(ax, " · ".join([op, *([variant.replace("torch ", "")] if variant != "torch" else []),
+                                    *([dev] if several_devices else []), *([dtype] if several_dtypes else [])]))
     page.axis_labels(size_label(device["op"]), "share of the phase times (%)")
     page.add_legend([Rectangle((0, 0), 1, 1, color=palette[p]) for p in phases], [PHASE_LABELS[p] for p in phases])
     return page.finish()

@@ -165,7 +165,7 @@ def _label_ops(ax, here: pd.DataFrame) -> None:
         for side, step in spots:  # right of the point first, then left, then further up or down
             label.set_position((7 * side, 7 * step))
             label.set_horizontalalignment("left" if side > 0 else "right")
-            box = label.get_window_extent(renderer)
+            box = label.get_window_extent(renderer).padded(ax.figure.dpi / 72)  # a point clear of the others
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
             if inside and not any(box.overlaps(other) for other in placed):
                 placed.append(box)

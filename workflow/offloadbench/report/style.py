@@ -250,7 +250,7 @@ def message_figure(title: str, message: str) -> plt.Figure:
 
 def _label_width_px(axis, text: str) -> float:
     size = FontProperties(size=plt.rcParams["xtick.labelsize"]).get_size_in_points()
-    return len(text) * 0.62 * size * axis.axes.figure.dpi / 72
+    return len(text) * 0.66 * size * axis.axes.figure.dpi / 72  # DejaVu's digits are 0.64 em
 
 
 class SizeLocator(ticker.Locator):
@@ -267,7 +267,7 @@ class SizeLocator(ticker.Locator):
         transform = self.axis.axes.transData if self.axis.axis_name == "x" else None
         if transform is None or len(shown) < 2:
             return shown
-        gap = 0.35 * SMALL_PT * self.axis.axes.figure.dpi / 72
+        gap = 0.8 * SMALL_PT * self.axis.axes.figure.dpi / 72  # about a space and a half
         kept = [shown[-1]]
         for size in reversed(shown[:-1]):
             right = transform.transform((kept[-1], 1))[0] - _label_width_px(self.axis, self.labels(kept[-1])) / 2
@@ -372,9 +372,14 @@ def panel_title(ax, text: str) -> None:
     """A panel's title at its top left; on one line where it fits the panel, else split at its
     " · " (op above dtype), so neighbouring titles never meet."""
     width_in = ax.get_position().width * ax.figure.get_figwidth()
-    if len(text) * 0.56 * TEXT_PT / 72 > width_in:
+
+    def fits(line: str, points: float) -> bool:
+        return len(line) * 0.6 * points / 72 <= width_in
+
+    if not fits(text, TEXT_PT):
         text = text.replace(" · ", "\n")
-    ax.set_title(text, loc="left", fontsize=TEXT_PT, pad=5)  # clear of the top y tick label
+    points = TEXT_PT if all(fits(line, TEXT_PT) for line in text.split("\n")) else SMALL_PT
+    ax.set_title(text, loc="left", fontsize=points, pad=5)  # clear of the top y tick label
 
 
 def y_errors(frame: pd.DataFrame, value: str, low: str, high: str) -> np.ndarray:
