@@ -165,7 +165,11 @@ def _machine(label: str) -> tuple:
         for phase in record["phases"].values():
             phase["samples_s"] = [s * factor for s in phase["samples_s"]]
         mine.append(record)
-    transfer = [] if label == "laptop" else [make_transfer_record(link_gbs=63.0 / scale)]
+    # the laptop's sweep was skipped, with the long reasons a CPU-only torch gives
+    transfer = [make_transfer_record(device=d, status="skipped", reason=reason) for d, reason in (
+        ("cuda", "cuda unavailable: this torch build has no CUDA support (torch 2.13.0+cpu)"),
+        ("mps", "mps unavailable: macOS with Apple silicon is needed, and this is Linux x86_64"))] \
+        if label == "laptop" else [make_transfer_record(link_gbs=63.0 / scale)]
     cells = group_records(mine, Analysis(resamples=RESAMPLES), label)
     return cells, tables_of(mine, label, transfer, resamples=RESAMPLES)
 

@@ -151,7 +151,11 @@ class Page:
         """A legend below the panels, in as many columns as its longest label allows."""
         if not handles:
             return
-        widest = max(len(line) for label in labels for line in str(label).split("\n"))
+        # a label longer than the page is wrapped, so that even one column fits
+        room = int((self.width_in - 2 * PAD_IN - 0.6) / (0.56 * SMALL_PT / 72))
+        labels = ["\n".join(textwrap.fill(line, room, subsequent_indent="  ") for line in str(label).split("\n"))
+                  for label in labels]
+        widest = max(len(line) for label in labels for line in label.split("\n"))
         fits = max(1, int(self.width_in // (0.45 + widest * 0.5 * SMALL_PT / 72)))
         self.ncol = ncol or min(fits, len(handles))
         options = {"frameon": False, "columnspacing": 1.2, "handletextpad": 0.5, "borderaxespad": 0, "borderpad": 0,
