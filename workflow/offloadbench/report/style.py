@@ -69,10 +69,6 @@ def save_figure(make: Callable[[], plt.Figure], pdf_path: str, png_path: str) ->
     plt.close(fig)
 
 
-def line_height_in(points: float = SMALL_PT) -> float:
-    return points * 1.25 / 72
-
-
 def wrap(text: str, width_in: float, points: float = SMALL_PT) -> str:
     """Text wrapped to a width in inches (an average glyph is about 0.55 of its point size wide)."""
     chars = max(20, int(width_in * 72 / (0.56 * points)))
@@ -302,18 +298,15 @@ def log_ticks(lo: float, hi: float, at_least: int = 3) -> list[float]:
 
 
 class RoundLogLocator(ticker.Locator):
-    """Round log ticks (1-2-5, finer on a narrow range), thinned at draw time to powers of ten,
-    then to every other one, until neighbours are at least two lines of text apart."""
+    """Round log ticks on a y axis (1-2-5, finer on a narrow range), thinned at draw time to
+    powers of ten, then to every other one, until neighbours are two lines of text apart."""
 
     def __call__(self):
         lo, hi = sorted(self.axis.get_view_interval())
         ticks = log_ticks(lo, hi)
         axes = self.axis.axes
-        span_px = (axes.bbox.height if self.axis.axis_name == "y" else axes.bbox.width)
-        room = 2.0 * SMALL_PT * axes.figure.dpi / 72
-        if self.axis.axis_name == "x":
-            room = max(room, max((_label_width_px(self.axis, f"{t:g}") for t in ticks), default=0) + room / 2)
-        fits = max(2, int(span_px // room) + 1)
+        room = 2.0 * SMALL_PT * axes.figure.dpi / 72  # of a y axis: two lines of tick text
+        fits = max(2, int(axes.bbox.height // room) + 1)
         if len(ticks) > fits:
             decades = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
             ticks = decades if len(decades) >= 2 else ticks
@@ -329,13 +322,6 @@ def log_y(ax, suffix: str = "") -> None:
     ax.yaxis.set_major_locator(RoundLogLocator())
     ax.yaxis.set_minor_locator(ticker.NullLocator())
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
-
-
-def log_x(ax, formatter: Callable[[float], str] = lambda v: f"{v:g}") -> None:
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(RoundLogLocator())
-    ax.xaxis.set_minor_locator(ticker.NullLocator())
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: formatter(v)))
 
 
 # --- series: one colour and marker per library, mode, device and thread count --------------
