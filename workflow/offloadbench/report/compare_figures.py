@@ -31,9 +31,10 @@ from .style import (
     WEAK_NOTE,
     Grid,
     Page,
+    at_one,
     log_y,
     message_figure,
-    op_panels,
+    op_grid,
     panel_title,
     save_figure,
     series_order,
@@ -105,16 +106,9 @@ def _ratio_page(frame: pd.DataFrame, title: str, draw, ylabel: str, rows: list[t
 
     def panel(ax, data):
         draw(ax, data)
-        ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+        at_one(ax)
 
-    panels = op_panels(frame)
-    page = Page(len(panels), title, sharex=True)
-    for ax, ((op, dtype), name) in zip(page.axes, panels, strict=True):
-        panel(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
-        log_y(ax, "×")
-        panel_title(ax, name)
-    size_axis(page.axes[0], frame["size"])
-    page.axis_labels(size_label(frame["op"]), ylabel)
+    page = op_grid(frame, title, panel, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix="×")
     _legend(page, rows)
     page.add_notes(notes)
     return page.finish()

@@ -21,9 +21,10 @@ from .style import (
     SMALL_PT,
     WEAK_NOTE,
     Page,
+    at_one,
     log_y,
     message_figure,
-    op_page,
+    op_grid,
     panel_title,
     series_order,
     series_styles,
@@ -36,11 +37,6 @@ from .style import (
 PHASE_LABELS = {"h2d": "copy in (host→device)", "compute": "compute", "d2h": "copy out (device→host)",
                 "finish": "plot on host"}
 GPU_ADVICE = "Run on a GPU machine (config/paper.yaml) or `make gpu-check`."
-
-
-def at_one(ax) -> None:
-    """The line of no difference on a ratio axis."""
-    ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
 
 
 def _series_handles(series: list[str], colours: dict, markers: dict) -> tuple[list, list]:
@@ -77,9 +73,10 @@ def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: b
         if suffix == "×":
             at_one(ax)
 
-    weak_note = (WEAK_NOTE,) if weak_cells(frame).any() else ()
-    return op_page(frame, title, draw, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix=suffix,
-                   legend=_series_handles(series, colours, markers), notes=weak_note + notes)
+    page = op_grid(frame, title, draw, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix=suffix)
+    page.add_legend(*_series_handles(series, colours, markers))
+    page.add_notes(((WEAK_NOTE,) if weak_cells(frame).any() else ()) + notes)
+    return page.finish()
 
 
 def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
@@ -177,9 +174,11 @@ def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     handles += [Line2D([], [], color="0.3", marker="o", markersize=3.5, linewidth=1.1),
                 Line2D([], [], color="0.3", marker="s", markersize=3.5, linewidth=1.1, linestyle="--")]
     labels = [*series, "data on the device", "copies counted (end to end)"]
-    return op_page(gpu, f"What the copies cost — {machine}", draw, xlabel=size_label(gpu["op"]),
-                   ylabel="speedup over NumPy (×, log)", suffix="×", legend=(handles, labels),
-                   notes=("dotted vertical line: break-even size with the copies counted (CI above 1 from there on)",))
+    page = op_grid(gpu, f"What the copies cost — {machine}", draw, xlabel=size_label(gpu["op"]),
+                   ylabel="speedup over NumPy (×, log)", suffix="×")
+    page.add_legend(handles, labels)
+    page.add_notes(["dotted vertical line: break-even size with the copies counted (CI above 1 from there on)"])
+    return page.finish()
 
 
 def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:

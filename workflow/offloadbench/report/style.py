@@ -212,10 +212,15 @@ def op_panels(frame: pd.DataFrame) -> list[tuple[tuple[str, str], str]]:
     return [(key, f"{key[0]} · {key[1]}" if len(dtypes) > 1 else key[0]) for key in keys]
 
 
-def op_page(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, ylabel: str, suffix: str = "",
-            legend: tuple[list, list] = ([], []), notes: Sequence[str] = ()) -> plt.Figure:
+def at_one(ax) -> None:
+    """The line of no difference on a ratio axis."""
+    ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
+
+
+def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, ylabel: str, suffix: str = "") -> Page:
     """One panel per op and dtype, wrapped to the page, sharing the size axis: `draw(ax,
-    rows)` draws a panel's rows; the y axis is log with round ticks."""
+    rows)` draws a panel's rows; the y axis is log with round ticks. The caller adds the
+    legend and notes, then finishes the page."""
     panels = op_panels(frame)
     page = Page(len(panels), title, sharex=True)
     for ax, ((op, dtype), name) in zip(page.axes, panels, strict=True):
@@ -224,9 +229,7 @@ def op_page(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, yla
         panel_title(ax, name)
     size_axis(page.axes[0], frame["size"])
     page.axis_labels(xlabel, ylabel)
-    page.add_legend(*legend)
-    page.add_notes(notes)
-    return page.finish()
+    return page
 
 
 def unmodelled_note(ops: list[str], lead: str = "") -> str:
