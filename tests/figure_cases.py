@@ -192,11 +192,11 @@ LIMITS = {"default": (7.5, 6.0), "catalogue": (7.5, 9.5), "compare": (7.5, 9.5),
 def figures_of(case: str):
     """(name, make) for every figure a case draws; make() returns a matplotlib Figure."""
     if case == "compare":
-        from offloadbench.report.compare_figures import COMPARE_FIGURES
+        from offloadbench.report.figures.compare_figures import COMPARE_FIGURES
 
         return [(name, functools.partial(draw, comparison())) for name, draw in COMPARE_FIGURES.items()]
     from offloadbench.layout import machine_figures, split_figure_name
-    from offloadbench.report.draw import FIGURES, page_of
+    from offloadbench.report.figures.draw import FIGURES, page_of
 
     tables = {"default": default_tables, "catalogue": catalogue_tables, "pages": pages_tables}[case]()
     machine = "vm" if case == "default" else "bignode"
@@ -274,7 +274,7 @@ def layout_problems(fig, width_limit: float, height_limit: float, tolerance_px: 
 def main(save_to: str | None = None, only: str | None = None) -> None:
     """Print every figure's size and layout problems; with a folder, save each as a PNG."""
     import matplotlib.pyplot as plt
-    from offloadbench.report.style import theme
+    from offloadbench.report.figures.style import theme
 
     theme()
     for case in CASES:

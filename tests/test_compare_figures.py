@@ -19,12 +19,12 @@ from matplotlib.colors import to_rgb
 from offloadbench.analysis.compare import COMPARISON_COLUMNS, Comparison, compare_pair
 from offloadbench.analysis.measured import Analysis, group_records
 from offloadbench.report.captions import COMPARE_CAPTIONS
-from offloadbench.report.compare_figures import (
+from offloadbench.report.figures.compare_figures import (
     COMPARE_FIGURES,
     draw_comparison_figure,
     machine_colours,
 )
-from offloadbench.report.style import theme
+from offloadbench.report.figures.style import theme
 
 RESAMPLES = 100
 

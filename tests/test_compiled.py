@@ -70,7 +70,7 @@ def test_a_graph_break_is_counted_flagged_and_kept_out_of_the_headline(kernels):
     tables = tables_of(base + fast + slower, "box")
     speedups = tables["speedups"]
     assert speedups.loc[speedups["mode"] == "compiled", "compile_fallback"].str.contains("graph break").all()
-    from offloadbench.report.findings import speedup_findings
+    from offloadbench.report.text.findings import speedup_findings
 
     lines = speedup_findings(speedups)
     assert not any("100" in line for line in lines[:1]) and "left out" in lines[-1]

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pytest
 from figure_cases import CASES, LIMITS, figures_of, layout_problems, pages_tables, saved_size_in
 from offloadbench.layout import BY_FAMILY, COMPARE_FIGURE_NAMES, FIGURE_NAMES, figure_parts, machine_figures
-from offloadbench.report.style import theme
+from offloadbench.report.figures.style import theme
 
 PAGES = [f"{name}-{page}" if name in BY_FAMILY else name for name in FIGURE_NAMES for page in
          ((1, 2, 3) if name in BY_FAMILY else (None,))]
@@ -63,7 +63,7 @@ def test_each_transfer_panel_has_one_bar_per_size_and_phase():
     """Compiled and eager GPU cells of one op get panels of their own, never bars side by side
     that read as more sizes."""
     from figure_cases import catalogue_tables
-    from offloadbench.report.figures import transfer_overhead_figure
+    from offloadbench.report.figures.figures import transfer_overhead_figure
 
     theme()
     tables = catalogue_tables()

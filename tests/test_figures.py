@@ -2,7 +2,7 @@ import pytest
 from conftest import assert_real_figure
 from offloadbench.analysis.tables import read_tables
 from offloadbench.layout import FIGURE_NAMES
-from offloadbench.report.draw import FIGURES, draw
+from offloadbench.report.figures.draw import FIGURES, draw
 
 
 @pytest.mark.parametrize("name", FIGURE_NAMES)
@@ -55,7 +55,7 @@ def test_tables_round_trip_through_csv(tmp_path, gpu_tables):
 
 @pytest.mark.parametrize("lo, hi", [(0.75, 1.2), (0.3, 30), (0.95, 1.05), (1e-3, 1e4)])
 def test_log_ticks_label_every_range(lo, hi):
-    from offloadbench.report.style import log_ticks
+    from offloadbench.report.figures.style import log_ticks
 
     ticks = log_ticks(lo, hi)
     assert len(ticks) >= 2 and all(lo <= t <= hi for t in ticks)

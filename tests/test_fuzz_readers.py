@@ -26,9 +26,9 @@ from offloadbench.analysis.measured import Analysis, load_cells
 from offloadbench.bundles import unpack
 from offloadbench.errors import UserError
 from offloadbench.records import load_environment, load_round
-from offloadbench.report.conditions import conditions_section
 from offloadbench.report.escape import md_data, md_text, safe_html
-from offloadbench.report.markdown import machine_section
+from offloadbench.report.text.conditions import conditions_section
+from offloadbench.report.text.markdown import machine_section
 
 
 def fuzz(examples: int):

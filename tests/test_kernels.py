@@ -151,7 +151,7 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
 
 def test_a_failed_numpy_baseline_says_why_its_variants_have_no_speedup():
     from conftest import make_processes, tables_of
-    from offloadbench.report.ops_findings import missing_baseline_lines
+    from offloadbench.report.text.ops_findings import missing_baseline_lines
 
     records = make_processes(2, op="gauss_weight", status="error", reason="wrong result: float64")
     records += make_processes(2, op="gauss_weight", library="torch", seed=4)

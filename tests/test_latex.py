@@ -10,7 +10,7 @@ import pytest
 from conftest import make_processes, make_transfer_record, tables_of
 from offloadbench.analysis.tables import TRANSFER_COLUMNS, read_tables
 from offloadbench.report.format import fmt_ci, fmt_sig, time_unit
-from offloadbench.report.latex import (
+from offloadbench.report.text.latex import (
     MacroCollision,
     Macros,
     booktabs_table,

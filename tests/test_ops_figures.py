@@ -12,10 +12,16 @@ from conftest import make_processes, tables_of
 from matplotlib.collections import PathCollection
 from offloadbench.analysis.roofline import attainable, bounds, device_roofs
 from offloadbench.catalogue import get_spec
-from offloadbench.report.heatmap import CMAP, COLOURBAR_LABEL, draw_heatmap, heatmap_figure, speedup_norm
-from offloadbench.report.ops_findings import bound_lines, payoff_lines
-from offloadbench.report.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
-from offloadbench.report.style import theme
+from offloadbench.report.figures.heatmap import (
+    CMAP,
+    COLOURBAR_LABEL,
+    draw_heatmap,
+    heatmap_figure,
+    speedup_norm,
+)
+from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
+from offloadbench.report.figures.style import theme
+from offloadbench.report.text.ops_findings import bound_lines, payoff_lines
 
 SIZES = (128, 512, 2048)
 CPU = {"memory": 20e9, "float32": 1000e9, "float64": 500e9, "call_s": 2e-6}

@@ -1,8 +1,8 @@
 import pandas as pd
 from offloadbench.config import validate
 from offloadbench.layout import FIGURE_NAMES
-from offloadbench.report.markdown import Inputs, build_markdown, write_report
-from offloadbench.report.seed import judge
+from offloadbench.report.text.markdown import Inputs, build_markdown, write_report
+from offloadbench.report.text.seed import judge
 
 
 def inputs(tables, machine="gpubox"):

@@ -76,7 +76,7 @@ def test_the_settling_job_loads_neither_pandas_nor_the_report():
 
 
 def test_the_analysis_and_report_load_no_timing_or_device_code():
-    loaded = loaded_after("import offloadbench.analysis.tables, offloadbench.report.markdown, offloadbench.report.figures")
+    loaded = loaded_after("import offloadbench.analysis.tables, offloadbench.report.text.markdown, offloadbench.report.figures.figures")
     assert not {"torch", "offloadbench.measure", "offloadbench.jobs"} & loaded
 
 
@@ -92,24 +92,39 @@ def test_ruff_is_clean():
     assert result.returncode == 0, result.stdout[-3000:]
 
 
-# The report's figure modules draw; its prose modules write sentences. Both take their words,
-# numbers and orders from report/format.py, so a figure never needs a prose module.
-FIGURE_MODULES = {"figures", "heatmap", "roofline", "compare_figures", "style", "draw"}
-PROSE_MODULES = {"findings", "ops_findings", "compile_findings", "seed", "conditions", "markdown", "comparison",
-                 "latex", "summary"}
+# The report is two rooms over shared pieces: report/figures/ draws, report/text/ writes
+# sentences, and both take their words, numbers and orders from the shared modules beside
+# them (format, escape, captions), so a figure never needs a prose module.
+REPORT = PACKAGE / "report"
+ROOMS = ("figures", "text")
+SHARED = {"__init__", "format", "escape", "captions", "publish"}
 
 
-@pytest.mark.parametrize("name", sorted(FIGURE_MODULES))
-def test_figures_import_no_prose_module(name):
-    imported = imported_modules(PACKAGE / "report" / f"{name}.py")
-    prose = sorted(m for m in imported if m.startswith("offloadbench.report.") and m.split(".")[2] in PROSE_MODULES)
-    assert not prose, f"report/{name}.py imports prose modules: {prose}"
+def modules_of(room: str) -> list[Path]:
+    return sorted(p for p in (REPORT / room).glob("*.py") if p.stem != "__init__")
 
 
-def test_every_report_module_is_a_figure_or_prose_module_or_a_shared_piece():
-    shared = {"__init__", "format", "escape", "captions", "publish"}
-    names = {p.stem for p in (PACKAGE / "report").glob("*.py")}
-    assert names == FIGURE_MODULES | PROSE_MODULES | shared, "classify a new report module above"
+@pytest.mark.parametrize("path", modules_of("figures"), ids=lambda p: p.stem)
+def test_figures_import_no_prose_module(path):
+    prose = sorted(m for m in imported_modules(path) if m.startswith("offloadbench.report.text"))
+    assert not prose, f"report/figures/{path.name} imports prose modules: {prose}"
+
+
+def test_the_report_is_two_rooms_over_shared_pieces():
+    folders = {p.name for p in REPORT.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(ROOMS), "a report module lives in report/figures/, report/text/ or is shared"
+    assert {p.stem for p in REPORT.glob("*.py")} == SHARED, "classify a new report module: figures, text or shared"
+    for room in ROOMS:
+        assert modules_of(room), f"report/{room}/ is empty"
+
+
+@pytest.mark.parametrize("path", sorted(REPORT.glob("*.py")), ids=lambda p: p.stem)
+def test_the_shared_pieces_import_neither_room_except_publish(path):
+    """format, escape and captions serve both rooms; only publish, which writes whole
+    outputs, puts figures and text together."""
+    rooms = sorted(m for m in imported_modules(path)
+                   if m.startswith(("offloadbench.report.figures", "offloadbench.report.text")))
+    assert path.stem == "publish" or not rooms, f"report/{path.name} imports {rooms}"
 
 
 def private_imports(path: Path) -> list[str]:

@@ -26,8 +26,8 @@ from offloadbench.config import ConfigError
 from offloadbench.jobs.lock import LockError, host_lock
 from offloadbench.records import MalformedRecord, load_record
 from offloadbench.report.escape import md_text, safe_html
-from offloadbench.report.markdown import processes_held
 from offloadbench.report.publish import render, run_settings, write_comparison
+from offloadbench.report.text.markdown import processes_held
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = Analysis(resamples=200)

@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the of
 
 from offloadbench.analysis.tables import read_tables
 from offloadbench.logs import run_logged
-from offloadbench.report.draw import draw
+from offloadbench.report.figures.draw import draw
 
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the offloadbench package
 
 from offloadbench.logs import run_logged
-from offloadbench.report.markdown import load_inputs, write_report
+from offloadbench.report.text.markdown import load_inputs, write_report
 
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake

@@ -11,11 +11,11 @@ from ..analysis.measured import Analysis
 from ..analysis.sources import Source
 from ..config import load_foreign_config, validate
 from ..layout import TABLES, machine_figures
-from .compare_figures import COMPARE_FIGURES, draw_comparison_figure
-from .comparison import write_comparison_report
-from .draw import draw
-from .latex import write_comparison_latex, write_latex
-from .markdown import Inputs, write_report
+from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
+from .figures.draw import draw
+from .text.comparison import write_comparison_report
+from .text.latex import write_comparison_latex, write_latex
+from .text.markdown import Inputs, write_report
 
 
 def write_comparison(sources: list[Source], analysis: Analysis, min_effect: float, out_dir: str) -> None:

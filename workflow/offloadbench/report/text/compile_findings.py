@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.columns import falls_back, without_models
-from ..cells import COMPILED
-from ..kernels import FAMILY as KERNEL_FAMILY
-from .findings import caveat
-from .format import (
+from ...analysis.columns import falls_back, without_models
+from ...cells import COMPILED
+from ...kernels import FAMILY as KERNEL_FAMILY
+from ..format import (
     by_variant,
     finite,
     fmt_seconds,
@@ -25,6 +24,7 @@ from .format import (
     where_phrase,
     widest_threads,
 )
+from .findings import caveat
 
 
 def _compile_time(row) -> str:

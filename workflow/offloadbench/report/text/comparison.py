@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..analysis.compare import Comparison, reproducibility
-from ..cells import Cell, thread_sort_key
-from ..layout import COMPARE_FIGURE_NAMES
-from .captions import COMPARE_CAPTIONS
-from .escape import md_data, md_frame
-from .format import fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
+from ...analysis.compare import Comparison, reproducibility
+from ...cells import Cell, thread_sort_key
+from ...layout import COMPARE_FIGURE_NAMES
+from ..captions import COMPARE_CAPTIONS
+from ..escape import md_data, md_frame
+from ..format import fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
 from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
 

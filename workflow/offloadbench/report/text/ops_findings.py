@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.breakeven import break_even
-from ..analysis.columns import ci_columns, falls_back
-from ..analysis.roofline import bounds, device_roofs
-from .findings import caveat
-from .format import (
+from ...analysis.breakeven import break_even
+from ...analysis.columns import ci_columns, falls_back
+from ...analysis.roofline import bounds, device_roofs
+from ..format import (
     VERDICT_WORDS,
     by_variant,
     device_order,
@@ -26,6 +25,7 @@ from .format import (
     where_phrase,
     widest_threads,
 )
+from .findings import caveat
 
 E2E = "end_to_end_speedup"
 def payoff_lines(speedups: pd.DataFrame) -> list[str]:

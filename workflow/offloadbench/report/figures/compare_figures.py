@@ -17,12 +17,12 @@ import seaborn as sns
 from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 
-from ..analysis.columns import weak_cells
-from ..analysis.compare import Comparison
-from ..layout import COMPARE_FIGURE_NAMES
-from .captions import size_label
-from .escape import literal_frame
-from .format import dtype_sort_key, format_bytes, thread_sort_key, verdict_counts
+from ...analysis.columns import weak_cells
+from ...analysis.compare import Comparison
+from ...layout import COMPARE_FIGURE_NAMES
+from ..captions import size_label
+from ..escape import literal_frame
+from ..format import dtype_sort_key, format_bytes, thread_sort_key, verdict_counts
 from .style import (
     COLUMN_WIDTH_IN,
     MARKERS,

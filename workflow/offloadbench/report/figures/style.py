@@ -25,7 +25,7 @@ import seaborn as sns
 from matplotlib import ticker
 from matplotlib.font_manager import FontProperties
 
-from .format import (
+from ..format import (
     device_sort_key,
     dtype_order,
     library_sort_key,

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..layout import FIGURE_NAMES, figure_parts, split_figure_name
-from .escape import literal, literal_frame
+from ...layout import FIGURE_NAMES, figure_parts, split_figure_name
+from ..escape import literal, literal_frame
+from ..format import family_of
 from .figures import (
     bandwidth_figure,
     copy_cost_figure,
@@ -15,7 +16,6 @@ from .figures import (
     throughput_figure,
     transfer_overhead_figure,
 )
-from .format import family_of
 from .heatmap import draw_heatmap
 from .roofline import draw_roofline
 from .style import save_figure

@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.columns import compile_fallbacks, interval
-from ..cells import EAGER
-from ..verdicts import DECIDED, VERDICTS
-from .format import cell_phrase, finite, fmt_ci, fmt_sig, format_bytes, time_unit, times_of
+from ...analysis.columns import compile_fallbacks, interval
+from ...cells import EAGER
+from ...verdicts import DECIDED, VERDICTS
+from ..format import cell_phrase, finite, fmt_ci, fmt_sig, format_bytes, time_unit, times_of
 
 NA = "n/a"
 

@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from ..analysis.columns import interval
-from .format import fmt_interval, threads_phrase, widest_threads
+from ...analysis.columns import interval
+from ..format import fmt_interval, threads_phrase, widest_threads
 
 SEED_SIZE = 10000
 SEED_DTYPE = "float32"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.tables import read_tables
-from ..cells import Cell
+from ...analysis.tables import read_tables
+from ...cells import Cell
+from ..format import fmt_percent
 from .findings import gpu_findings, speedup_findings
-from .format import fmt_percent
 from .markdown import markdown_table
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.columns import unstable_cells
-from ..cells import Cell
-from ..layout import TABLES, machine_figures
-from .captions import caption_of
+from ...analysis.columns import unstable_cells
+from ...cells import Cell
+from ...layout import TABLES, machine_figures
+from ..captions import caption_of
+from ..escape import md_data, md_frame, safe_html
+from ..format import finite, fmt_time, format_bytes, ratio_of
 from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section
-from .escape import md_data, md_frame, safe_html
 from .findings import (
     gpu_findings,
     offload_section,
@@ -25,7 +26,6 @@ from .findings import (
     speedup_findings,
     stability_findings,
 )
-from .format import finite, fmt_time, format_bytes, ratio_of
 from .ops_findings import bound_lines, missing_baseline_lines, payoff_lines
 from .seed import SEED_CLAIM, check_seed_claims
 
@@ -294,8 +294,8 @@ def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:
     """Read the tables, environment.json and round records named by `paths` (an object with
     attributes, as Snakemake's input)."""
-    from ..analysis.tables import read_tables
-    from ..records import load_environment, load_round, load_settle
+    from ...analysis.tables import read_tables
+    from ...records import load_environment, load_round, load_settle
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
     settle = getattr(paths, "settle", None)

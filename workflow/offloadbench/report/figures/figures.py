@@ -14,9 +14,9 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from ..analysis.columns import interval_frame, weak_cells, without_models
-from .captions import size_label
-from .format import device_order, dtype_order, format_bytes, op_order, variant_of
+from ...analysis.columns import interval_frame, weak_cells, without_models
+from ..captions import size_label
+from ..format import device_order, dtype_order, format_bytes, op_order, variant_of
 from .style import (
     SMALL_PT,
     WEAK_NOTE,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.columns import sharing_cells
-from ..cells import Cell
-from .format import fmt_duration
+from ...analysis.columns import sharing_cells
+from ...cells import Cell
+from ..format import fmt_duration
 
 
 def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:

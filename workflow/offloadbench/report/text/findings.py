@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.columns import ci_columns, compile_fallbacks, interval, unstable_cells
-from ..verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, ci_span
-from .format import (
+from ...analysis.columns import ci_columns, compile_fallbacks, interval, unstable_cells
+from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, ci_span
+from ..format import (
     cell_phrase,
     finite,
     fmt_time,

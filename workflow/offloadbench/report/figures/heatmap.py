@@ -13,8 +13,8 @@ from matplotlib import colors, ticker
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import blended_transform_factory
 
-from ..verdicts import SAME, UNDECIDED
-from .format import (
+from ...verdicts import SAME, UNDECIDED
+from ..format import (
     device_order,
     dtype_sort_key,
     family_of,

@@ -12,9 +12,9 @@ import seaborn as sns
 from matplotlib import ticker
 from matplotlib.lines import Line2D
 
-from ..analysis.columns import weak_cells, without_models
-from ..analysis.roofline import device_roofs
-from .format import (
+from ...analysis.columns import weak_cells, without_models
+from ...analysis.roofline import device_roofs
+from ..format import (
     device_order,
     dtype_sort_key,
     fmt_rate,
