@@ -12,10 +12,11 @@ sys.path.insert(0, str(ROOT / "workflow"))
 
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source
+from offloadbench.csvsafe import write_csv
 from offloadbench.layout import TABLES
 
 for folder in sorted(p.parent for p in (ROOT / "tests" / "data").glob("*/environment.json")):
     tables = Source(folder.name, folder).tables(Analysis())
     for name in TABLES:
-        tables[name].to_csv(folder / f"{name}.csv", index=False)
+        write_csv(tables[name], folder / f"{name}.csv")
     print(f"{folder.relative_to(ROOT)}: {', '.join(f'{n} {len(tables[n])}' for n in TABLES)}")

@@ -19,15 +19,23 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
+from .errors import UserError, shown
 from .layout import PARTIAL_DIR
 from .machine import LABEL_RULE, is_label
+from .reading import UnreadableFile, read_regular
 
 BUNDLE_SUFFIX = ".tar.gz"
 # Bounds on what unpacking a bundle from elsewhere may write (config key bundle_limits).
 DEFAULT_MAX_UNPACKED_MB = 2048
 DEFAULT_MAX_MEMBERS = 100_000
+DEFAULT_MAX_SAMPLES = 1_000_000
 MAX_MEMBER_BYTES = 64 * 2**20  # records.MAX_JSON_BYTES: no file a reader takes is larger
+# A bundle's deepest file is <label>/raw/<op>/<cell>/p<k>.json; far deeper folders only
+# serve to exhaust whatever walks them (os.makedirs recurses once per level).
+MAX_DEPTH = 16
+# Written into a folder unpacked from a bundle: what it came from, so that a message about
+# it names the bundle and gives advice that fits one (make it again, not measure again).
+UNPACKED_FROM = ".offloadbench-bundle"
 
 
 class BundleError(UserError):
@@ -79,7 +87,7 @@ def unpack(bundle: Path, dest: Path, max_unpacked_mb: float = DEFAULT_MAX_UNPACK
             members = _bounded_members(tar, bundle, int(max_unpacked_mb * 2**20), max_members)
             return _unpack_into(tar, members, bundle, dest)
     except (OSError, tarfile.TarError, EOFError, zlib.error) as error:
-        raise BundleError(f"{bundle}: not a readable bundle ({str(error).splitlines()[0][:200]})") from None
+        raise BundleError(f"bundle {shown(bundle)}: not a readable bundle ({str(error).splitlines()[0][:200]})") from None
 
 
 def _bounded_members(tar: tarfile.TarFile, bundle: Path, max_bytes: int, max_members: int) -> list[tarfile.TarInfo]:
@@ -89,13 +97,18 @@ def _bounded_members(tar: tarfile.TarFile, bundle: Path, max_bytes: int, max_mem
     for member in tar:
         members.append(member)
         total += max(member.size, 0)
+        if not member.name.isprintable():
+            raise BundleError(f"bundle {shown(bundle)}: refusing {member.name!r}: a name with control characters")
+        if member.name.count("/") >= MAX_DEPTH:
+            raise BundleError(f"bundle {shown(bundle)}: {shown(member.name[:60] + '…')} is nested "
+                              f"{member.name.count('/') + 1} folders deep, over the {MAX_DEPTH} a bundle may have")
         if len(members) > max_members:
-            raise BundleError(f"{bundle}: more than {max_members} files; bundle_limits.max_members allows no more")
+            raise BundleError(f"bundle {shown(bundle)}: more than {max_members} files; bundle_limits.max_members allows no more")
         if member.size > MAX_MEMBER_BYTES:
-            raise BundleError(f"{bundle}: {member.name!r} unpacks to {member.size / 2**20:.0f} MiB, over the "
+            raise BundleError(f"bundle {shown(bundle)}: {member.name!r} unpacks to {member.size / 2**20:.0f} MiB, over the "
                               f"{MAX_MEMBER_BYTES // 2**20} MiB any file of a bundle may hold")
         if total > max_bytes:
-            raise BundleError(f"{bundle}: unpacks to more than {max_bytes / 2**20:.0f} MiB; "
+            raise BundleError(f"bundle {shown(bundle)}: unpacks to more than {max_bytes / 2**20:.0f} MiB; "
                               "bundle_limits.max_unpacked_mb allows no more")
     return members
 
@@ -106,20 +119,32 @@ def _unpack_into(tar: tarfile.TarFile, members: list[tarfile.TarInfo], bundle: P
     top = next(iter(tops)) if len(tops) == 1 else None
     environment = next((m for m in members if m.name == f"{top}/environment.json"), None)
     if top in (None, "", ".", "..") or environment is None or not environment.isfile():
-        raise BundleError(f"{bundle}: not an offloadbench bundle (expected one folder with environment.json at its top)")
+        raise BundleError(f"bundle {shown(bundle)}: not an offloadbench bundle (expected one folder with environment.json at its top)")
     for member in members:
         target = (dest / member.name).resolve()
         if not (member.isfile() or member.isdir()) or dest.resolve() not in target.parents:
-            raise BundleError(f"{bundle}: refusing {member.name!r}, which would land outside {dest}")
+            raise BundleError(f"bundle {shown(bundle)}: refusing {member.name!r}, which would land outside {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest.parent))
     try:
         tar.extractall(staging, members=members, filter="data")
+        (staging / top / UNPACKED_FROM).write_text(str(bundle), encoding="utf-8")
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(staging / top, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
+
+
+def unpacked_from(folder: Path) -> str | None:
+    """The bundle a results folder was unpacked from, or None for a folder of results."""
+    mark = Path(folder) / UNPACKED_FROM
+    if not mark.exists() and not mark.is_symlink():
+        return None
+    try:
+        return read_regular(mark, 4096).decode("utf-8", "replace").strip() or str(folder)
+    except UnreadableFile:
+        return str(folder)
 
 
 def content_digest(path: Path) -> str:

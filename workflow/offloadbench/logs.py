@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from .errors import UserError
+from .errors import UserError, printable
 
 
 @contextlib.contextmanager
@@ -35,7 +35,9 @@ def stderr_to_log(log_path: str | None):
 
 
 def tell(terminal: TextIO, message: str) -> None:
-    """One line to the log and, when they differ, to the terminal."""
+    """One line to the log and, when they differ, to the terminal; printable, whatever data
+    went into it (errors.printable)."""
+    message = printable(message)
     print(message, file=sys.stderr, flush=True)
     if terminal is not sys.stderr:
         print(message, file=terminal, flush=True)

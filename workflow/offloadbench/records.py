@@ -16,9 +16,11 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from .bundles import unpacked_from
 from .cells import Cell
-from .errors import UserError, one_line
+from .errors import UserError, one_line, shown
 from .layout import round_relpath
+from .reading import UnreadableFile, read_regular
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -31,8 +33,17 @@ ROUND_SCHEMA = SCHEMAS / "round.schema.yaml"
 SETTLE_SCHEMA = SCHEMAS / "settle.schema.yaml"
 # Bounds on what a file from elsewhere may hold, so that reading it costs bounded time and
 # memory. The largest record this pipeline writes (max_samples at its ceiling, five phases)
-# is about 12 MB of JSON.
+# is about 12 MB of JSON; environment.json is a few KB, a round's record tens of KB.
 MAX_JSON_BYTES = 64 * 2**20
+MAX_ENVIRONMENT_BYTES = 2**20
+MAX_ROUND_BYTES = 16 * 2**20  # a round's record, or settle.json (a list of cells)
+# Bounds on any JSON document, whatever its schema says: nesting (every reader and the
+# escaping walk recurse), the length of one string and of one key, and numbers that are
+# finite floats or integers within 64 bits (1e400 parses as infinity, 10**400 as a huge int).
+MAX_JSON_DEPTH = 32
+MAX_JSON_STRING = 65_536
+MAX_JSON_KEY = 1000
+MAX_JSON_INT = 2**63 - 1
 MAX_SAMPLES_CEILING = 100_000  # the config schema's maximum of measure.max_samples
 # perf_counter_ns counts nanoseconds: a per-call time below that was never measured.
 TIMER_RESOLUTION_S = 1e-9
@@ -83,10 +94,24 @@ def cell_record(
         **(measured or {}),
         **(costs or {}),
     }
+    _fit_text(record, CELL_SCHEMA)
     errors = _errors(record, CELL_SCHEMA)
     if errors:
         raise ValueError(f"bug: record of {cell.key} breaks the record schema: {errors[0]}")
     return record
+
+
+def _fit_text(record: dict, schema_path: Path) -> None:
+    """Cut, in place, every string of a record being written to its schema's maxLength (an
+    error message from a library can be long): a reader elsewhere refuses longer ones."""
+    for error in _validator(schema_path).iter_errors(record):
+        if error.validator != "maxLength" or not error.absolute_path:
+            continue
+        *where, last = error.absolute_path
+        node = record
+        for part in where:
+            node = node[part]
+        node[last] = node[last][: error.validator_value - 1] + "…"
 
 
 def settings_differ(recorded: dict, current: dict) -> list[str]:
@@ -145,19 +170,33 @@ def _validator(schema_path: Path):
     return jsonschema.Draft202012Validator(schema)
 
 
+_COUNTED = {"maxLength": "characters", "maxItems": "items", "maxProperties": "keys"}
+
+
+def _problem(error) -> str:
+    """A schema error in words; a bound says the schema's limit by name (maxLength of 2000)."""
+    if error.validator in _COUNTED:
+        return (f"holds {len(error.instance)} {_COUNTED[error.validator]}, over the {error.validator} of "
+                f"{error.validator_value} this field may hold")
+    if error.validator in ("maximum", "exclusiveMaximum"):
+        return f"{one_line(repr(error.instance), 40)} is over the {error.validator} of {error.validator_value:g}"
+    return one_line(error.message)
+
+
 def _errors(record: dict, schema_path: Path) -> list[str]:
-    found = sorted(_validator(schema_path).iter_errors(_json_safe(record)), key=lambda e: list(map(str, e.absolute_path)))
-    messages = []
-    for error in found:
+    """The first schema error, as a list (empty when valid). Only the first: the schema puts
+    each bound before the items it bounds, so a list of millions is refused at its length,
+    not after all its items are checked."""
+    for error in _validator(schema_path).iter_errors(_json_safe(record)):
         where = one_line(".".join(str(p) for p in error.absolute_path), 120) or "(top level)"
-        messages.append(f"at {where}: {one_line(error.message)}")
-    return messages
+        return [f"at {where}: {_problem(error)}"]
+    return []
 
 
 def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA, after: str = "") -> dict:
     errors = _errors(record, schema_path)
     if errors:
-        raise MalformedRecord(f"{source}: malformed record {errors[0]}{after}")
+        raise MalformedRecord(f"{shown(source)}: malformed record {errors[0]}{after}")
     return record
 
 
@@ -168,6 +207,15 @@ def _sample_lists(record: dict):
         yield f"phases.{name}.samples_s", phase.get("samples_s") or []
 
 
+def samples_held(record: dict) -> int:
+    """Every sample a validated record holds: its regions and warm-up, or its points (copy
+    sweeps, roofs); what a source's sample budget counts."""
+    lists = [samples for _, samples in _sample_lists(record)]
+    lists.append((record.get("warmup") or {}).get("samples_s") or [])
+    lists += [point.get("samples_s") or [] for point in record.get("points") or []]
+    return sum(map(len, lists))
+
+
 def check_cell_content(record: dict, source: str, after: str = "") -> dict:
     """What a schema cannot say about a cell record: sample counts within the record's own
     max_samples, no sample below the timer's resolution, and no "ok" with a failed check
@@ -175,11 +223,12 @@ def check_cell_content(record: dict, source: str, after: str = "") -> dict:
     limit = min(int((record.get("settings") or {}).get("max_samples") or MAX_SAMPLES_CEILING), MAX_SAMPLES_CEILING)
     for where, samples in _sample_lists(record):
         if len(samples) > limit:
-            raise MalformedRecord(f"{source}: {where} holds {len(samples)} samples, over its max_samples of {limit}{after}")
+            raise MalformedRecord(
+                f"{shown(source)}: {where} holds {len(samples)} samples, over its max_samples of {limit}{after}")
         low = min(samples, default=TIMER_RESOLUTION_S)
         if low < TIMER_RESOLUTION_S:
             raise MalformedRecord(
-                f"{source}: {where} holds a sample of {low:.3g} s, below the timer's resolution of 1 ns{after}")
+                f"{shown(source)}: {where} holds a sample of {low:.3g} s, below the timer's resolution of 1 ns{after}")
     check = record.get("check") or {}
     rel_err, tol = check.get("rel_err"), check.get("tolerance")
     failed = check.get("passed") is False or (rel_err is not None and tol is not None and rel_err > tol)
@@ -192,45 +241,106 @@ def check_cell_content(record: dict, source: str, after: str = "") -> dict:
     return record
 
 
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows (this pipeline stores it as null)")
+class _OutOfRange(str):
+    """A number JSON spells that is no finite float or 64-bit integer, kept as its text
+    until the walk below names the field it is in."""
+
+
+def _parse_float(text: str):
+    value = float(text)
+    return value if math.isfinite(value) else _OutOfRange(text)
+
+
+def _parse_int(text: str):
+    if len(text) > 20:  # int() of thousands of digits is slow, and past 64 bits anyway
+        return _OutOfRange(text if len(text) <= 24 else text[:24] + "…")
+    value = int(text)
+    return value if -MAX_JSON_INT - 1 <= value <= MAX_JSON_INT else _OutOfRange(text)
+
+
+def _field(parts: list) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return one_line(text, 160) or "(top level)"
+
+
+def _text_problem(text: str) -> str | None:
+    if isinstance(text, _OutOfRange):
+        return f"is {one_line(text, 40)}, not a finite number within 64 bits"
+    if len(text) > MAX_JSON_STRING:
+        return f"holds {len(text)} characters, over the {MAX_JSON_STRING} any text may hold"
+    return None
+
+
+def _bounds_problem(data) -> str | None:
+    """The first place where a parsed document passes the bounds any JSON from elsewhere
+    keeps (depth, string and key length, finite numbers), walked without recursion; plain
+    numbers (most of a record: its samples) are passed over in place."""
+    stack = [(data, ())] if isinstance(data, (dict, list)) else []
+    while stack:
+        value, where = stack.pop()
+        if len(where) >= MAX_JSON_DEPTH:
+            return f"{_field(where[:MAX_JSON_DEPTH])} nests deeper than the {MAX_JSON_DEPTH} levels a record may have"
+        mapping, inner = isinstance(value, dict), []
+        for key, item in value.items() if mapping else enumerate(value):
+            if mapping and len(key) > MAX_JSON_KEY:
+                return f"{_field(where)} has a key of {len(key)} characters, over the {MAX_JSON_KEY} a key may hold"
+            if isinstance(item, (dict, list)):
+                inner.append((item, (*where, key)))
+            elif isinstance(item, str) and (problem := _text_problem(item)):
+                return f"{_field([*where, key])} {problem}"
+        stack.extend(reversed(inner))  # the first problem in the document's order
+    return None
+
+
+def parse_json(data: bytes) -> object:
+    """JSON text as Python values: NaN and Infinity are no JSON, and numbers out of range
+    stay text (`_OutOfRange`) for `_bounds_problem` to name. Raises ValueError."""
+    return json.loads(data.decode("utf-8"), parse_float=_parse_float, parse_int=_parse_int,
+                      parse_constant=_OutOfRange)
 
 
 def recovery_hint(path: str | os.PathLike) -> str:
-    """The whole way back from a bad cell record of a results folder: delete it with its
-    round's record, so that the next run measures that round's missing cells and nothing else."""
+    """The whole way back from a bad cell record: of a results folder, delete it with its
+    round's record, so that the next run measures that round's missing cells and nothing
+    else; of a bundle, make the bundle again where it was measured."""
     path = Path(path)
     parts = path.parts
-    if "raw" in parts and re.fullmatch(r"p\d+\.json", path.name):
-        raw = Path(*parts[: len(parts) - parts[::-1].index("raw")])
+    if "raw" not in parts:
+        return "; delete it and run again to measure it anew"
+    raw = Path(*parts[: len(parts) - parts[::-1].index("raw")])
+    bundle = unpacked_from(raw.parent)
+    if bundle is not None:
+        return (f"; it came from the bundle {shown(bundle)}, which is damaged: make the bundle again where it "
+                "was measured (make bundle) and bring it here")
+    if re.fullmatch(r"p\d+\.json", path.name):
         manifest = raw / round_relpath(int(path.stem[1:]))
         if path.parent.parent.parent == raw and manifest.exists():
             return f"; delete it and {manifest}, then run again: that round measures only what is missing"
     return "; delete it and run again to measure it anew"
 
 
-def read_json(path: str | os.PathLike, hint: bool = True) -> dict:
-    """Read a JSON object of bounded size; raise MalformedRecord naming the file and, for
+def read_json(path: str | os.PathLike, hint: bool = True, limit: int = MAX_JSON_BYTES) -> dict:
+    """Read a JSON object of bounded size, from a regular file only (reading.read_regular),
+    within the bounds of `_bounds_problem`; raise MalformedRecord naming the file and, for
     a cell record, the whole way back (`hint`)."""
     path = Path(path)
     after = recovery_hint(path) if hint else ""
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise MalformedRecord(f"{path}: {size / 2**20:.0f} MiB, over the {MAX_JSON_BYTES // 2**20} MiB a record may hold{after}")
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle, parse_constant=_refuse_constant)
-    except MalformedRecord:
-        raise
+        data = parse_json(read_regular(path, limit, "a record"))
+    except UnreadableFile as error:
+        raise MalformedRecord(f"{error}{after}") from None
     except json.JSONDecodeError as error:
-        raise MalformedRecord(f"{path}: not valid JSON ({error.msg} at line {error.lineno}){after}") from None
-    except (ValueError, RecursionError) as error:  # NaN, Infinity, bad UTF-8, absurd nesting
-        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error).splitlines()[0][:200]
-        raise MalformedRecord(f"{path}: not valid JSON ({reason}){after}") from None
-    except OSError as error:
-        raise MalformedRecord(f"{path}: cannot be read ({error.strerror})") from None
+        raise MalformedRecord(f"{shown(path)}: not valid JSON ({error.msg} at line {error.lineno}){after}") from None
+    except (ValueError, RecursionError) as error:  # bad UTF-8, absurd nesting
+        reason = "nested too deeply" if isinstance(error, RecursionError) else one_line(error, 200)
+        raise MalformedRecord(f"{shown(path)}: not valid JSON ({reason}){after}") from None
+    problem = _bounds_problem(data)
+    if problem:
+        raise MalformedRecord(f"{shown(path)}: {problem}{after}")
     if not isinstance(data, dict):
-        raise MalformedRecord(f"{path}: malformed record: expected an object{after}")
+        raise MalformedRecord(f"{shown(path)}: malformed record: expected an object{after}")
     return data
 
 
@@ -241,7 +351,7 @@ def load_record(path: str | os.PathLike, schema_path: Path = CELL_SCHEMA) -> dic
     version = record.get("schema_version")
     if version not in READABLE_VERSIONS:
         raise MalformedRecord(
-            f"{path}: record format version {version!r} is not one this version reads "
+            f"{shown(path)}: record format version {one_line(repr(version), 40)} is not one this version reads "
             f"({', '.join(map(str, READABLE_VERSIONS))}); measure it again or use the matching offloadbench"
         )
     validate_record(record, str(path), schema_path, after)
@@ -253,25 +363,25 @@ def load_record(path: str | os.PathLike, schema_path: Path = CELL_SCHEMA) -> dic
     return record
 
 
-def load_document(path: str | os.PathLike, schema_path: Path, what: str) -> dict:
+def load_document(path: str | os.PathLike, schema_path: Path, what: str, limit: int = MAX_JSON_BYTES) -> dict:
     """Read and validate a machine-level file (environment.json, a round's record)."""
-    data = read_json(path, hint=False)
+    data = read_json(path, hint=False, limit=limit)
     errors = _errors(data, schema_path)
     if errors:
-        raise MalformedRecord(f"{path}: malformed {what} {errors[0]}")
+        raise MalformedRecord(f"{shown(path)}: malformed {what} {errors[0]}")
     return data
 
 
 def load_environment(path: str | os.PathLike) -> dict:
-    return load_document(path, ENVIRONMENT_SCHEMA, "environment.json")
+    return load_document(path, ENVIRONMENT_SCHEMA, "environment.json", MAX_ENVIRONMENT_BYTES)
 
 
 def load_round(path: str | os.PathLike) -> dict:
-    return load_document(path, ROUND_SCHEMA, "round record")
+    return load_document(path, ROUND_SCHEMA, "round record", MAX_ROUND_BYTES)
 
 
 def load_settle(path: str | os.PathLike) -> dict:
-    return load_document(path, SETTLE_SCHEMA, "settle record")
+    return load_document(path, SETTLE_SCHEMA, "settle record", MAX_ROUND_BYTES)
 
 
 def check_record_path(path: str | os.PathLike, record: dict) -> Cell:
@@ -285,5 +395,5 @@ def check_record_path(path: str | os.PathLike, record: dict) -> Cell:
         where = (path.parent.parent.name, path.parent.name, path.stem)
         expected = (cell.op, cell.stem, f"p{record['process']['round']}")
     if where != expected:
-        raise MalformedRecord(f"{path}: record is for {'/'.join(expected)}, not for this file name")
+        raise MalformedRecord(f"{shown(path)}: record is for {'/'.join(expected)}, not for this file name")
     return cell
