@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
+.PHONY: setup run test browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -37,6 +37,16 @@ bundle: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Chromium for the browser test of report.html (Debian's, with apt-get as root; elsewhere one
+# line says how to get it, and the test skips with that line).
+browser:
+	@tools/browser.sh
+
+# The decision table of a results folder or bundle (FROM=..., default this machine's results).
+FROM ?=
+summary: $(STAMP)
+	@PYTHONPATH=workflow $(BIN)/python -m offloadbench.report.text.summary $(FROM)
 
 # The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
 test-slurm: $(STAMP)

@@ -44,6 +44,10 @@ onstart:
     announce_estimates()
 
 
+onsuccess:
+    print_answers()
+
+
 onerror:
     echo_failures()
 

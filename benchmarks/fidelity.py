@@ -4,13 +4,18 @@ it reach a given precision?
 For each cell (matmul, n = 256 and 1024, float32 and float64, numpy and torch on the cpu,
 1 thread and all) it times the same closure with our timer (warm-up, blocks, adaptive
 stopping) and with torch.utils.benchmark.Timer.blocked_autorange at the same thread count,
-interleaved in rounds in one process so drift hits both alike. It prints ours ÷ reference
-with a bootstrap 95% CI per cell, then our wall time to reach ±2% against
-adaptive_autorange(threshold=0.02) on the same cell. On CUDA it also compares against
-CUDA-event timing and, where triton is installed, triton.testing.do_bench.
+in one process, in *passes* of three: the reference, ours, the reference again (which of
+the reference's runs counts as first alternates from pass to pass). A pass's ratio is
+ours ÷ the geometric mean of the reference's two runs, so a drift that is linear over the
+pass cancels; the reference's two runs against each other give its own spread at that
+timescale, the floor under any ratio this machine can resolve. Passes go on until the 95%
+CI of the median pass ratio is within ±2% or `--passes` are spent, and the table says
+which, with the reference's spread beside each ratio. It then prints our wall time to
+reach ±2% against adaptive_autorange(threshold=0.02) on the same cell. On CUDA it also
+compares against CUDA-event timing and, where triton is installed, triton.testing.do_bench.
 
-    python benchmarks/fidelity.py            # full run (a few minutes)
-    python benchmarks/fidelity.py --smoke    # one small cell, one round (the test suite)
+    python benchmarks/fidelity.py            # full run (several minutes)
+    python benchmarks/fidelity.py --smoke    # one small cell, two passes (the test suite)
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from offloadbench.cells import Cell, resolve_threads
 from offloadbench.measure.cell import Backend, Settings, make_host_inputs
 from offloadbench.measure.ops import get_op
 from offloadbench.measure.timing import BlockRule, Region, StopRule, WarmupRule, measure_region
-from offloadbench.stats import draws, median_and_ci, median_ci_rel_halfwidth, ratio_ci
+from offloadbench.stats import draws, median_ci, median_ci_rel_halfwidth, ratio_ci
 from threadpoolctl import threadpool_limits
 
 TARGET = 0.02
@@ -42,7 +47,8 @@ TARGET = 0.02
 class Tally:
     ours: list[float] = field(default_factory=list)
     reference: list[float] = field(default_factory=list)
-    round_ratios: list[float] = field(default_factory=list)  # paired: drift cancels within a round
+    pass_ratios: list[float] = field(default_factory=list)  # ours ÷ the reference's two runs around it
+    reference_ratios: list[float] = field(default_factory=list)  # the reference's second run ÷ its first
     ours_time_to_target: list[float] = field(default_factory=list)
     ours_precision: list[float] = field(default_factory=list)
     adaptive_time: float = math.nan
@@ -83,31 +89,43 @@ def cpu_cells(sizes, dtypes, libraries, threads) -> list[Cell]:
     return [Cell("matmul", lib, "cpu", dtype, n, t) for n in sizes for dtype in dtypes for lib in libraries for t in threads]
 
 
-def run_cpu(cells: list[Cell], rounds: int, budget_s: float, adaptive_max_s: float, min_reference_s: float = 0.05) -> dict[Cell, Tally]:
+def run_cpu(cells: list[Cell], passes: int, budget_s: float, adaptive_max_s: float, min_reference_s: float = 0.05,
+            min_passes: int = 6) -> dict[Cell, Tally]:
+    """Passes of reference, ours, reference per cell, until the median pass ratio's CI is
+    within ±TARGET (after `min_passes`) or `passes` are spent."""
     tallies = {cell: Tally() for cell in cells}
     stop = StopRule(target_rel_ci=TARGET, budget_s=budget_s)
-    for round_index in range(rounds):
-        for cell in cells:
-            threads = resolve_threads(cell.threads)
-            with threadpool_limits(limits=threads):
-                torch.set_num_threads(threads)
-                fn, sync = compute_closure(cell)
-                tally = tallies[cell]
-                # Alternate who goes first so neither always runs on a warmer machine; the
-                # reference gets as long as ours took, so both see the same stretch of drift.
-                ref_first = round_index % 2 == 1
-                ref = reference(fn, threads, min_run_time=min_reference_s) if ref_first else None
+    for cell in cells:
+        threads = resolve_threads(cell.threads)
+        with threadpool_limits(limits=threads):
+            torch.set_num_threads(threads)
+            fn, sync = compute_closure(cell)
+            tally = tallies[cell]
+            tally.adaptive_time, tally.adaptive_precision = adaptive(fn, threads, adaptive_max_s)
+            for index in range(passes):
+                # The reference gets as long as ours took, so all three see the same stretch of drift.
+                so_far = statistics.fmean(tally.ours_time_to_target) if tally.ours_time_to_target else min_reference_s
+                first = reference(fn, threads, min_run_time=max(min_reference_s, so_far))
                 samples, wall, rel_ci = ours(fn, sync, stop)
-                if ref is None:
-                    ref = reference(fn, threads, min_run_time=max(min_reference_s, wall))
+                second = reference(fn, threads, min_run_time=max(min_reference_s, wall))
+                if index % 2:  # neither of the reference's runs always sits on the warmer side
+                    first, second = second, first
+                ref_a, ref_b = statistics.median(first), statistics.median(second)
                 tally.ours += samples
-                tally.reference += ref
-                tally.round_ratios.append(statistics.median(samples) / statistics.median(ref))
+                tally.reference += first + second
+                tally.pass_ratios.append(statistics.median(samples) / math.sqrt(ref_a * ref_b))
+                tally.reference_ratios.append(ref_b / ref_a)
                 tally.ours_time_to_target.append(wall)
                 tally.ours_precision.append(rel_ci)
-                if round_index == 0:
-                    tally.adaptive_time, tally.adaptive_precision = adaptive(fn, threads, adaptive_max_s)
+                if index + 1 >= min_passes and resolved(tally.pass_ratios):
+                    break
     return tallies
+
+
+def resolved(ratios: list[float]) -> bool:
+    """Whether the CI of the median pass ratio lies within ±TARGET of its value."""
+    value, low, high = ratio_interval(ratios)
+    return math.isfinite(low) and low >= value / (1 + TARGET) and high <= value * (1 + TARGET)
 
 
 def cuda_comparison(sizes, dtypes, budget_s: float) -> list[str]:
@@ -150,41 +168,62 @@ def cuda_comparison(sizes, dtypes, budget_s: float) -> list[str]:
 
 def report(tallies: dict[Cell, Tally]) -> list[str]:
     lines = [
-        "| cell | ours (median, all rounds) | reference (same) | ours/reference, median of rounds [95% CI] | ours: s to ±2% (CI reached) | adaptive_autorange: s (CI reached) |",
-        "|---|---|---|---|---|---|",
+        ("| cell | ours (median) | reference (median) | ours/reference, median of passes [95% CI] | passes | "
+        "±2% resolved | reference against itself [95% CI], IQR | ours: s to ±2% (CI reached) | "
+        "adaptive_autorange: s (CI reached) |"),
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     worst_cell, worst = None, 1.0
-    time_ratios, verified = [], 0
+    time_ratios, verified, unresolved = [], 0, []
     for cell, t in tallies.items():
-        ratio, lo, hi = round_ratio_ci(t.round_ratios)
+        ratio, lo, hi = ratio_interval(t.pass_ratios)
+        self_ratio, self_lo, self_hi = ratio_interval(t.reference_ratios)
+        spread = iqr_of_logs(t.reference_ratios)
         if abs(math.log(ratio)) >= abs(math.log(worst)):
             worst_cell, worst = cell, ratio
+        done = resolved(t.pass_ratios)
+        if not done:
+            unresolved.append(f"{cell.stem} (the reference's own runs differ by {spread:.1%} IQR)")
         our_time = statistics.median(t.ours_time_to_target)
         time_ratios.append(our_time / t.adaptive_time)
         verified += t.adaptive_precision <= TARGET
         lines.append(
             f"| {cell.stem} | {statistics.median(t.ours) * 1e3:.4f} ms | {statistics.median(t.reference) * 1e3:.4f} ms | "
-            f"{ratio:.3f} [{lo:.3f}, {hi:.3f}] | {our_time:.3f} ({_shown(statistics.median(t.ours_precision))}) | "
+            f"{ratio:.3f} [{lo:.3f}, {hi:.3f}] | {len(t.pass_ratios)} | {'yes' if done else 'no'} | "
+            f"{self_ratio:.3f} [{self_lo:.3f}, {self_hi:.3f}], {spread:.1%} | "
+            f"{our_time:.3f} ({_shown(statistics.median(t.ours_precision))}) | "
             f"{t.adaptive_time:.3f} ({_shown(t.adaptive_precision)}) |"
         )
     lines.append("")
     lines.append(
-        "CI reached: half-width of the distribution-free 95% CI of the median of the samples each method took "
-        "(undefined below 6 samples); adaptive_autorange stops on IQR/mean < 2% instead."
+        "A pass: the reference, ours, the reference again. Ratio: ours ÷ the geometric mean of the reference's two "
+        "runs; 'reference against itself': its second run ÷ its first, whose spread is how far two timings of one "
+        "cell differ on this machine at this timescale. CI reached: half-width of the distribution-free 95% CI of "
+        "the median of the samples each method took; adaptive_autorange stops on IQR/mean < 2% instead."
     )
     lines.append(
         f"precision per second: median over cells of our time ÷ adaptive_autorange's = {statistics.median(time_ratios):.2f}; "
         f"adaptive_autorange's own samples support ±2% in {verified} of {len(tallies)} cells, ours in "
         f"{sum(statistics.median(t.ours_precision) <= TARGET for t in tallies.values())} of {len(tallies)}"
     )
+    lines.append(f"resolved to ±2%: {len(tallies) - len(unresolved)} of {len(tallies)} cells"
+                 + (f"; not: {'; '.join(unresolved)}" if unresolved else ""))
     lines.append(f"worst ratio ours/reference: {worst:.3f} ({worst_cell.stem}; the furthest from 1; goal: within 0.98–1.02)")
     return lines
 
 
-def round_ratio_ci(ratios: list[float]) -> tuple[float, float, float]:
-    """Median of the per-round ratios with a bootstrap 95% CI over rounds."""
-    interval = median_and_ci(ratios)
-    return statistics.median(ratios), interval.low, interval.high
+def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
+    """Median of per-pass ratios with the distribution-free 95% CI of the median (NaN below 6)."""
+    low, high = median_ci(ratios)
+    return statistics.median(ratios), low, high
+
+
+def iqr_of_logs(ratios: list[float]) -> float:
+    """The interquartile range of the log ratios, as a factor less 1."""
+    if len(ratios) < 2:
+        return math.nan
+    q1, q3 = np.percentile(np.log(ratios), [25, 75])
+    return math.exp(q3 - q1) - 1
 
 
 def _shown(rel_ci: float) -> str:
@@ -193,16 +232,16 @@ def _shown(rel_ci: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="one tiny cell, one round")
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--budget", type=float, default=0.5, help="seconds per timer per cell and round")
+    parser.add_argument("--smoke", action="store_true", help="one tiny cell, two passes")
+    parser.add_argument("--passes", type=int, default=40, help="most passes per cell (fewer once ±2%% is resolved)")
+    parser.add_argument("--budget", type=float, default=0.3, help="seconds of ours per cell and pass")
     args = parser.parse_args(argv)
     if args.smoke:
         cells = cpu_cells([64], ["float32"], ["numpy", "torch"], ["1"])
-        tallies = run_cpu(cells, rounds=2, budget_s=0.05, adaptive_max_s=0.2)
+        tallies = run_cpu(cells, passes=2, budget_s=0.05, adaptive_max_s=0.2, min_passes=2)
     else:
         cells = cpu_cells([256, 1024], ["float32", "float64"], ["numpy", "torch"], ["1", "all"])
-        tallies = run_cpu(cells, rounds=args.rounds, budget_s=args.budget, adaptive_max_s=10.0)
+        tallies = run_cpu(cells, passes=args.passes, budget_s=args.budget, adaptive_max_s=10.0)
     print(f"fidelity: ours vs torch.utils.benchmark (torch {torch.__version__}, numpy {np.__version__})")
     lines = report(tallies)
     if torch.cuda.is_available() and not args.smoke:

@@ -204,9 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = validate(config)["analysis"]  # the run's own analysis settings
         analysis = Analysis.from_config(settings)
         sources = [Source(label, workdir / "results" / label) for label in LABELS]
-        result = compare(sources, analysis, min_effect=settings["min_effect"])
-        summary = reproducibility(result.comparison, {label: result.tables[label]["speedups"] for label in LABELS},
-                                  {label: result.tables[label]["thread_scaling"] for label in LABELS})
+        result = compare(sources, analysis)
+        summary = reproducibility(result.comparison, result.tables)
         print("\n".join(cell_table(result)))
         print()
         print("\n".join(variance_levels(sources, analysis)))
@@ -226,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
               f"({1 - summary['verdicts_changed'] / max(1, summary['verdicts']):.0%} identical); contradictions: "
               f"{summary['contradictions']}; decided: {summary['decided'][0]:.0%} and {summary['decided'][1]:.0%}; "
               f"median CI half-width ±{summary['median_rel_halfwidth']:.1%}")
+        for label, (count, false) in zip(LABELS, summary["controls"], strict=True):
+            print(f"{label}: {count} self-comparisons, {false} called faster or slower")
         print(f"inside: {summary['inside']}/{summary['cells']} ({summary['inside'] / max(1, summary['cells']):.0%}) · "
               f"worst ratio {summary['worst_ratio']:.2f}× ({summary['worst_cell']}) · "
               f"faster↔slower flips: {summary['flips']}")

@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,10 +52,13 @@ def make_record(op="matmul", library="numpy", device="cpu", dtype="float32", siz
         "calls_per_sample": 1,
         "warmup": {"count": 3, "samples_s": samples[:3]},
         "phases": {},
-        "stopping": {"stop_reason": "ci", "converged": True, "rel_ci": 0.01, "n_samples": n, "elapsed_s": 0.1, "rounds": n, "target_rel_ci": 0.02},
+        "stopping": {"stop_reason": "ci", "converged": True, "rel_ci": 0.01, "n_samples": n, "elapsed_s": 0.1, "sweeps": n, "target_rel_ci": 0.02},
         "diagnostics": {"unstable": False, "flags": []},
         "model": {"flops": 2.0 * size**3, "traffic_bytes": 12 * size**2, "h2d_bytes": 8 * size**2, "d2h_bytes": 4 * size**2, "itemsize": 4},
         "check": {"rel_err": 1e-7, "tolerance": 1e-5, "passed": True, "rows_checked": 32},
+        "memory": {"host": {"peak_bytes": 4 * size * size, "method": "tracemalloc", "rss_hwm_bytes": 0},
+                   **({"device": {"peak_bytes": 8 * size * size, "method": "torch.cuda.max_memory_allocated"}}
+                      if device != "cpu" else {})},
         "device": {"name": "cpu" if device == "cpu" else "Test GPU"},
         "threads": {"requested": 1, "effective": 4 if threads == "all" else int(threads)},
         "sharing": {"threads": 4 if threads == "all" else int(threads), "cores_usable": 4, "shares_cores_with_orchestrator": shares_cores},
@@ -93,9 +97,13 @@ def environment_json():
     return {"fingerprint": copy.deepcopy(FINGERPRINT), "hostname": "testbox", "cpu_model": "Test CPU"}
 
 
-def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = None, resamples: int = 300) -> dict:
+def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = None, resamples: int = 300,
+              environment: dict | None = None) -> dict:
+    from offloadbench.analysis.decisions import decisions_table
     from offloadbench.analysis.measured import Analysis, group_records
+    from offloadbench.analysis.memory_fit import memory_table
     from offloadbench.analysis.tables import (
+        controls_table,
         speedups_table,
         thread_scaling_table,
         timings_table,
@@ -104,10 +112,14 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
 
     analysis = Analysis(resamples=resamples)
     cells = group_records(records, analysis)
+    timings, speedups = timings_table(cells, machine), speedups_table(cells, machine)
     return {
-        "timings": timings_table(cells, machine),
-        "speedups": speedups_table(cells, machine),
+        "timings": timings,
+        "speedups": speedups,
         "thread_scaling": thread_scaling_table(cells, machine),
+        "decisions": decisions_table(speedups, timings, analysis.min_effect, machine),
+        "controls": controls_table(cells, machine),
+        "memory": memory_table(timings, environment, machine),
         "transfer": transfer_table(transfer or [], machine, analysis),
     }
 
@@ -201,3 +213,38 @@ def no_slurm_stall(tmp_path_factory):
     os.environ["PATH"] = f"{stand_in}{os.pathsep}{before}"
     yield
     os.environ["PATH"] = before
+
+
+# --- the real pipeline on the tiny grid of .test/, once per test session ----------------------
+
+TINY = __import__("yaml").safe_load((Path(__file__).resolve().parents[1] / ".test" / "config.yaml").read_text())
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # the suite takes as long on a GPU machine and checks the same statuses
+
+
+def snakemake(workdir: Path, *args, config: dict | None = None, check=True, env=None):
+    """The real snakemake in `workdir` (GPUs hidden); an AssertionError with its output when it fails."""
+    from offloadbench import sandbox
+
+    result = sandbox.snakemake(workdir, *args, config=config, timeout=900, env={**NO_GPU, **(env or {})})
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """The tiny grid run through the real pipeline in a copy of the repository; a `python`
+    first on PATH notes each call (the rules must run the environment's python)."""
+    import stat
+    import sys
+
+    from offloadbench import sandbox
+
+    workdir = sandbox.copy_workflow(tmp_path_factory.mktemp("pipeline"))
+    spy = workdir / "spy"
+    spy.mkdir()
+    (spy / "python").write_text(f'#!/bin/sh\necho "$@" >> {spy}/calls.log\nexec {sys.executable} "$@"\n')
+    (spy / "python").chmod(stat.S_IRWXU)
+    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy))})
+    return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr,
+            "stderr": done.stderr, "python_calls": (spy / "calls.log").read_text().splitlines()}

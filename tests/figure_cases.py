@@ -25,6 +25,7 @@ from offloadbench.analysis.compare import Comparison, compare_pair
 from offloadbench.analysis.measured import Analysis, group_records
 from offloadbench.catalogue import SPECS
 
+NODE = {"memory_bytes": 512 * 2**30, "gpus": [{"name": "Test GPU", "total_memory_bytes": 80 * 2**30}]}
 RESAMPLES = 60  # CIs need not be precise here: only where the text and marks land
 CPU = {"memory": 20e9, "float32": 400e9, "float64": 200e9, "call_s": 3e-6}
 GPU = {"memory": 3000e9, "float32": 50e12, "float64": 25e12, "copy": 20e9, "call_s": 15e-6}
@@ -65,9 +66,13 @@ def _cells(op: str, dtype: str, size: int, library: str, device: str, threads: s
         phases = {"h2d": h2d, "compute": median, "d2h": d2h, "end_to_end": h2d + median + d2h}
     records = make_processes(processes, process_spread=0.03, seed=seed, op=op, library=library, device=device,
                              dtype=dtype, size=size, threads=threads, median=median, phases=phases, n=8)
+    out = max(model["d2h_bytes"], size * model["itemsize"])
     for record in records:
         record["model"] = model
         record["cell"]["mode"] = mode
+        record["memory"] = {"host": {"peak_bytes": int(out * (1.0 if library == "numpy" else 1.3)), "method": "x"}}
+        if device != "cpu":
+            record["memory"]["device"] = {"peak_bytes": int(out * 1.6), "method": "x"}
         if op in KERNELS:
             record["op_info"] = {"kind": "kernel", "family": "user kernels", "file": "examples/kernels.py"}
         if mode == "compiled":
@@ -127,7 +132,8 @@ def default_tables() -> dict[str, pd.DataFrame]:
     records += _skipped_gpu(ops, ["float32"], sizes)
     transfer = [make_transfer_record(device=d, status="skipped", reason=f"no {d} device on this machine")
                 for d in ("cuda", "mps")]
-    return {**tables_of(records, "vm", transfer, resamples=RESAMPLES), "roofs": _roofs(["cpu"])}
+    return {**tables_of(records, "vm", transfer, resamples=RESAMPLES, environment={"memory_bytes": 24 * 2**30}),
+            "roofs": _roofs(["cpu"])}
 
 
 @functools.cache
@@ -136,7 +142,7 @@ def catalogue_tables() -> dict[str, pd.DataFrame]:
     ops = [*SPECS, *KERNELS]
     records = grid_records(ops, ["float32", "float64"], [256, 1024, 4096, 10000], ["cpu", "cuda"],
                            compiled_ops=("transcendental", "heat_step", "option_price"))
-    return {**tables_of(records, "bignode", [make_transfer_record()], resamples=RESAMPLES),
+    return {**tables_of(records, "bignode", [make_transfer_record()], resamples=RESAMPLES, environment=NODE),
             "roofs": _roofs(["cpu", "cuda"])}
 
 
@@ -145,7 +151,7 @@ def pages_tables() -> dict[str, pd.DataFrame]:
     """A grid past one page: the catalogue and the kernels × 4 dtypes, drawn in pages."""
     records = grid_records([*SPECS, *KERNELS], ["float16", "bfloat16", "float32", "float64"], [256, 4096],
                            ["cpu", "cuda"], one_thread=False, processes=2)
-    return {**tables_of(records, "bignode", [make_transfer_record()], resamples=RESAMPLES),
+    return {**tables_of(records, "bignode", [make_transfer_record()], resamples=RESAMPLES, environment=NODE),
             "roofs": _roofs(["cpu", "cuda"])}
 
 

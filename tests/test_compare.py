@@ -52,7 +52,7 @@ def test_known_ratios_get_their_verdicts(tmp_path):
     b = write_machine(tmp_path / "server", {64: 0.25e-3, 128: 3e-3, 256: 1.001e-3, 512: 1.06e-3}, seed=50,
                       env={"cpu_model": "Server CPU", "logical_cores": 64,
                            "fingerprint": {**FINGERPRINT, "cpu_model": "Server CPU", "logical_cores": 64}})
-    result = compare([a, b], FAST, min_effect=0.05)
+    result = compare([a, b], FAST)
     table = result.comparison.set_index("size")
     assert table.loc[64, "verdict"] == "faster" and table.loc[64, "ratio"] == pytest.approx(0.25, rel=0.03)
     assert table.loc[128, "verdict"] == "slower" and table.loc[128, "ratio"] == pytest.approx(3.0, rel=0.03)
@@ -69,14 +69,14 @@ def test_an_unstable_side_is_undecided(tmp_path):
     record = json.loads(victim.read_text())
     record["diagnostics"]["flags"] = ["bimodal samples (two modes 40% apart, 12/30 in the faster)"]
     victim.write_text(json.dumps(record))
-    row = compare([a, b], FAST, 0.05).comparison.iloc[0]
+    row = compare([a, b], FAST).comparison.iloc[0]
     assert row["verdict"] == "undecided" and row["verdict_note"] == "unstable on b"
 
 
 def test_two_labels_of_one_machine_are_said_to_be_one(tmp_path):
     a = write_machine(tmp_path / "run-1", {64: 1e-3, 128: 2e-3})
     b = write_machine(tmp_path / "run-2", {64: 1.01e-3, 128: 2e-3}, seed=3)
-    result = compare([a, b], FAST, 0.05)
+    result = compare([a, b], FAST)
     assert result.same_hardware == [("run-1", "run-2")]
     assert result.comparison["b_inside_a_ci"].dtype == bool
 
@@ -85,7 +85,7 @@ def test_no_cell_in_common_is_one_clear_line(tmp_path):
     a = write_machine(tmp_path / "a", {64: 1e-3})
     b = write_machine(tmp_path / "b", {128: 1e-3})
     with pytest.raises(SourceError, match=r"^a and b have no measured cell in common .*nothing to compare$"):
-        compare([a, b], FAST, 0.05)
+        compare([a, b], FAST)
 
 
 def test_sources_are_resolved_or_refused_in_one_line(tmp_path):

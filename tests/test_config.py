@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 
 import pytest
 from offloadbench.config import ConfigError, validate
@@ -104,3 +105,78 @@ def test_provenance_lists_the_users_blas_variables_not_those_libraries_set(monke
     assert env.get("OPENBLAS_CORETYPE") == "Haswell"
     assert "KMP_DUPLICATE_LIB_OK" not in env
     assert not any(key.endswith("_NUM_THREADS") for key in env)  # set per cell, recorded per cell
+
+
+# --- lists inherited from config/config.yaml -------------------------------------------------
+
+DEFAULT = __import__("yaml").safe_load(Path("config/config.yaml").read_text(encoding="utf-8"))
+
+
+def merged(written: dict) -> dict:
+    """What Snakemake hands the Snakefile: config/config.yaml with the user's keys merged in."""
+    from snakemake.utils import update_config
+
+    config = __import__("copy").deepcopy(DEFAULT)
+    update_config(config, written)
+    return config
+
+
+def test_only_lists_the_user_left_unset_are_inherited():
+    from offloadbench.config import inherited_lists
+
+    assert inherited_lists(merged({"kernels": []}), {"kernels": []}) == {
+        "grid.ops", "grid.compiled.ops", "grid.compiled.threads"}
+    mine = {"grid": {"ops": ["matmul"], "compiled": {"ops": ["matmul"]}}}
+    assert inherited_lists(merged(mine), mine) == {"grid.compiled.threads"}
+    replaced = {"grid": {"ops": ["matmul"], "compiled": None}}
+    assert inherited_lists(merged(replaced), replaced) == set()
+    assert inherited_lists(merged({}), DEFAULT) == set()  # `--configfile config/config.yaml`: all of it written
+
+
+def validated(written: dict):
+    from offloadbench.config import inherited_lists
+
+    config = merged(written)
+    notes: list[str] = []
+    return validate(config, inherited=inherited_lists(config, written), notes=notes), notes
+
+
+def test_kernels_of_ones_own_never_fail_on_the_default_files_names(tmp_path):
+    data, notes = validated({"kernels": []})
+    assert "heat_step" not in data["grid"]["ops"] and data["grid"]["compiled"]["ops"] == ["transcendental"]
+    assert len(notes) == 2 and all(n.startswith("config key grid.") and "config/config.yaml" in n for n in notes)
+    own = tmp_path / "own.py"
+    own.write_text("from offloadbench import kernel\n\n@kernel\ndef smooth(xp, u):\n    return 0.5 * u\n")
+    data, notes = validated({"kernels": [str(own)], "grid": {"ops": ["smooth", "matmul"], "modes": ["eager", "compiled"]}})
+    assert data["grid"]["compiled"]["ops"] is None and data["grid"]["compiled"]["threads"] == [1]  # all ops, 1 thread
+    assert len(notes) == 1 and "all of them are compiled" in notes[0]
+
+
+def test_a_name_the_user_wrote_is_still_checked():
+    with pytest.raises(ConfigError, match=r"grid.compiled.ops\[0\]: unknown op 'heat_stp'"):
+        validated({"kernels": [], "grid": {"compiled": {"ops": ["heat_stp"]}}})
+    with pytest.raises(ConfigError, match=r"grid.ops\[0\]: unknown op 'heat_step'"):
+        validated({"kernels": [], "grid": {"ops": ["heat_step"]}})
+
+
+@pytest.mark.parametrize("name, text", [
+    ("readme", ("kernels: [my_kernels.py]\ngrid:\n  ops: [heat_step, matmul]\n  modes: [eager, compiled]\n"
+                "  compiled: {ops: [heat_step], threads: [all]}\n")),
+    ("no-kernels", "kernels: []\n"),
+    ("own-kernels", "kernels: [my_kernels.py]\ngrid:\n  ops: [heat_step, matmul]\n  modes: [eager, compiled]\n"),
+])
+def test_natural_configs_plan_through_snakemake(tmp_path, name, text):
+    """The README's example config, `kernels: []`, and a config that names its own kernels
+    and both modes but no grid.compiled: each plans its run without an error."""
+    import re
+
+    from offloadbench import sandbox
+
+    workdir = sandbox.copy_workflow(tmp_path / "wf")
+    readme = (sandbox.ROOT / "README.md").read_text()
+    kernel = re.search(r"```python\n# my_kernels.py\n(.*?)```", readme, re.DOTALL).group(1)
+    (workdir / "my_kernels.py").write_text(kernel)
+    (workdir / "mine.yaml").write_text(text)
+    result = sandbox.snakemake(workdir, "-n", "--configfile", "mine.yaml", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "error:" not in result.stderr and "Job stats" in result.stdout + result.stderr

@@ -22,7 +22,7 @@ from offloadbench.layout import record_relpath
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = validate({"grid": {"ops": ["matmul"], "devices": ["cpu", "cuda"], "dtypes": ["float32"], "sizes": [256, 1024],
-                            "threads": [1]}})
+                            "threads": [1]}, "analysis": {"controls": 0}})
 
 
 @pytest.mark.parametrize("op", sorted(SPECS))
@@ -65,6 +65,14 @@ def test_cells_of_absent_devices_cost_nothing_and_rounds_add_up():
     without = estimate_run(CONFIG, FALLBACK, available={"cpu": True})
     assert with_gpu.measure_s > without.measure_s > 0
     assert without.rounds == CONFIG["measure"]["processes"] and without.cells == 3 * 6
+
+
+def test_the_self_comparisons_are_cells_of_the_run_and_cost_a_few_percent():
+    config = {**CONFIG, "analysis": {**CONFIG["analysis"], "controls": 2}}
+    twice = estimate_run(config, FALLBACK, available={"cpu": True, "cuda": True})
+    once = estimate_run(CONFIG, FALLBACK, available={"cpu": True, "cuda": True})
+    assert twice.cells == once.cells + 2 * config["measure"]["processes"]
+    assert once.measure_s < twice.measure_s
 
 
 def test_only_the_records_still_missing_are_left(tmp_path):
@@ -113,7 +121,7 @@ def test_a_user_kernel_without_models_is_estimated_as_memory_bound(tmp_path):
 
 def test_cells_the_host_has_too_little_memory_for_are_left_out_and_extra_rounds_counted():
     config = validate({"grid": {"ops": ["matmul"], "libraries": ["numpy"], "devices": ["cpu"], "dtypes": ["float32"],
-                                "sizes": [1024, 60000], "threads": ["1"]}})
+                                "sizes": [1024, 60000], "threads": ["1"]}, "analysis": {"controls": 0}})
     roomy = estimate_run(config, FALLBACK, memory_bytes=2**40)  # 60000² needs ~120 GiB with its float64 copies
     small = estimate_run({**config, "grid": {**config["grid"], "sizes": [1024]}}, FALLBACK)
     tight = estimate_run(config, FALLBACK, memory_bytes=32 * 2**30)

@@ -1,10 +1,14 @@
 """Property-based fuzzing of everything that reads results from elsewhere: cell records,
-environment.json, round records, bundles, and the page built from their text.
+environment.json, round records, bundles, the files a results folder may hold instead of
+regular ones, and the outputs built from their text.
 
-Each generated input must end either in success or in one line (a UserError) that names
-the file, never in a traceback; and no text from data may act in the HTML. The cases are
-derandomized, so a failure reproduces, and cheap, so ~2,300 of them fit well under two
-minutes.
+Each generated input must end either in success or in one printable line (a UserError)
+that names the file, never in a traceback; and what is built from it is inert in every
+output format: no live link, tag or handler in the Markdown and HTML, no formula or bare
+CR in a CSV, no control character in LaTeX or in anything printed. The generated values
+include keys, control characters, formulas, bare URLs, strings and sample lists past their
+bounds, and numbers past what JSON keeps finite. The cases are derandomized, so a failure
+reproduces, and cheap, so ~2,500 of them fit in about a minute.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import copy
 import io
 import json
+import math
+import os
 import re
 import tarfile
 import tempfile
@@ -19,15 +25,20 @@ from pathlib import Path
 
 import pandas as pd
 from conftest import FINGERPRINT, make_record
+from crafted import CONTROL, FORMULA_CELL, LIVE_MARKDOWN, printed_problems, without_blocking
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offloadbench.analysis.compare import provenance_diff
+from offloadbench.analysis.compare import PROVENANCE_FIELDS, provenance_diff
 from offloadbench.analysis.measured import Analysis, load_cells
+from offloadbench.analysis.tables import read_table, timings_table
 from offloadbench.bundles import unpack
+from offloadbench.config import load_foreign_config
+from offloadbench.csvsafe import write_csv
 from offloadbench.errors import UserError
-from offloadbench.records import load_environment, load_round
-from offloadbench.report.escape import md_data, md_text, safe_html
+from offloadbench.records import load_environment, load_record, load_round
+from offloadbench.report.escape import md_data, md_frame, md_text, safe_html
 from offloadbench.report.text.conditions import conditions_section
+from offloadbench.report.text.latex import tex_escape, timings_tex
 from offloadbench.report.text.markdown import machine_section
 
 
@@ -38,12 +49,18 @@ TINY = Analysis(resamples=20)
 HOSTILE = st.sampled_from([
     "<script>alert(1)</script>", '<img src="/etc/passwd.png" onerror=alert(1)>', "[x](javascript:alert(1))",
     "![y](/home/me/secret.png)", "$\\frac{$", "`", "|", "\n# heading\n", "&lt;", "\\", "*bold*", "<!--",
+    "https://evil.example/p", "www.evil.example", "owner@evil.example", '=HYPERLINK("https://evil.example")',
+    "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "\t=1", "\r=1+1", "\x1b]0;title\x07", "\x1b[31m", "\x00", "\x7f",
+    "\u202e", "\nerror: forged",
 ])
-TEXT = st.one_of(st.text(max_size=30), HOSTILE, st.builds(lambda a, b: a + b, st.text(max_size=8), HOSTILE))
+HUGE = st.sampled_from(["y" * 2001, "x" * 70_000])  # past a reason's maxLength, past any text's bound
+TEXT = st.one_of(st.text(max_size=30), HOSTILE, st.builds(lambda a, b: a + b, st.text(max_size=8), HOSTILE), HUGE)
+KEYS = st.one_of(st.text(max_size=12), HOSTILE, st.just("k" * 1001))
+SAMPLE_LISTS = st.sampled_from([[1e-3] * 100_001, [1e-3] * 3000, [1e308] * 4, [5e-324], [-1.0], []]).map(list)  # a copy
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
-                    st.floats(allow_nan=False, allow_infinity=False), TEXT)
+                    st.floats(allow_nan=False, allow_infinity=False), TEXT, SAMPLE_LISTS)
 JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                     st.dictionaries(TEXT, inner, max_size=4)), max_leaves=12)
+                                                     st.dictionaries(KEYS, inner, max_size=4)), max_leaves=12)
 
 
 def read_fuzzed(reader, name: str, document, draw):
@@ -61,7 +78,7 @@ def read_fuzzed(reader, name: str, document, draw):
 
 def one_line_naming(error: UserError, path: Path) -> None:
     text = str(error)
-    assert "\n" not in text, text
+    assert "\n" not in text and printed_problems(f"error: {text}") == [], text
     assert path.name in text, text
 
 
@@ -87,27 +104,71 @@ def mutate(document: dict, draw) -> dict:
         elif action == "delete" and isinstance(node, dict):
             del node[key]
         elif isinstance(node, dict):
-            node[draw(TEXT)] = draw(JSON)
+            node[draw(KEYS)] = draw(JSON)
     return document
 
 
+# Numbers JSON can spell but a reader must refuse: past a float's range, past 64 bits.
+OUT_OF_RANGE = ["1e400", "-1e400", "123456789012345678901234567890", str(2**63)]
+
+
+def plant(document: dict, draw, places) -> dict:
+    """The document with text from data (a key, where a place takes one) put where a report shows it."""
+    for place in draw(st.lists(st.sampled_from(places), max_size=3)):
+        place(document, draw(TEXT), draw(KEYS))
+    return document
+
+
+RECORD_PLACES = [
+    lambda r, text, key: r.update(status="skipped", reason=text),
+    lambda r, text, key: r["diagnostics"].update(flags=[text]),
+    lambda r, text, key: r["device"].update(name=text),
+    lambda r, text, key: r["provenance"].update(hostname=text),
+]
+
+
 def raw_text(document, draw) -> str:
-    """JSON text, sometimes spoiled: truncated, with NaN, or not an object at all."""
+    """JSON text, sometimes spoiled: truncated, with NaN, a number out of range, or not an object at all."""
     text = json.dumps(document)
-    spoil = draw(st.sampled_from(["none", "none", "none", "truncate", "nan", "array"]))
+    spoil = draw(st.sampled_from(["none", "none", "none", "truncate", "nan", "range", "array"]))
     if spoil == "truncate":
         return text[: draw(st.integers(0, max(0, len(text) - 1)))]
     if spoil == "nan":
         return text.replace("0.001", "NaN", 1).replace("4", "Infinity", 1)
+    if spoil == "range":
+        return re.sub(r'(": \[?)-?\d+(\.\d+)?(e-?\d+)?', rf"\g<1>{draw(st.sampled_from(OUT_OF_RANGE))}", text,
+                      count=draw(st.integers(1, 3)))
     if spoil == "array":
         return json.dumps([document])
     return text
 
 
+def assert_outputs_inert(frame: pd.DataFrame, markdown: str, tex: str, name: str = "timings") -> None:
+    """Built from data: the CSV of `frame` holds no formula or bare CR and reads back row for
+    row, the Markdown no live link and its page nothing that acts, the LaTeX no control character."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.csv"
+        write_csv(frame, path)
+        data = path.read_bytes()
+        assert b"\r" not in data and not FORMULA_CELL.search(data.decode()), data[:300]
+        assert len(read_table(name, str(path))) == len(frame)
+    assert not LIVE_MARKDOWN.search(markdown), markdown[:300]
+    assert_inert(safe_html(markdown, {}, "t"))
+    assert not CONTROL.search(tex.replace("\n", "")), tex[:300]
+
+
+def table_markdown(frame: pd.DataFrame) -> str:
+    """A table of data as the report writes one: a pipe table, every text cell through md_text."""
+    shown = md_frame(frame.astype(object).where(frame.notna(), ""))
+    rows = [[md_text(c) for c in shown.columns], ["---"] * len(shown.columns)]
+    rows += [list(map(str, row)) for row in shown.itertuples(index=False)]
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
 @fuzz(700)
 @given(st.data())
 def test_fuzzed_cell_records_load_or_fail_in_one_line(data):
-    record = mutate(make_record(n=8, size=64), data.draw)
+    record = mutate(plant(make_record(n=8, size=64), data.draw, RECORD_PLACES), data.draw)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "raw" / "matmul" / "numpy-cpu-float32-n64-t1" / "p1.json"
         path.parent.mkdir(parents=True)
@@ -118,8 +179,18 @@ def test_fuzzed_cell_records_load_or_fail_in_one_line(data):
             one_line_naming(error, path)
             return
         for mc in cells:  # what the tables then ask of a cell
-            mc.interval("compute") if mc.status == "ok" else mc.reason
-            assert mc.flags is not None
+            if mc.status == "ok":
+                ci = mc.interval("compute")
+                assert 0 < ci.low <= ci.value <= ci.high and math.isfinite(ci.high), ci
+            else:
+                assert mc.reason == mc.records[0]["reason"] and isinstance(mc.reason, str)
+            recorded = {flag for r in mc.records for flag in (r.get("diagnostics") or {}).get("flags") or []}
+            assert all(f in recorded for f in mc.flags if not f.startswith("processes disagree")), mc.flags
+        timings = timings_table(cells, "m")
+        assert len(timings) == len(cells)
+        text = timings.select_dtypes(include=["object", "str"]).to_numpy().ravel()
+        assert_outputs_inert(timings, table_markdown(timings),
+                             timings_tex(timings, "m") + "\n".join(tex_escape(v) for v in text if isinstance(v, str)))
 
 
 ENVIRONMENT = {"hostname": "h", "cpu_model": "c", "logical_cores": 4, "usable_cores": 4, "memory_bytes": 2**34,
@@ -129,15 +200,31 @@ ENVIRONMENT = {"hostname": "h", "cpu_model": "c", "logical_cores": 4, "usable_co
                "system": {"advice": ["quiet"]}, "torch_version": "2.13.0", "os": "Linux"}
 
 
+ENVIRONMENT_PLACES = [
+    lambda e, text, key: e.update(cpu_model=text),
+    lambda e, text, key: e.update(os=text),
+    lambda e, text, key: e.update(nvidia_driver=text),
+    lambda e, text, key: e["gpus"][0].update(name=text),
+    lambda e, text, key: e["blas_env"].update({key: text}),
+    lambda e, text, key: e["threadpools"][0].update(version=text),
+    lambda e, text, key: e["system"]["advice"].append(text),
+]
+
+
 @fuzz(500)
 @given(st.data())
 def test_fuzzed_environments_validate_or_fail_in_one_line_and_render_inert(data):
-    env = read_fuzzed(load_environment, "environment.json", mutate(ENVIRONMENT, data.draw), data.draw)
+    planted = plant(copy.deepcopy(ENVIRONMENT), data.draw, ENVIRONMENT_PLACES)
+    env = read_fuzzed(load_environment, "environment.json", mutate(planted, data.draw), data.draw)
     if env is None:
         return
     lines = machine_section(md_data(env), "m")
-    provenance_diff({"a": ENVIRONMENT, "b": env}, {"a": [], "b": []})
-    assert_inert(safe_html("\n".join(lines), {}, "t"))
+    diff = provenance_diff({"a": ENVIRONMENT, "b": env}, {"a": [], "b": []})
+    differs = {name for name, read in PROVENANCE_FIELDS.items() if str(read(ENVIRONMENT)) != str(read(env))}
+    assert list(diff.columns) == ["field", "a", "b"] and set(diff["field"]) == differs
+    assert all(isinstance(v, str) for v in diff[["a", "b"]].to_numpy().ravel())
+    assert_outputs_inert(diff, "\n".join(lines) + "\n\n" + table_markdown(diff),
+                         "\n".join(tex_escape(v) for v in diff.to_numpy().ravel()), "provenance_diff")
 
 
 ROUND = {"kind": "round", "round": 1, "rounds": 3, "measured_now": 4, "estimated_s": 10.0, "took_s": 12.0,
@@ -152,7 +239,9 @@ def test_fuzzed_round_records_validate_or_fail_in_one_line(data):
         return
     rounds = [record]
     timings = pd.DataFrame(columns=["status", "processes", "ci_scope", "shares_cores"])
-    assert_inert(safe_html("\n".join(conditions_section(md_data(ENVIRONMENT), md_data(rounds), timings)), {}, "t"))
+    markdown = "\n".join(conditions_section(md_data(ENVIRONMENT), md_data(rounds), timings))
+    assert not LIVE_MARKDOWN.search(markdown), markdown[:300]
+    assert_inert(safe_html(markdown, {}, "t"))
 
 
 MEMBER = st.tuples(
@@ -197,8 +286,44 @@ def test_fuzzed_bundles_unpack_or_fail_in_one_line(members, gzipped, cut):
 @given(st.lists(TEXT, min_size=1, max_size=4))
 def test_text_from_data_never_acts_in_html(texts):
     markdown = "\n".join([f"- {md_text(t)}" for t in texts] + [f"| a |\n|---|\n| {md_text(texts[0])} |"])
+    assert not LIVE_MARKDOWN.search(markdown), markdown
     html = safe_html(markdown, {}, texts[0])
     assert_inert(html)
+
+
+def _link_to_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _link_to_a_copy(path: Path) -> None:
+    copy_path = path.with_name("real-" + path.name)
+    copy_path.write_text(path.read_text()) if path.exists() else copy_path.write_text("{}")
+    path.unlink(missing_ok=True)
+    path.symlink_to(copy_path)
+
+
+SPECIAL = {"link to /dev/zero": _link_to_zero, "link to a copy": _link_to_a_copy, "FIFO": os.mkfifo,
+           "folder": os.mkdir}
+READERS = {  # name of the file: its reader
+    "p1.json": load_record, "environment.json": load_environment, "round.json": load_round,
+    "timings.csv": lambda path: read_table("timings", str(path)),
+    "config.yaml": lambda path: load_foreign_config(path, "the bundle's config.yaml"),
+}
+
+
+@fuzz(120)
+@given(st.sampled_from(sorted(SPECIAL)), st.sampled_from(sorted(READERS)))
+def test_special_files_are_refused_in_one_line_without_reading(kind, name):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "raw" / "matmul" / "numpy-cpu-float32-n64-t1" / name
+        path.parent.mkdir(parents=True)
+        if kind == "link to a copy":
+            path.write_text(json.dumps(make_record(n=8, size=64)) if name.endswith(".json") else "{}\n")
+        SPECIAL[kind](path)
+        error = without_blocking(lambda: READERS[name](path))
+        assert isinstance(error, UserError), f"{kind} {name}: {error!r}"
+        one_line_naming(error, path)
+        assert re.search(r"(a symbolic link|a FIFO|a folder); only regular files are read", str(error)), error
 
 
 def assert_inert(html: str) -> None:

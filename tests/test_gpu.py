@@ -31,7 +31,7 @@ def default_precision(torch):
     torch.backends.cudnn.allow_tf32 = False
 
 
-def test_cuda_cell_records_every_phase(torch):
+def test_cuda_cell_records_every_phase(torch):  # matmul does not chain: no resident trip
     record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 2048, "1"), SETTINGS, torch)
     assert record["status"] == "ok", record["reason"]
     assert set(record["phases"]) == {"h2d", "compute", "d2h", "end_to_end"}
@@ -144,3 +144,38 @@ def test_compiled_cells_on_cuda_have_both_phases_and_their_compile(torch, librar
     compute = float(np.median(record["phases"]["compute"]["samples_s"]))
     end_to_end = float(np.median(record["phases"]["end_to_end"]["samples_s"]))
     assert end_to_end > compute  # the copies of 2 × 4 MiB in and 4 MiB out are in it
+
+
+def test_an_elementwise_cell_keeps_its_data_on_the_device_for_each_resident_trip(torch):
+    """One copy in, k chained calls, one copy out: the trip's time sits near what the phases
+    predict (h2d + k·compute + d2h), and grows with k by about k·compute."""
+    record = run_cell_record(Cell("transcendental", "torch", "cuda", "float32", 2048, "1"), SETTINGS, torch)
+    assert record["status"] == "ok", record["reason"]
+    assert {"resident_1", "resident_16"} <= set(record["phases"])
+    median = {name: float(np.median(phase["samples_s"])) for name, phase in record["phases"].items()}
+    for k in (1, 16):
+        predicted = median["h2d"] + k * median["compute"] + median["d2h"]
+        assert 0.5 < median[f"resident_{k}"] / predicted < 2.0, (k, median)
+    assert median["resident_16"] > median["resident_1"]
+
+
+def test_a_matmul_says_why_it_has_no_resident_trip(torch):
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 256, "1"), SETTINGS, torch)
+    assert not [name for name in record["phases"] if name.startswith("resident_")]
+    assert "does not chain" in record["resident"]["reason"]
+
+
+def test_device_memory_is_measured_in_an_untimed_call(torch):
+    record = run_cell_record(Cell("matmul", "torch", "cuda", "float32", 2048, "1"), SETTINGS, torch)
+    device = record["memory"]["device"]
+    assert device["method"] == "torch.cuda.max_memory_allocated"
+    assert 2048 * 2048 * 4 <= device["peak_bytes"] <= 64 * 2048 * 2048 * 4  # its output, and not far more
+    assert record["memory"]["host"]["peak_bytes"] >= 2048 * 2048 * 4  # the result copied back to the host
+
+
+def test_a_compiled_cell_measures_the_compile_apart_from_a_steady_call(torch):
+    record = run_cell_record(Cell("transcendental", "torch", "cuda", "float32", 1024, "1", "compiled"), SETTINGS,
+                             torch)
+    assert record["status"] == "ok", record["reason"]
+    assert record["compile"]["memory"]["device_peak_bytes"] >= 0
+    assert record["memory"]["device"]["peak_bytes"] >= 1024 * 1024 * 4

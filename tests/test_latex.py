@@ -180,11 +180,13 @@ def test_speedups_table_has_both_speedups_verdicts_and_break_even(tables):
     cells = check_table(speedups_tex(tables["speedups"]))
     header = cells[0]
     assert header[6:] == [r"speedup (95\% CI)", "verdict", r"end-to-end speedup (95\% CI)",
-                          "end-to-end verdict", "break-even n"]
+                          "end-to-end verdict", "break-even n", r"calls per round trip k* (95\% CI)"]
+    assert all(re.fullmatch(r"[\d.]+ \([\d.]+--[\d.]+\)", row[11]) for row in cells[1:] if row[2] == "cuda")
+    assert all(row[11] == "--" for row in cells[1:] if row[2] == "cpu")
     cuda = [row for row in cells[1:] if row[2] == "cuda"]
     assert len(cuda) == 3
     assert all(row[7] == "faster" and row[10] == "at most 256" for row in cuda)
-    assert all(re.fullmatch(r"[\d.]+ \([\d.]+--[\d.]+\)", row[8]) for row in cuda)
+    assert all(re.fullmatch(r"[\d.]+\\ensuremath\{\\times\} \([\d.]+--[\d.]+\)", row[8]) for row in cuda)
     assert all(row[10] == "not reached" for row in cells[1:] if row[2] == "cpu")
 
 
@@ -235,8 +237,9 @@ def test_comparison_table_names_both_machines(comparison):
     cells = check_table(comparison_tex(comparison))
     assert cells[0][6:] == [r"median on laptop (\textmu{}s)", r"median on h200-lab (\textmu{}s)",
                             r"ratio h200-lab/laptop (95\% CI)", "verdict"]
-    assert cells[1][6:] == ["20.0", "10.0", "0.500 (0.480--0.520)", "faster"]
+    assert cells[1][6:] == ["20.0", "10.0", r"0.50\ensuremath{\times} (0.48--0.52)", "faster"]
     assert cells[3][0] == r"compute\_then\_plot"
+    assert cells[4][8] == r"CI spans 10.0\ensuremath{\times}"  # a CI over 2x is no number, in LaTeX too
     assert [row[-1] for row in cells[1:]] == ["faster", "slower", "same", "undecided"]
 
 
@@ -338,17 +341,22 @@ def test_comparison_macros_of_several_pairs_are_disjoint(comparison):
 
 def test_write_latex_writes_every_file_from_tables_read_back_from_csv(tables, tmp_path):
     paths = {}
-    for name in ("timings", "speedups", "transfer"):
+    for name in ("timings", "speedups", "transfer", "decisions"):
         paths[name] = tmp_path / f"{name}.csv"
         tables[name].to_csv(paths[name], index=False)
     written = write_latex(read_tables(paths), tmp_path / "tex", "h200-lab")
     assert sorted(p.relative_to(tmp_path / "tex").as_posix() for p in written.values()) == [
-        "claims.tex", "tables/speedups.tex", "tables/timings.tex", "tables/transfer.tex"]
-    for name in ("timings", "speedups", "transfer"):
+        "claims.tex", "tables/decisions.tex", "tables/speedups.tex", "tables/timings.tex", "tables/transfer.tex"]
+    for name in ("timings", "speedups", "transfer", "decisions"):
         check_table(written[name].read_text())
     names = macros_of(written["claims"].read_text())
     assert all(name.startswith("obHTwoHundredLab") for name in names)
     assert names["obHTwoHundredLabMachine"] == "h200-lab"
+    # one macro per decision, holding the sentence the report and the terminal give
+    decisions = tables["decisions"]
+    decided = {k: v for k, v in names.items() if k.endswith("Decision")}
+    assert len(decided) == len(decisions) > 0
+    assert names["obHTwoHundredLabMatmulCudaFloatThirtyTwoDecision"].startswith("use torch")
 
 
 def test_write_latex_of_a_machine_without_gpu_or_copies(tmp_path):

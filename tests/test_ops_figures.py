@@ -21,7 +21,7 @@ from offloadbench.report.figures.heatmap import (
 )
 from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
 from offloadbench.report.figures.style import theme
-from offloadbench.report.text.ops_findings import bound_lines, payoff_lines
+from offloadbench.report.text.ops_findings import bound_lines, bound_notes, payoff_lines
 
 SIZES = (128, 512, 2048)
 CPU = {"memory": 20e9, "float32": 1000e9, "float64": 500e9, "call_s": 2e-6}
@@ -291,7 +291,7 @@ def test_payoff_sentences_for_the_three_kinds_of_series(gpu_ops):
     cpu = line_for(lines, "- axpy with torch on the cpu (float32, all = 4 threads)")
     assert "is slower than NumPy at n = 2048" in cpu
     assert "is faster than NumPy" in line_for(lines, "- fft2 with torch on the cpu")
-    assert "read with care" in line_for(lines, "- sort with torch on the cpu")  # the weak cell says so
+    assert ")† end to end" in line_for(lines, "- sort with torch on the cpu")  # the weak cell's mark
 
 
 def test_payoff_sentences_of_empty_speedups():
@@ -305,10 +305,20 @@ def test_bound_sentences(gpu_ops):
     assert "numpy 80% and torch 80% of the float32 roof (1,000 GFLOP/s)" in matmul
     axpy = line_for(lines, "- axpy on cuda (float32, n = 2048)")
     assert "memory-bound (intensity 0.17 FLOP/B" in axpy and "of the memory roof (3,000 GB/s)" in axpy
-    assert bound_lines(gpu_ops["timings"], None) == bound_lines(gpu_ops["timings"], pd.DataFrame())
-    assert "were not measured" in bound_lines(gpu_ops["timings"], None)[0]
+    assert bound_lines(gpu_ops["timings"], None) == bound_lines(gpu_ops["timings"], pd.DataFrame()) == []
+    assert "were not measured" in bound_notes(gpu_ops["timings"], None)[0]
 
 
-def test_bound_sentences_name_a_device_without_roofs(gpu_ops):
+def test_bound_sentences_name_a_device_without_roofs_once(gpu_ops):
     lines = bound_lines(gpu_ops["timings"], roofs_frame(("cpu",)))
-    assert "- No roofs were measured on cuda, so its cells are not placed against one." in lines
+    notes = bound_notes(gpu_ops["timings"], roofs_frame(("cpu",)))
+    assert notes == ["- No roofs were measured on cuda, so its cells are not placed against one."]
+    assert lines and not any("on cuda" in line for line in lines)
+
+
+def test_ops_without_a_model_are_left_out_of_the_bounds_and_said_once(gpu_ops):
+    timings = gpu_ops["timings"].copy()
+    timings.loc[timings["op"] == "axpy", ["gflops", "intensity"]] = float("nan")
+    lines = bound_lines(timings, gpu_ops["roofs"])
+    assert lines and not any("axpy" in line or "nan" in line or "–-bound" in line for line in lines)
+    assert sum("axpy gives no FLOP and byte model" in note for note in bound_notes(timings, gpu_ops["roofs"])) == 1

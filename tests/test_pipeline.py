@@ -7,47 +7,28 @@ as on a laptop and checks the same statuses; `make gpu-check` runs the GPU path.
 import json
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import assert_real_figure
+from conftest import TINY, assert_real_figure, snakemake
 from offloadbench import sandbox
 from offloadbench.analysis.columns import DECLARED
 from offloadbench.layout import FIGURE_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-TINY = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
-NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 # per op: numpy 2 + torch cpu 2 + cuda 2 + mps 2, over 3 ops (heat_step a kernel of examples/kernels.py);
-# and heat_step compiled on the cpu: numpy 2 + torch 2
-CELLS = 8 * 3 + 4
+# and heat_step compiled on the cpu: numpy 2 + torch 2; and the twins of 2 self-comparisons (analysis.controls)
+CELLS = 8 * 3 + 4 + 2
 pytestmark = pytest.mark.pipeline
 
 
-def snakemake(workdir: Path, *args, config: dict | None = None, check=True, env=None):
-    result = sandbox.snakemake(workdir, *args, config=config, timeout=900, env={**NO_GPU, **(env or {})})
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
-    return result
-
-
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    workdir = sandbox.copy_workflow(tmp_path_factory.mktemp("pipeline"))
-    # A `python` first on PATH that notes each call: the rules must run the environment's python.
-    spy = workdir / "spy"
-    spy.mkdir()
-    (spy / "python").write_text(f'#!/bin/sh\necho "$@" >> {spy}/calls.log\nexec {sys.executable} "$@"\n')
-    (spy / "python").chmod(stat.S_IRWXU)
-    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy))})
-    return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr,
-            "python_calls": (spy / "calls.log").read_text().splitlines()}
+def run(tiny_run):
+    return tiny_run
 
 
 def test_the_run_plans_one_measure_job_per_round(run):
@@ -67,12 +48,13 @@ def test_the_measuring_rules_run_the_python_of_their_environment(run):
 
 def test_every_output_exists(run):
     out = run["out"]
-    expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "transfer.csv", "report.md", "report.html"]
+    expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "decisions.csv", "transfer.csv",
+                "report.md", "report.html"]
     expected += [f"figures/{n}.{k}" for n in FIGURE_NAMES for k in ("pdf", "png")]
     expected += ["raw/transfer/cuda.json", "raw/transfer/mps.json", "raw/rounds/p1.json", "raw/rounds/p2.json",
                  "raw/rounds/settle.json"]
     expected += ["roofs.csv", "raw/roofs/cpu.json", "raw/roofs/cuda.json", "raw/roofs/mps.json", "claims.tex"]
-    expected += [f"tables/{name}.tex" for name in ("timings", "speedups", "transfer")]
+    expected += [f"tables/{name}.tex" for name in ("timings", "speedups", "transfer", "decisions")]
     for name in expected:
         assert (out / name).is_file(), name
     assert len(list((out / "raw").rglob("p[12].json"))) == CELLS * 2 + 2  # the records, and the rounds
@@ -136,6 +118,18 @@ def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
     assert not list(Path("/tmp").glob("offloadbench-compile-cache-*")), "a worker's compile cache was left behind"
 
 
+def test_the_self_comparisons_are_measured_and_judged(run):
+    controls = pd.read_csv(run["out"] / "controls.csv", dtype={"threads": str})
+    assert len(controls) == TINY["analysis"]["controls"] and set(controls["device"]) == {"cpu"}
+    assert set(controls["verdict"]) <= {"faster", "slower", "same", "undecided"}
+    assert (controls["twin_measure_s"] > 0).all()
+    twins = list((run["out"] / "raw").glob("*/*-aa/p1.json"))
+    assert len(twins) == len(controls) and json.loads(twins[0].read_text())["cell"]["twin"] is True
+    timings = pd.read_csv(run["out"] / "timings.csv")
+    assert len(timings) == CELLS - len(controls)  # a twin is no cell of the tables
+    assert "self-comparisons (a cell measured again" in (run["out"] / "report.md").read_text()
+
+
 def test_the_transfer_sweep_covers_every_point(run):
     transfer = pd.read_csv(run["out"] / "transfer.csv")
     assert len(transfer) == 2 * 2 * 2 * 2  # devices x directions x memory kinds x sizes
@@ -178,6 +172,34 @@ def test_report_references_each_figure_and_the_skipped_cells(run):
     assert html.count("data:image/png;base64,") == len(FIGURE_NAMES)
 
 
+def test_the_run_ends_with_the_decision_table_and_where_the_report_is(run):
+    """Printed after Snakemake's own closing lines: the answer is the last thing a run says."""
+    decisions = pd.read_csv(run["out"] / "decisions.csv", dtype={"threads": str})
+    lines = run["stderr"].rstrip("\n").splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("offloadbench: the answer for ci-box"))
+    table = lines[start + 1:]
+    assert table[-1] == "report: results/ci-box/report.html"
+    rows = [line for line in table if line.split(" ")[0] in set(decisions["op"])]
+    assert len(rows) == len(decisions) > 0 and all(len(line) <= 100 for line in table)
+    assert not any("Elapsed time" in line or "Complete log" in line for line in table)
+
+
+def test_the_report_leads_with_the_answer_and_prints_no_number_its_verdicts_reject(run):
+    text = (run["out"] / "report.md").read_text()
+    lines = text.splitlines()
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    assert first_table < 40 and "## The answer, per operation" in "\n".join(lines[:first_table])
+    assert text.index("## At a glance") < text.index("## Key findings") < text.index("### Machine")
+    wide = [(lo, hi) for lo, hi in re.findall(r"×\s*\((?:95% CI )?([0-9.]+)[–-]([0-9.]+)\)", text)
+            if float(hi) / float(lo) > 2]
+    assert not wide, wide
+    prose = re.sub(r"\|.*", "", text)
+    sentences = [x.strip() for x in re.split(r"(?<=[.;!?])\s+", prose) if len(x.strip()) >= 40]
+    repeated = {x for x in sentences if sentences.count(x) > 2}
+    assert not repeated, repeated
+    assert not re.search(r"\bnan\b|–-bound", text)
+
+
 def test_a_second_run_has_nothing_to_do(run):
     result = snakemake(run["dir"], "-n", config=TINY)
     assert "Nothing to be done" in result.stdout + result.stderr
@@ -216,7 +238,9 @@ def test_a_new_size_measures_only_its_own_cells(run, tmp_path):
     """Growing the grid reruns the rounds, which measure only what is missing."""
     grown = tmp_path / "grown"
     shutil.copytree(run["dir"], grown, symlinks=True)
-    config = {**TINY, "grid": {**TINY["grid"], "ops": ["matmul"], "sizes": [32, 64, 48]}}
+    # (with no self-comparisons: a grid of other cells chooses other cells to measure twice)
+    config = {**TINY, "grid": {**TINY["grid"], "ops": ["matmul"], "sizes": [32, 64, 48]},
+              "analysis": {**TINY["analysis"], "controls": 0}}
     snakemake(grown, "--allowed-rules", "measure", "environment", "transfer", "aggregate", "--until", "aggregate", config=config)
     rounds = [json.loads((grown / "results" / "ci-box" / "raw" / "rounds" / f"p{k}.json").read_text()) for k in (1, 2)]
     assert [r["measured_now"] for r in rounds] == [4, 4]  # n=48: numpy, torch, cuda, mps

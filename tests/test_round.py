@@ -52,7 +52,7 @@ def box(tmp_path):
 def start_round(box, round_index=1, grid=GRID, settings=None, faults="", raw=None, lock=None, kernels=()):
     env = {**os.environ, "PYTHONPATH": f"{box / 'faults'}:{ROOT / 'workflow'}", "TEST_FAULTS": faults,
            LOCK_ENV: str(lock or box / "test.lock")}
-    cmd = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(round_index), "--rounds", "2",
+    cmd = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(round_index), "--processes", "2",
            "--machine", "box", "--grid", json.dumps(grid), "--settings", json.dumps(settings or SETTINGS),
            "--environment", str(box / "environment.json"), "--raw", str(raw or box / "raw"),
            "--kernels", json.dumps(list(kernels))]

@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 from offloadbench.stats import (
+    MIN_PAIRED,
     centre_ci,
     draws,
     median_and_ci,
@@ -120,3 +121,70 @@ def test_pairing_by_round_cancels_what_a_round_shares():
         widths.append((paired.rel_halfwidth, ratio_ci(num, den).rel_halfwidth))
     assert hits / 150 >= 0.90
     assert np.median([p for p, _ in widths]) < np.median([u for _, u in widths]) / 5
+
+
+# --- no interval built on less than the data -------------------------------------------------
+
+
+def _cell_records(library, rounds, medians, left_out=(), seed=0, within=0.03, n=20):
+    """A cell's records, one per round, with `left_out` rounds disturbed (so they are replaced)."""
+    from conftest import make_record
+
+    records = []
+    for k, median in zip(rounds, medians, strict=True):
+        record = make_record(library=library, median=median, spread=within, n=n, seed=seed * 97 + k, round=k, rounds=3)
+        if k in left_out:
+            record["disturbance"] = {"disturbed": True, "others_cores": 0.5}
+        records.append(record)
+    return records
+
+
+def _speedup(base_records, cell_records, resamples=200):
+    from offloadbench.analysis.measured import Analysis, group_records
+
+    cells = {mc.cell.library: mc for mc in group_records(base_records + cell_records, Analysis(resamples=resamples))}
+    shared = set(cells["numpy"].rounds("compute")) & set(cells["torch"].rounds("compute"))
+    return cells["numpy"].ratio(cells["torch"], "compute"), len(shared)
+
+
+def test_two_shared_rounds_give_the_unpaired_interval_not_one_with_one_degree_of_freedom():
+    """The case a run printed as 2.74× (95% CI 0.33–22.91): each cell had a different round
+    replaced (4 and 2), which left rounds 1 and 3 shared; paired on those two, Student's t had
+    one degree of freedom. Now the ratio is unpaired, never wider than that, and a result."""
+    from offloadbench.analysis.measured import Analysis, group_records
+    from offloadbench.stats import ratio_ci
+
+    base = _cell_records("numpy", [1, 2, 3, 4], [11.0e-3, 13.5e-3, 10.0e-3, 40e-3], left_out=(4,), seed=1, within=0.08)
+    contender = _cell_records("torch", [1, 2, 3, 4], [3.6e-3, 9.0e-3, 4.3e-3, 3.9e-3], left_out=(2,), seed=2,
+                              within=0.08)
+    cells = {mc.cell.library: mc for mc in group_records(base + contender, Analysis(resamples=500))}
+    numpy, torch = cells["numpy"], cells["torch"]
+    assert numpy.rounds("compute") == [1, 2, 3] and torch.rounds("compute") == [1, 3, 4]
+    ratio = numpy.ratio(torch, "compute")
+    unpaired = ratio_ci(numpy.draws("compute"), torch.draws("compute"), 0.95)
+    assert (ratio.low, ratio.high) == (unpaired.low, unpaired.high)
+    assert ratio.high / ratio.low <= unpaired.high / unpaired.low < 6
+
+
+@pytest.mark.parametrize("left_out_a, left_out_b, paired", [
+    ((), (), True),          # 3 processes each, side by side in every round
+    ((4,), (4,), True),      # one round replaced in both: still 3 shared
+    ((4,), (2,), False),     # different rounds replaced: 2 shared, so unpaired
+])
+def test_paired_and_unpaired_ratios_cover_the_true_ratio_within_two_points_of_95(left_out_a, left_out_b, paired):
+    """Synthetic cells with a known ratio (2), a spread between processes (5%), noise within
+    them (3%) and replaced processes, 2,000 draws each: both intervals cover the truth 93–97%."""
+    rounds = [1, 2, 3, 4] if left_out_a or left_out_b else [1, 2, 3]
+    hits = 0
+    draws_ = 2000
+    for k in range(draws_):
+        rng = np.random.default_rng(k)
+        a = 2e-3 * np.exp(rng.normal(0, 0.05, len(rounds)))
+        b = 1e-3 * np.exp(rng.normal(0, 0.05, len(rounds)))
+        a[[r - 1 for r in left_out_a]] *= 3  # what a disturbed process looks like; it is left out
+        b[[r - 1 for r in left_out_b]] *= 3
+        ratio, shared = _speedup(_cell_records("numpy", rounds, a, left_out_a, seed=k),
+                                 _cell_records("torch", rounds, b, left_out_b, seed=k + 7))
+        hits += ratio.low <= 2.0 <= ratio.high
+    assert (shared >= MIN_PAIRED) == paired
+    assert 0.93 <= hits / draws_ <= 0.97, hits / draws_

@@ -47,7 +47,7 @@ work=$(mktemp -d)
 
 machine_dir="$work/results/gpu-check"
 if [ -f "$machine_dir/timings.csv" ]; then
-  PYTHONPATH=workflow${PYTHONPATH:+:$PYTHONPATH} "$PY" -m offloadbench.report.text.summary "$machine_dir" | tee -a "$OUT/summary.txt"
+  PYTHONPATH=workflow${PYTHONPATH:+:$PYTHONPATH} "$PY" -m offloadbench.report.text.summary "$machine_dir" --cells | tee -a "$OUT/summary.txt"
 fi
 tar -czf "$OUT/gpu-check-results.tar.gz" -C "$work/results" . && echo "results: $OUT/gpu-check-results.tar.gz"
 exit $status

@@ -29,6 +29,7 @@ BUNDLE_SUFFIX = ".tar.gz"
 DEFAULT_MAX_UNPACKED_MB = 2048
 DEFAULT_MAX_MEMBERS = 100_000
 DEFAULT_MAX_SAMPLES = 1_000_000
+UNBOUNDED_SAMPLES = 2**62  # this run's own results, which no budget of results from elsewhere refuses
 MAX_MEMBER_BYTES = 64 * 2**20  # records.MAX_JSON_BYTES: no file a reader takes is larger
 # A bundle's deepest file is <label>/raw/<op>/<cell>/p<k>.json; far deeper folders only
 # serve to exhaust whatever walks them (os.makedirs recurses once per level).

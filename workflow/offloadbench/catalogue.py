@@ -306,9 +306,34 @@ FINISH_PEAK_COPIES = 10  # imshow peaks near 8 float64 copies of the field (meas
 MEMORY_HEADROOM = 0.8  # a cell may use this share of the host memory that is available
 
 
-def working_set_bytes(spec: OpSpec, n: int, itemsize: int) -> int:
+TEMPORARIES = 3  # results and temporaries of one call, in outputs: the model's guess where none was measured
+
+
+def output_unit_bytes(spec: OpSpec, n: int, itemsize: int) -> int:
+    """What the temporaries of a call are counted in: its outputs, or one n×n array where
+    the spec names none (a user kernel, whose results only the workers see)."""
+    return spec.output_bytes(n, itemsize) or n * n * itemsize
+
+
+def measured_scale(points, spec: OpSpec, itemsize: int) -> float | None:
+    """Results and temporaries of a call in outputs, from measured peaks ((n, extra bytes)
+    of one call): the largest over the sizes, so the calibrated model errs on the safe side."""
+    scales = [peak / output_unit_bytes(spec, n, itemsize) for n, peak in points
+              if isinstance(peak, (int, float)) and not isinstance(peak, bool) and math.isfinite(peak) and peak >= 0]
+    return max(scales) if scales else None
+
+
+def call_bytes(spec: OpSpec, n: int, itemsize: int, scale: float | None = None) -> float:
+    """Bytes one call of a program holds: its inputs, and its results and temporaries,
+    `scale` outputs of them as measured (memory_fit), else TEMPORARIES."""
+    temporaries = TEMPORARIES if scale is None else max(1.0, scale)
+    return spec.input_bytes(n, itemsize) + temporaries * output_unit_bytes(spec, n, itemsize)
+
+
+def working_set_bytes(spec: OpSpec, n: int, itemsize: int, scale: float | None = None) -> int:
     """Peak bytes one measurement holds: float64 generation, inputs, results and
-    temporaries, and for ops that plot, matplotlib's float64 working copies of the field.
-    The worker refuses a cell beyond the headroom before measuring; the estimate leaves it out."""
+    temporaries (`scale` outputs where measured, see call_bytes), and for ops that plot,
+    matplotlib's float64 working copies of the field. The worker refuses a cell beyond the
+    headroom before measuring; the estimate leaves it out."""
     rendering = FINISH_PEAK_COPIES * spec.output_bytes(n, 8) if spec.finish else 0
-    return spec.input_bytes(n, 8) + spec.input_bytes(n, itemsize) + 3 * spec.output_bytes(n, itemsize) + rendering
+    return int(spec.input_bytes(n, 8) + call_bytes(spec, n, itemsize, scale) + rendering)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 GPU_DEVICES = ("cuda", "mps")
 DEVICE_ORDER = ("cpu", "cuda", "mps")
@@ -20,10 +20,12 @@ EAGER, COMPILED = "eager", "compiled"
 MODES = (EAGER, COMPILED)  # eager: the library as called; compiled: torch.compile of the same code
 CELL_COLUMNS = ["op", "library", "device", "dtype", "size", "threads", "mode"]
 
-# Eager cells keep the name they had before modes existed, so older results stay readable.
+# Eager cells keep the name they had before modes existed, so older results stay readable;
+# a self-comparison's twin (A/A control) adds -aa.
+TWIN_SUFFIX = "aa"
 _STEM = re.compile(
     r"^(?P<library>[a-z]+)-(?P<device>[a-z]+)-(?P<dtype>[a-z0-9]+)-n(?P<size>\d+)-t(?P<threads>\d+|all)"
-    r"(?:-(?P<mode>compiled))?$"
+    r"(?:-(?P<mode>compiled))?(?:-(?P<twin>aa))?$"
 )
 
 
@@ -82,11 +84,22 @@ class Cell:
     size: int
     threads: str  # a count as text, or "all"; resolved on the host that measures
     mode: str = EAGER
+    # A self-comparison's second copy of a cell (an A/A control): measured as one more cell
+    # of the grid, with its own processes, and compared with the cell it copies.
+    twin: bool = False
 
     @property
     def stem(self) -> str:
-        suffix = "" if self.mode == EAGER else f"-{self.mode}"
+        suffix = ("" if self.mode == EAGER else f"-{self.mode}") + (f"-{TWIN_SUFFIX}" if self.twin else "")
         return f"{self.library}-{self.device}-{self.dtype}-n{self.size}-t{self.threads}{suffix}"
+
+    @property
+    def original(self) -> Cell:
+        """The cell a twin copies (itself, for a cell that is no twin)."""
+        return replace(self, twin=False)
+
+    def twinned(self) -> Cell:
+        return replace(self, twin=True)
 
     @property
     def compiled(self) -> bool:
@@ -110,7 +123,12 @@ class Cell:
         return f"{self.op} {self.variant}/{self.device} {self.dtype} n={self.size} t={self.threads}"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The cell's fields; `twin` only for a twin, so records and tables of every other
+        cell read as before."""
+        fields = asdict(self)
+        if not self.twin:
+            del fields["twin"]
+        return fields
 
     @classmethod
     def from_stem(cls, op: str, stem: str) -> Cell:
@@ -118,7 +136,8 @@ class Cell:
         if not match:
             raise ValueError(f"not a cell name: {stem!r}")
         parts = match.groupdict()
-        return cls(op=op, size=int(parts.pop("size")), mode=parts.pop("mode") or EAGER, **parts)
+        return cls(op=op, size=int(parts.pop("size")), mode=parts.pop("mode") or EAGER, twin=bool(parts.pop("twin")),
+                   **parts)
 
     @classmethod
     def from_key(cls, key: str) -> Cell:
@@ -135,6 +154,7 @@ class Cell:
             size=int(data["size"]),
             threads=str(data["threads"]),
             mode=_mode_of(data.get("mode")),
+            twin=data.get("twin") is True,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+from collections.abc import Collection
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +14,7 @@ from .catalogue import SPECS
 from .errors import UserError, one_line
 from .kernels import KernelError, KernelInfo, read_kernel_files
 from .machine import machine_label
+from .reading import UnreadableFile, read_regular
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -102,11 +104,14 @@ def _describe_error(error: jsonschema.ValidationError) -> str:
     return f"config key {where}: {error.message}"
 
 
-def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = True) -> dict:
+def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = True,
+             inherited: Collection[str] = (), notes: list[str] | None = None) -> dict:
     """Return a validated copy of `config` with defaults filled in; raise ConfigError.
 
     `read_kernels=False` for a config from elsewhere: its kernel files are paths on another
-    machine, never read here, so the checks that need them are left out."""
+    machine, never read here, so the checks that need them are left out. `inherited` names
+    the lists that came from config/config.yaml rather than from the user (`inherited_lists`,
+    `narrow_inherited`); what that changes is said in `notes`, one line each."""
     schema = schema or load_schema()
     if config is None:
         config = {}
@@ -126,6 +131,9 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     if not read_kernels:
         return data
     kernels = kernel_infos(data)
+    found = narrow_inherited(data["grid"], inherited, [*SPECS, *kernels])
+    if notes is not None:
+        notes.extend(found)
     _check_op_names(data["grid"], kernels)
     _check_compiled(data["grid"], kernels)
     _check_sizes(data["grid"], kernels)
@@ -149,11 +157,10 @@ class _NoAliasLoader(yaml.SafeLoader):
 def load_foreign_config(path: Path, what: str) -> dict:
     """A config written on another machine (a bundle's config.yaml), bounded, without
     aliases or tags, and validated; every error is one line naming the file as `what`."""
-    size = path.stat().st_size
-    if size > MAX_FOREIGN_CONFIG_BYTES:
-        raise ConfigError(f"{path} ({what}): {size} bytes, over the {MAX_FOREIGN_CONFIG_BYTES} a config may hold")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_NoAliasLoader)
+        data = yaml.load(read_regular(path, MAX_FOREIGN_CONFIG_BYTES, "a config").decode("utf-8"), Loader=_NoAliasLoader)
+    except UnreadableFile as error:
+        raise ConfigError(f"{error} ({what})") from None
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         mark = getattr(error, "problem_mark", None)
@@ -200,6 +207,58 @@ def _check_compiled(grid: dict, kernels: dict[str, KernelInfo]) -> None:
             raise _unknown_op(f"grid.compiled.ops[{i}]", op, known)
 
 
+COMPILED_LISTS = ("ops", "devices", "sizes", "threads")  # each narrows the grid's list of that name
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def inherited_lists(config: dict, written: dict | None) -> set[str]:
+    """The lists a run takes from config/config.yaml (the Snakefile's configfile) because the
+    user's own config files and --config set none of them, as `grid.ops` and
+    `grid.compiled.<list>`: Snakemake merges the user's settings into that file's, key by
+    key. `written` is what the user gave (Snakemake's config_settings.overwrite_config)."""
+    grid = (written or {}).get("grid")
+    grid = grid if isinstance(grid, dict) else {}
+    ours = config.get("grid") or {}
+    found = {"grid.ops"} if "ops" in ours and "ops" not in grid else set()
+    mine = grid.get("compiled")
+    if "compiled" in grid and not isinstance(mine, dict):
+        return found  # the user replaced the whole section (null: all of the grid)
+    compiled = ours.get("compiled") or {}
+    return found | {f"grid.compiled.{key}" for key in COMPILED_LISTS if key in compiled and key not in (mine or {})}
+
+
+def narrow_inherited(grid: dict, inherited: Collection[str], known_ops: Collection[str]) -> list[str]:
+    """Lists inherited from config/config.yaml never fail on names the user did not write:
+    an inherited `grid.ops` leaves out what is no op with the user's kernels, and an
+    inherited `grid.compiled` list narrows only the cells the user's grid has (a name
+    outside the grid's own list is left out; a list left empty stands for all of the grid).
+    Returns one note per change; names the user wrote are checked as they are."""
+    notes = []
+    if "grid.ops" in inherited:
+        unknown = [op for op in grid["ops"] if op not in known_ops]
+        if unknown and len(unknown) == len(grid["ops"]):
+            raise ConfigError(f"config key grid.ops from {DEFAULT_CONFIG}: none of its ops is an op with your "
+                              f"`kernels` ({', '.join(unknown)}); set grid.ops in your config")
+        if unknown:
+            grid["ops"] = [op for op in grid["ops"] if op not in unknown]
+            notes.append(f"config key grid.ops from {DEFAULT_CONFIG}: {', '.join(unknown)} left out, no op with "
+                         "your `kernels`")
+    compiled = grid.get("compiled") or {}
+    for key in COMPILED_LISTS:
+        values = compiled.get(key)
+        if f"grid.compiled.{key}" not in inherited or not values:
+            continue
+        kept = [v for v in values if str(v) in {str(mine) for mine in grid[key]}]
+        dropped = [str(v) for v in values if v not in kept]
+        if not dropped:
+            continue
+        compiled[key] = kept or None
+        notes.append(f"config key grid.compiled.{key} from {DEFAULT_CONFIG}: {', '.join(dropped)} not in your "
+                     + (f"grid, left out (compiled: {', '.join(map(str, kept))})" if kept else
+                        f"grid's {key}, so all of them are compiled; set grid.compiled in your config to choose"))
+    return notes
+
+
 def _check_sizes(grid: dict, kernels: dict[str, KernelInfo]) -> None:
     """A size that makes no sense for an op (a 5-point stencil on a 2×2 grid) is refused."""
     for op in grid["ops"]:
@@ -212,6 +271,12 @@ def _check_sizes(grid: dict, kernels: dict[str, KernelInfo]) -> None:
                            if size < info.min_size else None)
             if problem:
                 raise ConfigError(f"config key grid.sizes[{i}]: {size} is too small: {problem}")
+
+
+def measured_grid(config: dict) -> dict:
+    """The grid section as the measuring jobs and the analysis expand it: with the
+    self-comparisons that analysis.controls asks for (grid.expand adds their twins)."""
+    return {**config["grid"], "controls": config["analysis"]["controls"]}
 
 
 def resolve_machine(config: dict) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from . import grid
 from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
-from .config import kernel_infos
+from .config import kernel_infos, measured_grid
 from .records import read_json
 from .units import fmt_duration
 
@@ -183,7 +183,7 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
     (the whole grid by default); cells of devices not `available`, and cells the host has
     too little memory for, cost nothing."""
     kernels = kernel_infos(config)
-    cells = grid.expand(config["grid"], kernels)
+    cells = grid.expand(measured_grid(config), kernels)
     rounds = range(1, config["measure"]["processes"] + 1)
     todo = todo if todo is not None else {k: cells for k in rounds}
     available = available or {"cpu": True}
@@ -271,7 +271,7 @@ def remaining(config: dict, folder: Path) -> Estimate:
     from .layout import partial_relpath, record_relpath
 
     raw = folder / "raw"
-    cells = grid.expand(config["grid"], kernel_infos(config))
+    cells = grid.expand(measured_grid(config), kernel_infos(config))
     todo = {
         k: [c for c in cells if not ((raw / record_relpath(c, k)).exists() or (raw / partial_relpath(c, k)).exists())]
         for k in range(1, config["measure"]["processes"] + 1)

@@ -4,14 +4,16 @@ Impossible combinations are dropped here, at parse time, with the rule that drop
 numpy on a GPU (but numpy compiled, which torch.compile runs there), bfloat16 in numpy,
 float64 on mps, torch cells of a kernel that takes plain NumPy arrays (no `xp`), and
 thread counts for GPU cells (measured once, with one host thread); so are sizes above an
-op's `op_max_size`, and compiled cells outside `grid.compiled`. Pure Python, so
-measurement jobs can expand the same grid as the Snakefile.
+op's `op_max_size`, and compiled cells outside `grid.compiled`. A grid that asks for
+self-comparisons (`controls`, from analysis.controls) gets a twin of that many cells
+(`control_cells`). Pure Python, so measurement jobs can expand the same grid as the
+Snakefile.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from .cells import COMPILED, EAGER, Cell, dtype_sort_key, mode_sort_key, thread_label, thread_sort_key
 
@@ -33,10 +35,11 @@ def _compiled_here(narrowed: Mapping, op: str, device: str, size: int, threads: 
             and (device != "cpu" or allows("threads", threads, thread_label)))
 
 
-def expand(grid: dict, kernels: Mapping | None = None) -> list[Cell]:
+def expand(grid: dict, kernels: Mapping | None = None, usable: Collection[str] | None = None) -> list[Cell]:
     """All possible cells of the grid section, sorted, without duplicates. `kernels` maps
     a user kernel's name to what its source says (kernels.KernelInfo): a kernel that takes
-    no `xp` runs as numpy only."""
+    no `xp` runs as numpy only. `usable` names the devices this machine can measure on
+    (`usable_devices`): the self-comparisons are chosen among their cells."""
     kernels = kernels or {}
     labels = sorted({thread_label(t) for t in grid["threads"]}, key=thread_sort_key)
     limits = grid.get("op_max_size") or {}
@@ -53,9 +56,30 @@ def expand(grid: dict, kernels: Mapping | None = None) -> list[Cell]:
             if mode == COMPILED and not _compiled_here(narrowed, op, device, size, label):
                 continue
             cells.add(Cell(op, library, device, dtype, int(size), label, mode))
-    return sorted(cells, key=sort_key)
+    ordered = sorted(cells, key=sort_key)
+    twins = [cell.twinned() for cell in control_cells(ordered, int(grid.get("controls") or 0), usable)]
+    return sorted(ordered + twins, key=sort_key)
+
+
+def usable_devices(environment: dict | None) -> set[str] | None:
+    """The devices environment.json says this machine can measure on (None: not known yet)."""
+    devices = (environment or {}).get("devices")
+    return {name for name, why in devices.items() if why is None} if isinstance(devices, dict) else None
+
+
+def control_cells(cells: list[Cell], count: int, usable: Collection[str] | None = None) -> list[Cell]:
+    """The cells measured twice, each copy a cell of its own (an A/A control): `count` eager
+    cells on `usable` devices, spread evenly over the grid sorted by size, then library,
+    device and op, so they span its sizes and libraries. Compiled cells are left out: each
+    copy would compile again in every process, which costs more than the rest of a control."""
+    eligible = sorted((c for c in cells if c.mode == EAGER and not c.twin and (usable is None or c.device in usable)),
+                      key=lambda c: (c.size, c.library, c.device, c.op, dtype_sort_key(c.dtype),
+                                     thread_sort_key(c.threads)))
+    count = min(count, len(eligible))
+    step = len(eligible) / count if count else 0
+    return [eligible[int(i * step + step / 2)] for i in range(count)]
 
 
 def sort_key(cell: Cell) -> tuple:
     return (cell.op, cell.library, mode_sort_key(cell.mode), cell.device, dtype_sort_key(cell.dtype), cell.size,
-            thread_sort_key(cell.threads))
+            thread_sort_key(cell.threads), cell.twin)

@@ -8,14 +8,16 @@ from __future__ import annotations
 from .catalogue import family_of, op_order
 from .cells import Cell
 
-FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwidth", "roofline", "throughput")
+FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwidth", "roofline", "throughput", "memory",
+                "round_trip")
 # Figures with a panel (or a heatmap row) per op and dtype: past a page's worth of panels they
 # become pages of whole op families, <name>-1.pdf/.png, <name>-2, ... report/style.py's grid
 # holds 6 × 6 panels on a page.
-BY_FAMILY = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "throughput")
+BY_FAMILY = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "throughput", "memory", "round_trip")
 PAGE_PANELS = 36
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
-TABLES = ("timings", "speedups", "thread_scaling", "transfer", "roofs")
+TABLES = ("timings", "speedups", "thread_scaling", "decisions", "controls", "memory", "transfer", "roofs")
+LATEX_TABLES = ("timings", "speedups", "transfer", "decisions")  # tables/<name>.tex of a machine
 # Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.
 DEVICE_RECORD_DIRS = ("roofs", "transfer")
 ROUNDS_DIR = "rounds"

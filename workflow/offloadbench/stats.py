@@ -34,6 +34,7 @@ _EXACT_BINOMIAL_UP_TO = 400
 # values they pick) whatever a record's sample count, so a huge record cannot exhaust memory.
 BOOTSTRAP_BLOCK_ELEMENTS = 2**22
 WITHIN_ONLY = "within-process only"
+MIN_PAIRED = 3  # shared processes a paired ratio needs: with two, Student's t has one degree of freedom
 ACROSS_PROCESSES = "across processes"
 
 
@@ -254,8 +255,8 @@ def paired_ratio_ci(num: Draws | None, den: Draws | None, seed: int, confidence:
     """num / den where process k of one was measured next to process k of the other (the
     same round): resampling rounds for both at once lets what a round shares (the
     machine's state at the time) cancel in the ratio. Falls back to `ratio_ci` when the
-    two were not measured in the same rounds."""
-    if num is None or den is None or num.processes != den.processes or num.processes < 2 \
+    two were not measured in the same rounds, or in fewer than MIN_PAIRED of them."""
+    if num is None or den is None or num.processes != den.processes or num.processes < MIN_PAIRED \
             or num.logs.shape != den.logs.shape:
         return ratio_ci(num, den, confidence)
     diff = _from_logs(num.centre - den.centre, num.logs - den.logs, min(num.within_dof, den.within_dof),
@@ -276,3 +277,40 @@ def log_t_interval(values: Sequence[float], confidence: float = 0.95) -> Interva
 def median_and_ci(samples: Sequence[float], resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Interval:
     """One process's samples: their median with its CI (within-process only)."""
     return centre_ci(draws([samples], resamples, seed), confidence)
+
+
+def independent_ratio(num: tuple[float, float, float], den: tuple[float, float, float]) -> tuple[float, float, float]:
+    """num / den of two independently estimated positive quantities, each given as
+    (value, CI low, CI high): each end's distance from the value on the log scale is
+    combined in quadrature (NaN where an end is missing). Conservative for two cells
+    measured side by side, whose shared rounds would cancel in a paired ratio."""
+    values = [*num, *den]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values):
+        return math.nan, math.nan, math.nan
+    (a, a_lo, a_hi), (b, b_lo, b_hi) = num, den
+    centre = math.log(a) - math.log(b)
+    below = math.hypot(math.log(a) - math.log(a_lo), math.log(b_hi) - math.log(b))
+    above = math.hypot(math.log(a_hi) - math.log(a), math.log(b) - math.log(b_lo))
+    return math.exp(centre), math.exp(centre - below), math.exp(centre + above)
+
+
+def processes_to_decide(low: float, high: float, value: float, processes: int, min_effect: float,
+                        max_span: float, confidence: float = 0.95, cap: int = 1000) -> float:
+    """How many processes per cell would likely decide a ratio that is undecided now: its
+    CI's half-width on the log scale, t(P-1)·s/√P, shrunk until it excludes 1 (where the
+    ratio is at least δ from 1) or fits inside ±δ (where it is closer), and spans at most
+    `max_span`, assuming the ratio and the spread between processes stay as observed. inf
+    when no count up to `cap` would, or the ratio sits on a boundary; NaN with fewer than
+    two processes, whose CI says nothing about the spread between them."""
+    if processes < 2 or not all(math.isfinite(v) and v > 0 for v in (low, high, value)):
+        return math.nan
+    t_now = _t_quantile(1 - (1 - confidence) / 2, processes - 1)
+    spread = (math.log(high) - math.log(low)) / 2 / t_now * math.sqrt(processes)
+    distance, band = abs(math.log(value)), math.log(1 + min_effect)
+    target = min(distance if distance >= band else band - distance, math.log(max_span) / 2)
+    if target <= 0:
+        return math.inf
+    for count in range(processes + 1, cap + 1):
+        if _t_quantile(1 - (1 - confidence) / 2, count - 1) * spread / math.sqrt(count) < target:
+            return float(count)
+    return math.inf

@@ -20,7 +20,7 @@ def parse_size(value) -> int:
 
 
 def format_bytes(nbytes: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if nbytes >= scale:
             return f"{nbytes / scale:g} {unit}"
     return f"{int(nbytes)} B"

@@ -1,4 +1,5 @@
-# Raw records -> tidy tables (pandas): one row per cell, speedups, thread scaling, copies.
+# Raw records -> tidy tables (pandas): one row per cell, speedups, thread scaling, the
+# decisions, copies and roofs.
 
 
 rule aggregate:
@@ -12,6 +13,9 @@ rule aggregate:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
+        decisions=f"{OUT}/decisions.csv",
+        controls=f"{OUT}/controls.csv",
+        memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
     log:
@@ -20,7 +24,7 @@ rule aggregate:
         "../envs/analysis.yaml"
     params:
         analysis=config["analysis"],
-        grid=config["grid"],
+        grid=GRID,
         kernels=config["kernels"],
         raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
     script:

@@ -17,24 +17,44 @@ shell.prefix(
 )
 
 from offloadbench import grid
-from offloadbench.bundles import BundleError, content_digest, resolve_sources
+from offloadbench.bundles import (
+    UNBOUNDED_SAMPLES,
+    BundleError,
+    content_digest,
+    resolve_sources,
+)
 from offloadbench.cluster import EXCLUSIVE, ClusterError, node_types, round_minutes
-from offloadbench.config import ConfigError, kernel_infos, resolve_machine, validate
+from offloadbench.config import (
+    ConfigError,
+    inherited_lists,
+    kernel_infos,
+    measured_grid,
+    resolve_machine,
+    validate,
+)
 from offloadbench.machine import LABEL_PATTERN
 from offloadbench.layout import (
     COMPARE_FIGURE_NAMES,
     FIGURE_NAMES,
     SETTLE_RELPATH,
     figure_names,
+    LATEX_TABLES,
     TABLES,
     round_relpath,
 )
 from offloadbench.report.captions import caption_of
 
+_notes = []
 try:
-    _validated = validate(config)
+    _validated = validate(
+        config,
+        inherited=inherited_lists(config, workflow.config_settings.overwrite_config),
+        notes=_notes,
+    )
 except ConfigError as error:
     sys.exit(f"error: {error}")
+for _note in _notes:
+    print(f"note: {_note}", file=sys.stderr)
 config.clear()
 config.update(_validated)
 
@@ -48,7 +68,8 @@ OUT = f"{RESULTS}/{{machine}}"
 KERNELS = kernel_infos(
     config
 )  # read from their source: the kernels are never imported here
-CELLS = grid.expand(config["grid"], KERNELS)
+GRID = measured_grid(config)  # with the self-comparisons' twins (analysis.controls)
+CELLS = grid.expand(GRID, KERNELS)
 ROUNDS = list(range(1, config["measure"]["processes"] + 1))
 if not CELLS:
     sys.exit(
@@ -116,6 +137,7 @@ def final_targets():
             f"{RESULTS}/{machine}/report.html",
             f"{RESULTS}/{machine}/claims.tex",
         ]
+        targets += [f"{RESULTS}/{machine}/tables/{name}.tex" for name in LATEX_TABLES]
     if len(NODE_TYPES) >= 2:  # several node types: the run ends with their comparison
         targets.append(f"{COMPARISON}/report.html")
     return targets
@@ -253,6 +275,35 @@ def echo_failures():
         for line in lines:
             if line.startswith("error: "):
                 print(f"{log}: {line}", file=sys.stderr)
+
+
+def print_answers():
+    """After a successful run of the default target: each machine's decision table and
+    where its report is, printed once Snakemake has written its own closing lines (atexit),
+    so the answer is what the run ends with."""
+    import atexit
+
+    targets = set(workflow.dag_settings.targets or ())
+    if targets - {"all"}:
+        return
+
+    def show():
+        from offloadbench.errors import UserError
+        from offloadbench.report.text.summary import summarize
+
+        for machine in MACHINES:
+            folder = Path(RESULTS) / machine
+            if not (folder / "decisions.csv").is_file():
+                continue
+            try:
+                print("\n" + "\n".join(summarize(folder)), file=sys.stderr)
+            except UserError as error:
+                print(
+                    f"warning: no decision table for {machine}: {error}",
+                    file=sys.stderr,
+                )
+
+    atexit.register(show)
 
 
 def as_json(section):

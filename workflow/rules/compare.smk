@@ -47,7 +47,19 @@ if len(COMPARED) >= 2:
         conda:
             "../envs/analysis.yaml"
         params:
-            sources=[(s.label, str(s.folder)) for s in COMPARED],
+            # the sample budget bounds results from elsewhere; this run's own are not refused by it
+            sources=[
+                (
+                    s.label,
+                    str(s.folder),
+                    (
+                        UNBOUNDED_SAMPLES
+                        if s.measured_here
+                        else config["bundle_limits"]["max_samples"]
+                    ),
+                )
+                for s in COMPARED
+            ],
             analysis=config["analysis"],
             out=COMPARISON,
         script:

@@ -44,16 +44,16 @@ rule measure:
         **MEASURING_RESOURCES,
         runtime=round_runtime,
     params:
-        rounds=len(ROUNDS),
-        grid=as_json(config["grid"]),
+        processes=len(ROUNDS),
+        grid=as_json(GRID),
         settings=as_json(config["measure"]),
         kernels=as_json(config["kernels"]),
         compile=as_json(config["compile"]),
         raw=f"{OUT}/raw",
     message:
-        "round {wildcards.round} of {params.rounds} on {wildcards.machine}: every cell once, in fresh processes"
+        "round {wildcards.round} of {params.processes} on {wildcards.machine}: every cell once, in fresh processes"
     shell:
-        "python -m offloadbench.jobs.round --round {wildcards.round} --rounds {params.rounds}"
+        "python -m offloadbench.jobs.round --round {wildcards.round} --processes {params.processes}"
         " --machine {wildcards.machine} --grid {params.grid:q} --settings {params.settings:q}"
         " --environment {input.environment:q} --raw {params.raw:q} --kernels {params.kernels:q}"
         " --compile {params.compile:q} --log {log:q}"
@@ -77,7 +77,7 @@ rule settle:
         **MEASURING_RESOURCES,
         runtime=settle_runtime,
     params:
-        grid=as_json(config["grid"]),
+        grid=as_json(GRID),
         settings=as_json(config["measure"]),
         analysis=as_json(config["analysis"]),
         kernels=as_json(config["kernels"]),
@@ -112,7 +112,7 @@ if config["roofs"]["devices"]:
         params:
             devices=",".join(config["roofs"]["devices"]),
             settings=as_json(config["roofs"]),
-            grid=as_json(config["grid"]),
+            grid=as_json(GRID),
             folder=f"{OUT}/raw/roofs",
             lock_timeout_s=config["measure"]["lock_timeout_s"],
         shell:

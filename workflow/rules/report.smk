@@ -6,6 +6,9 @@ rule report:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
+        decisions=f"{OUT}/decisions.csv",
+        controls=f"{OUT}/controls.csv",
+        memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
@@ -32,10 +35,13 @@ rule latex:
         timings=f"{OUT}/timings.csv",
         speedups=f"{OUT}/speedups.csv",
         transfer=f"{OUT}/transfer.csv",
+        decisions=f"{OUT}/decisions.csv",
+        controls=f"{OUT}/controls.csv",
     output:
         timings=f"{OUT}/tables/timings.tex",
         speedups=f"{OUT}/tables/speedups.tex",
         transfer=f"{OUT}/tables/transfer.tex",
+        decisions=f"{OUT}/tables/decisions.tex",
         claims=f"{OUT}/claims.tex",
     log:
         f"{OUT}/logs/latex.log",

@@ -13,9 +13,8 @@ from offloadbench.report.publish import write_comparison
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: write_comparison(
-        [Source(label, Path(folder)) for label, folder in snakemake.params.sources],  # noqa: F821
+        [Source(label, Path(folder), budget) for label, folder, budget in snakemake.params.sources],  # noqa: F821
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821
-        float(snakemake.params.analysis["min_effect"]),  # noqa: F821
         snakemake.params.out,  # noqa: F821
     ),
 )

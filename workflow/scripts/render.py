@@ -13,7 +13,8 @@ from offloadbench.report.publish import render
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: render(
-        Source(snakemake.wildcards.source, Path(snakemake.params.folder)),  # noqa: F821
+        Source(snakemake.wildcards.source, Path(snakemake.params.folder),  # noqa: F821
+               snakemake.config["bundle_limits"]["max_samples"]),  # noqa: F821
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821
         snakemake.params.out,  # noqa: F821
     ),

@@ -1,4 +1,4 @@
-"""The columns of `timings.csv`, `speedups.csv` and `thread_scaling.csv`, declared once with
+"""The columns of `timings.csv`, `speedups.csv`, `thread_scaling.csv` and `decisions.csv`, declared once with
 their meaning, in the order the tables have them; how an estimate and its CI are read from
 a row; and the flags that make a row weak.
 
@@ -80,6 +80,18 @@ TIMINGS = {
     "compile_fallback": "why part of the code ran uncompiled, if it did",
     "compile_backend": "backend (mode)",
     "compile_cache": "cold, or your cache, with its hits",
+    "peak_host_bytes": "peak extra host memory of one call, NumPy arrays in and out (median over processes)",
+    "peak_host_method": "how it was counted: tracemalloc (NumPy), torch profiler (torch and compiled code)",
+    "peak_rss_bytes": "the process's RSS high-water rise in that call: a lower bound, as freed pages are reused",
+    "peak_device_bytes": "peak extra device memory of the device-resident call (GPU cells)",
+    "peak_vs_numpy": "this cell's peak (device peak on a GPU) ÷ NumPy's host peak at the same op, dtype and size",
+    "peak_note": "where its processes disagree about the peak, or why it was not measured",
+    "resident_calls": "GPU cells: the most calls k of a resident trip (one copy in, k chained calls, one out)",
+    "resident_s": "the median time of that trip (s)",
+    "resident_predicted_s": "what the phases predict for it: h2d + k·compute + d2h (s)",
+    "resident": "every resident trip measured against its prediction, or why the cell has none",
+    "compile_peak_rss_bytes": "compiled cells: the RSS high-water rise of the first call (the compile)",
+    "compile_peak_device_bytes": "compiled GPU cells: the device peak of the first call",
 }
 
 SPEEDUPS = {
@@ -114,6 +126,12 @@ SPEEDUPS = {
     "amortize_calls_ci_high": "upper end of its interval",
     "amortize": "the same in words (never, where compiled is not faster)",
     "compile_fallback": "why part of the code ran uncompiled, if it did",
+    "calls_per_round_trip": "GPU cells: k*, the calls the data must stay on the device for one copy in and out "
+                            "to pay: (h2d + d2h) ÷ (NumPy's time − the device's compute time)",
+    "calls_per_round_trip_ci_low": "lower end of its interval",
+    "calls_per_round_trip_ci_high": "upper end of its interval",
+    "round_trip": "the same in words: pays with a copy on every call, pays once the data stay for at least "
+                  "k calls, or never",
     "break_even_size": "the series' smallest size from which the end-to-end CI stays above 1",
     "break_even": "the same in words, or not reached within the grid",
     "break_even_status": "reached, not reached, or from the smallest size",
@@ -135,7 +153,78 @@ THREAD_SCALING = {
     "unstable": "noise flags of the cell, then of its one-thread cell",
 }
 
-DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING}
+DECISIONS = {
+    "machine": CELL["machine"],
+    "op": CELL["op"],
+    "family": TIMINGS["family"],
+    "device": CELL["device"],
+    "dtype": CELL["dtype"],
+    "threads": "the CPU thread label the decision is for; for a GPU, the host threads of its cells",
+    "threads_effective": "the thread count that took effect",
+    "baseline_threads": "the thread label of the NumPy baseline (all cores for a GPU)",
+    "decision": "use <variant>, stay with NumPy, or cannot tell yet, at the largest size measured",
+    "variant": "the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell yet)",
+    "by_size": "the variant each measured size recommends, as 'n: variant; …' ('?': cannot tell yet)",
+    "from_size": "the smallest measured size from which every larger size decides as the largest does",
+    "size": "the largest size measured, where the speedup below is stated",
+    "compared_variant": "the variant whose speedup is stated: the one to use, or NumPy's best (or most "
+                        "promising) alternative",
+    "speedup": "its speedup over NumPy at size, end to end (on a GPU with the copies counted)",
+    "speedup_ci_low": "lower end of its 95% CI",
+    "speedup_ci_high": "upper end of its 95% CI",
+    "verdict": RATIO_VERDICT,
+    "processes": "the rounds that speedup's two cells share",
+    "break_even_size": "a GPU variant's break-even size (the end-to-end CI above 1 from there on)",
+    "amortize_calls": "a compiled variant: the calls that pay its compile back at size",
+    "amortize_calls_ci_low": "lower end of its interval",
+    "amortize_calls_ci_high": "upper end of its interval",
+    "amortize_calls_with_startup": "the same for a program's first compiled function, which also pays the "
+                                   "compiler's start-up",
+    "fits_up_to": "the largest n whose call of the stated variant fits the device's memory (memory.csv)",
+    "calls_per_round_trip": "GPU rows: k* of the stated variant at size, the calls per copy in and out that make "
+                            "the copies pay",
+    "round_trip": "the same in words",
+    "undecided_sizes": "the sizes where it cannot tell yet",
+    "processes_to_decide": "processes per cell that would likely decide the largest of them, estimated "
+                           "from the spread between processes seen",
+    "weak": "whether a cell behind the decision is weak (flagged unstable, or sharing its cores)",
+}
+
+CONTROLS = {
+    **CELL, **VARIANT,
+    "processes": "the rounds the cell and its twin share",
+    "ci_scope": "what the CI covers",
+    "ratio": "the cell's time ÷ its twin's: the same code measured as two cells, so 1 in truth",
+    "ratio_ci_low": "lower end of its 95% CI, paired by round",
+    "ratio_ci_high": "upper end of its 95% CI",
+    "verdict": RATIO_VERDICT,
+    "verdict_undecided": "why it is undecided",
+    "false_verdict": "whether the verdict is faster or slower: a false one",
+    "shares_cores": "whether either copy shared its cores with the orchestrator",
+    "unstable": "noise flags of the cell, then of its twin",
+    "twin_measure_s": "wall time the twin's processes spent measuring it (s): what the control cost",
+}
+
+MEMORY = {
+    "machine": CELL["machine"],
+    "op": CELL["op"],
+    **VARIANT,
+    "device": CELL["device"],
+    "dtype": CELL["dtype"],
+    "sizes": "the sizes whose peak was measured",
+    "largest_measured": "the largest of them",
+    "peak_bytes": "the peak extra bytes of one call there (on a GPU, on the device)",
+    "scale": "results and temporaries of a call, in outputs: the largest measured peak ÷ the outputs' bytes",
+    "model_scale": "what the model assumed where nothing was measured",
+    "model_error": "how far the model was from the measurement: model ÷ measured, less 1",
+    "memory_bytes": "the device's memory (the host's on the cpu), from environment.json",
+    "headroom": "the share of that memory kept free",
+    "largest_size": "the largest n whose inputs and calibrated results and temporaries fit",
+    "largest_size_model": "the same from the model alone, to compare",
+}
+
+DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
+            "controls": CONTROLS, "memory": MEMORY}
 
 # Estimates whose CI columns do not follow `<column>_ci_low` / `<column>_ci_high`.
 CI_COLUMNS = {
@@ -192,6 +281,12 @@ def weak_cells(frame: pd.DataFrame) -> pd.Series:
     """Rows whose numbers are weak: flagged unstable, or sharing cores with the orchestrator
     (the figures draw them hollow)."""
     return unstable_cells(frame) | sharing_cells(frame)
+
+
+def is_weak_row(row) -> bool:
+    """One row of a table: weak as `weak_cells` says (tables read back hold text)."""
+    flags = row.get("unstable")
+    return (isinstance(flags, str) and flags != "") or str(row.get("shares_cores")).lower() in ("true", "1", "1.0")
 
 
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:

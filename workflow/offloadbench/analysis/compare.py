@@ -17,7 +17,15 @@ import pandas as pd
 
 from ..cells import CELL_COLUMNS, Cell
 from ..machine import mismatch
-from ..verdicts import UNDECIDED, contradicts, time_ratio_undecided_reason, time_ratio_verdict
+from ..verdicts import (
+    FASTER,
+    SLOWER,
+    UNDECIDED,
+    contradicts,
+    is_decided,
+    time_ratio_undecided_reason,
+    time_ratio_verdict,
+)
 from .measured import Analysis, MeasuredCell
 from .sources import Source, SourceError
 
@@ -38,10 +46,10 @@ def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
 def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], min_effect: float,
                  speedups: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
     """One row per cell with status ok on both machines."""
-    theirs = {mc.cell: mc for mc in b if mc.status == "ok"}
+    theirs = {mc.cell: mc for mc in b if mc.status == "ok" and not mc.cell.twin}  # twins: in controls
     speed_a, speed_b = (_speedups_by_cell(s) for s in speedups)
     rows = []
-    for mine in (mc for mc in a if mc.status == "ok"):
+    for mine in (mc for mc in a if mc.status == "ok" and not mc.cell.twin):
         other = theirs.get(mine.cell)
         if other is None:
             continue
@@ -144,7 +152,8 @@ class Comparison:
     same_hardware: list[tuple[str, str]]
 
 
-def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Comparison:
+def compare(sources: list[Source], analysis: Analysis) -> Comparison:
+    """Every machine against the first, judged with the analysis' minimum effect."""
     labels = [s.label for s in sources]
     if len(set(labels)) != len(labels):
         repeated = sorted({label for label in labels if labels.count(label) > 1})
@@ -155,7 +164,7 @@ def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Com
     reference = sources[0].label
     parts = []
     for other in labels[1:]:
-        part = compare_pair(cells[reference], cells[other], (reference, other), min_effect,
+        part = compare_pair(cells[reference], cells[other], (reference, other), analysis.min_effect,
                             (tables[reference]["speedups"], tables[other]["speedups"]))
         if part.empty:
             raise SourceError(f"{reference} and {other} have no measured cell in common (same op, library, "
@@ -165,26 +174,37 @@ def compare(sources: list[Source], analysis: Analysis, min_effect: float) -> Com
                       environments, same_hardware(environments))
 
 
-def comparison_verdicts(speedups: pd.DataFrame, scaling: pd.DataFrame | None = None) -> dict[tuple, str]:
-    """Every comparison one run judged, by what it compares: each speedup over NumPy and
-    each thread scaling, with its verdict."""
-    found = {("speedup", Cell.from_dict(r)): r["speedup_verdict"] for _, r in speedups.iterrows()}
-    if scaling is not None and not scaling.empty:
-        found |= {("scaling", Cell.from_dict(r)): r["verdict"] for _, r in scaling.iterrows()}
+def comparison_verdicts(tables: dict[str, pd.DataFrame]) -> dict[tuple, str]:
+    """Every comparison one run judged, by what it compares: each speedup over NumPy, each
+    thread scaling and each self-comparison, with its verdict."""
+    found = {}
+    for kind, name, column in (("speedup", "speedups", "speedup_verdict"), ("scaling", "thread_scaling", "verdict"),
+                               ("self-comparison", "controls", "verdict")):
+        frame = tables.get(name)
+        if frame is not None and not frame.empty:
+            found |= {(kind, Cell.from_dict(r)): r[column] for _, r in frame.iterrows()}
     return found
 
 
-def reproducibility(comparison: pd.DataFrame, speedups: dict[str, pd.DataFrame],
-                    scaling: dict[str, pd.DataFrame] | None = None) -> dict:
+def false_verdicts(tables: dict[str, pd.DataFrame]) -> tuple[int, int]:
+    """(self-comparisons, how many of them were called faster or slower) of one run."""
+    controls = tables.get("controls")
+    if controls is None or controls.empty:
+        return 0, 0
+    return len(controls), int(controls["verdict"].isin([FASTER, SLOWER]).sum())
+
+
+def reproducibility(comparison: pd.DataFrame, tables: dict[str, dict[str, pd.DataFrame]]) -> dict:
     """Two runs of one machine: how many medians of the second lie inside the first's CIs,
-    the worst disagreement, how many verdicts (speedups and thread scalings) change and how
-    many contradict each other (faster against slower, same against either)."""
+    the worst disagreement, how many verdicts (speedups, thread scalings, self-comparisons)
+    change and how many contradict each other (faster against slower, same against either),
+    and each run's false verdicts among its self-comparisons."""
     a, b = comparison["machine_a"].iloc[0], comparison["machine_b"].iloc[0]
-    first, second = (comparison_verdicts(speedups[m], (scaling or {}).get(m)) for m in (a, b))
+    first, second = (comparison_verdicts(tables[m]) for m in (a, b))
     both = [key for key in first if key in second]
     changed = [key for key in both if first[key] != second[key]]
     contradictions = [key for key in both if contradicts(first[key], second[key])]
-    flips = [key for key in both if {first[key], second[key]} == {"faster", "slower"}]
+    flips = [key for key in both if {first[key], second[key]} == {FASTER, SLOWER}]
     worst = comparison["ratio"].map(lambda r: max(r, 1 / r) if r > 0 else math.inf)
     half_widths = ((comparison["ci_a_high_s"] - comparison["ci_a_low_s"]) / 2 / comparison["median_a_s"]).dropna()
     return {
@@ -199,6 +219,7 @@ def reproducibility(comparison: pd.DataFrame, speedups: dict[str, pd.DataFrame],
         "contradictions": len(contradictions),
         "flips": len(flips),
         "flipped_cells": [f"{kind} {cell.key}" for kind, cell in flips],
-        "decided": [sum(v in ("faster", "slower", "same") for v in run.values()) / max(1, len(run))
+        "decided": [sum(is_decided(v) for v in run.values()) / max(1, len(run))
                     for run in (first, second)],
+        "controls": [false_verdicts(tables[m]) for m in (a, b)],
     }

@@ -18,10 +18,11 @@ import numpy as np
 from .. import grid, layout
 from ..catalogue import SPECS
 from ..cells import Cell
+from ..errors import shown
 from ..kernels import read_kernel_files
 from ..machine import mismatch
-from ..records import FAILED, MalformedRecord, check_record_path, load_record
-from ..stats import Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
+from ..records import FAILED, MalformedRecord, check_record_path, load_record, samples_held
+from ..stats import MIN_PAIRED, Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
 from ..verdicts import DEFAULT_MIN_EFFECT
 from .processes import Judgement, judge, robust_spread
 
@@ -146,12 +147,13 @@ class MeasuredCell:
         return [r["process"]["round"] for r in self.counted if phase_samples(r, phase)]
 
     def ratio(self, other: MeasuredCell, phase: str) -> Interval:
-        """This cell's time over `other`'s, paired by round where both share their rounds
-        (measured side by side in each round), on the rounds they share where a replaced
-        process leaves them two or more, independent otherwise."""
+        """This cell's time over `other`'s, paired by round on the rounds both were measured
+        in side by side, where they share at least MIN_PAIRED of them; independent otherwise.
+        Two shared rounds give Student's t one degree of freedom (12.7 against 4.3 with two):
+        an interval far wider than either cell's own, built on less than the data."""
         mine, theirs = self.rounds(phase), other.rounds(phase)
         common = tuple(sorted(set(mine) & set(theirs)))
-        if self.source == other.source and (mine == theirs or len(common) >= 2):
+        if self.source == other.source and len(common) >= MIN_PAIRED:
             on = None if mine == theirs else common
             seed = seed_for(self.analysis.seed, self.source, self.cell.key, other.cell.key, phase)
             return paired_ratio_ci(self.draws(phase, on), other.draws(phase, on), seed, self.analysis.confidence)
@@ -221,42 +223,59 @@ class MeasuredCell:
         return max(((r.get("disturbance") or {}).get("others_cores") or 0.0 for r in self.ok), default=0.0)
 
 
-def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=()) -> list[str]:
+def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=(), environment: dict | None = None
+                 ) -> list[str]:
     """Every record a finished run of the grid holds below `raw`; one missing (deleted by
     hand, say) stops the analysis by name with the way to measure it again. The kernels
-    files are read for their names, never run."""
+    files are read for their names, never run; `environment` (environment.json) says which
+    devices the self-comparisons were chosen on."""
     kernels = read_kernel_files(list(kernel_paths), SPECS)
-    paths = layout.grid_record_paths(raw, grid.expand(grid_config, kernels), rounds)
+    cells = grid.expand(grid_config, kernels, grid.usable_devices(environment))
+    paths = layout.grid_record_paths(raw, cells, rounds)
     for k, path in paths:
         if not Path(path).exists():
             raise MalformedRecord(
                 f"{path}: missing although round {k} has finished; delete {raw}/{layout.round_relpath(k)} "
                 "and run again to measure what is missing"
             )
-    cells = grid.expand(grid_config, kernels)
     return [path for _, path in paths] + layout.extra_record_paths(raw, cells, rounds)
 
 
+class OverBudget(MalformedRecord):
+    """Records that hold more samples together than a source may (bundle_limits.max_samples)."""
+
+    def __init__(self, path: Path, budget: int):
+        super().__init__(f"{shown(path)}: with it, the records hold more than {budget} samples, over what "
+                         "bundle_limits.max_samples allows one source")
+        self.path = path
+
+
 def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis(),
-               source: str = "") -> list[MeasuredCell]:
+               source: str = "", max_samples: int | None = None) -> list[MeasuredCell]:
     """Read every record, refusing malformed ones, misnamed ones and ones from other
-    hardware by file name; group them by cell, processes in round order."""
+    hardware by file name, and stopping as soon as they hold more than `max_samples`
+    samples together (before any analysis); group them by cell, processes in round order."""
     expected = (environment or {}).get("fingerprint")
     records = []
     seen: dict[tuple[Cell, int], Path] = {}
+    held = 0
     for path in map(Path, paths):
         record = load_record(path)
+        held += samples_held(record)
+        if max_samples is not None and held > max_samples:
+            raise OverBudget(path, max_samples)
         cell = check_record_path(path, record)
         earlier = seen.setdefault((cell, record["process"]["round"]), path)
         if earlier != path:
             raise MalformedRecord(
-                f"{path}: holds the same cell and process (round {record['process']['round']}) as {earlier}; "
+                f"{shown(path)}: holds the same cell and process (round {record['process']['round']}) as {shown(earlier)}; "
                 "one measurement counts once: delete one of them"
             )
         different = mismatch(expected, (record.get("provenance") or {}).get("fingerprint"))
         if different:
             raise MalformedRecord(
-                f"{path}: measured on other hardware than environment.json records ({different}); results of two machines are mixed"
+                f"{shown(path)}: measured on other hardware than environment.json records ({different}); "
+                "results of two machines are mixed"
             )
         records.append(record)
     return group_records(records, analysis, source)

@@ -12,8 +12,8 @@ from .measured import MeasuredCell
 
 
 def is_baseline(cell) -> bool:
-    """numpy eager on the cpu: what every speedup is measured against."""
-    return cell.library == "numpy" and cell.device == "cpu" and cell.mode == EAGER
+    """numpy eager on the cpu: what every speedup is measured against (never a twin)."""
+    return cell.library == "numpy" and cell.device == "cpu" and cell.mode == EAGER and not cell.twin
 
 
 def baseline_threads(device: str, threads: str, available: set[str]) -> str | None:
@@ -34,7 +34,7 @@ def speedup_pairs(cells: list[MeasuredCell]) -> list[tuple[MeasuredCell, Measure
     pairs = []
     for mc in ok:
         cell = mc.cell
-        if is_baseline(cell):
+        if is_baseline(cell) or cell.twin:
             continue
         available = {k[3] for k in baselines if k[:3] == (cell.op, cell.dtype, cell.size)}
         label = baseline_threads(cell.device, cell.threads, available)
@@ -48,7 +48,7 @@ def scaling_pairs(cells: list[MeasuredCell]) -> list[tuple[MeasuredCell, Measure
     groups: dict[tuple, dict[str, MeasuredCell]] = {}
     for mc in cells:
         c = mc.cell
-        if mc.status == "ok" and c.device == "cpu":
+        if mc.status == "ok" and c.device == "cpu" and not c.twin:
             groups.setdefault((c.op, c.library, c.mode, c.dtype, c.size), {})[c.threads] = mc
     pairs = []
     for _, by_threads in sorted(groups.items()):
@@ -56,6 +56,12 @@ def scaling_pairs(cells: list[MeasuredCell]) -> list[tuple[MeasuredCell, Measure
             continue
         pairs.append((by_threads["1"], by_threads[max(by_threads, key=thread_sort_key)]))
     return pairs
+
+
+def control_pairs(cells: list[MeasuredCell]) -> list[tuple[MeasuredCell, MeasuredCell]]:
+    """(a cell, its twin) of every self-comparison (A/A control) whose two copies are ok."""
+    ok = {mc.cell: mc for mc in cells if mc.status == "ok"}
+    return [(ok[mc.cell.original], mc) for mc in ok.values() if mc.cell.twin and mc.cell.original in ok]
 
 
 def pair_verdict(ratio: Interval, min_effect: float, *sides: MeasuredCell) -> tuple[str, str]:

@@ -3,33 +3,63 @@
 After the planned rounds (`measure.processes`), an extra round goes only to:
 - cells with a process to replace (disturbed, or far from the others; analysis/processes.py),
   together with the cells they are compared with, so that the pair keeps a shared round;
-- both sides of every comparison (speedup over NumPy, thread scaling) that is undecided.
-A cell is never given more than `measure.max_processes` processes; what still needs more
-at that cap is listed as capped. Each extra round is planned anew from all records, so an
-interrupted run plans the same round again and resumes it.
+- both sides of the undecided comparisons (speedups over NumPy, thread scalings,
+  self-comparisons) that more processes can likely decide within `measure.max_processes`,
+  ranked by the processes each would need (`stats.processes_to_decide`, from its CI and
+  the spread between processes seen): the most likely first, so that a time budget too
+  small for all of them buys the most decisions.
+A comparison that would need more than the cap is not measured again: the plan lists it
+with what would decide it (more processes, or, where its cells share every core with the
+orchestrator, fewer threads than cores). A cell is never given more than the cap. Each
+extra round is planned anew from all records, so an interrupted run plans the same round
+again and resumes it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..cells import Cell
-from ..verdicts import UNDECIDED
+from ..stats import NO_INTERVAL, Interval, processes_to_decide
+from ..verdicts import MAX_CI_SPAN, UNDECIDED
 from .measured import MeasuredCell
-from .pairs import pair_verdict, scaling_pairs, speedup_pairs
+from .pairs import control_pairs, pair_verdict, scaling_pairs, speedup_pairs
 
 
 @dataclass(frozen=True)
 class Comparison:
-    kind: str  # "speedup" or "thread scaling"
-    cell: MeasuredCell  # the contender (the most threads, for thread scaling)
-    other: MeasuredCell  # its baseline (one thread, for thread scaling)
+    kind: str  # "speedup", "thread scaling" or "self-comparison"
+    cell: MeasuredCell  # the contender (the most threads, for thread scaling; the twin of a control)
+    other: MeasuredCell  # its baseline (one thread, for thread scaling; the cell a twin copies)
     verdict: str
     why: str
+    ratio: Interval = NO_INTERVAL  # the ratio its verdict judges (the undecided one, where a phase is)
 
     @property
     def name(self) -> str:
         return f"{self.kind} of {self.cell.cell.key}"
+
+    def processes_needed(self) -> float:
+        """Processes per cell that would likely decide it (NaN: nothing known of the spread)."""
+        if self.verdict != UNDECIDED:
+            return 0.0
+        r = self.ratio
+        return processes_to_decide(r.low, r.high, r.value, r.processes, self.cell.analysis.min_effect, MAX_CI_SPAN,
+                                   self.cell.analysis.confidence)
+
+    def what_would_decide(self, needed: float) -> str:
+        """Advice for a comparison more processes cannot decide within the cap."""
+        count = "no number of processes would" if math.isinf(needed) else f"about {int(needed)} processes per cell would"
+        if self.cell.shares_cores or self.other.shares_cores:
+            return (f"{count}; its cells use every core, shared with the orchestrator, so fewer threads than cores "
+                    "(or a machine with more) would measure them alone")
+        return count
+
+
+def _judged(base: MeasuredCell, mc: MeasuredCell, phase: str) -> tuple[str, str, Interval]:
+    ratio = base.ratio(mc, phase)
+    return (*pair_verdict(ratio, mc.analysis.min_effect, mc, base), ratio)
 
 
 def comparisons(cells: list[MeasuredCell]) -> list[Comparison]:
@@ -37,12 +67,13 @@ def comparisons(cells: list[MeasuredCell]) -> list[Comparison]:
     found = []
     for mc, base, _ in speedup_pairs(cells):
         phases = ["compute"] + (["end_to_end"] if mc.cell.device != "cpu" else [])
-        judged = [pair_verdict(base.ratio(mc, phase), mc.analysis.min_effect, mc, base) for phase in phases]
-        word, why = next(((w, y) for w, y in judged if w == UNDECIDED), judged[0])
-        found.append(Comparison("speedup", mc, base, word, why))
+        judged = [_judged(base, mc, phase) for phase in phases]
+        word, why, ratio = next((j for j in judged if j[0] == UNDECIDED), judged[0])
+        found.append(Comparison("speedup", mc, base, word, why, ratio))
     for one, many in scaling_pairs(cells):
-        word, why = pair_verdict(one.ratio(many, "compute"), many.analysis.min_effect, one, many)
-        found.append(Comparison("thread scaling", many, one, word, why))
+        found.append(Comparison("thread scaling", many, one, *_judged(one, many, "compute")))
+    for original, twin in control_pairs(cells):
+        found.append(Comparison("self-comparison", twin, original, *_judged(original, twin, "compute")))
     return found
 
 
@@ -50,8 +81,27 @@ def comparisons(cells: list[MeasuredCell]) -> list[Comparison]:
 class Plan:
     cells: dict[Cell, str] = field(default_factory=dict)  # to measure, and why
     replacing: dict[str, str] = field(default_factory=dict)  # cell key → the process it replaces
-    undecided: list[str] = field(default_factory=list)  # comparisons given another round
+    undecided: list[str] = field(default_factory=list)  # comparisons given another round, likeliest first
     capped: list[str] = field(default_factory=list)  # what needs more but is at max_processes
+    cannot_decide: dict[str, str] = field(default_factory=dict)  # comparison → what would decide it
+    sides: dict[str, tuple[Cell, Cell]] = field(default_factory=dict)  # an undecided comparison's two cells
+
+    def within(self, fits) -> Plan:
+        """The plan cut to what `fits` (a cell set -> bool) allows: its replacements (with the
+        cells they are compared with) whole, then undecided comparisons likeliest first."""
+        replacing = {c: why for c, why in self.cells.items() if not why.endswith(" undecided")}
+        kept = Plan(dict(replacing), dict(self.replacing), [], list(self.capped), dict(self.cannot_decide), {})
+        if replacing and not fits(set(replacing)):
+            return Plan(capped=list(self.capped), cannot_decide=dict(self.cannot_decide))
+        for name in self.undecided:
+            a, b = self.sides[name]
+            trial = set(kept.cells) | {a, b}
+            if fits(trial):
+                for cell in (a, b):
+                    kept.cells.setdefault(cell, self.cells.get(cell, "undecided"))
+                kept.undecided.append(name)
+                kept.sides[name] = (a, b)
+        return kept
 
 
 def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
@@ -76,14 +126,21 @@ def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
         for partner in partners.get(cell, []):
             if room[partner]:
                 plan.cells.setdefault(partner, f"compared with {cell.key}")
+    ranked = []
     for comparison in found:
         if comparison.verdict != UNDECIDED:
             continue
         a, b = comparison.cell.cell, comparison.other.cell
-        if room[a] and room[b]:
-            plan.cells.setdefault(a, f"{comparison.kind} undecided")
-            plan.cells.setdefault(b, f"{comparison.kind} undecided")
-            plan.undecided.append(comparison.name)
-        else:
+        needed = comparison.processes_needed()
+        if not (room[a] and room[b]):
             plan.capped.append(f"{comparison.name}: {comparison.why}")
+        elif needed > max_processes:  # more processes would not decide it within the cap
+            plan.cannot_decide[comparison.name] = comparison.what_would_decide(needed)
+        else:
+            ranked.append((needed if math.isfinite(needed) else 0.0, comparison.name, a, b, comparison.kind))
+    for _, name, a, b, kind in sorted(ranked, key=lambda item: (item[0], item[1])):
+        plan.cells.setdefault(a, f"{kind} undecided")
+        plan.cells.setdefault(b, f"{kind} undecided")
+        plan.undecided.append(name)
+        plan.sides[name] = (a, b)
     return plan

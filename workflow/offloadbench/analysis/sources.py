@@ -1,6 +1,10 @@
 """A machine's results as found on disk: a folder under results/, a folder elsewhere (the
 shipped H200 example), or an unpacked bundle. Everything the analysis needs is rebuilt
 from the raw records, so results of an older pipeline version are read by this one's code.
+
+Every message about a source says what it is (a bundle, or a folder of results), and the
+work it may cost is bounded before any is done: all its records and points together hold
+at most `max_samples` samples (config key bundle_limits.max_samples).
 """
 
 from __future__ import annotations
@@ -11,11 +15,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import UserError
+from ..bundles import DEFAULT_MAX_SAMPLES, unpacked_from
+from ..errors import UserError, shown
 from ..layout import NOT_CELL_DIRS, ROUNDS_DIR, SETTLE_RELPATH
-from ..records import MalformedRecord, load_environment, load_round, load_settle
-from .measured import Analysis, MeasuredCell, load_cells
-from .tables import build_tables_of
+from ..records import (
+    ROOFS_SCHEMA,
+    TRANSFER_SCHEMA,
+    MalformedRecord,
+    load_environment,
+    load_round,
+    load_settle,
+    samples_held,
+)
+from .measured import Analysis, MeasuredCell, OverBudget, load_cells
+from .tables import build_tables_of, load_device_records
 
 
 class SourceError(UserError):
@@ -26,10 +39,28 @@ class SourceError(UserError):
 class Source:
     label: str
     folder: Path
+    max_samples: int = DEFAULT_MAX_SAMPLES  # all its records and points together
 
     @property
     def raw(self) -> Path:
         return self.folder / "raw"
+
+    @cached_property
+    def bundle(self) -> str | None:
+        """The bundle its folder was unpacked from, None for a folder of results."""
+        return unpacked_from(self.folder)
+
+    @property
+    def kind(self) -> str:
+        return "results folder" if self.bundle is None else "bundle"
+
+    @property
+    def what(self) -> str:
+        """What the source is, as a message names it: "bundle x.tar.gz" or "results folder y"."""
+        return f"{self.kind} {shown(self.bundle or self.folder)}"
+
+    def refused(self, problem) -> SourceError:
+        return SourceError(f"{self.what}: {problem}")
 
     def environment(self) -> dict:
         return self._environment
@@ -37,54 +68,76 @@ class Source:
     @cached_property
     def _environment(self) -> dict:
         path = self.folder / "environment.json"
-        if not path.is_file():
-            raise SourceError(f"{self.folder}: no environment.json here, so these are no offloadbench results")
+        if not path.exists() and not path.is_symlink():  # anything else there is refused by the reader
+            raise self.refused("no environment.json here, so these are no offloadbench results")
         try:
             return load_environment(path)
         except MalformedRecord as error:
-            raise SourceError(str(error)) from None
+            raise self.refused(error) from None
 
     def settle(self) -> dict | None:
         """What the extra rounds did (raw/rounds/settle.json), where there were any."""
         path = self.raw / SETTLE_RELPATH
         try:
-            return load_settle(path) if path.is_file() else None
+            return load_settle(path) if path.exists() or path.is_symlink() else None
         except MalformedRecord as error:
-            raise SourceError(str(error)) from None
+            raise self.refused(error) from None
 
     def rounds(self) -> list[dict]:
         """The rounds' own records (raw/rounds/p<k>.json), validated."""
         try:
             return [load_round(p) for p in sorted((self.raw / ROUNDS_DIR).glob("p*.json"))]
         except MalformedRecord as error:
-            raise SourceError(str(error)) from None
+            raise self.refused(error) from None
 
     def record_paths(self) -> list[Path]:
-        """Every cell record: raw/<op>/<stem>/p<k>.json, and the older raw/<op>/<stem>.json."""
+        """Every cell record: raw/<op>/<stem>/p<k>.json, and the older raw/<op>/<stem>.json.
+        A folder that is a link is refused: a results folder holds files, never points elsewhere."""
         if not self.raw.is_dir():
-            raise SourceError(f"{self.folder}: no raw/ folder with records")
+            raise self.refused("no raw/ folder with records")
         paths = []
         for op_dir in sorted(p for p in self.raw.iterdir() if p.is_dir() and p.name not in NOT_CELL_DIRS):
-            paths += sorted(op_dir.glob("*/p*.json")) + sorted(op_dir.glob("*.json"))
+            cells = sorted(op_dir.glob("*/p*.json"))
+            for link in [op_dir, *{p.parent for p in cells}]:
+                if link.is_symlink():
+                    raise self.refused(f"{shown(link)} is a symbolic link; only folders and regular files are read")
+            paths += cells + sorted(op_dir.glob("*.json"))
         if not paths:
-            raise SourceError(f"{self.folder}: raw/ holds no cell records")
+            raise self.refused("raw/ holds no cell records")
         return paths
 
     def device_records(self, kind: str) -> list[Path]:
         return sorted((self.raw / kind).glob("*.json"))
 
-    def cells(self, analysis: Analysis) -> list[MeasuredCell]:
+    def device_samples(self) -> int:
+        """The samples of the copy sweeps and roofs (validated, each file within its bounds)."""
         try:
-            return load_cells(self.record_paths(), self.environment(), analysis, self.label)
+            return sum(samples_held(record) for kind, schema in (("transfer", TRANSFER_SCHEMA), ("roofs", ROOFS_SCHEMA))
+                       for record in load_device_records(self.device_records(kind), schema))
         except MalformedRecord as error:
-            raise SourceError(str(error)) from None
+            raise self.refused(error) from None
+
+    def cells(self, analysis: Analysis) -> list[MeasuredCell]:
+        """Its cells, refused before any analysis when its samples pass `max_samples`."""
+        device = self.device_samples()
+        over = f"more than {self.max_samples} samples, over what bundle_limits.max_samples allows one source"
+        if device > self.max_samples:
+            raise self.refused(f"its copy sweeps and roofs hold {over}")
+        try:
+            return load_cells(self.record_paths(), self.environment(), analysis, self.label,
+                              max_samples=self.max_samples - device)
+        except OverBudget as error:
+            also = f" and the {device} samples of its copy sweeps and roofs" if device else ""
+            raise self.refused(f"{shown(error.path)}: with it, its records{also} hold {over}") from None
+        except MalformedRecord as error:
+            raise self.refused(error) from None
 
     def tables(self, analysis: Analysis, cells: list[MeasuredCell] | None = None) -> dict[str, pd.DataFrame]:
         """Every table of one machine, rebuilt from its raw records by this version's code
         (from `cells` where they are loaded already)."""
         try:
             return build_tables_of(cells or self.cells(analysis), self.device_records("transfer"),
-                                   self.device_records("roofs"), self.label, analysis)
+                                   self.device_records("roofs"), self.label, analysis, self.environment())
         except MalformedRecord as error:
-            raise SourceError(str(error)) from None
+            raise self.refused(error) from None
 

@@ -15,14 +15,21 @@ import pandas as pd
 
 from ..catalogue import SPECS
 from ..cells import CELL_COLUMNS, thread_sort_key
+from ..csvsafe import read_csv_text, write_csv
 from ..kernels import FAMILY as KERNEL_FAMILY
+from ..reading import UnreadableFile, read_regular
 from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_environment, load_record
 from ..stats import Interval, median_and_ci, seed_for
+from ..units import fmt_time, format_bytes
+from ..verdicts import FASTER, SLOWER
 from .breakeven import break_even
-from .columns import SPEEDUPS, THREAD_SCALING, TIMINGS, ci_columns
+from .columns import CONTROLS, SPEEDUPS, THREAD_SCALING, TIMINGS, ci_columns
 from .compile_cost import amortization, compile_interval
+from .decisions import decisions_table
 from .measured import Analysis, MeasuredCell, load_cells
-from .pairs import pair_verdict, scaling_pairs, speedup_pairs
+from .memory_fit import memory_table
+from .pairs import control_pairs, pair_verdict, scaling_pairs, speedup_pairs
+from .round_trip import NOT_MEASURED, calls_per_round_trip
 
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
 SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
@@ -66,6 +73,68 @@ def compile_columns(mc: MeasuredCell, confidence: float) -> dict:
         "compile_backend": f"{phases[0].get('backend')} ({phases[0].get('mode')})",
         "compile_cache": ("cold" if cold else "your cache") + (f", {hits} hits" if hits else ""),
     }
+
+
+def _median_of(values) -> float:
+    found = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return float(np.median(found)) if found else math.nan
+
+
+def memory_columns(mc: MeasuredCell) -> dict:
+    """Peak memory over the cell's processes (each measured in an untimed call)."""
+    readings = [r.get("memory") or {} for r in mc.counted]
+    host = [m.get("host") or {} for m in readings]
+    device = [m.get("device") or {} for m in readings]
+    compiles = [(r.get("compile") or {}).get("memory") or {} for r in mc.counted]
+    peaks = [h["peak_bytes"] for h in host if isinstance(h.get("peak_bytes"), int)]
+    note = ""
+    if peaks and max(peaks) > 1.25 * max(1, min(peaks)):
+        note = f"processes disagree: {format_bytes(min(peaks))} to {format_bytes(max(peaks))}"
+    elif host and not peaks:
+        note = next((h.get("reason") for h in host if h.get("reason")), "not measured")
+    return {
+        "peak_host_bytes": _median_of(peaks),
+        "peak_host_method": next((h["method"] for h in host if h.get("method")), ""),
+        "peak_rss_bytes": _median_of(h.get("rss_hwm_bytes") for h in host),
+        "peak_device_bytes": _median_of(d.get("peak_bytes") for d in device),
+        "peak_note": note,
+        "compile_peak_rss_bytes": _median_of(c.get("rss_hwm_bytes") for c in compiles),
+        "compile_peak_device_bytes": _median_of(c.get("device_peak_bytes") for c in compiles),
+    }
+
+
+def resident_columns(mc: MeasuredCell) -> dict:
+    """A GPU cell's resident trips against what its phases predict, h2d + k·compute + d2h."""
+    calls = sorted({int(name.split("_", 1)[1]) for r in mc.counted for name in (r.get("phases") or {})
+                    if name.startswith("resident_") and name.split("_", 1)[1].isdigit()})
+    reason = next(((r.get("resident") or {}).get("reason") for r in mc.counted if r.get("resident")), "")
+    if not calls:
+        return {"resident_calls": math.nan, "resident_s": math.nan, "resident_predicted_s": math.nan,
+                "resident": reason}
+    h2d, compute, d2h = (mc.median(phase) for phase in ("h2d", "compute", "d2h"))
+    parts, last = [], {}
+    for k in calls:
+        measured, predicted = mc.median(f"resident_{k}"), h2d + k * compute + d2h
+        parts.append(f"k = {k}: {fmt_time(measured)}, the phases predict {fmt_time(predicted)} "
+                     f"({measured / predicted:.2f}×)" if predicted > 0 else f"k = {k}: {fmt_time(measured)}")
+        last = {"resident_calls": k, "resident_s": measured, "resident_predicted_s": predicted}
+    return {**last, "resident": "; ".join(parts)}
+
+
+def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each cell's peak (on a GPU, its device peak) against NumPy's host peak of the same
+    op, dtype and size: how much more memory the variant needs."""
+    if frame.empty:
+        return frame
+    numpy = frame[(frame["library"] == "numpy") & (frame["mode"] == "eager") & (frame["device"] == "cpu")]
+    base = numpy.groupby(["op", "dtype", "size"])["peak_host_bytes"].median()
+    own = frame["peak_device_bytes"].where(frame["device"] != "cpu", frame["peak_host_bytes"])
+    keys = pd.MultiIndex.from_frame(frame[["op", "dtype", "size"]])
+    reference = base.reindex(keys).to_numpy(dtype=float)
+    frame = frame.copy()
+    frame["peak_vs_numpy"] = np.where(reference > 0, own.to_numpy(dtype=float) / np.where(reference > 0, reference, 1),
+                                      math.nan)
+    return frame
 
 
 def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict:
@@ -118,6 +187,8 @@ def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict
         "slurm_job_id": _joined((r.get("process") or {}).get("slurm_job_id") for r in mc.records),
     }
     row.update(compile_columns(mc, confidence))
+    row.update(memory_columns(mc))
+    row.update(resident_columns(mc))
     for phase in PHASES:
         row[f"{phase}_s"] = mc.median(phase)
     e2e = mc.interval("end_to_end")
@@ -139,7 +210,7 @@ def timings_table(cells: list[MeasuredCell], machine: str, confidence: float = 0
     """One row per cell, in the declared columns (`columns.TIMINGS`; eager cells leave the
     compile columns empty)."""
     frame = pd.DataFrame([timing_row(mc, machine, confidence) for mc in cells], columns=list(TIMINGS))
-    return _sorted(frame, CELL_COLUMNS)
+    return _sorted(with_peak_vs_numpy(frame), CELL_COLUMNS)
 
 
 def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "baseline") -> str:
@@ -164,6 +235,8 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
         compiled = compile_columns(mc, confidence)
         amortized = amortization(compile_interval(mc, confidence), base.interval("compute"), speed) \
             if compiled else None
+        trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
+                                    mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
         rows.append({
             "machine": machine,
             **cell.as_dict(),
@@ -192,6 +265,10 @@ def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 
             "amortize_calls_ci_high": amortized.high if amortized else math.nan,
             "amortize": amortized.text if amortized else "",
             "compile_fallback": compiled.get("compile_fallback", ""),
+            "calls_per_round_trip": trip.calls,
+            "calls_per_round_trip_ci_low": trip.low,
+            "calls_per_round_trip_ci_high": trip.high,
+            "round_trip": "" if math.isnan(trip.calls) else trip.words,
         })
     columns = [c for c in SPEEDUPS if not c.startswith("break_even")]  # those follow per series
     frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
@@ -210,6 +287,24 @@ def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
         frame.loc[group.index, "break_even"] = result.describe()
         frame.loc[group.index, "break_even_status"] = result.status
     return frame
+
+
+def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    """Every self-comparison (A/A control): a cell against its twin, judged like any ratio.
+    A faster or slower verdict here is a false one."""
+    rows = []
+    for original, twin in control_pairs(cells):
+        ratio = original.ratio(twin, "compute")
+        word, why = pair_verdict(ratio, twin.analysis.min_effect, original, twin)
+        rows.append({
+            "machine": machine, **original.cell.as_dict(), "variant": original.cell.variant,
+            "processes": ratio.processes, "ci_scope": ratio.scope, **_ratio_columns("ratio", ratio),
+            "verdict": word, "verdict_undecided": why, "false_verdict": word in (FASTER, SLOWER),
+            "shares_cores": original.shares_cores or twin.shares_cores,
+            "unstable": _pair_flags(original, twin, "twin"),
+            "twin_measure_s": sum(r.get("measure_s") or 0.0 for r in twin.records),
+        })
+    return pd.DataFrame(rows, columns=list(CONTROLS))
 
 
 def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
@@ -303,11 +398,18 @@ def roofs_table(records: list[dict], machine: str, analysis: Analysis) -> pd.Dat
 
 
 def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,
-                    analysis: Analysis) -> dict[str, pd.DataFrame]:
+                    analysis: Analysis, environment: dict | None = None) -> dict[str, pd.DataFrame]:
+    regular = [mc for mc in cells if not mc.cell.twin]  # a twin is only ever its cell's control
+    timings = timings_table(regular, machine, analysis.confidence)
+    speedups = speedups_table(regular, machine, analysis.confidence)
+    memory = memory_table(timings, environment, machine)
     return {
-        "timings": timings_table(cells, machine, analysis.confidence),
-        "speedups": speedups_table(cells, machine, analysis.confidence),
-        "thread_scaling": thread_scaling_table(cells, machine),
+        "timings": timings,
+        "speedups": speedups,
+        "thread_scaling": thread_scaling_table(regular, machine),
+        "controls": controls_table(cells, machine),
+        "memory": memory,
+        "decisions": decisions_table(speedups, timings, analysis.min_effect, machine, memory),
         "transfer": transfer_table(load_device_records(transfer_paths, TRANSFER_SCHEMA), machine, analysis),
         "roofs": roofs_table(load_device_records(roof_paths, ROOFS_SCHEMA), machine, analysis),
     }
@@ -315,33 +417,44 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
 
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
                  outputs: dict[str, str]) -> None:
-    cells = load_cells(record_paths, load_environment(environment_path), analysis)
-    tables = build_tables_of(cells, transfer_paths, roof_paths, machine, analysis)
+    environment = load_environment(environment_path)
+    cells = load_cells(record_paths, environment, analysis)
+    tables = build_tables_of(cells, transfer_paths, roof_paths, machine, analysis, environment)
     for name, path in outputs.items():
-        tables[name].to_csv(path, index=False)
+        write_csv(tables[name], path)
 
 
 TEXT_COLUMNS = {"threads": str, "mode": str, "variant": str, "family": str, "amortize": str, "compile_fallback": str,
                 "first_break": str, "compile_backend": str, "compile_cache": str, "unstable": str, "replaced": str, "speedup_undecided": str, "end_to_end_undecided": str,
                 "verdict_undecided": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
-                "ci_scope": str, "host": str, "slurm_job_id": str}
+                "ci_scope": str, "host": str, "slurm_job_id": str, "baseline_threads": str, "decision": str,
+                "by_size": str, "compared_variant": str, "undecided_sizes": str, "verdict": str,
+                "peak_host_method": str, "peak_note": str, "round_trip": str, "sizes": str, "resident": str}
 
 
+MAX_TABLE_BYTES = 256 * 2**20  # a timings.csv of 100,000 cells is about 200 MB
 # The columns a reader of each table relies on; a table without them is refused by name.
 REQUIRED_COLUMNS = {
     "timings": ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "median_s"],
     "speedups": ["machine", "op", "library", "device", "dtype", "size", "threads", "speedup"],
     "thread_scaling": ["machine", "op", "library", "dtype", "size", "threads", "scaling"],
+    "decisions": ["machine", "op", "device", "dtype", "threads", "decision", "speedup"],
+    "controls": ["machine", "op", "library", "device", "size", "threads", "ratio", "verdict"],
+    "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
     "transfer": ["device", "status"],
     "roofs": ["device", "status"],
 }
 
 
 def read_table(name: str, path: str) -> pd.DataFrame:
-    """Read one CSV table back, keeping thread labels and reasons as text; one line names
-    the file when it cannot be parsed or lacks a column its readers need."""
+    """Read one CSV table back (a regular file, at most MAX_TABLE_BYTES), keeping thread
+    labels and reasons as text, and the cells csvsafe made inert as they were; one line
+    names the file when it cannot be read or parsed or lacks a column its readers need."""
     try:
-        frame = pd.read_csv(path, dtype=TEXT_COLUMNS, keep_default_na=False, na_values=[""])
+        frame = read_csv_text(read_regular(path, MAX_TABLE_BYTES, "a table"), dtype=TEXT_COLUMNS,
+                              keep_default_na=False, na_values=[""])
+    except UnreadableFile as error:
+        raise MalformedRecord(str(error)) from None
     except pd.errors.EmptyDataError:
         frame = pd.DataFrame()
     except (OSError, ValueError, pd.errors.ParserError) as error:

@@ -1,6 +1,6 @@
 """One round of the run: every cell measured once, in fresh worker processes.
 
-    python -m offloadbench.jobs.round --round 2 --rounds 3 --machine laptop ...
+    python -m offloadbench.jobs.round --round 2 --processes 3 --machine laptop ...
 
 The round takes the host's benchmark lock, starts one worker per (library, device,
 threads) as its first turn comes (schedule.round_plan), sends it one cell at a time, and
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
-from ..catalogue import SPECS
-from ..cells import COMPILED, Cell
+from ..catalogue import SPECS, measured_scale
+from ..cells import COMPILED, ITEMSIZE, Cell
 from ..errors import UserError
 from ..kernels import read_kernel_files
 from ..logs import run_job, tell
@@ -65,7 +65,7 @@ class Refused(UserError):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Measure every cell of the grid once, in fresh processes.")
     parser.add_argument("--round", type=int, required=True)
-    parser.add_argument("--rounds", type=int, required=True)
+    parser.add_argument("--processes", type=int, required=True, help="measure.processes: the planned rounds")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--grid", required=True, help="the config's grid section as JSON")
     parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
@@ -154,13 +154,13 @@ class Round:
         self.timeout_s = float(self.settings["timeout_s"])
         self.compile_settings = json.loads(args.compile)
         self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
-        self.cells = grid.expand(json.loads(args.grid), self.kernels)
+        self.environment = read_json(args.environment)
+        self.cells = grid.expand(json.loads(args.grid), self.kernels, grid.usable_devices(self.environment))
         self.extra = args.only is not None
         if self.extra:  # an extra round measures only what settling asked for
             only = set(json.loads(args.only))
             self.cells = [cell for cell in self.cells if cell.key in only]
-        self.name = f"extra round {args.round}" if self.extra else f"round {args.round}/{args.rounds}"
-        self.environment = read_json(args.environment)
+        self.name = f"extra round {args.round}" if self.extra else f"round {args.round}/{args.processes}"
         self.workers: dict[str, WorkerProcess] = {}
         self.history: dict[str, dict] = {}
         self.active: str | None = None
@@ -169,11 +169,32 @@ class Round:
         self.todo: list[Cell] = []
         self.statuses: dict[Cell, str] = {}  # of every cell with a record, for the manifest
         self.costs: dict[Cell, float] = {}
+        self.scales: dict[tuple, dict] = {}  # per series: its measured memory scale (memory_scale)
         self.facts = host_facts()
 
     # paths
     def final(self, cell: Cell) -> Path:
         return self.raw / layout.record_relpath(cell, self.args.round)
+
+    def memory_scale(self, cell: Cell) -> dict:
+        """What the records of the cell's series (any size, any round) measured of its
+        results and temporaries, in outputs (catalogue.measured_scale), on the host and the
+        device: the worker's out-of-memory check then uses the calibrated model."""
+        series = (cell.op, cell.library, cell.device, cell.dtype, cell.mode)
+        if series not in self.scales:
+            points: dict[str, list] = {"host": [], "device": []}
+            pattern = f"{cell.library}-{cell.device}-{cell.dtype}-n*-t*{'-compiled' if cell.compiled else ''}/p*.json"
+            for path in sorted((self.raw / cell.op).glob(pattern))[:200]:
+                with contextlib.suppress(UserError, OSError, ValueError, KeyError, TypeError):
+                    record = read_json(path, hint=False)
+                    for where, found in points.items():
+                        peak = ((record.get("memory") or {}).get(where) or {}).get("peak_bytes")
+                        if record.get("status") == "ok" and isinstance(peak, int):
+                            found.append((int(record["cell"]["size"]), peak))
+            spec = estimate.spec_of(cell.op, self.kernels)
+            self.scales[series] = {where: measured_scale(found, spec, ITEMSIZE[cell.dtype])
+                                   for where, found in points.items() if found}
+        return self.scales[series]
 
     def partial(self, cell: Cell) -> Path:
         return self.raw / layout.partial_relpath(cell, self.args.round)
@@ -272,7 +293,7 @@ class Round:
             env.update(TORCHINDUCTOR_CACHE_DIR=cache_dir, TRITON_CACHE_DIR=os.path.join(cache_dir, "triton"))
         cmd = [
             sys.executable, "-m", "offloadbench.jobs.worker", "--worker", key,
-            "--machine", self.args.machine, "--round", str(self.args.round), "--rounds", str(self.args.rounds),
+            "--machine", self.args.machine, "--round", str(self.args.round), "--processes", str(self.args.processes),
             "--settings", self.args.settings, "--environment", self.args.environment, "--events-fd", str(write_fd),
             "--kernels", self.args.kernels, "--compile", self.args.compile,
         ]
@@ -307,7 +328,8 @@ class Round:
         worker.cells += 1
         position = worker.cells
         artifact = cell.op in SPECS and SPECS[cell.op].finish is not None
-        worker.send({"cell": cell.key, "out": str(self.partial(cell)), "position": position, "artifact": artifact})
+        worker.send({"cell": cell.key, "out": str(self.partial(cell)), "position": position, "artifact": artifact,
+                     "memory_scale": self.memory_scale(cell)})
         deadline = time.monotonic() + self.timeout_s
         phase, timed_out = "starting", False
         while True:
@@ -337,7 +359,7 @@ class Round:
     def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None, position) -> None:
         now = utc_now()
         process = {
-            "round": self.args.round, "rounds": self.args.rounds, "worker": schedule.worker_key(cell),
+            "round": self.args.round, "rounds": self.args.processes, "worker": schedule.worker_key(cell),
             "pid": worker.pid if worker else None, "position": position, **where(),
         }
         record = cell_record(
@@ -386,7 +408,7 @@ class Round:
             "kind": "round",
             "machine": self.args.machine,
             "round": self.args.round,
-            "rounds": self.args.rounds,
+            "rounds": self.args.processes,
             "extra": self.extra,
             "started_at": started,
             "finished_at": utc_now(),

@@ -63,7 +63,7 @@ class Settling:
         self.cap = int(self.settings.get("max_processes", self.planned))
 
     def cells(self):
-        paths = grid_records(str(self.raw), self.grid, self.planned, self.kernels)
+        paths = grid_records(str(self.raw), self.grid, self.planned, self.kernels, self.environment)
         return load_cells(paths, self.environment, self.analysis)
 
     def extra_rounds(self) -> list[int]:
@@ -105,13 +105,19 @@ class Settling:
         budget = self.budget_s(cells)
         undecided_at_start = [c.name for c in comparisons(cells) if c.verdict == UNDECIDED]
         stopped = "every verdict settled" if self.cap > self.planned else "measure.max_processes allows no extra round"
+        cannot_decide: dict[str, str] = {}
         while self.cap > self.planned:
-            plan = plan_round(cells, self.cap)
+            whole = plan_round(cells, self.cap)
+            cannot_decide = whole.cannot_decide
             spent = self.round_seconds(extra=True)
-            if not plan.cells:
-                stopped = "nothing left to measure" if not plan.capped else "measure.max_processes reached"
+            if not whole.cells:
+                stopped = "nothing left to measure" if not whole.capped and not cannot_decide else \
+                    "what is left cannot be decided within measure.max_processes"
                 break
-            if spent + self.predicted_s(cells, plan.cells) > budget:
+            # the likeliest decisions first, as many as the rest of the budget buys
+            plan = whole.within(lambda chosen, cells=cells, spent=spent:
+                                spent + self.predicted_s(cells, chosen) <= budget)
+            if not plan.cells:
                 stopped = f"the time budget ({fmt_duration(budget)}, measure.extra_time_fraction) reached"
                 break
             k = max([self.planned, *self.extra_rounds()]) + 1
@@ -143,6 +149,7 @@ class Settling:
             "rounds_needed": rounds_needed,
             "replaced": {mc.cell.key: mc.replaced for mc in cells if mc.replaced},
             "disagree": {mc.cell.key: mc.disagree for mc in cells if mc.disagree},
+            "cannot_decide": {name: why for name, why in cannot_decide.items() if name in still},
             "stopped": stopped,
         }
         write_json_atomic(self.args.out, summary)
@@ -152,7 +159,7 @@ class Settling:
 
     def measure(self, k: int, chosen) -> int:
         args = self.args
-        command = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(k), "--rounds", str(self.planned),
+        command = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(k), "--processes", str(self.planned),
                    "--machine", args.machine, "--grid", args.grid, "--settings", args.settings,
                    "--environment", args.environment, "--raw", args.raw, "--kernels", args.kernels,
                    "--compile", args.compile, "--only", json.dumps(sorted(c.key for c in chosen))]

@@ -42,7 +42,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--worker", required=True, help="e.g. numpy-cpu-t1, torch-cuda-t1")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--round", type=int, required=True)
-    parser.add_argument("--rounds", type=int, required=True)
+    parser.add_argument("--processes", type=int, required=True, help="measure.processes: the planned rounds")
     parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
     parser.add_argument("--environment", help="environment.json of this machine label")
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
@@ -148,6 +148,7 @@ class Worker:
             outcome = run_cell(
                 cell, Settings.from_config(self.settings, self.compile_settings), self.torch,
                 Progress(report=lambda phase: self.send(phase=phase)), artifact, kernels,
+                command.get("memory_scale") or {},
             )
         info = self.kernel_infos.get(cell.op)
         effective = self.threads_info.get("effective") or 1
@@ -177,7 +178,7 @@ class Worker:
     def process(self, command: dict) -> dict:
         return {
             "round": self.args.round,
-            "rounds": self.args.rounds,
+            "rounds": self.args.processes,
             "worker": self.args.worker,
             "pid": os.getpid(),
             "position": command.get("position"),

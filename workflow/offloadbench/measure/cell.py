@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..catalogue import MEMORY_HEADROOM, working_set_bytes
+from ..catalogue import MEMORY_HEADROOM, call_bytes, working_set_bytes
 from ..cells import ITEMSIZE, Cell
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
-from . import compiled, correctness, devices, diagnostics, disturbance, system
+from . import compiled, correctness, devices, diagnostics, disturbance, memory, system
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .timing import BlockRule, Measurement, Region, StopRule, WarmupRule, sample_until_stable, warm_up
@@ -49,6 +49,7 @@ class Settings:
     compile_backend: str = "inductor"
     compile_mode: str = "default"
     cold_cache: bool = True
+    resident_calls: tuple[int, ...] = (1, 16)  # the k of each resident trip (GPU cells that chain)
 
     @classmethod
     def from_config(cls, section: dict, compile_section: dict | None = None) -> Settings:
@@ -70,6 +71,7 @@ class Settings:
             compile_backend=str(compile_section.get("backend", "inductor")),
             compile_mode=str(compile_section.get("mode", "default")),
             cold_cache=bool(compile_section.get("cold_cache", True)),
+            resident_calls=tuple(int(k) for k in section.get("resident_calls", (1, 16))),
         )
 
 
@@ -146,6 +148,7 @@ class Backend:
         self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
         self.compiled_fn = self.end_to_end_fn = None
         self.watch, self.graphs_at_compile = None, 0  # set by first_calls
+        self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
         if cell.compiled:
             self._compile()
 
@@ -213,7 +216,9 @@ class Backend:
         self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
         watch.begin()
         device_inputs = [self.to_device(x) for x in host_inputs]
-        phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
+        with memory.watching_first_call(self.cell.device, self.torch) as peak:  # reset before, read after
+            phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
+        phase["memory"] = peak
         found = watch.since()  # of the device-resident form, which every compiled cell has
         if self.end_to_end_fn is not None:
             try:
@@ -272,7 +277,41 @@ def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
         regions["finish"] = Region("finish", lambda: op.finish(host_array))
     if backend.tensors or op.finish:
         regions["end_to_end"] = Region("end_to_end", end_to_end, sync)
-    return {name: regions[name] for name in PHASES if name in regions}
+    ordered = {name: regions[name] for name in PHASES if name in regions}
+    backend.resident_reason = resident_reason(backend, device_inputs, result)
+    if backend.resident_reason is None:
+        for k in backend.settings.resident_calls:
+            ordered[f"resident_{k}"] = Region(f"resident_{k}", resident_trip(backend, host_inputs, k), sync)
+    return ordered
+
+
+CHAINED_FAMILIES = ("elementwise",)  # ops whose output can be the next call's input, as a time loop's
+
+
+def resident_reason(backend: Backend, device_inputs: list, result) -> str | None:
+    """Why a cell has no resident trips, or None: they need a GPU, an op that chains (an
+    elementwise op or a kernel of yours) and a result shaped and typed like its first input."""
+    op, cell = backend.op, backend.cell
+    if not cell.is_gpu:
+        return "no device to keep the data on: the data are always on the host"
+    if op.kernel is None and op.spec.family not in CHAINED_FAMILIES:
+        return f"{cell.op} does not chain (only elementwise ops and kernels of yours do)"
+    first = device_inputs[0] if device_inputs else None
+    same = (first is not None and not isinstance(result, tuple) and getattr(result, "shape", None) == first.shape
+            and getattr(result, "dtype", None) == first.dtype)
+    return None if same else "its result is not shaped and typed like its first input, so calls cannot chain"
+
+
+def resident_trip(backend: Backend, host_inputs: list, calls: int) -> Callable[[], object]:
+    """One copy in, `calls` calls chained on the device (each output the next call's first
+    input, the rest kept), one copy out: a time loop that keeps its field on the device."""
+    def trip():
+        inputs = [backend.to_device(x) for x in host_inputs]
+        for _ in range(calls):
+            inputs = [backend.compute(inputs), *inputs[1:]]
+        return backend.to_host(inputs[0])
+
+    return trip
 
 
 def check_result(backend: Backend, host_inputs: list) -> tuple[dict, object]:
@@ -308,13 +347,25 @@ def _nbytes(values) -> int:
     return int(values.element_size() * values.numel())  # a torch tensor (bfloat16 on the host)
 
 
-def _memory_precheck(op: Op, cell: Cell, settings: Settings) -> None:
-    need = working_set_bytes(op.spec, cell.size, ITEMSIZE[cell.dtype])
+def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None = None, torch=None) -> None:
+    """Refuse a cell that would not fit before measuring it: the working-set model, its
+    results and temporaries calibrated by what earlier records of the series measured
+    (`scale`, from the round job) where there are any."""
+    scale = scale or {}
+    itemsize = ITEMSIZE[cell.dtype]
+    need = working_set_bytes(op.spec, cell.size, itemsize, scale.get("host"))
+    how = "measured" if scale.get("host") is not None else "modelled"
     available = _available_host_memory()
     if available is not None and need > settings.memory_headroom * available:
         raise CellFailed(
-            "oom", f"needs about {need / 2**30:.1f} GiB of host memory, {available / 2**30:.1f} GiB available"
+            "oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), {available / 2**30:.1f} GiB available"
         )
+    if cell.device == "cuda" and scale.get("device") is not None:
+        free, _ = torch.cuda.mem_get_info()
+        device_need = call_bytes(op.spec, cell.size, itemsize, scale["device"])
+        if device_need > settings.memory_headroom * free:
+            raise CellFailed("oom", f"needs about {device_need / 2**30:.1f} GiB of cuda memory (measured), "
+                                    f"{free / 2**30:.1f} GiB free")
 
 
 def model_of(op: Op, cell: Cell, host_inputs: list, host_result) -> dict:
@@ -348,15 +399,17 @@ def warm_process(library: str, torch=None, seconds: float = 0.5) -> float:
 
 
 def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
-             artifact_path: str | None = None, kernels: dict | None = None) -> CellOutcome:
+             artifact_path: str | None = None, kernels: dict | None = None,
+             memory_scale: dict | None = None) -> CellOutcome:
     """Measure `cell`; failures become outcomes, not exceptions. `kernels` holds the user
-    kernels by name (kernels.Kernel), for cells of a kernel.
+    kernels by name (kernels.Kernel), for cells of a kernel; `memory_scale` what earlier
+    records of its series measured of its memory (the out-of-memory check calibrates on it).
 
     For ops with a host finish (plotting), the last rendering is saved to `artifact_path`."""
     progress = progress or Progress()
     outcome = CellOutcome()
     try:
-        _measure_into(outcome, cell, settings, torch, progress, artifact_path, kernels)
+        _measure_into(outcome, cell, settings, torch, progress, artifact_path, kernels, memory_scale)
     except CellFailed as failure:
         outcome.status, outcome.reason = failure.status, failure.reason
     except correctness.WrongResult as wrong:
@@ -385,7 +438,8 @@ def _user_frame(error: BaseException, kernels: dict | None) -> str:
     return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
 
 
-def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernels: dict | None) -> Op:
+def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernels: dict | None,
+             memory_scale: dict | None = None) -> Op:
     op = get_op(cell.op, kernels)
     uses_torch = cell.library == "torch" or cell.compiled
     reason = devices.unavailable_reason(cell.device, torch) if uses_torch else None
@@ -398,13 +452,13 @@ def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernel
         outcome.measured["device"] = devices.describe(cell.device, torch)
     if op.kernel is not None:
         outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
-    _memory_precheck(op, cell, settings)
+    _memory_precheck(op, cell, settings, memory_scale, torch)
     return op
 
 
 def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, progress: Progress,
-                  artifact_path: str | None, kernels: dict | None) -> None:
-    op = _prepare(outcome, cell, settings, torch, kernels)
+                  artifact_path: str | None, kernels: dict | None, memory_scale: dict | None = None) -> None:
+    op = _prepare(outcome, cell, settings, torch, kernels, memory_scale)
     gpu_index = torch.cuda.current_device() if cell.device == "cuda" else None
     if gpu_index is not None:  # NVML's first call is slow: make it before warm-up, not after
         system.gpu_clocks(gpu_index)
@@ -433,6 +487,8 @@ def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, p
         progress.enter(f"warm-up {name}")
         warmed.append((region, warm_up(region, settings.block, settings.warmup)))
 
+    if cell.is_gpu and backend.resident_reason:
+        outcome.measured["resident"] = {"reason": backend.resident_reason}
     progress.enter("sampling")
     clocks_before = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
     watched = disturbance.read()  # around the sampling, never inside a timed region
@@ -445,11 +501,31 @@ def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, p
     outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after, seen)
     if cell.compiled:
         outcome.measured["compile"]["recompiles"] = backend.recompiles()
+    progress.enter("memory")
+    outcome.measured["memory"] = peak_memory(backend, host_inputs)
     if op.finish and artifact_path:
         progress.enter("saving the rendering")
         rendered = op.finish(backend.as_numpy(backend.round_trip(host_inputs)))
         write_bytes_atomic(artifact_path, rendered)
         outcome.measured["artifact"] = os.path.basename(artifact_path)
+
+
+def peak_memory(backend: Backend, host_inputs: list) -> dict:
+    """Peak memory of one call, untimed, after the sampling (measure/memory.py): on the host,
+    what a call with NumPy arrays in and out allocates; on a GPU, what the device-resident
+    call allocates there."""
+    cell, torch = backend.cell, backend.torch
+    torch_based = cell.library == "torch" or cell.compiled  # compiled NumPy runs torch underneath
+    found = {"host": memory.host_peak(lambda: backend.round_trip(host_inputs), torch_based, torch)}
+    if cell.is_gpu:
+        device_inputs = [backend.to_device(x) for x in host_inputs]
+        try:
+            found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), cell.device, torch,
+                                                 backend.sync)
+        except Exception as error:  # noqa: BLE001 - an unavailable reading is said, never a failed cell
+            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": _first_line(error)}
+        del device_inputs
+    return found
 
 
 def _phase_fields(m: Measurement) -> dict:
@@ -481,7 +557,7 @@ def _sampling_fields(sampled, settings: Settings) -> dict:
             "rel_ci": compute.rel_ci,
             "n_samples": len(compute.samples_s),
             "elapsed_s": sampled.elapsed_s,
-            "rounds": sampled.rounds,
+            "sweeps": sampled.sweeps,
             "target_rel_ci": settings.stop.target_rel_ci,
         },
     }

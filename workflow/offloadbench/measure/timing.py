@@ -147,7 +147,7 @@ def _agree(a: float, b: float, rel_tol: float) -> bool:
 
 @dataclass
 class _Sampling:
-    """A region's running state while the rounds go on."""
+    """A region's running state while the sweeps go on."""
 
     region: Region
     warmup: Warmup
@@ -193,22 +193,22 @@ class SamplingOutcome:
     measurements: dict[str, Measurement]
     stop_reason: str  # of the whole cell: "ci" | "budget" | "max_samples"
     elapsed_s: float
-    rounds: int
+    sweeps: int  # passes over the cell's unfinished regions, a slice of time to each
 
 
 def sample_until_stable(
     warmed: Sequence[tuple[Region, Warmup]], rule: StopRule, now: Callable[[], float] = time.perf_counter
 ) -> SamplingOutcome:
-    """Sample the regions in interleaved rounds until every median CI meets the target.
+    """Sample the regions in interleaved sweeps until every median CI meets the target.
 
-    Each round gives every unfinished region a slice of time (at least one sample), so slow
+    Each sweep gives every unfinished region a slice of time (at least one sample), so slow
     drift (thermal, frequency, neighbours) hits all regions of a cell alike while caches
     stay warm within a slice. A region stops on its CI, its own time budget (after the
     floor of samples) or the sample cap. The garbage collector is off while sampling.
     """
     states = [_Sampling(region, warmup) for region, warmup in warmed]
     start = now()
-    rounds = 0
+    sweeps = 0
     gc_was_enabled = gc.isenabled()
     gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
     try:
@@ -226,14 +226,14 @@ def sample_until_stable(
                     state.update_ci(rule)
                     if state.stop_reason(rule) is not None or now() >= slice_end:
                         break
-            rounds += 1
+            sweeps += 1
     finally:
         if gc_was_enabled:
             gc.enable()
     measurements = {s.region.name: s.result(rule) for s in states}
     reasons = {m.stop_reason for m in measurements.values()}
     overall = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
-    return SamplingOutcome(measurements, overall, now() - start, rounds)
+    return SamplingOutcome(measurements, overall, now() - start, sweeps)
 
 
 def measure_region(region: Region, block: BlockRule, warmup: WarmupRule, stop: StopRule) -> Measurement:

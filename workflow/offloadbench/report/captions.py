@@ -35,6 +35,16 @@ CAPTIONS = {
     "throughput": (
         "Achieved throughput (FLOP model ÷ time) with the 95% CI as error bars."
     ),
+    "memory": (
+        "Peak extra memory of one call against size, measured in an untimed call after the sampling: on the "
+        "CPU the host memory a call with NumPy arrays in and out allocates, on a GPU the device memory of the "
+        "device-resident call; dotted lines: each device's memory."
+    ),
+    "round_trip": (
+        "Calls per round trip k* of each GPU cell against size, with its interval: how many calls the data must "
+        "stay on the device for one copy in and out to pay, (h2d + d2h) ÷ (NumPy's time − the device's compute "
+        "time); below 1, a copy on every call pays."
+    ),
     "roofline": (
         "Roofline of each device: achieved throughput of every op and size against its arithmetic "
         "intensity (FLOP per byte of the least memory traffic the maths needs), under the measured "

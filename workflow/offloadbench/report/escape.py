@@ -2,12 +2,16 @@
 
 Results from other machines are untrusted: a CPU model, a reason, a flag or a GPU name can
 hold anything. Three layers, each where its format needs it:
-- `md_text`/`md_data`/`md_frame`: Markdown specials and HTML characters in data become
-  literal text, so report.md reads the same and no link, image or tag comes from data;
+- `md_text`/`md_data`/`md_frame`: Markdown specials and HTML characters in data (keys
+  included) become literal text, and bare URLs and e-mail addresses are broken up for
+  GitHub's autolinks, so report.md reads the same and no link, image or tag comes from data;
 - `safe_html`: Markdown to HTML with raw HTML off, and only the figures that the run itself
   wrote embedded (looked up by name under its output folder, never by a path from text);
-- `literal`/`literal_frame`: `$` escaped, so matplotlib's mathtext never parses data.
-LaTeX has its own escaping (latex.tex_escape).
+- `literal`/`literal_frame`: `$` escaped and control characters left out, so matplotlib's
+  mathtext never parses data.
+The other outputs have one rule each, beside the code that writes them: LaTeX
+(text/latex.tex_escape), CSV (offloadbench.csvsafe, for every table the pipeline writes)
+and the terminal (offloadbench.errors.printable and shown, for every message).
 """
 
 from __future__ import annotations
@@ -19,25 +23,42 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import one_line
+from .page import STYLE, Folding, structure
+
 _MD_SPECIAL = re.compile(r"([\\`*\[\]!|{}])")
 _LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # emphasis; OPENBLAS_CORETYPE is not
 _HTML_CHARS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
+# What GitHub's Markdown (cmark-gfm) turns into a link without brackets: a scheme's "://",
+# "www." and an e-mail's "@". `&#47;` and `\.` read as the same characters but are no longer
+# the literal text the autolinker looks for; an e-mail is only broken by a character that is
+# not part of a domain, so "@" is followed by a word joiner (invisible, U+2060).
+_AUTOLINK = ((re.compile(r"://"), ":&#47;/"), (re.compile(r"(?i)(?<![A-Za-z0-9])(www)\."), r"\1\\."),
+             (re.compile(r"@"), "@&#8288;"))
+
+
 def md_text(value) -> str:
-    """`value` as Markdown that renders as exactly its text, on one line."""
+    """`value` as Markdown that renders as exactly its text, on one line, linking nowhere
+    (not even as a bare URL or e-mail address under GitHub's autolinks)."""
     text = re.sub(r"[\r\n\t\v\f]+", " ", str(value))
+    text = re.sub(r"[\x00-\x1f\x7f]", "", text)  # control characters carry no text
     text = "".join(_HTML_CHARS.get(ch, ch) for ch in text)
     text = _MD_SPECIAL.sub(r"\\\1", text)
-    return _LOOSE_UNDERSCORE.sub(r"\\_", text)
+    text = _LOOSE_UNDERSCORE.sub(r"\\_", text)
+    for pattern, replacement in _AUTOLINK:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def md_data(value):
-    """Every string in a JSON-like value (environment.json, a round record) through md_text."""
+    """Every string in a JSON-like value (environment.json, a round record) through md_text,
+    keys included: a report may list a map's keys (the BLAS variables set, say)."""
     if isinstance(value, str):
         return md_text(value)
     if isinstance(value, dict):
-        return {key: md_data(item) for key, item in value.items()}
+        return {md_text(key): md_data(item) for key, item in value.items()}
     if isinstance(value, list):
         return [md_data(item) for item in value]
     return value
@@ -59,9 +80,17 @@ def md_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return _map_text(frame, md_text)
 
 
+def terminal_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table whose text cells are safe to print: one line each, every control character
+    escaped as `repr` writes it, long values cut (errors.one_line, the terminal's rule)."""
+    return _map_text(frame, one_line)
+
+
 def literal(text) -> str:
-    """Text drawn as it is: matplotlib parses `$...$` as mathtext unless the `$` is escaped."""
-    return str(text).replace("$", r"\$")
+    """Text drawn as it is: matplotlib parses `$...$` as mathtext unless the `$` is escaped,
+    and a control character has no glyph (a tab or line break becomes a space)."""
+    text = re.sub(r"[\x00-\x1f\x7f]", "", re.sub(r"[\t\n\r\v\f]", " ", str(text)))
+    return text.replace("$", r"\$")
 
 
 def literal_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -72,11 +101,14 @@ def literal_frame(frame: pd.DataFrame) -> pd.DataFrame:
 _SAFE_LINK = re.compile(r"^(https?://|#)", re.IGNORECASE)
 
 
-def safe_html(markdown_text: str, figures: dict[str, Path], title: str) -> str:
+def safe_html(markdown_text: str, figures: dict[str, Path], title: str, folded: Folding | None = None,
+              table_classes: dict[str, str] | None = None) -> str:
     """One self-contained page: raw HTML in the Markdown is shown as text, a link keeps its
     target only when it is http(s) or an anchor, and an image is embedded only when its
     source is one of `figures` (source as written in the Markdown → the PNG this run wrote);
-    any other image becomes its alt text."""
+    any other image becomes its alt text. The page's navigation (page.structure: heading
+    ids, contents, figures with captions, the sections `folded` selects in <details>) is
+    built on the tree after that, so it adds no element from data."""
     import markdown
     from markdown.treeprocessors import Treeprocessor
 
@@ -95,19 +127,13 @@ def safe_html(markdown_text: str, figures: dict[str, Path], title: str) -> str:
                 elif element.tag == "a" and not _SAFE_LINK.match(element.get("href", "")):
                     element.tag = "span"
                     element.attrib.clear()
+            structure(root, folded or (lambda *_: False), table_classes)
 
     converter = markdown.Markdown(extensions=["tables", "sane_lists"])
     converter.preprocessors.deregister("html_block")
     converter.inlinePatterns.deregister("html")
     converter.treeprocessors.register(Inert(converter), "inert", 0)
     body = converter.convert(markdown_text)
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{HTML_STYLE}</style></head><body>\n{body}\n</body></html>\n")
-
-
-HTML_STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.5;color:#222}
-table{border-collapse:collapse;font-size:.85em;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
-th{background:#f3f3f3}img{max-width:100%}blockquote{border-left:4px solid #ccc;margin:0;padding:0 1em;color:#555}
-code{background:#f5f5f5;padding:0 .2em}
-"""
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")

@@ -21,7 +21,7 @@ from ..cells import (
     thread_sort_key,
 )
 from ..units import fmt_duration, fmt_time, format_bytes
-from ..verdicts import SAME, UNDECIDED, VERDICTS
+from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, VERDICTS, ci_span
 
 __all__ = [  # re-exported, so that the report's modules take every format and order from here
     "device_sort_key", "dtype_sort_key", "family_of", "fmt_duration", "fmt_time", "format_bytes", "library_sort_key",
@@ -36,6 +36,11 @@ def finite(value) -> bool:
         return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
+
+
+def text_of(value) -> str:
+    """A text cell of a table read back from CSV: "" where it is empty (NaN)."""
+    return value if isinstance(value, str) else ""
 
 
 def _decimals(value: float, digits: int) -> int:
@@ -57,24 +62,33 @@ def fmt_sig(value, digits: int = 3) -> str:
     return f"{value:.{places}f}"
 
 
-def fmt_ci(value, low, high, digits: int = 3) -> str:
-    """ "1.23 (1.20–1.26)": the bounds with as many decimals as the value, so they line up."""
+def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", named: bool = False, ratio: bool = False,
+           word: str = "") -> str:
+    """The one way an estimate and its 95% CI are written. In a table whose header names the
+    CI: "1.23 (1.20–1.26)", the bounds with as many decimals as the value so they line up;
+    `named`, in a sentence: "1.23 s (95% CI 1.20–1.26 s)". A `ratio` has two decimals and
+    "×" ("2.10× faster (95% CI 2.05–2.14)" with `word`), and one whose CI spans more than
+    MAX_CI_SPAN is no result and never a number: "undecided (its CI spans 3.5×)", or
+    "CI spans 3.5×" in a table."""
     if not finite(value):
         return "–"
-    text = fmt_sig(value, digits)
-    if not (finite(low) and finite(high)):
-        return text
+    bounded = finite(low) and finite(high)
+    if ratio and bounded and ci_span(low, high) > MAX_CI_SPAN:
+        span = ci_span(low, high)
+        return f"undecided (its CI spans {span:.1f}×)" if named else f"CI spans {span:.1f}×"
+    text = f"{float(value):.2f}" if ratio else fmt_sig(value, digits)
+    head = f"{text}{'×' if ratio else unit}{' ' + word if word else ''}"
+    if not bounded:
+        return f"{head} (CI unavailable)" if named else head
     places = len(text.split(".")[1]) if "." in text else 0
-    return f"{text} ({float(low):.{places}f}–{float(high):.{places}f})"
+    bounds = f"{float(low):.{places}f}–{float(high):.{places}f}{'' if ratio else unit}"
+    return f"{head} (95% CI {bounds})" if named else f"{head} ({bounds})"
 
 
-def fmt_ratio(value: float, lo: float, hi: float) -> str:
-    """ "2.10× (95% CI 2.05–2.14)": a ratio in a sentence."""
-    if not finite(value):
-        return "–"
-    if not (finite(lo) and finite(hi)):
-        return f"{value:.2f}× (CI unavailable)"
-    return f"{value:.2f}× (95% CI {lo:.2f}–{hi:.2f})"
+def fmt_ratio(value: float, lo: float, hi: float, compact: bool = False) -> str:
+    """ "2.10× (95% CI 2.05–2.14)" in a sentence, "2.10× (2.05–2.14)" `compact` in a table
+    (see fmt_ci: a CI over MAX_CI_SPAN gives no number)."""
+    return fmt_ci(value, lo, hi, named=not compact, ratio=True)
 
 
 def ratio_of(row, column: str = "speedup") -> str:
@@ -83,12 +97,13 @@ def ratio_of(row, column: str = "speedup") -> str:
 
 
 def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
-    """A time ratio B/A read as speed: "3.10× faster (95% CI 3.02–3.18×)"."""
-    if not finite(ratio):
+    """A time ratio B/A read as speed: "3.10× faster (95% CI 3.02–3.18)"."""
+    if not finite(ratio) or ratio <= 0:
         return "–"
     if ratio <= 1:
-        return f"{1 / ratio:.2f}× faster (95% CI {1 / hi:.2f}–{1 / lo:.2f}×)" if finite(lo) else f"{1 / ratio:.2f}× faster"
-    return f"{ratio:.2f}× slower (95% CI {lo:.2f}–{hi:.2f}×)" if finite(lo) else f"{ratio:.2f}× slower"
+        return fmt_ci(1 / ratio, 1 / hi if finite(hi) else hi, 1 / lo if finite(lo) else lo, named=True, ratio=True,
+                      word="faster")
+    return fmt_ci(ratio, lo, hi, named=True, ratio=True, word="slower")
 
 
 def fmt_speedup(value: float, decided: bool = False) -> str:
@@ -126,16 +141,29 @@ def fmt_percent(fraction: float) -> str:
     return f"{fraction:.0%}" if fraction >= 0.095 else f"{fraction * 100:.2g}%"
 
 
+def fmt_size(value) -> str:
+    """"512", "46,300": a size n, three significant digits from 1,000 on (an estimate's precision)."""
+    if not finite(value):
+        return "–"
+    n = int(float(value))
+    return f"{n:,}" if n < 1000 else f"{round(n, 3 - len(str(n))):,}"
+
+
+def fmt_calls(value) -> str:
+    """"1,090": a count of calls, rounded up (a call is paid back only once it is whole)."""
+    return f"{math.ceil(float(value)):,}" if finite(value) else "–"
+
+
 def fmt_seconds(value) -> str:
     """"0.81 s": a compile time or start-up, two significant digits."""
     return f"{value:.2g} s" if finite(value) else "–"
 
 
 def fmt_interval(lo: float, hi: float, scale: float = 1.0, unit: str = "") -> str:
-    """"95% CI 1.2–1.5 s": an interval alone, three significant digits."""
+    """"95% CI 1.2–1.5 s": an interval alone, three significant digits (scaled, e.g. to %)."""
     if not (finite(lo) and finite(hi)):
         return "CI unavailable"
-    return f"95% CI {lo * scale:.3g}–{hi * scale:.3g}{unit}"
+    return f"95% CI {fmt_sig(lo * scale)}–{fmt_sig(hi * scale)}{unit}"
 
 
 def time_unit(seconds) -> tuple[str, float]:
@@ -244,10 +272,10 @@ def times_of(row) -> str:
 # --- verdicts -------------------------------------------------------------------------------
 
 VERDICT_WORDS = {  # a cell against the NumPy baseline
-    "faster": "faster than NumPy",
-    "slower": "slower than NumPy",
-    "same": "the same as NumPy within the minimum effect",
-    "undecided": "undecided against NumPy (its CI cannot tell yet)",
+    FASTER: "faster than NumPy",
+    SLOWER: "slower than NumPy",
+    SAME: "the same as NumPy within the minimum effect",
+    UNDECIDED: "undecided against NumPy (its CI cannot tell yet)",
 }
 
 

@@ -10,6 +10,7 @@ from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
 from ..config import load_foreign_config, validate
+from ..csvsafe import write_csv
 from ..layout import TABLES, machine_figures
 from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .figures.draw import draw
@@ -18,13 +19,13 @@ from .text.latex import write_comparison_latex, write_latex
 from .text.markdown import Inputs, write_report
 
 
-def write_comparison(sources: list[Source], analysis: Analysis, min_effect: float, out_dir: str) -> None:
+def write_comparison(sources: list[Source], analysis: Analysis, out_dir: str) -> None:
     """Everything under results/compare/<A>-vs-<B>/."""
     out = Path(out_dir)
-    comparison = compare(sources, analysis, min_effect)
+    comparison = compare(sources, analysis)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    comparison.comparison.to_csv(out / "comparison.csv", index=False)
-    comparison.provenance.to_csv(out / "provenance_diff.csv", index=False)
+    write_csv(comparison.comparison, out / "comparison.csv")
+    write_csv(comparison.provenance, out / "provenance_diff.csv")
     for name in COMPARE_FIGURES:
         draw_comparison_figure(name, comparison, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
     write_comparison_latex(comparison.comparison, out, comparison.labels)
@@ -34,7 +35,8 @@ def write_comparison(sources: list[Source], analysis: Analysis, min_effect: floa
 def run_settings(source: Source) -> dict:
     """The config a bundle was measured with (its config.yaml), else the defaults."""
     path = source.folder / "config.yaml"
-    return load_foreign_config(path, "the bundle's config.yaml") if path.is_file() else validate({})
+    found = path.exists() or path.is_symlink()  # a link is refused by the reader, not passed over
+    return load_foreign_config(path, f"the {source.kind}'s config.yaml") if found else validate({})
 
 
 def render(source: Source, analysis: Analysis, out_dir: str) -> None:
@@ -43,7 +45,7 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     tables = source.tables(analysis)
     for name in TABLES:
-        tables[name].to_csv(out / f"{name}.csv", index=False)
+        write_csv(tables[name], out / f"{name}.csv")
     for name in machine_figures(tables):
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
     write_latex(tables, out, source.label)

@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 from ...analysis.columns import weak_cells
 from ...analysis.compare import Comparison
 from ...layout import COMPARE_FIGURE_NAMES
+from ...verdicts import FASTER, SAME, SLOWER, UNDECIDED
 from ..captions import size_label
 from ..escape import literal_frame
 from ..format import dtype_sort_key, format_bytes, thread_sort_key, verdict_counts
@@ -46,10 +47,10 @@ from .style import (
 # Line style of a speedup series: solid on a GPU, then one per CPU thread count.
 CPU_LINESTYLES = [(0, (1, 1.5)), (0, (5, 2)), (0, (6, 2, 1, 2)), (0, (2, 2))]
 VERDICT_FILL = {
-    "faster": "filled: B faster or slower by at least the minimum effect",
-    "slower": "filled: B faster or slower by at least the minimum effect",
-    "same": "grey: the same within the minimum effect",
-    "undecided": "pale: undecided (CI too wide, or unstable on a machine)",
+    FASTER: "filled: B faster or slower by at least the minimum effect",
+    SLOWER: "filled: B faster or slower by at least the minimum effect",
+    SAME: "grey: the same within the minimum effect",
+    UNDECIDED: "pale: undecided (CI too wide, or unstable on a machine)",
 }
 DIRECTIONS = {"h2d": ("host→device", "-"), "d2h": ("device→host", (0, (5, 2)))}
 RATIO_NOTE = ("error bars: 95% CI of the ratio from both machines' bootstraps; the points of one size are "
@@ -173,11 +174,11 @@ def _dodge(keys: list, sizes) -> dict:
 
 
 def _verdict_marker(verdict: str, colour) -> dict:
-    if verdict in ("faster", "slower"):
+    if verdict in (FASTER, SLOWER):
         return {"markerfacecolor": colour}
-    if verdict == "same":
+    if verdict == SAME:
         return {"markerfacecolor": "0.55"}
-    if verdict == "undecided":
+    if verdict == UNDECIDED:
         pale = tuple(0.35 * np.asarray(to_rgb(colour)) + 0.65)  # a pale fill: between filled and hollow
         return {"markerfacecolor": pale}
     return {"markerfacecolor": "white"}
@@ -211,7 +212,7 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
 
     rows = [_header(f"B (colour), against A = {comparison.labels[0]}")]
     for machine in others:
-        tally = verdict_counts(frame.loc[frame["machine_b"] == machine, "verdict"], same="same")
+        tally = verdict_counts(frame.loc[frame["machine_b"] == machine, "verdict"], same=SAME)
         rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), f"{machine}: {tally}"))
     rows.append(_header("series (marker)"))
     rows += [(Line2D([], [], color="0.3", marker=markers[s], linestyle="none", markersize=5), s) for s in series]

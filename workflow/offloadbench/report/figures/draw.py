@@ -12,6 +12,8 @@ from ..format import family_of
 from .figures import (
     bandwidth_figure,
     copy_cost_figure,
+    memory_figure,
+    round_trip_figure,
     speedup_figure,
     throughput_figure,
     transfer_overhead_figure,
@@ -28,6 +30,8 @@ FIGURES: dict[str, Callable] = {
     "bandwidth": lambda tables, machine: bandwidth_figure(tables["transfer"], machine),
     "roofline": draw_roofline,
     "throughput": lambda tables, machine: throughput_figure(tables["timings"], machine),
+    "memory": lambda tables, machine: memory_figure(tables["timings"], tables.get("memory"), machine),
+    "round_trip": lambda tables, machine: round_trip_figure(tables["speedups"], machine),
 }
 
 assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree"

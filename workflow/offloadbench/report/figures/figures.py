@@ -7,10 +7,13 @@ draw them without Snakemake. A figure with nothing to show says why in one panel
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib import ticker
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
@@ -45,7 +48,7 @@ def _series_handles(series: list[str], colours: dict, markers: dict) -> tuple[li
 
 
 def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: bool, suffix: str = "",
-                   notes: tuple[str, ...] = ()) -> plt.Figure:
+                   notes: tuple[str, ...] = (), line_at_one: bool | None = None) -> plt.Figure:
     """One line per library/mode/device/threads series in each op and dtype panel, log-log,
     with CI bands (or error bars, nudged apart on the size axis to stay visible)."""
     frame = with_series(frame)
@@ -70,7 +73,7 @@ def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: b
             if weak.any():
                 ax.plot(x[weak], ci["value"][weak], linestyle="none", marker=marker, markersize=5,
                         markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.1)
-        if suffix == "×":
+        if suffix == "×" if line_at_one is None else line_at_one:
             at_one(ax)
 
     page = op_grid(frame, title, draw, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix=suffix)
@@ -101,7 +104,8 @@ def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
 
 def _no_gpu_message(title: str, what: str, timings: pd.DataFrame, machine: str) -> plt.Figure:
     skipped = timings[timings["device"] != "cpu"]
-    reasons = "; ".join(sorted(skipped["reason"].dropna().astype(str).unique()))
+    reasons = textwrap.shorten("; ".join(sorted(skipped["reason"].dropna().astype(str).unique())), 300,
+                               placeholder=" …")
     why = f" {len(skipped)} GPU cells were not measured ({reasons})." if not skipped.empty \
         else " The grid has no cuda or mps cells."
     return message_figure(title, f"No GPU cell was measured on {machine}, so there {what}.{why}\n{GPU_ADVICE}")
@@ -220,3 +224,61 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:
                     [label for label, *_ in entries])
     page.add_notes(["error bars: 95% CI of the median copy time"])
     return page.finish()
+
+
+def memory_figure(timings: pd.DataFrame, memory: pd.DataFrame, machine: str) -> plt.Figure:
+    """Peak memory of one call against size (host peak on the cpu, device peak on a GPU),
+    one line per variant and place, with each device's memory as a dotted line."""
+    ok = timings[(timings["status"] == "ok")] if "peak_host_bytes" in timings else timings.iloc[0:0]
+    ok = ok.assign(peak=ok["peak_device_bytes"].where(ok["device"] != "cpu", ok["peak_host_bytes"])) \
+        if not ok.empty else ok
+    ok = ok[ok["peak"].gt(0)] if not ok.empty else ok
+    if ok.empty:
+        return message_figure("Peak memory", f"No cell on {machine} has a peak memory reading (results measured "
+                                             "before peaks were recorded, or every reading failed).")
+    ok = with_series(ok)
+    series = series_order(ok)
+    colours, markers = series_styles(series)
+    devices = {} if memory is None or memory.empty else \
+        memory.dropna(subset=["memory_bytes"]).groupby("device")["memory_bytes"].first().to_dict()
+    device_styles = dict(zip(devices, [(0, (1, 1.5)), (0, (4, 2)), (0, (6, 2, 1, 2))], strict=False))
+
+    def draw(ax, rows: pd.DataFrame) -> None:
+        for name, data in rows.groupby("series", sort=False):
+            data = data.sort_values("size")
+            ax.plot(data["size"], data["peak"], color=colours[name], marker=markers[name], markersize=3.5,
+                    linewidth=1.1)
+        for device in sorted(set(rows["device"]) & set(devices)):
+            ax.axhline(devices[device], color="0.25", linewidth=0.9, linestyle=device_styles[device])
+
+    page = op_grid(ok, f"Peak memory of one call — {machine}", draw, xlabel=size_label(ok["op"]),
+                   ylabel="peak extra memory (log)", sharey=True)
+    for ax in page.axes:  # powers of 1024 read as KiB, MiB, GiB
+        ax.yaxis.set_major_locator(ticker.LogLocator(base=1024))
+        ax.yaxis.set_minor_locator(ticker.NullLocator())
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: format_bytes(v) if v >= 1 else ""))
+    handles, labels = _series_handles(series, colours, markers)
+    for device, memory_bytes in devices.items():
+        handles.append(Line2D([], [], color="0.25", linewidth=0.9, linestyle=device_styles[device]))
+        labels.append(f"{'host' if device == 'cpu' else device} memory, {format_bytes(memory_bytes)}")
+    page.add_legend(handles, labels)
+    page.add_notes([("cpu: host memory a call with NumPy arrays in and out allocates; GPU: device memory the "
+                    "device-resident call allocates; each measured in an untimed call")])
+    return page.finish()
+
+
+def round_trip_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
+    """k*, the calls per round trip that make the copies pay, against size for the GPU cells."""
+    gpu = speedups[(speedups["device"] != "cpu")] if "calls_per_round_trip" in speedups else speedups.iloc[0:0]
+    gpu = gpu[gpu["calls_per_round_trip"].map(np.isfinite) & gpu["calls_per_round_trip"].gt(0)] \
+        if not gpu.empty else gpu
+    if gpu.empty:
+        return message_figure(
+            "Calls per round trip",
+            f"No GPU cell on {machine} has its copies and a faster compute measured, so there is no round trip to "
+            f"show.\n{GPU_ADVICE}")
+    return _series_figure(gpu, "calls_per_round_trip", f"How long the data must stay on the device — {machine}",
+                          "calls per round trip k* (log)", band=False, line_at_one=True,
+                          notes=(("k* = (h2d + d2h) ÷ (NumPy's time − the device's compute time): below the dashed "
+                                 "line at 1, a copy on every call pays; above it, the data must stay on the "
+                                 "device for k* calls"),))

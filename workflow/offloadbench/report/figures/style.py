@@ -35,6 +35,7 @@ from ..format import (
     threads_text,
     variant_of,
 )
+from ..page import FIGURE_DPI
 
 PAGE_WIDTH_IN = 7.2  # two columns of a journal page
 COLUMN_WIDTH_IN = 3.5  # one column
@@ -65,7 +66,7 @@ def save_figure(make: Callable[[], plt.Figure], pdf_path: str, png_path: str) ->
     theme()
     fig = make()
     fig.savefig(pdf_path)
-    fig.savefig(png_path, dpi=300)
+    fig.savefig(png_path, dpi=FIGURE_DPI)
     plt.close(fig)
 
 
@@ -217,12 +218,13 @@ def at_one(ax) -> None:
     ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
 
 
-def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, ylabel: str, suffix: str = "") -> Page:
-    """One panel per op and dtype, wrapped to the page, sharing the size axis: `draw(ax,
-    rows)` draws a panel's rows; the y axis is log with round ticks. The caller adds the
-    legend and notes, then finishes the page."""
+def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, ylabel: str, suffix: str = "",
+            sharey: bool = False) -> Page:
+    """One panel per op and dtype, wrapped to the page, sharing the size axis (and with
+    `sharey` the y axis): `draw(ax, rows)` draws a panel's rows; the y axis is log with round
+    ticks. The caller adds the legend and notes, then finishes the page."""
     panels = op_panels(frame)
-    page = Page(len(panels), title, sharex=True)
+    page = Page(len(panels), title, sharex=True, sharey=sharey)
     for ax, ((op, dtype), name) in zip(page.axes, panels, strict=True):
         draw(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
         log_y(ax, suffix)
@@ -300,7 +302,7 @@ def log_ticks(lo: float, hi: float, at_least: int = 3) -> list[float]:
     return [float(t) for t in ticker.MaxNLocator(nbins=4).tick_values(lo, hi) if lo <= t <= hi]
 
 
-class RoundLogLocator(ticker.Locator):
+class NiceLogLocator(ticker.Locator):
     """Round log ticks on a y axis (1-2-5, finer on a narrow range), thinned at draw time to
     powers of ten, then to every other one, until neighbours are two lines of text apart."""
 
@@ -322,7 +324,7 @@ class RoundLogLocator(ticker.Locator):
 def log_y(ax, suffix: str = "") -> None:
     """Log axis with plain tick labels (0.5×, 1×, 2×) instead of powers of ten; call after plotting."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(RoundLogLocator())
+    ax.yaxis.set_major_locator(NiceLogLocator())
     ax.yaxis.set_minor_locator(ticker.NullLocator())
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
 

@@ -8,12 +8,14 @@ from dataclasses import replace
 
 import pandas as pd
 
+from ...analysis.columns import interval
 from ...analysis.compare import Comparison, reproducibility
 from ...cells import Cell, thread_sort_key
 from ...layout import COMPARE_FIGURE_NAMES
+from ...verdicts import FASTER, SAME, SLOWER
 from ..captions import COMPARE_CAPTIONS
 from ..escape import md_data, md_frame
-from ..format import fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
+from ..format import fmt_ci, fmt_percent, fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
 from .markdown import figure_lines, markdown_table, write_page
 from .seed import check_seed_claims
 
@@ -47,11 +49,11 @@ def faster_where(comparison: Comparison) -> list[str]:
     reference = comparison.labels[0]
     for other in comparison.labels[1:]:
         part = table[table["machine_b"] == other]
-        summary = verdict_counts(part["verdict"], same="same")
+        summary = verdict_counts(part["verdict"], same=SAME)
         lines += [f"### {other} against {reference}", "",
                   (f"Of {len(part)} cells measured on both, {other} is: {summary}. "
                   f"\"Same\" means the whole 95% CI of the time ratio lies within the minimum effect of 1."), ""]
-        judged = part[part["verdict"].isin(["faster", "slower"])]
+        judged = part[part["verdict"].isin([FASTER, SLOWER])]
         if not judged.empty:
             best, worst = judged.loc[judged["ratio"].idxmin()], judged.loc[judged["ratio"].idxmax()]
             lines.append(f"- Largest advantage of {other}: {Cell.from_dict(best).key}, "
@@ -65,7 +67,7 @@ def faster_where(comparison: Comparison) -> list[str]:
             last = group.iloc[-1]
             verdicts = group["verdict"].value_counts()
             main = verdicts.index[0]
-            state = {"same": "is the same"}.get(main, f"is {main}")
+            state = {SAME: "is the same"}.get(main, f"is {main}")
             lines.append(
                 f"- {_series_name(last)}: {other} {state} at {verdicts.iloc[0]} of {len(group)} sizes; at n = "
                 f"{int(last['size'])}: {fmt_time_ratio(last['ratio'], last['ratio_ci_low'], last['ratio_ci_high'])}."
@@ -91,6 +93,27 @@ def break_even_section(comparison: Comparison) -> list[str]:
     return lines + [markdown_table(frame), ""]
 
 
+def round_trip_section(comparison: Comparison) -> list[str]:
+    """k*, the calls per round trip that make the copies pay, per GPU series and size, on each machine."""
+    rows: dict[tuple, dict] = {}
+    for label in comparison.labels:
+        speedups = comparison.tables[label]["speedups"]
+        if "calls_per_round_trip" not in speedups:
+            continue
+        gpu = speedups[(speedups["device"] != "cpu") & speedups["calls_per_round_trip"].notna()]
+        for _, r in gpu.iterrows():
+            key = (r["op"], variant_of(r), r["device"], r["dtype"], int(r["size"]))
+            rows.setdefault(key, {})[label] = fmt_ci(*interval(r, "calls_per_round_trip"))
+    if not rows:
+        return []
+    frame = pd.DataFrame([{"op": k[0], "run as": k[1], "device": k[2], "dtype": k[3], "n": k[4],
+                           **{m: v.get(m, "–") for m in comparison.labels}} for k, v in sorted(rows.items())])
+    return ["## Calls per round trip side by side", "",
+            ("k*, the calls the data must stay on the device for one copy in and out to pay, (h2d + d2h) ÷ (NumPy's "
+             "time − the device's compute time), with its 95% CI; at most 1: a copy on every call pays."), "",
+            markdown_table(frame), ""]
+
+
 def seed_section(comparison: Comparison) -> list[str]:
     lines = ["## Seed claims on each machine", ""]
     for label in comparison.labels:
@@ -112,18 +135,20 @@ def reproducibility_section(comparison: Comparison) -> list[str]:
         if a != comparison.labels[0]:
             continue
         part = comparison.comparison[comparison.comparison["machine_b"] == b]
-        r = reproducibility(part, {m: comparison.tables[m]["speedups"] for m in (a, b)},
-                            {m: comparison.tables[m]["thread_scaling"] for m in (a, b)})
+        r = reproducibility(part, comparison.tables)
         lines += [
             f"## Reproducibility: {b} against {a}", "",
-            (f"- {r['inside']} of {r['cells']} medians of {b} ({r['inside'] / max(1, r['cells']):.0%}) lie inside the "
-            f"95% CI of {a}; the median CI half-width is ±{r['median_rel_halfwidth']:.1%}."),
+            (f"- {r['inside']} of {r['cells']} medians of {b} ({fmt_percent(r['inside'] / max(1, r['cells']))}) lie inside the "
+            f"95% CI of {a}; the median CI half-width is ±{fmt_percent(r['median_rel_halfwidth'])}."),
             f"- The largest disagreement is {r['worst_ratio']:.2f}× ({r['worst_cell']}).",
             (f"- {r['verdicts_changed']} of {r['verdicts']} verdicts (speedups and thread scalings) change; "
              f"{r['contradictions']} contradict each other (faster against slower, or same against either)"
              f"{': ' + ', '.join(r['changed_cells'][:10]) if r['verdicts_changed'] else ''}."),
-            (f"- {r['decided'][0]:.0%} of the comparisons of {a} are decided (faster, slower or same), "
-             f"{r['decided'][1]:.0%} of {b}'s."), "",
+            (f"- {fmt_percent(r['decided'][0])} of the comparisons of {a} are decided (faster, slower or same), "
+             f"{fmt_percent(r['decided'][1])} of {b}'s."),
+            *([(f"- Self-comparisons called faster or slower (false verdicts): {a} {r['controls'][0][1]} of "
+               f"{r['controls'][0][0]}, {b} {r['controls'][1][1]} of {r['controls'][1][0]}.")]
+              if r["controls"][0][0] or r["controls"][1][0] else []), "",
         ]
     return lines
 
@@ -166,6 +191,7 @@ def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
         *faster_where(comparison),
         *reproducibility_section(comparison),
         *break_even_section(comparison),
+        *round_trip_section(comparison),
         *seed_section(comparison),
         *provenance_section(comparison),
         "## Figures", "",

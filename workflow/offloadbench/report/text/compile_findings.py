@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.columns import falls_back, without_models
+from ...analysis.columns import falls_back
 from ...cells import COMPILED
 from ...kernels import FAMILY as KERNEL_FAMILY
 from ..format import (
@@ -60,8 +60,8 @@ def series_lines(speedups: pd.DataFrame) -> list[str]:
             whole = row["amortize_calls"] * (row["compile_s"] + startup) / row["compile_s"]
             pays += (f"; after about {whole:,.0f} calls for a program's first compiled function, which also pays "
                      f"the compiler's start-up ({startup:.2g} s)")
-        lines.append(f"{head}: {ratio_of(row)} against NumPy; the compile takes {_compile_time(row)} once per "
-                     f"process and {pays}.{caveat(row)}")
+        lines.append(f"{head}: {ratio_of(row)}{caveat(row)} against NumPy; the compile takes {_compile_time(row)} "
+                     f"once per process and {pays}.")
     return lines
 
 
@@ -131,7 +131,8 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
 
 
 def kernel_lines(timings: pd.DataFrame) -> list[str]:
-    """What the report leaves out of the user's kernels, and why."""
+    """Which of the user's kernels run as numpy only, and why (those without a FLOP model
+    are said once, with the roofs: ops_findings.bound_notes)."""
     if "family" not in timings:
         return []
     kernels = timings[timings["family"] == KERNEL_FAMILY]
@@ -140,7 +141,4 @@ def kernel_lines(timings: pd.DataFrame) -> list[str]:
         for op in sorted(set(kernels["op"]) - set(kernels.loc[kernels["library"] == "torch", "op"])):
             lines.append(f"- {op} takes plain NumPy arrays (its first parameter is not `xp`), so it runs as numpy "
                          "and numpy compiled only: torch needs the array namespace `xp` to run the same code.")
-    for op in sorted(set(without_models(kernels))):
-        lines.append(f"- {op} gives no FLOP and byte model, so the throughput and roofline figures leave it out "
-                     "(`@kernel(flops=..., bytes=...)` adds it).")
     return lines

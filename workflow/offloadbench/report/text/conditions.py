@@ -8,7 +8,8 @@ import pandas as pd
 
 from ...analysis.columns import sharing_cells
 from ...cells import Cell
-from ..format import fmt_duration
+from ...verdicts import UNDECIDED
+from ..format import fmt_duration, fmt_percent
 
 
 def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:
@@ -21,11 +22,16 @@ def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:
         for item in r.get("advice") or []:
             seen.setdefault(item, ([], []))[1].append(str(r.get("round", "?")))
     lines = []
-    for item, (checks, numbers) in seen.items():
+    for item, (checks, numbers) in list(seen.items())[:MOST_ADVICE]:
         if numbers:
             checks.append(f"round{'s' if len(numbers) > 1 else ''} {_and(numbers)}")
         lines.append(f"- Before {_and(checks)}, {item}.")
+    if len(seen) > MOST_ADVICE:  # records from elsewhere may hold many: the report stays readable
+        lines.append(f"- And {len(seen) - MOST_ADVICE} more pieces of advice (in the round records).")
     return lines
+
+
+MOST_ADVICE = 8
 
 
 def _and(items: list[str]) -> str:
@@ -94,6 +100,13 @@ def settle_lines(settle: dict | None, timings: pd.DataFrame) -> list[str]:
                f"({len(extra)} extra rounds, {fmt_duration(settle.get('spent_s') or 0)} of a "
                f"{fmt_duration(settle.get('budget_s') or 0)} budget); " if extra else "No extra round was run; ")
             + f"{len(still)} stayed undecided ({settle.get('stopped', '')}).")
+    cannot = (settle or {}).get("cannot_decide") or {}
+    if cannot:
+        shown = "; ".join(f"{name}: {why}" for name, why in list(cannot.items())[:6])
+        more = f"; and {len(cannot) - 6} more" if len(cannot) > 6 else ""
+        lines.append(f"- {len(cannot)} comparisons cannot be decided on this machine within "
+                     f"measure.max_processes ({(settle or {}).get('max_processes', '?')} processes per cell), so no "
+                     f"extra round went to them: {shown}{more}.")
     replaced = timings[timings["replaced"].fillna("") != ""] if "replaced" in timings else timings.iloc[0:0]
     if not replaced.empty:
         lines.append(f"- {len(replaced)} cells had a process replaced by an extra one, never averaged in: "
@@ -107,3 +120,43 @@ def conditions_section(environment: dict, rounds: list[dict], timings: pd.DataFr
     lines = [*scope_lines(timings), *sharing_lines(timings), *advice_lines(environment, rounds), *duration_lines(rounds),
              *settle_lines(settle, timings)]
     return ["## How the measurement went", "", *lines, ""] if lines else []
+
+
+# Two-sided 95% CIs: a ratio whose truth is 1 lies wholly above 1 at most 2.5% of the time,
+# and below at most 2.5%; the minimum effect δ (faster needs at least 1 + δ) makes it rarer.
+PROMISED_FALSE = 0.05
+
+
+def controls_summary(controls: pd.DataFrame) -> tuple[int, int]:
+    """(self-comparisons judged, how many were called faster or slower)."""
+    if controls is None or controls.empty or "false_verdict" not in controls:
+        return 0, 0
+    false = controls["false_verdict"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    return len(controls), int(false.sum())
+
+
+def controls_line(controls: pd.DataFrame, min_effect: float) -> list[str]:
+    """The self-comparisons in one line: how many, how many called faster or slower, and
+    what the CIs promise."""
+    count, false = controls_summary(controls)
+    if not count:
+        return []
+    said = "none called faster or slower" if not false else \
+        f"{false} called faster or slower ({fmt_percent(false / count)}), each a false verdict"
+    undecided = int((controls["verdict"] == UNDECIDED).sum())
+    return [(f"- {count} self-comparisons (a cell measured again as a cell of its own, whose ratio is 1 in truth): "
+             f"{said}; {count - false - undecided} the same, {undecided} undecided. The 95% CIs promise at most "
+             f"{fmt_percent(PROMISED_FALSE / 2)} each way ({fmt_percent(PROMISED_FALSE)} in all), less with the "
+             f"minimum effect of {fmt_percent(min_effect)}.")]
+
+
+def controls_warning(controls: pd.DataFrame) -> str:
+    """A warning for every verdict of the run, where the self-comparisons were called faster
+    or slower more often than the CIs promise ("" when they were not)."""
+    count, false = controls_summary(controls)
+    if not count or false / count <= PROMISED_FALSE:
+        return ""
+    return (f"Warning: {false} of {count} self-comparisons were called faster or slower ({fmt_percent(false / count)}, "
+            f"above the {fmt_percent(PROMISED_FALSE)} the CIs promise): on this machine, in this run, a verdict is "
+            "wrong more often than its CI says, so read every verdict of this report with care, and measure again "
+            "on a quieter machine.")

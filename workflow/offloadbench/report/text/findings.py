@@ -7,29 +7,32 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.columns import ci_columns, compile_fallbacks, interval, unstable_cells
-from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, ci_span
+from ...analysis.columns import ci_columns, compile_fallbacks, interval, is_weak_row, unstable_cells
+from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED
 from ..format import (
     cell_phrase,
     finite,
+    fmt_interval,
+    fmt_percent,
+    fmt_ratio,
+    fmt_sig,
     fmt_time,
     format_bytes,
     ratio_of,
+    report_groups,
+    threads_text,
     times_of,
+    variant_of,
     verdict_counts,
-    verdict_phrase,
 )
+from .decisions import WEAK_MARK
 
 
 def caveat(row) -> str:
-    """A warning to append when a number comes from a weak cell: one that failed a noise
-    check, or shared its cores with the orchestrator (the figures draw both hollow)."""
-    flags = row.get("unstable")
-    if isinstance(flags, str) and flags:
-        return " *Flagged unstable, read with care:* " + flags + "."
-    if str(row.get("shares_cores")).lower() in ("true", "1", "1.0"):
-        return " *A cell behind this number shared its cores with the orchestrator; read with care.*"
-    return ""
+    """The weak mark to put after a number from a weak cell (flagged unstable, or sharing its
+    cores with the orchestrator; the figures draw both hollow). The report explains the mark
+    once, and says which cells are weak and why in How the measurement went."""
+    return WEAK_MARK if is_weak_row(row) else ""
 
 
 def speedup_findings(speedups: pd.DataFrame) -> list[str]:
@@ -46,8 +49,8 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if not faster.empty:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
-            f"- The largest speedup over NumPy is **{ratio_of(best)}**, "
-            f"for {cell_phrase(best)} ({times_of(best)}).{caveat(best)}"
+            f"- The largest speedup over NumPy is **{ratio_of(best)}**{caveat(best)}, "
+            f"for {cell_phrase(best)} ({times_of(best)})."
         )
     else:
         lines.append("- Nothing is faster than NumPy by the minimum effect or more.")
@@ -55,7 +58,7 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if not slower.empty:
         worst = slower.loc[slower["speedup"].idxmin()]
         lines.append(
-            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst)}, {times_of(worst)}.{caveat(worst)}"
+            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst)}{caveat(worst)}, {times_of(worst)}."
         )
     lines.append(f"- Of {len(speedups)} cells against NumPy: {verdict_counts(verdicts)}.")
     lines += undecided_lines(speedups, "speedup")
@@ -102,6 +105,32 @@ def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
     ]
 
 
+def round_trip_lines(speedups: pd.DataFrame) -> list[str]:
+    """Per GPU series and size: how many calls the data must stay on the device for one copy
+    in and out to pay (k*), with its interval."""
+    gpu = speedups[(speedups["device"] != "cpu") & speedups["calls_per_round_trip"].notna()] \
+        if "calls_per_round_trip" in speedups else speedups.iloc[0:0]
+    lines = []
+    for (op, variant, device, dtype), group in report_groups(gpu.assign(variant=[variant_of(r) for _, r in
+                                                                                gpu.iterrows()]),
+                                                              ["op", "variant", "device", "dtype"]):
+        parts = []
+        for _, row in group.sort_values("size").iterrows():
+            value, low, high = interval(row, "calls_per_round_trip")
+            exact = f" (k* = {fmt_sig(value, 2)}, {fmt_interval(low, high)})" if finite(value) else ""
+            parts.append(f"n = {int(row['size'])} {row['round_trip']}{exact}")
+        lines.append(f"- {op} with {variant} on {device} ({dtype}): " + "; ".join(parts) + ".")
+    return lines
+
+
+def resident_lines(timings: pd.DataFrame) -> list[str]:
+    """Each GPU cell's resident trips against their prediction (timings' `resident`)."""
+    if "resident_calls" not in timings:
+        return []
+    ok = timings[(timings["device"] != "cpu") & (timings["status"] == "ok") & timings["resident_calls"].notna()]
+    return [f"- {cell_phrase(row)}: {row['resident']}." for _, row in ok.iterrows()]
+
+
 def phase_share_lines(timings: pd.DataFrame) -> list[str]:
     ok = timings[(timings["device"] != "cpu") & (timings["status"] == "ok")]
     lines = []
@@ -110,12 +139,12 @@ def phase_share_lines(timings: pd.DataFrame) -> list[str]:
         if not finite(row["transfer_fraction"]):
             continue
         line = (
-            f"- {op}, {dtype} on {device}, n = {int(row['size'])}: copies take {row['transfer_fraction']:.0%} of the "
+            f"- {op}, {dtype} on {device}, n = {int(row['size'])}: copies take {fmt_percent(row['transfer_fraction'])} of the "
             f"end-to-end time {fmt_time(row['end_to_end_s'])} (copy in {fmt_time(row['h2d_s'])}, compute "
             f"{fmt_time(row['compute_s'])}, copy out {fmt_time(row['d2h_s'])}"
         )
         if finite(row.get("finish_s")):
-            line += f", plotting {fmt_time(row['finish_s'])} = {row['finish_s'] / row['end_to_end_s']:.0%}"
+            line += f", plotting {fmt_time(row['finish_s'])} = {fmt_percent(row['finish_s'] / row['end_to_end_s'])}"
         lines.append(line + ").")
     return lines
 
@@ -136,7 +165,7 @@ def bandwidth_lines(transfer: pd.DataFrame) -> list[str]:
             f"for {format_bytes(row['bytes'])}"
         )
         if finite(row["link_gbs"]):
-            line += f", {row['link_fraction']:.0%} of the {row['link']} rate ({row['link_gbs']:.0f} GB/s)"
+            line += f", {fmt_percent(row['link_fraction'])} of the {row['link']} rate ({row['link_gbs']:.0f} GB/s)"
         lines.append(line + ".")
     for (device, direction), group in ok.groupby(["device", "direction"]):
         kinds = group[group["bytes"] == group["bytes"].max()].set_index("memory")["gbs"]
@@ -162,26 +191,45 @@ def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.
             "",
         ]
         return lines
-    lines += ["### Break-even sizes", "", *break_even_lines(speedups), ""]
-    lines += ["### Where the time goes", "", *phase_share_lines(timings), ""]
-    lines += ["### Copy bandwidth", "", *bandwidth_lines(transfer), ""]
+    sections = [
+        ("Break-even sizes", "", break_even_lines(speedups)),
+        ("How long the data must stay on the device",
+         ("A program that copies its data to the GPU once, calls the op k times there and copies the result back "
+          "gains once k > k* = (h2d + d2h) ÷ (NumPy's time − the device's compute time): the copies then cost less "
+          "than the calls save."), round_trip_lines(speedups)),
+        ("Where the time goes", "", phase_share_lines(timings)),
+        ("Data kept on the device, measured",
+         ("Resident trips: one copy in, k calls chained on the device (each output the next input, as a time loop "
+          "does), one copy out, timed as one region, against what the phases predict, h2d + k·compute + d2h."),
+         resident_lines(timings)),
+        ("Copy bandwidth", "", bandwidth_lines(transfer)),
+    ]
+    for title, lead, found in sections:
+        if found:  # a subsection with nothing to say is left out
+            lines += [f"### {title}", "", *([lead, ""] if lead else []), *found, ""]
     return lines
 
 
-def scaling_findings(scaling: pd.DataFrame) -> list[str]:
-    lines = []
-    keys = ["op", "variant" if "variant" in scaling else "library", "dtype"]
-    for (op, variant, dtype), group in scaling.groupby(keys):
-        row = group.loc[group["size"].idxmax()]
-        threads = f"{int(row['threads_effective'])} threads" if finite(row["threads_effective"]) else f"{row['threads']} threads"
-        head = f"- Thread scaling, {variant} {op} {dtype} at n = {int(row['size'])}: "
-        if row.get("verdict") == UNDECIDED and ci_span(*interval(row, "scaling")[1:]) > MAX_CI_SPAN:
-            lines.append(f"{head}undecided, {row.get('verdict_undecided') or 'its CI is too wide'}.{caveat(row)}")
-            continue
-        lines.append(f"{head}{threads} run {ratio_of(row, 'scaling')} as fast as one thread"
-                     f"{'' if row.get('verdict') in (None, UNDECIDED) else ' (' + verdict_phrase(row['verdict']) + ')'}"
-                     f".{caveat(row)}")
-    return lines
+def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
+    """Thread scaling as a table: one row per op, variant, dtype and thread count, one column
+    per size, each cell the most threads' speed against one thread with its CI and verdict
+    (a CI over 2× is no number); a weak cell carries the mark."""
+    if scaling.empty:
+        return pd.DataFrame()
+    frame = scaling.assign(variant=[variant_of(r) for _, r in scaling.iterrows()])
+    sizes = sorted({int(s) for s in frame["size"]})
+    rows = []
+    for (op, variant, dtype, threads), group in report_groups(frame, ["op", "variant", "dtype", "threads"]):
+        first = group.iloc[0]
+        row = {"op": op, "variant": variant, "dtype": dtype,
+               "threads": threads_text(threads, first.get("threads_effective"))}
+        by_size = {int(r["size"]): r for _, r in group.iterrows()}
+        for size in sizes:
+            cell = by_size.get(size)
+            row[f"n = {size}"] = "–" if cell is None else (
+                f"{fmt_ratio(*interval(cell, 'scaling'), compact=True)}{caveat(cell)}, {cell.get('verdict')}")
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def undecided_lines(frame: pd.DataFrame, column: str) -> list[str]:

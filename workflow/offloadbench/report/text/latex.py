@@ -35,8 +35,11 @@ import pandas as pd
 
 from ...analysis.columns import compile_fallbacks, interval
 from ...cells import EAGER
+from ...errors import UserError
 from ...verdicts import DECIDED, VERDICTS
 from ..format import cell_phrase, finite, fmt_ci, fmt_sig, format_bytes, time_unit, times_of
+from .conditions import controls_warning
+from .decisions import WEAK_MARK, WEAK_NOTE, answer, table_rows, who
 
 NA = "n/a"
 
@@ -62,6 +65,7 @@ _TEX_SPECIAL = {
     "µ": r"\textmu{}",
     "μ": r"\textmu{}",
     "≈": r"\ensuremath{\approx}",
+    "†": r"\textdagger{}",
     "≤": r"\ensuremath{\leq}",
     "≥": r"\ensuremath{\geq}",
     "→": r"\ensuremath{\rightarrow}",
@@ -75,10 +79,20 @@ _TEX_SPECIAL = {
 _LABEL = re.compile(r"^[A-Za-z0-9:.\-]+$")
 
 
+_BLANKS = re.compile(r"[\t\n\v\f\r]")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")  # ESC, NUL, DEL, ...: no engine takes them as text
+
+
+def _plain(text) -> str:
+    """Text with line breaks and tabs as spaces and every other ASCII control character left out."""
+    return _CONTROLS.sub("", _BLANKS.sub(" ", str(text)))
+
+
 def tex_escape(text) -> str:
-    """Text as LaTeX source that prints it; other non-ASCII characters become `?` (never a crash)."""
+    """Text as LaTeX source that prints it; control characters are left out and other
+    non-ASCII characters become `?` (never a crash)."""
     out = []
-    for ch in str(text).replace("\r", " ").replace("\n", " "):
+    for ch in _plain(text):
         if ch in _TEX_SPECIAL:
             out.append(_TEX_SPECIAL[ch])
         elif ch.isascii():
@@ -200,10 +214,10 @@ def speedups_tex(speedups: pd.DataFrame, machine: str = "") -> str:
     machine = machine or _machine_of(speedups)
     frame = speedups.copy()
     if not frame.empty:
-        frame["resident"] = [fmt_ci(r.speedup, r.speedup_ci_low, r.speedup_ci_high)
+        frame["resident"] = [fmt_ci(r.speedup, r.speedup_ci_low, r.speedup_ci_high, ratio=True)
                              for r in frame.itertuples(index=False)]
-        frame["e2e"] = [fmt_ci(r.end_to_end_speedup, r.end_to_end_speedup_ci_low, r.end_to_end_speedup_ci_high)
-                        for r in frame.itertuples(index=False)]
+        frame["e2e"] = [fmt_ci(r.end_to_end_speedup, r.end_to_end_speedup_ci_low, r.end_to_end_speedup_ci_high,
+                               ratio=True) for r in frame.itertuples(index=False)]
         frame["v"] = frame["speedup_verdict"]
         frame["e2e_v"] = frame["end_to_end_verdict"]
         frame["be"] = [_break_even_text(row) for _, row in frame.iterrows()]
@@ -215,6 +229,13 @@ def speedups_tex(speedups: pd.DataFrame, machine: str = "") -> str:
     )
     headers = {**_cell_headers(frame), "resident": "speedup (95% CI)", "v": "verdict",
                "e2e": "end-to-end speedup (95% CI)", "e2e_v": "end-to-end verdict", "be": "break-even n"}
+    if "calls_per_round_trip" in frame and frame["calls_per_round_trip"].map(finite).any():
+        frame["trip"] = [fmt_ci(*interval(r, "calls_per_round_trip")) for _, r in frame.iterrows()]
+        headers["trip"] = "calls per round trip k* (95% CI)"
+        caption_extra = (" k*: the calls the data must stay on the device for one copy in and out to pay, "
+                         "(h2d + d2h) / (NumPy's time - the device's compute time); at most 1: a copy on every "
+                         "call pays.")
+        caption += caption_extra
     return booktabs_table(frame, headers, caption, f"tab:{_slug(machine)}-speedups",
                           "No PyTorch cell has both a result and a NumPy baseline.")
 
@@ -238,6 +259,25 @@ def transfer_tex(transfer: pd.DataFrame, machine: str = "") -> str:
     headers = {"device": "device", "dir": "direction", "memory": "memory", "size": "size",
                "bw": "GB/s (95% CI)", "share": "% of link"}
     return booktabs_table(frame, headers, caption, f"tab:{_slug(machine)}-transfer", empty)
+
+
+def decisions_tex(decisions: pd.DataFrame, machine: str = "", warning: str = "") -> str:
+    """The answer: one decision per op (or kernel), place and dtype, as the report leads with;
+    `warning` is the self-comparisons' where they were called faster or slower too often."""
+    machine = machine or _machine_of(decisions)
+    frame = table_rows(decisions) if not decisions.empty else pd.DataFrame()
+    headers = {name: name for name in frame.columns} or {"op": "op", "decision": "decision"}
+    caption = (f"What to use on {machine}, per operation: the decision at the largest size measured, against NumPy "
+               "end to end (on a GPU with the copies counted), the size from which it holds, its speedup over "
+               "NumPy there with the 95% CI (for stay with NumPy: the best alternative's), the calls that pay a "
+               "compile back (with the compiler's start-up in parentheses), and where a size cannot tell yet, the "
+               "processes per cell that would likely decide it.")
+    if "speedup (95% CI)" in frame and frame["speedup (95% CI)"].str.contains(WEAK_MARK).any():
+        caption += f" {WEAK_NOTE}"
+    if warning:
+        caption += f" {warning}"
+    return booktabs_table(frame, headers, caption, f"tab:{_slug(machine)}-decisions",
+                          "No variant other than NumPy has both a result and a NumPy baseline.")
 
 
 def _pairs(comparison: pd.DataFrame, machines: Sequence[str]) -> list[tuple[str, str]]:
@@ -267,7 +307,7 @@ def comparison_tex(comparison: pd.DataFrame, machines: Sequence[str] = ()) -> st
     if not frame.empty:
         frame["ta"] = frame["median_a_s"] / scale
         frame["tb"] = frame["median_b_s"] / scale
-        frame["r"] = [fmt_ci(r.ratio, r.ratio_ci_low, r.ratio_ci_high) for r in frame.itertuples(index=False)]
+        frame["r"] = [fmt_ci(r.ratio, r.ratio_ci_low, r.ratio_ci_high, ratio=True) for r in frame.itertuples(index=False)]
     if len(pairs) == 1:
         a, b = pairs[0]
         headers = {**_cell_headers(frame), "ta": f"median on {a} ({unit})", "tb": f"median on {b} ({unit})",
@@ -338,8 +378,9 @@ def pair_prefix(reference: str, other: str) -> str:
     return machine_prefix(reference) + "Vs" + machine_prefix(other)[2:]
 
 
-class MacroCollision(ValueError):
-    """Two claims would be written under one macro name."""
+class MacroCollision(UserError):
+    """Two claims would be written under one macro name (labels that differ only in
+    punctuation, "remote1" and "remote-1"): one line, naming them."""
 
 
 @dataclass
@@ -376,7 +417,7 @@ _PLAIN = {"–": "-", "—": "-", "×": "x", "±": "+-", "µ": "u", "μ": "u", "
 
 def _comment(text: str) -> str:
     """Text for a `%` comment: one line, ASCII like the rest of the file."""
-    text = " ".join(str(text).split())
+    text = " ".join(_plain(text).split())
     return "".join(ch if ch.isascii() else _PLAIN.get(ch, "?") for ch in text)
 
 
@@ -412,7 +453,7 @@ def _extreme(frame: pd.DataFrame, column: str, largest: bool = True):
 
 
 def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.DataFrame, prefix: str = "",
-                  machine: str = "") -> str:
+                  machine: str = "", decisions: pd.DataFrame | None = None) -> str:
     """`\\newcommand` macros for one machine's headline numbers.
 
     `prefix` is the macro prefix itself; left empty, it is `machine_prefix` of `machine`,
@@ -455,6 +496,8 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
                    f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted "
                    f"({row.get('break_even')})")
 
+    _add_decisions(macros, decisions)
+
     copies = transfer[transfer["status"] == "ok"] if "status" in transfer.columns else transfer.iloc[0:0]
     copies = copies[copies["gbs"].map(finite)] if not copies.empty else copies
     words = {"h2d": "HostToDevice", "d2h": "DeviceToHost"}
@@ -469,6 +512,22 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     if copies.empty:
         macros.add("CopyBandwidth", NA, "no copy bandwidth was measured on this machine")
     return macros.text()
+
+
+def decision_macro(row) -> str:
+    """The macro name of one decision, after the prefix: op, device, dtype, and on the CPU its
+    threads, then Decision: `MatmulCpuFloatThirtyTwoThreadsOneDecision`."""
+    threads = f"Threads{camel_words(row['threads'])}" if row["device"] == "cpu" else ""
+    return camel_words(row["op"]) + camel_words(row["device"]) + camel_words(row["dtype"]) + threads + "Decision"
+
+
+def _add_decisions(macros: Macros, decisions: pd.DataFrame | None) -> None:
+    """One macro per decision: its sentence, as the report and the terminal say it."""
+    if decisions is None or decisions.empty:
+        macros.add("Decisions", NA, "no decision: nothing but NumPy has a result and a baseline")
+        return
+    for _, row in decisions.iterrows():
+        macros.add(decision_macro(row), answer(row), f"the decision for {who(row)}")
 
 
 def comparison_macros(comparison: pd.DataFrame, machines: Sequence[str] = ()) -> str:
@@ -492,16 +551,18 @@ def comparison_macros(comparison: pd.DataFrame, machines: Sequence[str] = ()) ->
         parts.append(f"% {_comment(b)} against {_comment(a)}\n" + macros.text())
     if not parts:
         return "% No machine pair to compare.\n"
-    _check_disjoint(parts)
+    _check_disjoint(parts, [f"{b} against {a}" for a, b in pairs])
     return "\n".join(parts)
 
 
-def _check_disjoint(parts: Sequence[str]) -> None:
+def _check_disjoint(parts: Sequence[str], names: Sequence[str]) -> None:
     seen: dict[str, int] = {}
     for k, part in enumerate(parts):
         for name in re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", part):
-            if seen.setdefault(name, k) != k:
-                raise MacroCollision(f"\\{name} is defined by two machine pairs; their labels spell the same")
+            first = seen.setdefault(name, k)
+            if first != k:
+                raise MacroCollision(f"\\{name} would be defined by two machine pairs, {names[first]} and {names[k]}: "
+                                     "their labels spell the same; rename one so they differ in more than punctuation")
 
 
 # --- files ----------------------------------------------------------------------------
@@ -514,11 +575,12 @@ def _write(path: Path, text: str) -> Path:
 
 
 def write_latex(tables: dict, out_dir, machine: str) -> dict[str, Path]:
-    """`tables/{timings,speedups,transfer}.tex` and `claims.tex` of one machine under `out_dir`."""
+    """`tables/{timings,speedups,transfer,decisions}.tex` and `claims.tex` of one machine under `out_dir`."""
     out = Path(out_dir)
     timings = tables.get("timings", pd.DataFrame())
     speedups = tables.get("speedups", pd.DataFrame())
     transfer = tables.get("transfer", pd.DataFrame())
+    decisions = tables.get("decisions", pd.DataFrame())
     prefix = machine_prefix(machine)
     header = (f"% Headline numbers of {_comment(machine)}, generated by offloadbench: \\input this file and use "
               f"the macros \\{prefix}... in the text.\n")
@@ -526,8 +588,11 @@ def write_latex(tables: dict, out_dir, machine: str) -> dict[str, Path]:
         "timings": _write(out / "tables" / "timings.tex", timings_tex(timings, machine)),
         "speedups": _write(out / "tables" / "speedups.tex", speedups_tex(speedups, machine)),
         "transfer": _write(out / "tables" / "transfer.tex", transfer_tex(transfer, machine)),
+        "decisions": _write(out / "tables" / "decisions.tex",
+                            decisions_tex(decisions, machine, controls_warning(tables.get("controls", pd.DataFrame())))),
         "claims": _write(out / "claims.tex",
-                         header + claims_macros(timings, speedups, transfer, prefix=prefix, machine=machine)),
+                         header + claims_macros(timings, speedups, transfer, prefix=prefix, machine=machine,
+                                                decisions=decisions)),
     }
 
 

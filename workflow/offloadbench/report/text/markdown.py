@@ -1,7 +1,12 @@
-"""The report: what was found on this machine, in sentences with numbers and 95% CIs.
+"""The report: what was found on this machine, the answer first.
 
-Built as Markdown from the tables and environment.json, then rendered to one
-self-contained HTML file with the figures embedded.
+It leads with a paragraph that answers the question for this machine, the decision table
+and the heatmap; then the findings, thread scaling, a section per operation, and the
+details (what compiling costs, how the measurement went, the copies, the seed's claims,
+every figure and table, the method and the machine). Built as Markdown from the tables and
+environment.json, then rendered to one self-contained HTML page that people navigate: a
+table of contents, the decision table's rows linked to each op's section, figures with
+captions, the long sections folded (page.py).
 """
 
 from __future__ import annotations
@@ -12,21 +17,27 @@ from pathlib import Path
 import pandas as pd
 
 from ...analysis.columns import unstable_cells
+from ...analysis.decisions import decisions_table
 from ...cells import Cell
 from ...layout import TABLES, machine_figures
+from ...verdicts import DEFAULT_MIN_EFFECT
 from ..captions import caption_of
 from ..escape import md_data, md_frame, safe_html
-from ..format import finite, fmt_time, format_bytes, ratio_of
+from ..format import finite, fmt_percent, fmt_ratio, fmt_time, format_bytes, op_order, ratio_of
+from ..page import anchors, markdown_headings, slug, unescaped
 from .compile_findings import compile_section, kernel_lines
-from .conditions import conditions_section
+from .conditions import conditions_section, controls_line, controls_warning
+from .decisions import WEAK_MARK, WEAK_NOTE, answer, lead_paragraph, table_legend, table_rows, where_cell
 from .findings import (
     gpu_findings,
+    no_gpu_reason,
     offload_section,
-    scaling_findings,
+    scaling_table,
     speedup_findings,
     stability_findings,
 )
-from .ops_findings import bound_lines, missing_baseline_lines, payoff_lines
+from .fit import fit_section
+from .ops_findings import bound_lines, bound_notes, missing_baseline_lines, payoff_lines
 from .seed import SEED_CLAIM, check_seed_claims
 
 
@@ -64,13 +75,25 @@ class Inputs:
     def transfer(self) -> pd.DataFrame:
         return self.table("transfer")
 
+    @property
+    def controls(self) -> pd.DataFrame:
+        return self.table("controls")
+
+    @property
+    def decisions(self) -> pd.DataFrame:
+        """decisions.csv, or made from the speedups where the tables are older than it."""
+        if "decisions" in self.tables:
+            return self.tables["decisions"]
+        min_effect = (self.settings.get("analysis") or {}).get("min_effect", DEFAULT_MIN_EFFECT)
+        return decisions_table(self.speedups, self.timings, min_effect, self.machine)
+
 
 def machine_section(env: dict, machine: str) -> list[str]:
     gpus = env.get("gpus") or []
     gpu = ", ".join(f"{g['name']} ({g['total_memory_bytes'] / 2**30:.0f} GiB)" if g.get("total_memory_bytes") else g["name"] for g in gpus) or "none visible to torch"
     blas = env.get("numpy_blas") or {}
     lines = [
-        "## Machine",
+        "### Machine",
         "",
         f"- Label: `{machine}` (host `{env.get('hostname')}`), {env.get('os')}",
         f"- CPU: {env.get('cpu_model')}, {env.get('logical_cores')} logical cores ({env.get('usable_cores')} usable), governor {env.get('cpu_governor') or 'not readable'}",
@@ -113,7 +136,7 @@ def timings_markdown(timings: pd.DataFrame) -> str:
         "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
         "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if finite(v) else "–"),
         "end to end": ok["end_to_end_s"].map(fmt_time),
-        "copies": ok["transfer_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
+        "copies": ok["transfer_fraction"].map(fmt_percent),
         "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if finite(v) else "–"),
         "samples": ok["n_samples"].astype(int),
         "stable": [("no" if flags else "yes") if status == "ok" else "–"
@@ -147,7 +170,7 @@ def transfer_markdown(transfer: pd.DataFrame) -> str:
         "device": ok["device"], "direction": ok["direction"], "memory": ok["memory"],
         "size": ok["bytes"].map(format_bytes), "median": ok["median_s"].map(fmt_time),
         "GB/s": [f"{v:.2f} ({lo:.2f}–{hi:.2f})" for v, lo, hi in zip(ok["gbs"], ok["gbs_ci_low"], ok["gbs_ci_high"])],
-        "of link": ok["link_fraction"].map(lambda v: f"{v:.0%}" if finite(v) else "–"),
+        "of link": ok["link_fraction"].map(fmt_percent),
     })
     return markdown_table(table)
 
@@ -192,14 +215,14 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
         "four times the spread its worker's cells typically show), is replaced by a process of an extra round, "
         "and recorded as replaced; "
         f"extra rounds also measure both sides of every comparison still undecided, up to {m['max_processes']} "
-        f"processes per cell and {m['extra_time_fraction']:.0%} of the planned rounds' time. "
+        f"processes per cell and {fmt_percent(m['extra_time_fraction'])} of the planned rounds' time. "
         "Thread counts are set before NumPy and PyTorch load and read back afterwards. "
         "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
         "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
         f"A region first runs until two consecutive blocks agree within 5% (warm-up), then repeats calls within a "
         f"sample until a sample lasts at least {m['min_sample_s'] * 1e3:g} ms and the timer's own cost is below 0.1%. "
         f"Samples are taken in interleaved rounds over the regions of a cell until the distribution-free 95% CI of "
-        f"every median within the process is within ±{m['target_rel_ci']:.0%} (after at least {m['min_samples']} "
+        f"every median within the process is within ±{fmt_percent(m['target_rel_ci'])} (after at least {m['min_samples']} "
         f"samples and {m['min_sampling_s']:g} s, so that cheap cells also feed the noise checks) or the region's "
         f"{m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
         "Cells are flagged unstable when the CI target is not met, the samples have two modes, the second half drifts "
@@ -218,7 +241,7 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
         "Student's t on the processes' degrees of freedom; otherwise the noise within each process does. "
         "A cell measured in one process has a CI of its within-process noise only, and the tables say so "
         "(`ci_scope`). "
-        f"Every ratio gets one of four verdicts, with the minimum effect δ = {a['min_effect']:.0%}: *faster* when "
+        f"Every ratio gets one of four verdicts, with the minimum effect δ = {fmt_percent(a['min_effect'])}: *faster* when "
         "its CI lies above 1 and it is at least 1 + δ; *slower*, the mirror image; *the same* when the whole CI "
         "lies within ±δ of 1 (an equivalence test); *undecided* otherwise, and always when the CI spans more "
         "than 2×, which is never stated as a result."
@@ -226,33 +249,115 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
     return ["## Method", "", measuring, "", intervals, ""]
 
 
+QUESTION = ("*When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from "
+            "the GPU cost?*")
+ANSWER = "The answer, per operation"
+AT_A_GLANCE = "At a glance"
+PER_OP = "Per operation"
+# The sections a reader opens when they want them (report.html folds them, each op's too).
+FOLDED = ("Cells", "Speedups", "Timings", "Copy bandwidth, every size", "Method")
+ANCHOR = "\x00anchor:{}\x00"  # an op's section anchor, filled in once every heading is known
+
+
+def folded(level: int, text: str, section: str) -> bool:
+    return (level == 2 and text in FOLDED) or (level == 3 and section == PER_OP)
+
+
+def decisions_markdown(decisions: pd.DataFrame) -> str:
+    """The decision table, each op linked to its section under Per operation."""
+    cells = table_rows(decisions)
+    if cells.empty:
+        return "_No decision: no variant other than NumPy has both a result and a NumPy baseline._"
+    cells["op"] = [f"[{op}]({ANCHOR.format(op)})" for op in cells["op"]]
+    return markdown_table(cells)
+
+
+def op_section(op: str, inputs: Inputs) -> list[str]:
+    """What the report knows of one op: its decisions in full, where each variant pays,
+    what bounds it, and its end-to-end speedups at every size."""
+    pick = {name: frame[frame["op"] == op] if "op" in frame else frame
+            for name, frame in (("t", inputs.timings), ("s", inputs.speedups), ("d", inputs.decisions))}
+    lines = [f"### {op}", ""]
+    lines += [f"- {where_cell(r)}, {r['dtype']}: {answer(r)}" for _, r in pick["d"].iterrows()]
+    if not pick["s"].empty:
+        lines += payoff_lines(pick["s"])
+    lines += bound_lines(pick["t"], inputs.table("roofs"))
+    lines += kernel_lines(pick["t"]) + missing_baseline_lines(pick["t"])
+    table = op_speedups_table(pick["s"])
+    if table:
+        lines += ["", table]
+    return lines + [""]
+
+
+def op_speedups_table(speedups: pd.DataFrame) -> str:
+    """One op's end-to-end speedups: a row per variant and place, a column per size."""
+    if speedups.empty:
+        return ""
+    rows = []
+    sizes = sorted({int(n) for n in speedups["size"]})
+    for (variant, device, threads, dtype), group in speedups.groupby(["variant", "device", "threads", "dtype"],
+                                                                     sort=True):
+        first = group.iloc[0]
+        row = {"variant": variant, "where": where_cell(first), "dtype": dtype}
+        by_size = {int(r["size"]): r for _, r in group.iterrows()}
+        for size in sizes:
+            cell = by_size.get(size)
+            row[f"n = {size}"] = "–" if cell is None else (
+                f"{fmt_ratio(cell['end_to_end_speedup'], cell['end_to_end_speedup_ci_low'], cell['end_to_end_speedup_ci_high'], compact=True)}, "
+                f"{cell['end_to_end_verdict']}")
+        rows.append(row)
+    return "End-to-end speedup over NumPy (95% CI), verdict:\n\n" + markdown_table(pd.DataFrame(rows))
+
+
 def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     inputs = inputs.escaped()
-    t, s = inputs.timings, inputs.speedups
-    findings = speedup_findings(s) + gpu_findings(t, s) + scaling_findings(inputs.thread_scaling) + stability_findings(t)
+    t, s, d = inputs.timings, inputs.speedups, inputs.decisions
+    figures = {name: caption_of(name) for name in machine_figures(inputs.tables)}
+    glance = {name: text for name, text in figures.items() if name.startswith("heatmap")}
+    min_effect = (inputs.settings.get("analysis") or {}).get("min_effect", DEFAULT_MIN_EFFECT)
+    findings = speedup_findings(s) + gpu_findings(t, s) + controls_line(inputs.controls, min_effect) + \
+        stability_findings(t)
+    warning = controls_warning(inputs.controls)
+    scaling = scaling_table(inputs.thread_scaling)
+    ops = op_order(pd.concat([t["op"], d["op"]]) if not d.empty else t["op"])
     lines = [
         f"# NumPy vs PyTorch on `{inputs.machine}`",
         "",
-        "When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from the GPU cost?",
+        QUESTION,
         "",
-        *machine_section(inputs.environment, inputs.machine),
+        lead_paragraph(d, no_gpu_reason(t)),
+        "",
+        *([f"**{warning}**", ""] if warning else []),
+        f"## {ANSWER}",
+        "",
+        decisions_markdown(d),
+        "",
+        table_legend(),
+        "",
+        f"## {AT_A_GLANCE}",
+        "",
+        *figure_lines(glance, figure_dir),
         "## Key findings",
         "",
         *findings,
         "",
-        "## Which operations pay off",
+        "## Thread scaling",
         "",
-        *payoff_lines(s),
-        *missing_baseline_lines(t),
-        *kernel_lines(t),
+        (f"How much faster each CPU library runs on its most threads than on one, with the 95% CI:\n\n"
+         f"{markdown_table(scaling)}" if not scaling.empty else "_No CPU series was measured at one thread and more._"),
         "",
-        "### What bounds each operation",
+        f"## {PER_OP}",
         "",
-        *bound_lines(t, inputs.table("roofs")),
+        *bound_notes(t, inputs.table("roofs")),
         "",
+    ]
+    for op in ops:
+        lines += op_section(op, inputs)
+    lines += [
         *compile_section(t, s),
         *conditions_section(inputs.environment, inputs.rounds, t, inputs.settle),
         *offload_section(t, s, inputs.transfer),
+        *fit_section(inputs.table("memory")),
         "## Seed claims checked",
         "",
         f"> {SEED_CLAIM}",
@@ -261,34 +366,59 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
         "## Figures",
         "",
+        *figure_lines({name: text for name, text in figures.items() if name not in glance}, figure_dir),
+        *status_section(t),
+        "## Speedups", "", speedups_markdown(s), "",
+        "## Timings", "", timings_markdown(t), "",
+        "## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), "",
+        *method_section(inputs.settings, t),
+        *machine_section(inputs.environment, inputs.machine),
     ]
-    lines += figure_lines({name: caption_of(name) for name in machine_figures(inputs.tables)}, figure_dir)
-    lines += status_section(t)
-    lines += ["## Speedups", "", speedups_markdown(s), "", "## Timings", "", timings_markdown(t), ""]
-    lines += ["## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]
-    lines += method_section(inputs.settings, t)
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if WEAK_MARK in text:  # the mark is explained once, under the table it first appears in
+        legend = table_legend()
+        text = text.replace(legend, f"{legend}\n\n{WEAK_NOTE}", 1)
+    return link_anchors(text, ops)
 
 
-def write_page(text: str, md_path: str, html_path: str, title: str, figures: tuple[str, ...]) -> None:
+def link_anchors(text: str, ops: list[str]) -> str:
+    """Fill each op's link with the anchor its heading under Per operation gets (GitHub's
+    rule, which report.html follows), whatever other heading shares its name."""
+    headings = markdown_headings(text)
+    start = headings.index(PER_OP) if PER_OP in headings else 0
+    section: dict[str, str] = {}
+    for heading, anchor in list(zip(headings, anchors(headings), strict=True))[start:]:
+        section.setdefault(heading, anchor)
+    for op in ops:
+        text = text.replace(ANCHOR.format(op), "#" + section.get(unescaped(op), slug(unescaped(op))))
+    return text
+
+
+def write_page(text: str, md_path: str, html_path: str, title: str, figures: tuple[str, ...],
+               fold=None, table_classes: dict[str, str] | None = None) -> None:
     """A report as Markdown, and as HTML with its figures embedded: only `figures`, the
     names of the figures this run drew beside it under figures/."""
     Path(md_path).write_text(text, encoding="utf-8")
     out = Path(md_path).parent
     embedded = {f"figures/{name}.png": out / "figures" / f"{name}.png" for name in figures}
-    Path(html_path).write_text(safe_html(text, embedded, f"offloadbench — {title}"), encoding="utf-8")
+    Path(html_path).write_text(safe_html(text, embedded, f"offloadbench — {title}", fold, table_classes),
+                               encoding="utf-8")
 
 
 def figure_lines(captions: dict[str, str], figure_dir: str) -> list[str]:
-    """Each figure's PNG with its caption, and where its vector version is."""
+    """Each figure's PNG, its alt text the caption's first sentence, then its caption and
+    where its vector version is."""
     lines = []
     for name, caption in captions.items():
-        lines += [f"![{name}]({figure_dir}/{name}.png)", "", f"*{name}*: {caption} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+        alt = caption.split(". ")[0].rstrip(".").replace("[", "(").replace("]", ")")
+        lines += [f"![{name}: {alt}]({figure_dir}/{name}.png)", "",
+                  f"*{name}*: {caption} Vector version: `{figure_dir}/{name}.pdf`.", ""]
     return lines
 
 
 def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
-    write_page(build_markdown(inputs), md_path, html_path, inputs.machine, tuple(machine_figures(inputs.tables)))
+    write_page(build_markdown(inputs), md_path, html_path, inputs.machine, tuple(machine_figures(inputs.tables)),
+               folded, {ANSWER: "decisions"})
 
 
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:

@@ -1,6 +1,7 @@
 """Findings per op in sentences: where offloading pays with the copies counted, what bounds
 each op, and the verdict at the largest size. Same style as `findings`: Markdown bullets,
-numbers with their 95% CIs, plain words where data is missing.
+numbers with their 95% CIs, a weak mark after a number from a weak cell, plain words where
+data is missing. The report gives each op's lines in its own section (report.text.markdown).
 """
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analysis.breakeven import break_even
-from ...analysis.columns import ci_columns, falls_back
+from ...analysis.columns import ci_columns, falls_back, without_models
 from ...analysis.roofline import bounds, device_roofs
+from ...verdicts import FASTER
 from ..format import (
     VERDICT_WORDS,
     by_variant,
@@ -28,8 +30,10 @@ from ..format import (
 from .findings import caveat
 
 E2E = "end_to_end_speedup"
+
+
 def payoff_lines(speedups: pd.DataFrame) -> list[str]:
-    """Per op, device and dtype: does PyTorch pay with the copies counted, and from which n."""
+    """Per op, variant, device and dtype: does it pay with the copies counted, and from which n."""
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no payoff can be stated."]
     frame, label = widest_threads(speedups)
@@ -40,40 +44,36 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
     for (op, variant, device, dtype), group in report_groups(frame, ["op", "variant", "device", "dtype"]):
         group = group.sort_values("size")
         largest = group.iloc[-1]
-        who = f"{op} with {variant}" if several_variants else op
-        at_largest = ratio_of(largest, E2E)
+        at_largest = ratio_of(largest, E2E) + caveat(largest)
+        words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
+        n_max = int(largest["size"])
         if falls_back(largest):
             lines.append(f"- {op} with {variant} {where_phrase(device)} ({dtype}) is no compiled speedup: "
                          f"{largest['compile_fallback']}.")
             continue
         if device == "cpu":
-            words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
             here = threads if str(largest["threads"]) == label else threads_text(largest["threads"],
                                                                                    largest.get("threads_effective"))
-            lines.append(
-                f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {int(largest['size'])}, "
-                f"the largest size measured: {at_largest} end to end.{caveat(largest)}"
-            )
+            lines.append(f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {n_max}, the largest "
+                         f"size measured: {at_largest} end to end.")
             continue
         result = break_even(group["size"].tolist(), group[ci_columns(E2E)[0]].tolist())
-        head = f"- {who} {where_phrase(device)} ({dtype})"
-        n_max = int(largest["size"])
+        head = f"- {op} with {variant} {where_phrase(device)} ({dtype})" if several_variants else \
+            f"- {op} {where_phrase(device)} ({dtype})"
         if result.status == "from the smallest size":
             lines.append(f"{head} pays at every size measured (from n = {result.above}) with the copies counted; "
-                         f"at n = {n_max} it is {at_largest}.{caveat(largest)}")
+                         f"at n = {n_max} it is {at_largest}.")
         elif result.status == "reached":
             lines.append(f"{head} pays from n ≈ {result.size:.0f} with the copies counted (between {result.below} "
-                         f"and {result.above}); at n = {n_max} it is {at_largest}.{caveat(largest)}")
+                         f"and {result.above}); at n = {n_max} it is {at_largest}.")
         else:
-            words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
-            paying = group.loc[group["end_to_end_verdict"] == "faster", "size"].astype(int).tolist()
+            paying = group.loc[group["end_to_end_verdict"] == FASTER, "size"].astype(int).tolist()
             if paying:
-                sizes = ", ".join(str(s) for s in paying)
-                lines.append(f"{head} pays with the copies counted at n = {sizes}, but not at the largest size, "
-                             f"n = {n_max}: there it is {at_largest}, {words}.{caveat(largest)}")
+                lines.append(f"{head} pays with the copies counted at n = {', '.join(map(str, paying))}, but not at "
+                             f"the largest size, n = {n_max}: there it is {at_largest}, {words}.")
             else:
                 lines.append(f"{head} never pays with the copies counted up to n = {n_max}: there it is "
-                             f"{at_largest}, {words}.{caveat(largest)}")
+                             f"{at_largest}, {words}.")
     return lines
 
 
@@ -100,21 +100,46 @@ NO_ROOFS_LINE = ("- The roofs (each device's memory bandwidth and peak GFLOP/s) 
                  "so no op is placed against them.")
 
 
-def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
-    """Per op, device and dtype at the largest size: memory- or compute-bound, and how close
-    each library comes to that roof."""
+def _placed(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str]]:
+    """The ok cells that can be placed against a roof, and the devices that have no roofs."""
+    placed = bounds(timings, roofs)
+    placed = placed[placed["intensity"].map(finite)] if "intensity" in placed else placed
+    without = [d for d in device_order(placed["device"]) if placed.loc[placed["device"] == d, "memory_gbs"].isna().all()]
+    return placed[~placed["device"].isin(without)], without
+
+
+def bound_notes(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
+    """What keeps ops off the roofs, said once for the report: no roofs at all, a device
+    without them, ops without a FLOP and byte model."""
     if device_roofs(roofs).empty:
         return [NO_ROOFS_LINE]
-    placed = bounds(timings, roofs)
-    if placed.empty:
+    lines = []
+    if not (timings.get("status", pd.Series(dtype=str)) == "ok").any():
         return ["- No cell finished with status ok, so none can be placed against the roofs."]
+    _, without = _placed(timings, roofs)
+    for device in without:
+        lines.append(f"- No roofs were measured {where_phrase(device)}, so its cells are not placed against one.")
+    unmodelled = without_models(timings)
+    if unmodelled:
+        lines.append(f"- {', '.join(unmodelled)} {'gives' if len(unmodelled) == 1 else 'give'} no FLOP and byte "
+                     "model, so what bounds {0} is not said, and the throughput and roofline figures leave {0} out "
+                     "(`@kernel(flops=..., bytes=...)` adds it).".format("it" if len(unmodelled) == 1 else "them"))
+    return lines
+
+
+def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
+    """Per op, device and dtype at the largest size: memory- or compute-bound, and how close
+    each library comes to that roof (ops without a model, and devices without roofs, are
+    left out: `bound_notes` says so once)."""
+    if device_roofs(roofs).empty:
+        return []
+    placed, _ = _placed(timings, roofs)
+    if placed.empty:
+        return []
     placed, label = widest_threads(placed)
     threads = threads_phrase(placed, label)
     lines = []
-    without = [d for d in device_order(placed["device"]) if placed.loc[placed["device"] == d, "memory_gbs"].isna().all()]
-    for device in without:
-        lines.append(f"- No roofs were measured {where_phrase(device)}, so its cells are not placed against one.")
-    for (op, device, dtype), group in report_groups(placed[~placed["device"].isin(without)], ["op", "device", "dtype"]):
+    for (op, device, dtype), group in report_groups(placed, ["op", "device", "dtype"]):
         largest = group[group["size"] == group["size"].max()]
         row = largest.iloc[0]
         where = f"{op} {where_phrase(device)} ({dtype}, n = {int(row['size'])}" + (f", {threads})" if device == "cpu" else ")")
@@ -124,12 +149,12 @@ def bound_lines(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
         memory_bound = row["bound"] == "memory"
         roof = f"the memory roof ({fmt_rate(row['memory_gbs'])} GB/s)" if memory_bound else \
             f"the {dtype} roof ({fmt_rate(row['compute_gflops'])} GFLOP/s)"
-        reached = " and ".join(f"{variant_of(r)} {fmt_percent(r['roof_fraction'])}"
+        reached = " and ".join(f"{variant_of(r)} {fmt_percent(r['roof_fraction'])}{caveat(r)}"
                                for _, r in by_variant(largest).iterrows())
         line = (f"- {where}: {row['bound']}-bound (intensity {fmt_rate(row['intensity'])} FLOP/B, "
                 f"ridge {fmt_rate(row['ridge'])} FLOP/B); {reached} of {roof}")
         if (largest["roof_fraction"] > 1.05).any():
             line += (", above the measured roof: its data likely stay in cache" if memory_bound
                      else ", above the measured roof (a large matmul, not the hardware's peak)")
-        lines.append(line + "." + next(filter(None, (caveat(r) for _, r in largest.iterrows())), ""))
+        lines.append(line + ".")
     return lines

@@ -1,22 +1,84 @@
-"""Print a short summary of one machine's results: `python -m offloadbench.report.summary results/<machine>`."""
+"""The answer in the terminal: the decision table of a results folder or bundle, one line
+per op (and kernel) and place, at most 100 characters wide, then where the report is.
+Snakemake prints it after every successful run (onsuccess); `make summary` prints it for
+any results folder or bundle, read as untrusted input.
+
+    python -m offloadbench.report.text.summary [results/<machine> | <machine>.tar.gz] [--cells]
+
+`--cells` adds a short table of every measured cell with the spread between its processes
+(what `make gpu-check` prints).
+"""
 
 from __future__ import annotations
 
 import sys
+import tempfile
+import textwrap
 from pathlib import Path
 
 import pandas as pd
 
-from ...analysis.tables import read_tables
+from ...analysis.measured import Analysis
+from ...analysis.sources import Source
+from ...analysis.tables import read_table, read_tables
+from ...bundles import BUNDLE_SUFFIX, source_label, unpack
 from ...cells import Cell
-from ..format import fmt_percent
-from .findings import gpu_findings, speedup_findings
+from ...errors import UserError, one_line, shown
+from ..escape import terminal_frame
+from ..format import finite, fmt_percent, format_bytes
+from .conditions import controls_warning
+from .decisions import plain_legend, plain_table
 from .markdown import markdown_table
 
+WIDTH = 100
+USAGE = "usage: python -m offloadbench.report.text.summary [results/<machine> | <machine>.tar.gz] [--cells]"
 
-def summarize(folder: Path) -> str:
-    tables = read_tables({name: str(folder / f"{name}.csv") for name in ("timings", "speedups")})
-    t, s = tables["timings"], tables["speedups"]
+
+def answer_tables(folder: Path, label: str, rebuild: bool = False) -> dict[str, pd.DataFrame]:
+    """A results folder's decisions and self-comparisons: its CSV tables, or rebuilt from its
+    raw records where it has none (results of an older version) or where `rebuild` says to
+    (a bundle, whose tables are only what someone else wrote; its records are checked one
+    by one)."""
+    names = ("decisions", "controls")
+    if (folder / "decisions.csv").is_file() and not rebuild:
+        return {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
+                else pd.DataFrame() for name in names}
+    tables = Source(label, folder).tables(Analysis())
+    return {name: tables[name] for name in names}
+
+
+def summary_lines(tables: dict[str, pd.DataFrame], label: str, report: Path | None) -> list[str]:
+    """The decision table and where the report is, every text from data made safe to print;
+    the self-comparisons' warning first, where they were called faster or slower more often
+    than the CIs promise."""
+    warning = controls_warning(tables.get("controls", pd.DataFrame()))
+    lines = [f"offloadbench: the answer for {shown(label)}", *(textwrap.wrap(warning, WIDTH) if warning else []),
+             *plain_table(terminal_frame(tables["decisions"]), WIDTH), "", *plain_legend()]
+    if report is not None:
+        lines.append(f"report: {shown(report)}")
+    return lines
+
+
+def summarize(path: Path) -> list[str]:
+    """The summary of a results folder, or of a bundle unpacked (within the default bounds)
+    into a temporary folder that is removed afterwards."""
+    if path.name.endswith(BUNDLE_SUFFIX) and path.is_file():
+        label = source_label(path.name[: -len(BUNDLE_SUFFIX)], f"bundle {shown(path)}")
+        with tempfile.TemporaryDirectory(prefix="offloadbench-summary-") as tmp:
+            folder = unpack(path, Path(tmp) / "bundle")
+            return summary_lines(answer_tables(folder, label, rebuild=True), label, None)
+    if not (path / "environment.json").is_file():
+        raise UserError(f"{shown(path)}: neither a results folder (no environment.json) nor a "
+                        f"{BUNDLE_SUFFIX} bundle")
+    report = path / "report.html"
+    return summary_lines(answer_tables(path, path.resolve().name), path.resolve().name,
+                         report if report.is_file() else None)
+
+
+def cells_summary(folder: Path) -> str:
+    """Every measured cell in one line: its times, copy share, processes and their spread."""
+    tables = read_tables({name: str(folder / f"{name}.csv") for name in ("timings",)})
+    t = tables["timings"]
     counts = ", ".join(f"{k} {v}" for k, v in t["status"].value_counts().items())
     rows = t[t["status"] == "ok"]
     brief = pd.DataFrame({
@@ -27,16 +89,44 @@ def summarize(folder: Path) -> str:
         "processes": rows["processes"],
         "spread": rows["process_spread"].map(fmt_percent),
         "unstable": rows["unstable"].fillna("").map(lambda v: "yes" if v else ""),
+        **({"peak host": rows["peak_host_bytes"].map(_bytes), "peak device": rows["peak_device_bytes"].map(_bytes)}
+           if "peak_host_bytes" in rows else {}),
     })
     spread = rows["process_spread"].dropna()
-    lines = [f"{folder}: cells {counts}", "", markdown_table(brief), ""]
+    lines = [f"{shown(folder)}: cells {counts}", "", markdown_table(terminal_frame(brief)), ""]
+    resident = rows[rows["resident"].fillna("") != ""] if "resident" in rows else rows.iloc[0:0]
+    lines += [f"{Cell.from_dict(r).key}: resident trips: {r['resident']}" for _, r in resident.iterrows()]
     if not spread.empty:
-        lines.append(f"spread between processes (slowest process median ÷ fastest − 1): median {spread.median():.1%}, "
-                     f"largest {spread.max():.1%}")
-    return "\n".join(lines + ["", *speedup_findings(s), *gpu_findings(t, s)])
+        lines.append(f"spread between processes (slowest process median ÷ fastest − 1): median "
+                     f"{fmt_percent(spread.median())}, largest {fmt_percent(spread.max())}")
+    return "\n".join(lines)
+
+
+def _bytes(value) -> str:
+    return format_bytes(value) if finite(value) else "–"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    cells = "--cells" in args
+    paths = [a for a in args if a != "--cells"]
+    if len(paths) > 1:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if not paths:
+        from ...config import resolve_machine, validate
+
+        paths = [str(Path(validate({}, read_kernels=False)["results_dir"]) / resolve_machine({"machine": "auto"}))]
+    try:
+        if cells:
+            print(cells_summary(Path(paths[0])))
+            print()
+        print("\n".join(summarize(Path(paths[0]))))
+    except UserError as error:
+        print(f"error: {one_line(error, 500)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m offloadbench.report.summary results/<machine>")
-    print(summarize(Path(sys.argv[1])))
+    raise SystemExit(main())

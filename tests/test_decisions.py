@@ -1,0 +1,231 @@
+"""The answer first: the decision rule on small synthetic tables, its words in the report,
+the terminal and LaTeX, and the estimate of the processes that would decide an open case."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from offloadbench.analysis.columns import DECISIONS
+from offloadbench.analysis.decisions import STAY, UNSURE, decisions_table
+from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table
+from offloadbench.report.text.latex import decision_macro, decisions_tex
+from offloadbench.stats import independent_ratio, processes_to_decide
+from offloadbench.verdicts import MAX_CI_SPAN, verdict
+
+DELTA = 0.05
+
+
+def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="heat", processes=3, weak=False,
+         fallback="", compile_s=float("nan"), startup=float("nan"), calls=float("nan"), break_even=float("nan"),
+         time_spread=None):
+    """One speedup row and the timing row of its cell: NumPy takes 1 ms, the cell 1 ms ÷ speedup;
+    the cell's own time CI is as wide as its speedup's unless `time_spread` says otherwise."""
+    library, _, mode = variant.partition(" ")
+    mode = mode or "eager"
+    time = 1e-3 / speedup
+    spread = time_spread if time_spread is not None else (high / low) ** 0.5
+    speed = {
+        "machine": "box", "op": op, "library": library, "device": device, "dtype": "float32", "size": size,
+        "threads": threads, "mode": mode, "variant": variant, "threads_effective": 2 if threads == "all" else 1,
+        "baseline_threads": threads if device == "cpu" else "all", "processes": processes,
+        "end_to_end_speedup": speedup, "end_to_end_speedup_ci_low": low, "end_to_end_speedup_ci_high": high,
+        "end_to_end_verdict": verdict(low, high, speedup, DELTA), "unstable": "two modes" if weak else "",
+        "shares_cores": False, "compile_fallback": fallback, "compile_s": compile_s, "compiler_startup_s": startup,
+        "amortize_calls": calls, "amortize_calls_ci_low": calls * 0.9, "amortize_calls_ci_high": calls * 1.1,
+        "break_even_size": break_even,
+    }
+    timing = {"op": op, "library": library, "mode": mode, "device": device, "dtype": "float32", "size": size,
+              "threads": threads, "family": "user kernels", "end_to_end_s": time,
+              "end_to_end_ci_low_s": time / spread, "end_to_end_ci_high_s": time * spread}
+    return speed, timing
+
+
+def decide(*cells) -> pd.DataFrame:
+    speedups = pd.DataFrame([c[0] for c in cells])
+    timings = pd.DataFrame([c[1] for c in cells])
+    return decisions_table(speedups, timings, DELTA)
+
+
+def only(frame: pd.DataFrame) -> pd.Series:
+    assert len(frame) == 1, frame
+    return frame.iloc[0]
+
+
+def test_the_fastest_variant_decided_faster_is_used():
+    row = only(decide(cell("torch", 1024, 3.0, 2.9, 3.1), cell("torch compiled", 1024, 6.0, 5.8, 6.2,
+                                                                  compile_s=0.8, startup=6.0, calls=100.0)))
+    assert row["decision"] == "use torch compiled" and row["variant"] == "torch compiled"
+    assert row["speedup"] == 6.0 and row["verdict"] == "faster"
+    assert row["amortize_calls"] == 100.0 and row["amortize_calls_with_startup"] == pytest.approx(100 * 6.8 / 0.8)
+
+
+def test_a_simpler_variant_that_cannot_be_told_apart_from_the_fastest_is_preferred():
+    row = only(decide(cell("torch", 1024, 3.0, 2.8, 3.2), cell("torch compiled", 1024, 3.1, 2.9, 3.3),
+                      cell("numpy compiled", 1024, 3.05, 2.85, 3.25)))
+    assert row["variant"] == "torch"  # NumPy, torch eager, numpy compiled, torch compiled
+    row = only(decide(cell("numpy compiled", 1024, 3.05, 2.85, 3.25), cell("torch compiled", 1024, 3.1, 2.9, 3.3)))
+    assert row["variant"] == "numpy compiled"  # compiled NumPy keeps the NumPy code
+
+
+def test_a_simpler_variant_must_itself_be_faster_than_numpy():
+    row = only(decide(cell("torch", 1024, 1.3, 0.9, 1.8), cell("torch compiled", 1024, 1.5, 1.4, 1.6)))
+    assert row["variant"] == "torch compiled"
+
+
+def test_numpy_stays_when_nothing_is_or_can_be_faster():
+    row = only(decide(cell("torch", 1024, 0.8, 0.75, 0.85)))
+    assert row["decision"] == STAY and row["variant"] == "numpy" and row["compared_variant"] == "torch"
+    assert "stay with NumPy: at n = 1024 the best alternative, torch, is slower, 0.80×" in answer(row)
+    # undecided, but its CI never reaches 1 + δ: it cannot pay by the minimum effect either
+    row = only(decide(cell("torch", 1024, 0.97, 0.90, 1.04)))
+    assert row["decision"] == STAY and row["verdict"] == "undecided"
+
+
+def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
+    row = only(decide(cell("torch", 1024, 1.12, 0.95, 1.32)))
+    assert row["decision"] == UNSURE and row["variant"] == "" and row["undecided_sizes"] == "1024"
+    assert 3 < row["processes_to_decide"] < 100
+    text = answer(row)
+    assert "cannot tell yet" in text and f"about {int(row['processes_to_decide'])} processes per cell" in text
+    assert "estimated from the spread between processes seen, 3 now" in text
+
+
+def test_a_ratio_whose_ci_spans_more_than_twice_is_no_number_anywhere():
+    row = only(decide(cell("torch", 1024, 2.7, 0.33, 22.9)))
+    assert row["decision"] == UNSURE
+    for text in (answer(row), "\n".join(plain_table(pd.DataFrame([row]))), decisions_tex(pd.DataFrame([row]))):
+        assert "2.7" not in text and "22.9" not in text and "spans" in text
+
+
+def test_from_which_size_it_pays_and_what_the_smaller_sizes_say():
+    frame = decide(cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6),
+                   cell("torch", 2048, 2.0, 1.9, 2.1))
+    row = only(frame)
+    assert row["by_size"] == "256: numpy; 1024: torch; 2048: torch" and row["from_size"] == 1024
+    assert answer(row).startswith("use torch from n = 1024: at n = 2048 it is 2.00× (95% CI 1.90–2.10) as fast")
+    assert answer(row).endswith("below that, stay with NumPy.")
+
+
+def test_a_gpu_break_even_between_sizes_is_the_size_it_pays_from():
+    row = only(decide(cell("torch", 256, 0.5, 0.45, 0.55, device="cuda", break_even=700.0),
+                      cell("torch", 1024, 4.0, 3.8, 4.2, device="cuda", break_even=700.0)))
+    assert row["break_even_size"] == 700.0 and row["threads"] == "1" and row["baseline_threads"] == "all"
+    assert answer(row).startswith("use torch from n ≈ 700: at n = 1024 it is 4.00×")
+    assert "with the copies counted" in answer(row)
+
+
+def test_code_that_did_not_all_compile_is_never_the_answer():
+    row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6),
+                      cell("torch compiled", 1024, 9.0, 8.8, 9.2, fallback="graph break: print")))
+    assert row["variant"] == "torch"
+
+
+def test_one_row_per_op_device_dtype_and_cpu_thread_count():
+    frame = decide(cell("torch", 1024, 1.5, 1.4, 1.6, threads="1"), cell("torch", 1024, 0.8, 0.7, 0.9, threads="all"),
+                   cell("torch", 1024, 5.0, 4.5, 5.5, device="cuda"),
+                   cell("torch", 1024, 2.0, 1.9, 2.1, op="other"))
+    assert list(frame.columns) == list(DECISIONS)
+    assert [(r.op, r.device, r.threads) for r in frame.itertuples()] == [
+        ("heat", "cpu", "1"), ("heat", "cpu", "all"), ("heat", "cuda", "1"), ("other", "cpu", "1")]
+    assert list(frame["decision"]) == ["use torch", STAY, "use torch", "use torch"]
+
+
+def test_a_weak_headline_carries_one_mark():
+    row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6, weak=True)))
+    assert bool(row["weak"]) and answer(row).count("†") == 1
+
+
+def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
+    cells = [cell("torch", n, 1.5, 1.4, 1.6, op=op) for n in (256, 2048)
+             for op in ("a_very_long_kernel_name_of_someone", "heat")]
+    frame = decide(*cells)
+    frame.loc[0, "op"] = "evil\x1b]0;owned\x07\nerror: forged"
+    from offloadbench.report.escape import terminal_frame
+
+    lines = plain_table(terminal_frame(frame))
+    assert len(lines) == 2 + len(frame)  # the dtype said once, the header, a line per row
+    assert all(len(line) <= 100 for line in lines)
+    assert not any(ch in "".join(lines) for ch in "\x1b\x07\n") and not any(l.startswith("error") for l in lines)
+
+
+def test_the_lead_paragraph_answers_for_the_machine():
+    frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1), cell("torch", 1024, 0.8, 0.7, 0.9, op="other"))
+    text = lead_paragraph(frame, "cuda unavailable")
+    assert text.startswith("Moving work off NumPy pays in 1 of the 2 cases measured here: use torch for heat.")
+    assert "Stay with NumPy for other" in text and "answers for the CPU only" in text
+
+
+def test_each_decision_has_its_macro_name():
+    row = only(decide(cell("torch", 1024, 3.0, 2.9, 3.1, threads="all")))
+    assert decision_macro(row) == "HeatCpuFloatThirtyTwoThreadsAllDecision"
+
+
+# --- the statistics behind it ---------------------------------------------------------------
+
+
+def test_an_independent_ratio_adds_the_two_intervals_on_the_log_scale():
+    value, low, high = independent_ratio((2.0, 2.0 / 1.1, 2.0 * 1.1), (1.0, 1 / 1.1, 1.2))
+    assert value == pytest.approx(2.0)
+    assert math.log(high / value) == pytest.approx(math.hypot(math.log(1.1), math.log(1.1)))
+    assert math.log(value / low) == pytest.approx(math.hypot(math.log(1.1), math.log(1.2)))
+    assert all(math.isnan(v) for v in independent_ratio((1.0, math.nan, 2.0), (1.0, 0.9, 1.1)))
+
+
+def test_processes_to_decide_follow_the_spread_and_the_distance_from_the_boundary():
+    near = processes_to_decide(0.95, 1.32, 1.12, 3, DELTA, MAX_CI_SPAN)
+    wide = processes_to_decide(0.80, 1.57, 1.12, 3, DELTA, MAX_CI_SPAN)
+    far = processes_to_decide(0.95, 1.89, 1.34, 3, DELTA, MAX_CI_SPAN)
+    assert 3 < near < wide and far < wide
+    assert processes_to_decide(1.0, 1.1, 1.0499, 3, DELTA, MAX_CI_SPAN) == math.inf  # just inside δ: never
+    assert math.isnan(processes_to_decide(0.9, 1.2, 1.05, 1, DELTA, MAX_CI_SPAN))  # one process: no spread known
+
+
+# --- the summary printed for a folder or a bundle ---------------------------------------------
+
+
+def test_the_summary_of_a_folder_without_decisions_rebuilds_them_from_its_records(tmp_path):
+    import shutil
+
+    from offloadbench.report.text.summary import summarize
+
+    folder = tmp_path / "h200"
+    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    (folder / "decisions.csv").unlink()  # results of a version before the decisions
+    lines = summarize(folder)
+    assert lines[0] == "offloadbench: the answer for h200"
+    matmul_gpu = next(line for line in lines if line.startswith("matmul") and " cuda " in line)
+    assert "use torch" in matmul_gpu and "≈ 605" in matmul_gpu and "3.81× (3.42–4.25)" in matmul_gpu
+    assert all(len(line) <= 100 for line in lines)
+
+
+def test_the_summary_of_a_bundle_reads_its_records_not_its_tables(tmp_path):
+    import shutil
+
+    from offloadbench.bundles import make_bundle
+    from offloadbench.report.text.summary import summarize
+
+    folder = tmp_path / "h200"
+    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    (folder / "decisions.csv").write_text("machine,op,device,dtype,threads,decision,speedup\nx,\x1b]0;pwn\x07,cpu,"
+                                          "float32,1,use evil,99\n")
+    bundle = tmp_path / "h200.tar.gz"
+    make_bundle(folder, bundle, "h200", "{}")
+    text = "\n".join(summarize(bundle))
+    assert "use evil" not in text and "\x1b" not in text and "use torch" in text
+    assert not list(tmp_path.glob("offloadbench-summary-*"))  # the unpacked copy is gone
+
+
+def test_a_tampered_decisions_table_prints_inert(tmp_path):
+    import shutil
+
+    from offloadbench.report.text.summary import summarize
+
+    folder = tmp_path / "box"
+    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    frame = pd.read_csv(folder / "decisions.csv", dtype=str)
+    frame.loc[0, "op"] = "evil\x1b[31m\nerror: forged line"
+    frame.to_csv(folder / "decisions.csv", index=False)
+    lines = summarize(folder)
+    assert not any("\x1b" in line or line.startswith("error") for line in lines)
+    assert any("evil\\x1b" in line for line in lines)

@@ -1,0 +1,79 @@
+"""Does the problem fit? Peak memory of one call measured in workers (untimed), the model
+calibrated by it, the largest size that fits, and the out-of-memory check that uses it."""
+
+import math
+
+import pandas as pd
+import pytest
+from offloadbench.analysis.memory_fit import largest_fitting, memory_table, spec_for
+from offloadbench.catalogue import SPECS, call_bytes, measured_scale, output_unit_bytes, working_set_bytes
+from offloadbench.cells import Cell
+from offloadbench.measure import cell as cell_module
+from offloadbench.measure.cell import Settings, run_cell
+
+QUICK = Settings.from_config({"target_rel_ci": 0.5, "min_samples": 6, "min_sampling_s": 0.0, "max_samples": 20,
+                              "budget_s": 0.02, "warmup_budget_s": 0.02, "min_sample_s": 0.0005, "seed": 0,
+                              "check_rows": 8, "pinned_memory": False, "allow_tf32": False})
+
+
+def peak(library, op, size):
+    torch = pytest.importorskip("torch") if library == "torch" else None
+    outcome = run_cell(Cell(op, library, "cpu", "float32", size, "1"), QUICK, torch)
+    assert outcome.status == "ok", outcome.reason
+    return outcome.measured["memory"]["host"]
+
+
+@pytest.mark.parametrize("library, method", [("numpy", "tracemalloc"), ("torch", "torch profiler")])
+def test_a_matmul_of_1024_allocates_its_4_mib_output_and_not_much_more(library, method):
+    host = peak(library, "matmul", 1024)
+    assert host["method"] == method
+    assert 4 * 2**20 <= host["peak_bytes"] <= 64 * 2**20
+    assert host["rss_hwm_bytes"] is None or host["rss_hwm_bytes"] >= 0
+
+
+@pytest.mark.parametrize("library, op", [("numpy", "transcendental"), ("torch", "transcendental"),
+                                         ("numpy", "matmul")])
+def test_the_model_fitted_on_two_sizes_predicts_a_third_within_a_quarter(library, op):
+    """The largest size that fits rests on this: fit on 256 and 512, measure 1024."""
+    spec = SPECS[op]
+    scale = measured_scale([(n, peak(library, op, n)["peak_bytes"]) for n in (256, 512)], spec, 4)
+    predicted = scale * output_unit_bytes(spec, 1024, 4)
+    measured = peak(library, op, 1024)["peak_bytes"]
+    assert measured == pytest.approx(predicted, rel=0.25), (predicted, measured)
+
+
+def test_the_largest_size_that_fits_inverts_the_calibrated_call():
+    spec = SPECS["matmul"]
+    n = largest_fitting(spec, 4, 1.0, 16 * 2**30, headroom=0.1)
+    assert call_bytes(spec, n, 4, 1.0) <= 0.9 * 16 * 2**30 < call_bytes(spec, n + 1, 4, 1.0)
+    assert n > largest_fitting(spec, 4, None, 16 * 2**30)  # the model's 3 outputs need more than 1 measured
+    assert largest_fitting(spec, 4, 1.0, 0) is None
+
+
+def test_the_out_of_memory_check_uses_the_measured_scale(monkeypatch):
+    """A host with just room for a matmul's inputs and one output: the model (three outputs)
+    refuses the cell, the measurement (one output) lets it run."""
+    cell = Cell("matmul", "numpy", "cpu", "float32", 2048, "1")
+    spec = SPECS["matmul"]
+    room = (working_set_bytes(spec, 2048, 4, 1.0) + working_set_bytes(spec, 2048, 4)) / 2
+    monkeypatch.setattr(cell_module, "_available_host_memory", lambda: room / QUICK.memory_headroom)
+    refused = run_cell(cell, QUICK, None)
+    assert refused.status == "oom" and "(modelled)" in refused.reason
+    calibrated = run_cell(cell, QUICK, None, memory_scale={"host": 1.0})
+    assert calibrated.status == "ok"
+
+
+def test_the_memory_table_fits_each_series_and_says_how_far_the_model_was():
+    rows = []
+    for n in (256, 512, 1024):
+        for library, scale in (("numpy", 1.0), ("torch", 2.0)):
+            out = output_unit_bytes(SPECS["matmul"], n, 4)
+            rows.append({"op": "matmul", "variant": library, "library": library, "mode": "eager", "device": "cpu",
+                         "dtype": "float32", "size": n, "status": "ok", "peak_host_bytes": scale * out,
+                         "peak_device_bytes": math.nan})
+    environment = {"memory_bytes": 64 * 2**30}
+    table = memory_table(pd.DataFrame(rows), environment, "box").set_index("variant")
+    assert table.loc["numpy", "scale"] == pytest.approx(1.0) and table.loc["torch", "scale"] == pytest.approx(2.0)
+    assert table.loc["numpy", "model_error"] == pytest.approx(2.0)  # the model's 3 outputs against 1 measured
+    assert table.loc["numpy", "largest_size"] > table.loc["torch", "largest_size"] > 0
+    assert table.loc["numpy", "largest_size"] == largest_fitting(spec_for("matmul"), 4, 1.0, 64 * 2**30)

@@ -1,0 +1,130 @@
+"""Peak memory of one call, measured in an untimed call of its own after the sampling, so
+no timing sees the tracing.
+
+- Host, counted where the allocation happens: NumPy reports its data buffers to
+  `tracemalloc`; torch's CPU allocations (torch cells and every compiled cell, which run
+  torch underneath) show in its profiler's memory events, each op's own allocations at its
+  start and the frees between ops as they come, whose running sum peaks at the call's peak.
+- The process's RSS high-water mark as a cross-check (Linux: reset with
+  /proc/self/clear_refs, value 5, read VmHWM). After the warm-up an allocator reuses freed
+  pages, so a call's output and temporaries may not raise RSS at all: it is a lower bound.
+- Device: `torch.cuda.reset_peak_memory_stats` and `max_memory_allocated` on cuda; on mps
+  the driver's allocated memory after the call (mps keeps no peak).
+Where a method is unavailable, the field says `not measured` with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tracemalloc
+from collections.abc import Callable
+
+STATUS = "/proc/self/status"
+CLEAR_REFS = "/proc/self/clear_refs"
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open(STATUS, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def reset_high_water() -> int | None:
+    """Reset the RSS high-water mark to the current RSS (None where Linux does not let us)."""
+    try:
+        with open(CLEAR_REFS, "w", encoding="ascii") as handle:
+            handle.write("5")
+    except OSError:
+        return None
+    return _status_bytes("VmRSS")
+
+
+def high_water_since(baseline: int | None) -> int | None:
+    """How far RSS rose above `baseline` since the reset (None where it cannot be read)."""
+    peak = _status_bytes("VmHWM")
+    return max(0, peak - baseline) if peak is not None and baseline is not None else None
+
+
+def _numpy_peak(call: Callable[[], object]) -> int:
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before, _ = tracemalloc.get_traced_memory()
+    result = call()
+    _, peak = tracemalloc.get_traced_memory()
+    del result
+    if not was_tracing:
+        tracemalloc.stop()
+    return max(0, peak - before)
+
+
+def _torch_peak(call: Callable[[], object], torch) -> int:
+    """The peak of torch's CPU allocations in one call, from its profiler's memory events."""
+    with torch.autograd.profiler.profile(profile_memory=True, use_kineto=False) as prof:
+        result = call()
+        del result
+    running = peak = 0
+    for event in sorted(prof.function_events, key=lambda e: e.time_range.start):
+        running += event.self_cpu_memory_usage
+        peak = max(peak, running)
+    return peak
+
+
+def host_peak(call: Callable[[], object], torch_based: bool, torch=None) -> dict:
+    """Peak extra host bytes of one call, by the method that sees its allocations, and
+    the RSS high-water mark's rise as a cross-check."""
+    baseline = reset_high_water()
+    try:
+        peak = _torch_peak(call, torch) if torch_based else _numpy_peak(call)
+        found = {"peak_bytes": int(peak), "method": "torch profiler" if torch_based else "tracemalloc"}
+    except Exception as error:  # noqa: BLE001 - an unavailable method is said, never a failed cell
+        found = {"peak_bytes": None, "method": "not measured", "reason": f"{type(error).__name__}: {error}"[:300]}
+    rss = high_water_since(baseline)
+    found["rss_hwm_bytes"] = rss
+    if rss is None:
+        found["rss_reason"] = "not measured: no /proc/self/clear_refs here"
+    return found
+
+
+def device_peak(call: Callable[[], object], device: str, torch, sync: Callable[[], None]) -> dict:
+    """Peak bytes one call allocates on the device, above what it held before."""
+    if device == "cuda":
+        sync()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        result = call()
+        sync()
+        peak = torch.cuda.max_memory_allocated() - before
+        del result
+        return {"peak_bytes": int(max(0, peak)), "method": "torch.cuda.max_memory_allocated"}
+    if device == "mps":
+        sync()
+        before = torch.mps.driver_allocated_memory()
+        result = call()
+        sync()
+        after = torch.mps.driver_allocated_memory()
+        del result
+        return {"peak_bytes": int(max(0, after - before)), "method": "torch.mps.driver_allocated_memory (no peak)"}
+    return {"peak_bytes": None, "method": "not measured", "reason": f"no device memory on {device}"}
+
+
+@contextlib.contextmanager
+def watching_first_call(device: str, torch):
+    """Around a compiled cell's first call (the compile): the RSS high-water rise and, on
+    cuda, the device's peak; filled into the yielded dict when the block ends. Only a reset
+    before and a read after, so the compile time it surrounds is unchanged."""
+    found: dict = {}
+    baseline = reset_high_water()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    yield found
+    found["rss_hwm_bytes"] = high_water_since(baseline)
+    if device == "cuda":
+        found["device_peak_bytes"] = int(max(0, torch.cuda.max_memory_allocated() - before))

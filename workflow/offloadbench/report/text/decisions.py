@@ -1,0 +1,302 @@
+"""The decisions in words: the sentence of each row of decisions.csv, the table that leads
+the report, the paragraph that answers the question for the machine, and the same table as
+plain text for the terminal (analysis/decisions.py makes the rows)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ...analysis.decisions import STAY, UNSURE, USE
+from ...verdicts import SAME, SLOWER
+from ..format import finite, fmt_calls, fmt_ratio, fmt_size, text_of, threads_text, where_phrase
+
+WEAK_MARK = "†"
+WEAK_NOTE = (f"{WEAK_MARK} marks a number from a weak cell: one that shared its cores with the orchestrator, or "
+             "that a noise check flagged (How the measurement went says which and why).")
+
+
+def is_weak(row) -> bool:
+    return str(row.get("weak")).lower() in ("true", "1", "1.0")
+
+
+def by_size(row) -> list[tuple[int, str]]:
+    """(size, variant) of each size measured, from the row's `by_size` ("256: numpy; 1024: ?")."""
+    pairs = []
+    for part in text_of(row.get("by_size")).split(";"):
+        size, _, variant = part.partition(":")
+        if size.strip().isdigit():
+            pairs.append((int(size), variant.strip()))
+    return pairs
+
+
+def _said(variant: str) -> str:
+    return {"numpy": "stay with NumPy", "?": "cannot tell yet", "": "cannot tell yet"}.get(variant, f"use {variant}")
+
+
+def _threads(row) -> str:
+    return threads_text(row["threads"], row.get("threads_effective"))
+
+
+def who(row) -> str:
+    """"matmul on the cpu (1 thread, float32)", "fft2 on cuda (float32)"."""
+    if row["device"] == "cpu":
+        return f"{row['op']} on the cpu ({_threads(row)}, {row['dtype']})"
+    return f"{row['op']} {where_phrase(row['device'])} ({row['dtype']})"
+
+
+def where_cell(row) -> str:
+    """"cpu, 1 thread", "cuda": where a decision holds, in a table."""
+    return f"cpu, {_threads(row)}" if row["device"] == "cpu" else str(row["device"])
+
+
+def speedup_text(row, compact: bool = False) -> str:
+    """The stated speedup with its CI and the weak mark, or why it is no number (a CI over 2×)."""
+    if not finite(row.get("speedup")):
+        return "–"
+    text = fmt_ratio(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"], compact)
+    return text + (WEAK_MARK if is_weak(row) else "")
+
+
+def _how(row) -> str:
+    return "with the copies counted" if row["device"] != "cpu" else "end to end"
+
+
+def from_text(row) -> str:
+    """"at every size measured", "from n = 1024", or "from n ≈ 700" where a GPU series'
+    break-even lies between the last size that does not pay and the first that does."""
+    sizes = [size for size, _ in by_size(row)]
+    first = int(row["from_size"])
+    if not sizes or first <= sizes[0]:
+        return "at every size measured"
+    before = max(size for size in sizes if size < first)
+    break_even = row.get("break_even_size")
+    if finite(break_even) and before < float(break_even) <= first:
+        return f"from n ≈ {float(break_even):.0f}"
+    return f"from n = {first}"
+
+
+def _below(row) -> str:
+    """What the sizes below the decision's range say: "; below that, stay with NumPy"."""
+    first = int(row["from_size"]) if finite(row.get("from_size")) else None
+    smaller = [(size, variant) for size, variant in by_size(row) if first is not None and size < first]
+    if not smaller:
+        return ""
+    words = {_said(variant) for _, variant in smaller}
+    if len(words) == 1:
+        return f"; below that, {words.pop()}"
+    return "; below that: " + ", ".join(f"n = {size} {_said(variant)}" for size, variant in smaller)
+
+
+def payback_text(row) -> str:
+    """"its compile pays back after 93 calls (1,090 with the compiler's start-up)"."""
+    if not finite(row.get("amortize_calls")):
+        return ""
+    text = f"its compile pays back after {fmt_calls(row['amortize_calls'])} calls"
+    if finite(row.get("amortize_calls_with_startup")):
+        text += f" ({fmt_calls(row['amortize_calls_with_startup'])} with the compiler's start-up)"
+    return text
+
+
+def processes_text(row) -> str:
+    """"about 9 processes per cell would likely decide it (…, 4 now)", from the spread seen."""
+    needed = row.get("processes_to_decide")
+    if needed == math.inf:
+        return "more processes would hardly decide it: the ratio sits on a boundary of the minimum effect"
+    if not finite(needed):
+        return "one process per cell says nothing of the spread between processes: measure more"
+    now = f", {int(row['processes'])} now" if finite(row.get("processes")) else ""
+    return (f"about {int(needed)} processes per cell would likely decide it (estimated from the spread between "
+            f"processes seen{now})")
+
+
+def _fits(row) -> str:
+    """"; one call fits the device's memory up to n ≈ 46,000" where the peaks were measured."""
+    largest = row.get("fits_up_to")
+    if not finite(largest):
+        return ""
+    where = "the host's memory" if row["device"] == "cpu" else f"{row['device']}'s memory"
+    return f"; a call fits {where} up to n ≈ {fmt_size(largest)}"
+
+
+def _trip(row) -> str:
+    """A GPU row's calls per round trip, where the copies do not pay on every call."""
+    words = text_of(row.get("round_trip"))
+    if row["device"] == "cpu" or not words or words == "pays with a copy on every call":
+        return ""
+    calls = row.get("calls_per_round_trip")
+    exact = f" (k* = {float(calls):.2g})" if finite(calls) else ""
+    return f"; with the data kept on the device between calls, it {words}{exact}"
+
+
+def answer(row) -> str:
+    """The decision of one row as a sentence, without naming the row."""
+    decision, size = str(row["decision"]), int(row["size"])
+    alternative = text_of(row.get("compared_variant"))
+    trip = _trip(row)
+    if decision.startswith(USE):
+        payback = payback_text(row)
+        return (f"{decision} {from_text(row)}: at n = {size} it is {speedup_text(row)} as fast as NumPy, "
+                f"{_how(row)}{'; ' + payback if payback else ''}{trip}{_fits(row)}{_below(row)}.")
+    if decision == STAY:
+        if not alternative:
+            return f"stay with NumPy: nothing else ran at n = {size}{_below(row)}."
+        said = {SLOWER: "slower", SAME: "the same within the minimum effect"}.get(
+            str(row["verdict"]), "not faster by the minimum effect")
+        return (f"stay with NumPy: at n = {size} the best alternative, {alternative}, is {said}, "
+                f"{speedup_text(row)} {_how(row)}{trip}{_below(row)}.")
+    if decision == UNSURE:
+        return (f"cannot tell yet: at n = {size} {alternative} is {speedup_text(row)} {_how(row)}; "
+                f"{processes_text(row)}{_below(row)}.")
+    return f"{decision}."
+
+
+# --- the table that leads the report, and its terminal twin ---------------------------------
+
+
+OPTIONAL = ("compile pays back after", "fits up to n", "to decide")  # left out where no row has one
+
+
+def table_rows(decisions: pd.DataFrame, compact_where: bool = False) -> pd.DataFrame:
+    """The decision table's cells as text, one row per decision, in the table's order; the
+    payback and to-decide columns only where a row has one."""
+    rows = []
+    for _, row in decisions.iterrows():
+        where = where_cell(row)
+        if compact_where:
+            where = f"cpu {'all' if str(row['threads']) == 'all' else str(row['threads']) + 't'}" \
+                if row["device"] == "cpu" else str(row["device"])
+        rows.append({
+            "op": row["op"], "where": where, "dtype": row["dtype"], "decision": row["decision"],
+            "from n": _from_cell(row), "at n": str(int(row["size"])), "speedup (95% CI)": speedup_text(row, True),
+            "compile pays back after": _payback_cell(row),
+            "fits up to n": fmt_size(row["fits_up_to"]) if finite(row.get("fits_up_to")) else "–",
+            "to decide": _decide_cell(row),
+        })
+    frame = pd.DataFrame(rows, columns=["op", "where", "dtype", "decision", "from n", "at n", "speedup (95% CI)",
+                                        *OPTIONAL])
+    return frame.drop(columns=[c for c in OPTIONAL if (frame[c] == "–").all()])
+
+
+def _from_cell(row) -> str:
+    if not str(row["decision"]).startswith(USE):
+        return "–"
+    text = from_text(row)
+    return "every n" if text == "at every size measured" else text.removeprefix("from n ").removeprefix("= ")
+
+
+def _payback_cell(row) -> str:
+    if not finite(row.get("amortize_calls")):
+        return "–"
+    whole = row.get("amortize_calls_with_startup")
+    return f"{fmt_calls(row['amortize_calls'])} calls" + (f" ({fmt_calls(whole)})" if finite(whole) else "")
+
+
+def _decide_cell(row) -> str:
+    if not text_of(row.get("undecided_sizes")):
+        return "–"
+    needed = row.get("processes_to_decide")
+    if finite(needed):
+        return f"≈{int(needed)} processes"
+    return "not by processes" if needed == math.inf else "more processes"
+
+
+def table_legend() -> str:
+    """What the decision table's columns mean, in one paragraph."""
+    return ("Each row is one op (or kernel of yours) where it runs: *decision* is what to use at the largest size "
+            "measured, against NumPy end to end (on a GPU with the copies counted), and *from n* the size from which "
+            "it holds; *speedup* is its speedup over NumPy there, with the 95% CI (for stay with NumPy: the best "
+            "alternative's). The rule: the fastest variant decided faster than NumPy, but a simpler one (NumPy, "
+            "torch, numpy compiled, torch compiled) where the two cannot be told apart. *Compile pays back after*: "
+            "the calls that pay a compile back, and in parentheses with the compiler's one-time start-up. *To "
+            "decide*: where some size cannot tell yet, the processes per cell that would likely decide it, "
+            "estimated from the spread between processes seen.")
+
+
+def plain_table(decisions: pd.DataFrame, width: int = 100) -> list[str]:
+    """The decision table as plain text for the terminal: one line per row, at most `width`
+    characters; the dtype column is left out (and said once) when every row has one."""
+    cells = table_rows(decisions, compact_where=True)
+    if cells.empty:
+        return ["no decision: no variant other than NumPy has both a result and a NumPy baseline"]
+    cells["note"] = [_note(row) for _, row in decisions.iterrows()]
+    columns = ["op", "where", "dtype", "decision", "from n", "at n", "speedup (95% CI)", "note"]
+    lines = []
+    if cells["dtype"].nunique() == 1:
+        columns.remove("dtype")
+        lines.append(f"all {cells['dtype'].iloc[0]}:")
+    widths = {c: max(len(c), *(len(v) for v in cells[c])) for c in columns}
+    widths["op"] = min(widths["op"], 18)
+    widths["note"] = max(8, width - sum(widths[c] + 2 for c in columns if c != "note"))
+
+    def line(values) -> str:
+        return "  ".join(_fit(str(values[c]), widths[c]) for c in columns).rstrip()[:width]
+
+    return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows())]
+
+
+def _note(row) -> str:
+    """The terminal's last column: a compile's payback, or what would decide an open size."""
+    if finite(row.get("amortize_calls")):
+        whole = row.get("amortize_calls_with_startup")
+        return f"{fmt_calls(row['amortize_calls'])}{f' ({fmt_calls(whole)})' if finite(whole) else ''} calls"
+    decide = _decide_cell(row)
+    return "" if decide == "–" else decide
+
+
+def plain_legend() -> list[str]:
+    return _wrap("decision: at the largest n measured, end to end (on a GPU with the copies counted); from n: "
+                 "where it starts to hold; note: the calls that pay a compile back (with the compiler's start-up), "
+                 "or the processes per cell that would likely decide an open size; 1t: one thread. "
+                 + WEAK_NOTE, 100)
+
+
+def _fit(text: str, width: int) -> str:
+    return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width)
+
+
+# --- the paragraph that answers the question ------------------------------------------------
+
+
+def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None) -> str:
+    """What to do on this machine, in a few sentences: what pays and where it pays most,
+    where NumPy stays, what is still open."""
+    if decisions.empty:
+        return ("No decision can be made here: no variant other than NumPy has both a result and a NumPy "
+                "baseline on this machine.")
+    use = decisions[decisions["decision"].str.startswith(USE)]
+    stay = decisions[decisions["decision"] == STAY]
+    unsure = decisions[decisions["decision"] == UNSURE]
+    parts = []
+    if not use.empty:
+        groups = "; ".join(f"{variant} for {_ops(group, decisions)}" for variant, group in use.groupby("variant"))
+        parts.append(f"Moving work off NumPy pays in {len(use)} of the {len(decisions)} cases measured here: "
+                     f"use {groups}.")
+        best = use.loc[pd.to_numeric(use["speedup"], errors="coerce").idxmax()]
+        parts.append(f"It pays most for {who(best)}: {speedup_text(best)} at n = {int(best['size'])}, "
+                     f"{_how(best)}.")
+    if not stay.empty:
+        parts.append(f"Stay with NumPy for {_ops(stay, decisions)}: nothing else is faster there by the minimum "
+                     "effect.")
+    if not unsure.empty:
+        parts.append(f"It cannot tell yet for {_ops(unsure, decisions)}; the table says what would decide it.")
+    if gpu_reason:
+        parts.append(f"No GPU cell ran here ({gpu_reason}), so this answers for the CPU only.")
+    return " ".join(parts)
+
+
+def _ops(group: pd.DataFrame, decisions: pd.DataFrame) -> str:
+    """"fft2, sum_rows and transcendental (cpu, all threads)": each op once, with where it
+    holds when that is not everywhere the op was measured."""
+    names = []
+    for op, rows in group.groupby("op", sort=False):
+        everywhere = len(rows) == (decisions["op"] == op).sum()
+        names.append(op if everywhere else f"{op} ({', '.join(where_cell(r) for _, r in rows.iterrows())})")
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
