@@ -125,10 +125,10 @@ def test_only_lists_the_user_left_unset_are_inherited():
     from offloadbench.config import inherited_lists
 
     assert inherited_lists(merged({"kernels": []}), {"kernels": []}) == {
-        "grid.ops", "grid.compiled.ops", "grid.compiled.threads"}
-    mine = {"grid": {"ops": ["matmul"], "compiled": {"ops": ["matmul"]}}}
+        "grid.ops", "grid.modes", "grid.compiled.ops", "grid.compiled.threads"}
+    mine = {"grid": {"ops": ["matmul"], "modes": ["eager", "compiled"], "compiled": {"ops": ["matmul"]}}}
     assert inherited_lists(merged(mine), mine) == {"grid.compiled.threads"}
-    replaced = {"grid": {"ops": ["matmul"], "compiled": None}}
+    replaced = {"grid": {"ops": ["matmul"], "modes": ["eager"], "compiled": None}}
     assert inherited_lists(merged(replaced), replaced) == set()
     assert inherited_lists(merged({}), DEFAULT) == set()  # `--configfile config/config.yaml`: all of it written
 
@@ -150,6 +150,9 @@ def test_kernels_of_ones_own_never_fail_on_the_default_files_names(tmp_path):
     data, notes = validated({"kernels": [str(own)], "grid": {"ops": ["smooth", "matmul"], "modes": ["eager", "compiled"]}})
     assert data["grid"]["compiled"]["ops"] is None and data["grid"]["compiled"]["threads"] == [1]  # all ops, 1 thread
     assert len(notes) == 1 and "all of them are compiled" in notes[0]
+    # a grid of its own that leaves the modes to the default file: it asked for no compile of its own
+    data, notes = validated({"kernels": [str(own)], "grid": {"ops": ["smooth", "matmul"]}})
+    assert data["grid"]["compiled"]["ops"] == [] and "so none is compiled" in notes[0]
 
 
 def test_a_name_the_user_wrote_is_still_checked():

@@ -219,7 +219,7 @@ def inherited_lists(config: dict, written: dict | None) -> set[str]:
     grid = (written or {}).get("grid")
     grid = grid if isinstance(grid, dict) else {}
     ours = config.get("grid") or {}
-    found = {"grid.ops"} if "ops" in ours and "ops" not in grid else set()
+    found = {f"grid.{key}" for key in ("ops", "modes") if key in ours and key not in grid}
     mine = grid.get("compiled")
     if "compiled" in grid and not isinstance(mine, dict):
         return found  # the user replaced the whole section (null: all of the grid)
@@ -231,8 +231,10 @@ def narrow_inherited(grid: dict, inherited: Collection[str], known_ops: Collecti
     """Lists inherited from config/config.yaml never fail on names the user did not write:
     an inherited `grid.ops` leaves out what is no op with the user's kernels, and an
     inherited `grid.compiled` list narrows only the cells the user's grid has (a name
-    outside the grid's own list is left out; a list left empty stands for all of the grid).
-    Returns one note per change; names the user wrote are checked as they are."""
+    outside the grid's own list is left out). A list left empty stands for all of the grid
+    where the user asked for the compiled mode, and for none where the modes are inherited
+    too: the default file's compiled ops were its own choice. Returns one note per change;
+    names the user wrote are checked as they are."""
     notes = []
     if "grid.ops" in inherited:
         unknown = [op for op in grid["ops"] if op not in known_ops]
@@ -252,10 +254,15 @@ def narrow_inherited(grid: dict, inherited: Collection[str], known_ops: Collecti
         dropped = [str(v) for v in values if v not in kept]
         if not dropped:
             continue
-        compiled[key] = kept or None
-        notes.append(f"config key grid.compiled.{key} from {DEFAULT_CONFIG}: {', '.join(dropped)} not in your "
-                     + (f"grid, left out (compiled: {', '.join(map(str, kept))})" if kept else
-                        f"grid's {key}, so all of them are compiled; set grid.compiled in your config to choose"))
+        asked = "grid.modes" not in inherited  # the user asked for compiled cells themselves
+        compiled[key] = kept or (None if asked else [])
+        if kept:
+            said = f"grid, left out (compiled: {', '.join(map(str, kept))})"
+        elif asked:
+            said = f"grid's {key}, so all of them are compiled; set grid.compiled in your config to choose"
+        else:
+            said = f"grid's {key}, so none is compiled; set grid.modes and grid.compiled in your config to compile"
+        notes.append(f"config key grid.compiled.{key} from {DEFAULT_CONFIG}: {', '.join(dropped)} not in your {said}")
     return notes
 
 

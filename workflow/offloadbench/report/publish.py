@@ -40,14 +40,16 @@ def run_settings(source: Source) -> dict:
 
 
 def render(source: Source, analysis: Analysis, out_dir: str) -> None:
-    """A machine's tables, figures, LaTeX and report, rebuilt from its raw records."""
+    """A machine's tables, figures, LaTeX and report, rebuilt from its raw records. Every
+    file is read and checked before anything is drawn or written, so a bad one costs a
+    second, not a whole rendering."""
     out = Path(out_dir)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
     tables = source.tables(analysis)
+    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds(), source.settle())
+    (out / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:
         write_csv(tables[name], out / f"{name}.csv")
     for name in machine_figures(tables):
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
     write_latex(tables, out, source.label)
-    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds(), source.settle())
     write_report(inputs, str(out / "report.md"), str(out / "report.html"))
