@@ -245,6 +245,9 @@ def tiny_run(tmp_path_factory):
     spy.mkdir()
     (spy / "python").write_text(f'#!/bin/sh\necho "$@" >> {spy}/calls.log\nexec {sys.executable} "$@"\n')
     (spy / "python").chmod(stat.S_IRWXU)
-    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy))})
-    return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr,
+    # a temporary folder of the run's own: what the run leaves there is its own, not an earlier run's
+    scratch = workdir / "scratch"
+    scratch.mkdir()
+    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy)), "TMPDIR": str(scratch)})
+    return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr, "scratch": scratch,
             "stderr": done.stderr, "python_calls": (spy / "calls.log").read_text().splitlines()}
