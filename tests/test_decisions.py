@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from offloadbench.analysis.columns import DECISIONS
 from offloadbench.analysis.decisions import STAY, UNSURE, decisions_table
-from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table
+from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table, table_legend
 from offloadbench.report.text.latex import decision_macro, decisions_tex
 from offloadbench.stats import independent_ratio, processes_to_decide
 from offloadbench.verdicts import MAX_CI_SPAN, verdict
@@ -229,3 +229,9 @@ def test_a_tampered_decisions_table_prints_inert(tmp_path):
     lines = summarize(folder)
     assert not any("\x1b" in line or line.startswith("error") for line in lines)
     assert any("evil\\x1b" in line for line in lines)
+
+
+def test_the_legend_explains_only_the_columns_the_table_has():
+    legend = table_legend(["op", "decision", "to decide"])
+    assert "*To decide*" in legend and "Compile pays back" not in legend and "Fits up to" not in legend
+    assert all(f"*{name}*" in table_legend() for name in ("Compile pays back after", "Fits up to n", "To decide"))

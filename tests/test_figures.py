@@ -59,3 +59,18 @@ def test_log_ticks_label_every_range(lo, hi):
 
     ticks = log_ticks(lo, hi)
     assert len(ticks) >= 2 and all(lo <= t <= hi for t in ticks)
+
+
+@pytest.mark.parametrize("cpu_only", [True, False])
+def test_the_memory_axis_reads_in_bytes_at_several_ticks(gpu_tables, cpu_only):
+    """A range within one factor of 1024 (a CPU grid of two sizes) still gets several labelled
+    ticks, and so does a GPU panel whose device memory line stretches the axis."""
+    tables = {k: v[v["device"] == "cpu"] if cpu_only and "device" in v else v for k, v in gpu_tables.items()}
+    fig = FIGURES["memory"](tables, "gpubox")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        lo, hi = ax.get_ylim()
+        labels = [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)
+                  if lo <= v <= hi and t.get_text()]
+        assert len(labels) >= 3, labels
+        assert all(label.split()[-1] in ("B", "KiB", "MiB", "GiB", "TiB") for label in labels), labels

@@ -22,7 +22,8 @@ def parse_size(value) -> int:
 def format_bytes(nbytes: float) -> str:
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if nbytes >= scale:
-            return f"{nbytes / scale:g} {unit}"
+            value = nbytes / scale  # three significant digits: 23.5 GiB, 141 GiB, 1000 KiB
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
     return f"{int(nbytes)} B"
 
 

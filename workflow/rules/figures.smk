@@ -7,6 +7,7 @@ rule figure:
         speedups=f"{OUT}/speedups.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
+        memory=f"{OUT}/memory.csv",  # the memory figure's device lines
     output:
         pdf=f"{OUT}/figures/{{figure}}.pdf",
         png=report(

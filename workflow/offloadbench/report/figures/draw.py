@@ -30,7 +30,7 @@ FIGURES: dict[str, Callable] = {
     "bandwidth": lambda tables, machine: bandwidth_figure(tables["transfer"], machine),
     "roofline": draw_roofline,
     "throughput": lambda tables, machine: throughput_figure(tables["timings"], machine),
-    "memory": lambda tables, machine: memory_figure(tables["timings"], tables.get("memory"), machine),
+    "memory": lambda tables, machine: memory_figure(tables["timings"], tables["memory"], machine),
     "round_trip": lambda tables, machine: round_trip_figure(tables["speedups"], machine),
 }
 

@@ -23,6 +23,7 @@ from ..format import device_order, dtype_order, format_bytes, op_order, variant_
 from .style import (
     SMALL_PT,
     WEAK_NOTE,
+    BytesLogLocator,
     Page,
     at_one,
     log_y,
@@ -253,8 +254,8 @@ def memory_figure(timings: pd.DataFrame, memory: pd.DataFrame, machine: str) -> 
 
     page = op_grid(ok, f"Peak memory of one call — {machine}", draw, xlabel=size_label(ok["op"]),
                    ylabel="peak extra memory (log)", sharey=True)
-    for ax in page.axes:  # powers of 1024 read as KiB, MiB, GiB
-        ax.yaxis.set_major_locator(ticker.LogLocator(base=1024))
+    for ax in page.axes:
+        ax.yaxis.set_major_locator(BytesLogLocator())
         ax.yaxis.set_minor_locator(ticker.NullLocator())
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: format_bytes(v) if v >= 1 else ""))
     handles, labels = _series_handles(series, colours, markers)

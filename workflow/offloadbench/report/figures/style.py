@@ -321,6 +321,24 @@ class NiceLogLocator(ticker.Locator):
         return ticks[::step]
 
 
+class BytesLogLocator(ticker.Locator):
+    """Byte ticks on a log y axis at powers of two that read as whole KiB, MiB, GiB (1, 4, 16,
+    ... or 1, 32, 1024, ...), the finest step whose neighbours stay two lines of text apart."""
+
+    def __call__(self):
+        lo, hi = sorted(self.axis.get_view_interval())
+        if not (lo > 0 and math.isfinite(hi)):
+            return []
+        axes = self.axis.axes
+        fits = max(2, int(axes.bbox.height // (2.0 * SMALL_PT * axes.figure.dpi / 72)) + 1)
+        first, last = math.ceil(math.log2(lo)), math.floor(math.log2(hi))
+        for step in (2, 5, 10, 20):
+            ticks = [2.0**e for e in range(first, last + 1) if e % step == 0]
+            if len(ticks) <= fits:
+                return ticks
+        return ticks[:: max(1, len(ticks) // fits + 1)]
+
+
 def log_y(ax, suffix: str = "") -> None:
     """Log axis with plain tick labels (0.5×, 1×, 2×) instead of powers of ten; call after plotting."""
     ax.set_yscale("log")

@@ -202,16 +202,23 @@ def _decide_cell(row) -> str:
     return "not by processes" if needed == math.inf else "more processes"
 
 
-def table_legend() -> str:
-    """What the decision table's columns mean, in one paragraph."""
-    return ("Each row is one op (or kernel of yours) where it runs: *decision* is what to use at the largest size "
+def table_legend(columns=OPTIONAL) -> str:
+    """What the decision table's columns mean, in one paragraph: the optional columns only
+    where the table (`columns`) has them."""
+    text = ("Each row is one op (or kernel of yours) where it runs: *decision* is what to use at the largest size "
             "measured, against NumPy end to end (on a GPU with the copies counted), and *from n* the size from which "
             "it holds; *speedup* is its speedup over NumPy there, with the 95% CI (for stay with NumPy: the best "
             "alternative's). The rule: the fastest variant decided faster than NumPy, but a simpler one (NumPy, "
-            "torch, numpy compiled, torch compiled) where the two cannot be told apart. *Compile pays back after*: "
-            "the calls that pay a compile back, and in parentheses with the compiler's one-time start-up. *To "
-            "decide*: where some size cannot tell yet, the processes per cell that would likely decide it, "
-            "estimated from the spread between processes seen.")
+            "torch, numpy compiled, torch compiled) where the two cannot be told apart.")
+    optional = {
+        "compile pays back after": "*Compile pays back after*: the calls that pay a compile back, and in "
+                                   "parentheses with the compiler's one-time start-up.",
+        "fits up to n": "*Fits up to n*: the largest size whose call fits the memory of its device (the host's for "
+                        "the cpu), from the measured peaks.",
+        "to decide": "*To decide*: where some size cannot tell yet, the processes per cell that would likely "
+                     "decide it, estimated from the spread between processes seen.",
+    }
+    return " ".join([text, *(optional[c] for c in OPTIONAL if c in columns)])
 
 
 def plain_table(decisions: pd.DataFrame, width: int = 100) -> list[str]:

@@ -318,6 +318,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     findings = speedup_findings(s) + gpu_findings(t, s) + controls_line(inputs.controls, min_effect) + \
         stability_findings(t)
     warning = controls_warning(inputs.controls)
+    legend = table_legend(table_rows(d).columns)
     scaling = scaling_table(inputs.thread_scaling)
     ops = op_order(pd.concat([t["op"], d["op"]]) if not d.empty else t["op"])
     lines = [
@@ -332,7 +333,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
         decisions_markdown(d),
         "",
-        table_legend(),
+        legend,
         "",
         f"## {AT_A_GLANCE}",
         "",
@@ -376,7 +377,6 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     ]
     text = "\n".join(lines)
     if WEAK_MARK in text:  # the mark is explained once, under the table it first appears in
-        legend = table_legend()
         text = text.replace(legend, f"{legend}\n\n{WEAK_NOTE}", 1)
     return link_anchors(text, ops)
 
