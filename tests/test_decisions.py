@@ -235,3 +235,11 @@ def test_the_legend_explains_only_the_columns_the_table_has():
     legend = table_legend(["op", "decision", "to decide"])
     assert "*To decide*" in legend and "Compile pays back" not in legend and "Fits up to" not in legend
     assert all(f"*{name}*" in table_legend() for name in ("Compile pays back after", "Fits up to n", "To decide"))
+
+
+def test_counts_of_calls_in_the_terminal_keep_three_digits_rounded_up():
+    from offloadbench.report.format import fmt_calls
+
+    assert [fmt_calls(v, compact=True) for v in (1090, 35_325, 402_456, 1_234_567)] == ["1,090", "35.4k", "403k",
+                                                                                       "1.24M"]
+    assert fmt_calls(35_325) == "35,325"  # the report and LaTeX keep every digit

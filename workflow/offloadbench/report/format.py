@@ -149,9 +149,20 @@ def fmt_size(value) -> str:
     return f"{n:,}" if n < 1000 else f"{round(n, 3 - len(str(n))):,}"
 
 
-def fmt_calls(value) -> str:
-    """"1,090": a count of calls, rounded up (a call is paid back only once it is whole)."""
-    return f"{math.ceil(float(value)):,}" if finite(value) else "–"
+def fmt_calls(value, compact: bool = False) -> str:
+    """"1,090": a count of calls, rounded up (a call is paid back only once it is whole);
+    `compact` gives three digits from 10,000 on, still rounded up: "35.4k", "1.24M"."""
+    if not finite(value):
+        return "–"
+    calls = math.ceil(float(value))
+    if not compact or calls < 10_000:
+        return f"{calls:,}"
+    step = 10 ** (len(str(calls)) - 3)
+    calls = math.ceil(calls / step) * step
+    for scale, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if calls >= scale:
+            return f"{calls / scale:.3g}{suffix}"
+    return f"{calls:,}"
 
 
 def fmt_seconds(value) -> str:

@@ -247,7 +247,8 @@ def _note(row) -> str:
     """The terminal's last column: a compile's payback, or what would decide an open size."""
     if finite(row.get("amortize_calls")):
         whole = row.get("amortize_calls_with_startup")
-        return f"{fmt_calls(row['amortize_calls'])}{f' ({fmt_calls(whole)})' if finite(whole) else ''} calls"
+        with_startup = f" ({fmt_calls(whole, compact=True)})" if finite(whole) else ""
+        return f"{fmt_calls(row['amortize_calls'], compact=True)}{with_startup} calls"
     decide = _decide_cell(row)
     return "" if decide == "–" else decide
 
