@@ -159,10 +159,9 @@ def fmt_calls(value, compact: bool = False) -> str:
         return f"{calls:,}"
     step = 10 ** (len(str(calls)) - 3)
     calls = math.ceil(calls / step) * step
-    for scale, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
-        if calls >= scale:
-            return f"{calls / scale:.3g}{suffix}"
-    return f"{calls:,}"
+    scale, suffix = next(pair for pair in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
+                         if calls >= pair[0])
+    return f"{calls / scale:.3g}{suffix}"
 
 
 def fmt_seconds(value) -> str:

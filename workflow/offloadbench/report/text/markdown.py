@@ -263,9 +263,10 @@ def folded(level: int, text: str, section: str) -> bool:
     return (level == 2 and text in FOLDED) or (level == 3 and section == PER_OP)
 
 
-def decisions_markdown(decisions: pd.DataFrame) -> str:
-    """The decision table, each op linked to its section under Per operation."""
-    cells = table_rows(decisions)
+def decisions_markdown(cells: pd.DataFrame) -> str:
+    """The decision table from its cells (`table_rows`), each op linked to its section under
+    Per operation."""
+    cells = cells.copy()
     if cells.empty:
         return "_No decision: no variant other than NumPy has both a result and a NumPy baseline._"
     cells["op"] = [f"[{op}]({ANCHOR.format(op)})" for op in cells["op"]]
@@ -318,7 +319,8 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     findings = speedup_findings(s) + gpu_findings(t, s) + controls_line(inputs.controls, min_effect) + \
         stability_findings(t)
     warning = controls_warning(inputs.controls)
-    legend = table_legend(table_rows(d).columns)
+    cells = table_rows(d)
+    legend = table_legend(cells.columns)
     scaling = scaling_table(inputs.thread_scaling)
     ops = op_order(pd.concat([t["op"], d["op"]]) if not d.empty else t["op"])
     lines = [
@@ -331,7 +333,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         *([f"**{warning}**", ""] if warning else []),
         f"## {ANSWER}",
         "",
-        decisions_markdown(d),
+        decisions_markdown(cells),
         "",
         legend,
         "",
