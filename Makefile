@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile gpu-check gpu-wheels clean-venv
+.PHONY: setup run test browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -71,6 +71,10 @@ bench-pyperf: $(STAMP)
 
 bench-overhead: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py
+
+# How often the ratio intervals hold the true ratio on a simulated drifting machine, paired and not.
+bench-coverage: $(STAMP)
+	$(BIN)/python benchmarks/coverage.py
 
 # NumPy, torch eager, torch compiled and numpy compiled for the example kernels and two ops.
 bench-compile: $(STAMP)

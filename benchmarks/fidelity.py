@@ -34,8 +34,9 @@ import numpy as np
 import torch
 import torch.utils.benchmark as tbench
 from offloadbench.cells import Cell, resolve_threads
-from offloadbench.measure.cell import Backend, Settings, make_host_inputs
+from offloadbench.measure.backend import Backend, make_host_inputs
 from offloadbench.measure.ops import get_op
+from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 from offloadbench.stats import draws, median_ci, median_ci_rel_halfwidth, ratio_ci
 from threadpoolctl import threadpool_limits

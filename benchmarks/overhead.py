@@ -2,8 +2,9 @@
 
 It runs a small grid through the real pipeline (a disposable copy of the workflow) and
 reports, per round job, its wall time (Snakemake's `benchmark:` file), the time inside the
-measurements, the workers' library imports, their warm-up (a deliberate part of the
-method, half a second per worker), and the remainder: the pipeline's own overhead (job and
+measurements (the bouts' turns and the pauses between them, and each worker getting ready
+for its cell and finishing it), the workers' library imports, their warm-up (a deliberate
+part of the method), and the remainder: the pipeline's own overhead (job and
 worker launch, the system check, writing records), also per cell. It then times
 `snakemake -n` on a generated grid of at least 5,000 cells.
 
@@ -14,7 +15,6 @@ worker launch, the system check, writing records), also per cell. It then times
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from offloadbench import sandbox
-from offloadbench.cells import Cell
+from offloadbench import layout, sandbox
 from offloadbench.grid import expand
+from offloadbench.records import load_record, load_round
 
 GOAL_OVERHEAD_S = 0.5
 GOAL_DRY_RUN_S = 20.0
@@ -68,15 +68,16 @@ def round_rows(out: Path) -> list[dict]:
     """Per round job: its wall time (Snakemake's `benchmark:` file) split into the time inside
     the measurements, the workers' library imports, and the rest (the pipeline's own cost)."""
     rows = []
-    for manifest_path in sorted((out / "raw" / "rounds").glob("p*.json")):
-        manifest = json.loads(manifest_path.read_text())
-        bench = out / "benchmarks" / "measure" / f"{manifest_path.stem}.tsv"
+    for manifest_path in layout.round_records(out / "raw", "planned"):
+        manifest = load_round(manifest_path)
+        bench = out / "benchmarks" / "rounds" / f"{manifest_path.stem}.tsv"
         header, values = bench.read_text().splitlines()[:2]
         wall = float(dict(zip(header.split("\t"), values.split("\t")))["s"])
-        records = [json.loads(p.read_text()) for p in (out / "raw").rglob(f"{manifest_path.stem}.json")
-                   if p.parent.name != "rounds"]
-        measured = sum(r.get("measure_s") or 0.0 for r in records)
-        processes = [p for w in manifest["workers"].values() for p in w["processes"]]
+        records = [load_record(p) for p in (out / "raw").rglob(f"p{manifest.round}.json") if p.parent.name != "rounds"]
+        # bouts: the turns and the pauses between them; cells: each worker getting ready and finishing
+        measured = sum((b.get("sampling_s") or 0.0) + (b.get("paused_s") or 0.0) for b in manifest.bouts) + \
+            sum((r.prepare_s or 0.0) + (r.finish_s or 0.0) for r in records)
+        processes = manifest.worker_processes
         imports = sum(p.get("import_s") or 0.0 for p in processes)
         warm = sum(p.get("warm_s") or 0.0 for p in processes)
         rows.append({"round": manifest_path.stem, "cells": len(records), "workers": len(processes), "wall": wall,
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| cell | heavy modules loaded by its worker |")
         print("|---|---|")
         for record in rows[0]["records"]:
-            print(f"| {Cell.from_dict(record['cell']).key} | {','.join(record.get('heavy_modules_loaded', [])) or 'none'} |")
+            print(f"| {record.cell.key} | {','.join(record.heavy_modules) or 'none'} |")
         print(f"bare imports in a fresh interpreter: numpy {interpreter_import_s('import numpy', repeats):.2f} s, "
               f"numpy+torch {interpreter_import_s('import numpy, torch', repeats):.2f} s")
         what = "pipeline up to the tables" if args.smoke else "whole pipeline (incl. environment, tables, figures, report)"

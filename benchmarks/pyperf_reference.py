@@ -15,7 +15,6 @@ whole run).
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from offloadbench import sandbox
+from offloadbench.analysis.sources import Source
 from offloadbench.units import fmt_duration, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +40,8 @@ sys.path.insert(0, {package!r})
 from threadpoolctl import threadpool_limits
 import pyperf
 from offloadbench.cells import Cell
-from offloadbench.measure.cell import Backend, Settings, make_host_inputs
+from offloadbench.measure.backend import Backend, make_host_inputs
+from offloadbench.measure.settings import Settings
 from offloadbench.measure.ops import get_op
 
 cell = Cell({op!r}, "numpy", "cpu", "float32", {size}, "1")
@@ -64,7 +65,7 @@ def ours(cells, workdir: Path) -> tuple[pd.DataFrame, float]:
     if result.returncode != 0:
         raise SystemExit(f"the pipeline failed:\n{result.stderr[-3000:]}")
     folder = workdir / "results" / "pyperf-ref"
-    spent = sum(json.loads(p.read_text()).get("took_s") or 0.0 for p in (folder / "raw" / "rounds").glob("[px]*.json"))
+    spent = sum(r.took_s or 0.0 for r in Source("pyperf-ref", folder).rounds(("planned", "extra")))
     return pd.read_csv(folder / "timings.csv", dtype={"threads": str}), spent
 
 

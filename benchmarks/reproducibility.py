@@ -35,6 +35,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from offloadbench import sandbox
+from offloadbench.analysis.columns import has_text
 from offloadbench.analysis.compare import compare, reproducibility
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source
@@ -94,17 +95,14 @@ def run_twice(config: dict, workdir: Path, disturb: bool = False) -> list[float]
     return walls
 
 
-def measuring_seconds(folder: Path) -> float:
+def measuring_seconds(source: Source) -> float:
     """The seconds the rounds spent measuring (regular and extra), from their own records."""
-    manifests = [json.loads(p.read_text()) for p in (folder / "raw" / "rounds").glob("*.json")]
-    return sum(m.get("took_s") or 0.0 for m in manifests if m.get("kind") == "round")
+    return sum(r.took_s or 0.0 for r in source.rounds(("planned", "extra")))
 
 
 def replaced_and_flagged(tables: dict) -> tuple[int, int]:
     timings = tables["timings"]
-    replaced = int((timings.get("replaced", 0).fillna("") != "").sum()) if "replaced" in timings else 0
-    flagged = int((timings["unstable"].fillna("") != "").sum())
-    return replaced, flagged
+    return int(has_text(timings, "replaced").sum()), int(has_text(timings, "unstable").sum())
 
 
 def moved_cells(comparison, tables: dict, threshold: float = 0.25) -> list[str]:
@@ -115,7 +113,8 @@ def moved_cells(comparison, tables: dict, threshold: float = 0.25) -> list[str]:
     caught = {}
     for _, r in timings.iterrows():
         replaced = isinstance(r.get("replaced"), str) and r.get("replaced")
-        caught[r["key"]] = "replaced" if replaced else ("flagged" if isinstance(r["unstable"], str) and r["unstable"] else "")
+        flagged = isinstance(r.get("unstable"), str) and r.get("unstable")
+        caught[r["key"]] = "replaced" if replaced else ("flagged" if flagged else "")
     lines = []
     for _, row in comparison.iterrows():
         ratio = row["ratio"]
@@ -160,9 +159,10 @@ def variance_levels(sources: list[Source], analysis: Analysis) -> list[str]:
         t1 = float(np.mean([np.var(g, ddof=1) for g in groups]))
         n = float(np.mean([len(g) for g in groups]))
         t2 = max(0.0, float(np.var([np.median(g) for g in groups], ddof=1)) - 1.57 * t1 / n)
-        sampling = [sum(p.get("sampling_s") or 0.0 for p in (r.get("phases") or {}).values()) for r in records]
-        c1 = statistics.median(s / max(1, len(r["samples_s"])) for s, r in zip(sampling, records, strict=True))
-        c2 = statistics.median((r.get("measure_s") or 0.0) - s for s, r in zip(sampling, records, strict=True))
+        sampling = [sum(region.sampling_s or 0.0 for region in r.regions.values()) for r in records]
+        c1 = statistics.median(s / max(1, len(r.samples("compute").seconds))
+                               for s, r in zip(sampling, records, strict=True))
+        c2 = statistics.median((r.measure_s or 0.0) - s for s, r in zip(sampling, records, strict=True))
         r1 = math.sqrt(c2 * t1 / (c1 * t2)) if t2 > 0 and c1 > 0 else math.inf
         # processes for a ±2% half-width of the mean over processes (normal approximation)
         per_process = t2 + t1 / max(1.0, min(r1, n))
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("\n".join(variance_levels(sources, analysis)))
         print()
-        measuring = [measuring_seconds(s.folder) for s in sources]
+        measuring = [measuring_seconds(s) for s in sources]
         print(f"wall time: run 1 {fmt_duration(walls[0])} (measuring {fmt_duration(measuring[0])}), "
               f"run 2 {fmt_duration(walls[1])} (measuring {fmt_duration(measuring[1])})"
               + (" beside a one-core busy loop, 2 s on and 3 s off" if args.disturb else ""))

@@ -41,10 +41,10 @@ def make_record(op="matmul", library="numpy", device="cpu", dtype="float32", siz
     rng = np.random.default_rng(seed)
     samples = (median * np.exp(rng.normal(0, spread, n))).tolist() if status == "ok" else []
     record = {
-        "schema_version": 2,
+        "schema_version": 3,
         "cell": {"op": op, "library": library, "device": device, "dtype": dtype, "size": size, "threads": threads},
         "machine": "testbox",
-        "process": {"round": round, "rounds": rounds, "worker": f"{library}-{device}-t{threads}", "pid": 100 + round,
+        "process": {"round": round, "processes": rounds, "worker": f"{library}-{device}-t{threads}", "pid": 100 + round,
                     "position": 1, "host": "testbox", "slurm_job_id": None},
         "status": status,
         "reason": reason,
@@ -75,6 +75,20 @@ def make_record(op="matmul", library="numpy", device="cpu", dtype="float32", siz
     return record
 
 
+def typed(records: list[dict]) -> list:
+    """Records as the readers turn them into typed objects (records.CellRecord), version shims included."""
+    from offloadbench.records import CellRecord
+
+    return [CellRecord.from_json(r) for r in records]
+
+
+def group_typed(records: list[dict], *args, **kwargs):
+    """analysis.measured.group_records of records written as dicts (make_record)."""
+    from offloadbench.analysis.measured import group_records
+
+    return group_records(typed(records), *args, **kwargs)
+
+
 def make_processes(processes=3, process_spread=0.0, seed=0, **cell):
     """One record per process of one cell, each process's median moved by its own effect."""
     rng = np.random.default_rng(seed + 7919)
@@ -100,7 +114,7 @@ def environment_json():
 def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = None, resamples: int = 300,
               environment: dict | None = None) -> dict:
     from offloadbench.analysis.decisions import decisions_table
-    from offloadbench.analysis.measured import Analysis, group_records
+    from offloadbench.analysis.measured import Analysis
     from offloadbench.analysis.memory_fit import memory_table
     from offloadbench.analysis.tables import (
         controls_table,
@@ -109,18 +123,21 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
         timings_table,
         transfer_table,
     )
+    from offloadbench.records import DeviceRecord, Environment
 
     analysis = Analysis(resamples=resamples)
-    cells = group_records(records, analysis)
+    cells = group_typed(records, analysis)
+    transfer = [DeviceRecord.from_json(r) for r in transfer or []]
+    environment = Environment.from_json(environment) if isinstance(environment, dict) else environment
     timings, speedups = timings_table(cells, machine), speedups_table(cells, machine)
     return {
         "timings": timings,
         "speedups": speedups,
         "thread_scaling": thread_scaling_table(cells, machine),
-        "decisions": decisions_table(speedups, timings, analysis.min_effect, machine),
+        "decisions": decisions_table(speedups, timings, analysis.judging, machine),
         "controls": controls_table(cells, machine),
         "memory": memory_table(timings, environment, machine),
-        "transfer": transfer_table(transfer or [], machine, analysis),
+        "transfer": transfer_table(transfer, machine, analysis),
     }
 
 

@@ -342,9 +342,9 @@ def at_round_bounds(tmp: Path) -> Case:
     folder = write_results(tmp / "roundbound")
     (folder / "raw" / "rounds").mkdir()
     for k in (1, 2, 3):
-        record = {"kind": "round", "round": k, "rounds": 3, "advice": [f"advice {k} {i} " + "a" * 9985
+        record = {"kind": "round", "round": k, "processes": 3, "advice": [f"advice {k} {i} " + "a" * 9985
                                                                        for i in range(100)]}
-        (folder / "raw" / "rounds" / f"p{k}.json").write_text(json.dumps(record))
+        (folder / "raw" / "rounds" / f"round-{k}.json").write_text(json.dumps(record))
     return Case("at_round_bounds", "round records at their bounds", "render",
                 [bundle_of(folder, tmp / "roundbound.tar.gz")], limit_s=900)
 

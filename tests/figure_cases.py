@@ -20,10 +20,12 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import make_processes, make_transfer_record, tables_of
-from offloadbench.analysis.compare import Comparison, compare_pair
-from offloadbench.analysis.measured import Analysis, group_records
+from conftest import group_typed, make_processes, make_transfer_record, tables_of
+from offloadbench.analysis.compare import MachineComparison, compare_pair
+from offloadbench.analysis.measured import Analysis
 from offloadbench.catalogue import SPECS
+from offloadbench.records import Environment
+from offloadbench.verdicts import Judging
 
 NODE = {"memory_bytes": 512 * 2**30, "gpus": [{"name": "Test GPU", "total_memory_bytes": 80 * 2**30}]}
 RESAMPLES = 60  # CIs need not be precise here: only where the text and marks land
@@ -176,19 +178,19 @@ def _machine(label: str) -> tuple:
         ("cuda", "cuda unavailable: this torch build has no CUDA support (torch 2.13.0+cpu)"),
         ("mps", "mps unavailable: macOS with Apple silicon is needed, and this is Linux x86_64"))] \
         if label == "laptop" else [make_transfer_record(link_gbs=63.0 / scale)]
-    cells = group_records(mine, Analysis(resamples=RESAMPLES), label)
+    cells = group_typed(mine, Analysis(resamples=RESAMPLES), label)
     return cells, tables_of(mine, label, transfer, resamples=RESAMPLES)
 
 
 @functools.cache
-def comparison() -> Comparison:
+def comparison() -> MachineComparison:
     """Three machines, the GPU node as the reference."""
     labels = ["gpunode", "laptop", "oldgpu"]
     reference = _machine(labels[0])
-    parts = [compare_pair(reference[0], _machine(other)[0], (labels[0], other), 0.05,
+    parts = [compare_pair(reference[0], _machine(other)[0], (labels[0], other), Judging(),
                           (reference[1]["speedups"], _machine(other)[1]["speedups"])) for other in labels[1:]]
-    return Comparison(labels, pd.concat(parts, ignore_index=True), pd.DataFrame(),
-                      {label: _machine(label)[1] for label in labels}, {label: {} for label in labels}, [])
+    return MachineComparison(labels, pd.concat(parts, ignore_index=True), pd.DataFrame(),
+                      {label: _machine(label)[1] for label in labels}, {label: Environment.from_json({}) for label in labels}, [], Judging())
 
 
 CASES = ("default", "catalogue", "compare", "pages")
@@ -209,7 +211,7 @@ def figures_of(case: str):
 
     def make(name):
         shown, label = page_of(name, tables, machine)
-        return FIGURES[split_figure_name(name)[0]](shown, label)
+        return FIGURES[split_figure_name(name)[0]](shown, label, Judging())
 
     return [(name, functools.partial(make, name)) for name in machine_figures(tables)]
 

@@ -1,11 +1,11 @@
 import math
 
 import pytest
-from conftest import make_processes, make_record
-from offloadbench.analysis.measured import Analysis, group_records
+from conftest import group_typed, make_processes, make_record
+from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.tables import speedups_table, thread_scaling_table, timings_table
 
-FAST = Analysis(resamples=500, seed=0)
+FAST = Analysis(resamples=500, random_state=0)
 TIMING_COLUMNS = ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "reason", "n_samples",
                   "median_s", "q1_s", "q3_s", "ci_low_s", "ci_high_s", "gflops", "rel_err",
                   "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction", "unstable",
@@ -23,7 +23,7 @@ def cells():
         *make_processes(3, seed=5, library="torch", device="cuda", threads="1", median=1e-4, phases=gpu_phases),
         *make_processes(3, seed=6, library="torch", device="mps", threads="1", status="skipped", reason="mps unavailable: x"),
     ]
-    return group_records(records, FAST)
+    return group_typed(records, FAST)
 
 
 def test_timings_have_the_contract_columns_and_one_row_per_cell(cells):
@@ -41,7 +41,7 @@ def test_timings_have_the_contract_columns_and_one_row_per_cell(cells):
 
 def test_a_cells_time_is_the_geometric_mean_of_its_process_medians():
     records = [make_record(median=m, spread=0.001, seed=i, round=i + 1, rounds=3) for i, m in enumerate((1e-3, 2e-3, 4e-3))]
-    (cell,) = group_records(records, FAST)
+    (cell,) = group_typed(records, FAST)
     row = timings_table([cell], "m").iloc[0]
     assert row.median_s == pytest.approx(2e-3, rel=0.01)
     assert row.process_spread == pytest.approx(3.0, rel=0.02)
@@ -49,7 +49,7 @@ def test_a_cells_time_is_the_geometric_mean_of_its_process_medians():
 
 
 def test_one_process_is_labelled_within_process_only():
-    (cell,) = group_records([make_record(median=1e-3)], FAST)
+    (cell,) = group_typed([make_record(median=1e-3)], FAST)
     row = timings_table([cell], "m").iloc[0]
     assert row.processes == 1 and row.ci_scope == "within-process only"
     assert math.isnan(row.process_spread)
@@ -84,7 +84,7 @@ def test_speedups_use_the_right_baseline(cells):
 
 
 def test_a_cell_without_a_baseline_has_no_speedup():
-    table = speedups_table(group_records([make_record(library="torch", dtype="bfloat16")], FAST), "m")
+    table = speedups_table(group_typed([make_record(library="torch", dtype="bfloat16")], FAST), "m")
     assert table.empty
 
 
@@ -98,7 +98,7 @@ def test_thread_scaling_compares_most_threads_with_one(cells):
 def test_a_process_that_failed_is_named_among_the_flags():
     records = make_processes(3, seed=9, median=1e-3)
     records[1] = make_record(status="timeout", reason="exceeded the cell time limit", round=2, rounds=3)
-    (cell,) = group_records(records, FAST)
+    (cell,) = group_typed(records, FAST)
     row = timings_table([cell], "m").iloc[0]
     assert row.status == "ok" and row.processes == 2
     assert "1 of 3 processes failed (timeout: exceeded the cell time limit)" in row.unstable
@@ -111,7 +111,7 @@ def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_pro
              ["bimodal samples (two modes 50% apart, 30/50 in the faster)"]]
     for record, seen in zip(records, flags):
         record["diagnostics"] = {"unstable": True, "flags": seen}
-    (cell,) = group_records(records, FAST)
+    (cell,) = group_typed(records, FAST)
     assert cell.flags == [
         "drift: second half 49.9% faster than the first (in 2 of 3 processes)",
         "end_to_end: drift: second half 9.0% faster than the first (in 1 of 3 processes)",
@@ -122,8 +122,8 @@ def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_pro
 
 def test_tables_are_reproducible_from_the_same_records():
     records = make_processes(3, process_spread=0.05, seed=4, median=1e-3)
-    first = timings_table(group_records(records, FAST), "m")
-    again = timings_table(group_records(records, FAST), "m")
+    first = timings_table(group_typed(records, FAST), "m")
+    again = timings_table(group_typed(records, FAST), "m")
     assert first.equals(again)
 
 
@@ -133,7 +133,7 @@ def test_a_cell_whose_processes_happen_to_agree_borrows_its_workers_spread():
     noisy = [rec for i, size in enumerate((64, 128, 256, 512))
              for rec in make_processes(3, process_spread=0.2, seed=20 + i, size=size, median=1e-3)]
     lucky = make_processes(3, process_spread=0.0, seed=99, size=1024, median=1e-3)
-    cells = {mc.cell.size: mc for mc in group_records(noisy + lucky, FAST)}
-    alone = group_records(lucky, FAST)[0]
+    cells = {mc.cell.size: mc for mc in group_typed(noisy + lucky, FAST)}
+    alone = group_typed(lucky, FAST)[0]
     assert cells[1024].between_floor > 0 and alone.between_floor == 0
     assert cells[1024].interval("compute").rel_halfwidth > 5 * alone.interval("compute").rel_halfwidth

@@ -31,7 +31,7 @@ def test_fidelity_smoke(capsys):
 def test_overhead_smoke(capsys):
     assert load("overhead").main(["--smoke"]) == 0
     out = capsys.readouterr().out
-    assert "| matmul/numpy-cpu-float32-n64-t1 |" in out and "| p2 |" in out
+    assert "| matmul/numpy-cpu-float32-n64-t1 |" in out and "| round-2 |" in out
     assert "snakemake -n on " in out and "overhead per cell: median" in out
     numpy_row = next(line for line in out.splitlines() if "numpy-cpu-float32-n64-t1" in line)
     assert numpy_row.rstrip(" |").endswith("none"), "a numpy cell loaded a heavy module"

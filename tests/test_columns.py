@@ -6,9 +6,9 @@ import math
 
 import pandas as pd
 import pytest
-from conftest import gpu_machine_records
+from conftest import gpu_machine_records, group_typed
 from offloadbench.analysis.columns import DECLARED, ci_columns, interval, weak_cells
-from offloadbench.analysis.measured import Analysis, group_records
+from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.tables import timing_row
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
@@ -16,7 +16,10 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("name", DECLARED)
 def test_tables_are_built_in_the_declared_columns(gpu_tables, name):
-    assert list(gpu_tables[name].columns) == list(DECLARED[name])
+    from offloadbench.analysis.tables import roofs_table
+
+    built = gpu_tables[name] if name in gpu_tables else roofs_table([], "gpubox", Analysis(resamples=50))
+    assert list(built.columns) == list(DECLARED[name])
 
 
 @pytest.mark.parametrize("name", DECLARED)
@@ -26,7 +29,7 @@ def test_the_shipped_reference_tables_have_the_declared_columns(name):
 
 
 def test_a_timing_row_holds_no_undeclared_column():
-    cells = group_records(gpu_machine_records(), Analysis(resamples=50), "gpubox")
+    cells = group_typed(gpu_machine_records(), Analysis(resamples=50), "gpubox")
     for mc in cells:
         assert set(timing_row(mc, "gpubox")) <= set(DECLARED["timings"]), mc.cell.label
 
@@ -34,6 +37,70 @@ def test_a_timing_row_holds_no_undeclared_column():
 @pytest.mark.parametrize("name", DECLARED)
 def test_every_column_says_what_it_means(name):
     assert all(isinstance(meaning, str) and len(meaning) > 5 for meaning in DECLARED[name].values())
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_every_column_has_a_kind(name):
+    from offloadbench.analysis.columns import KINDS, Column
+
+    for column, meaning in DECLARED[name].items():
+        assert isinstance(meaning, Column) and meaning.kind.name in KINDS, column
+
+
+def test_the_column_kinds_have_one_home():
+    from offloadbench.analysis import tables
+
+    assert not hasattr(tables, "TEXT_COLUMNS")
+    assert tables.TRANSFER_COLUMNS == list(DECLARED["transfer"]) and tables.ROOFS_COLUMNS == list(DECLARED["roofs"])
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_the_shipped_and_the_built_tables_read_back_by_their_kinds(gpu_tables, tmp_path, name):
+    from offloadbench.analysis.tables import read_table
+    from offloadbench.csvsafe import write_csv
+
+    assert read_table(name, str(ROOT / "tests" / "data" / "h200" / f"{name}.csv")).shape[1] == len(DECLARED[name])
+    if name in gpu_tables:
+        write_csv(gpu_tables[name], tmp_path / f"{name}.csv")
+        assert len(read_table(name, str(tmp_path / f"{name}.csv"))) == len(gpu_tables[name])
+
+
+def test_the_built_tables_of_every_figure_case_read_back(tmp_path):
+    """Every table of the three figure grids (all catalogue ops, kernels, compiled, GPU
+    cells) fits its declared kinds as written."""
+    import figure_cases
+    from offloadbench.analysis.tables import read_table
+    from offloadbench.csvsafe import write_csv
+
+    cases = {"default": figure_cases.default_tables(), "catalogue": figure_cases.catalogue_tables(),
+             "pages": figure_cases.pages_tables(), "laptop": figure_cases._machine("laptop")[1]}
+    for case, tables in cases.items():
+        for name, frame in tables.items():
+            write_csv(frame, tmp_path / f"{name}.csv")
+            assert len(read_table(name, str(tmp_path / f"{name}.csv"))) == len(frame), (case, name)
+
+
+@pytest.mark.parametrize("name, column, value, words", [
+    ("decisions", "from_size", "abc", "holds 'abc' in row 2, not a whole number ≥ 1"),
+    ("decisions", "size", "inf", "holds inf in row 2, not a whole number ≥ 1"),
+    ("decisions", "op", "", "is empty in row 2 (it needs text)"),
+    ("decisions", "speedup", "fast", "holds 'fast' in row 2, not a number"),
+    ("decisions", "weak", "yes", "holds 'yes' in row 2, not True or False"),
+    ("timings", "n_samples", "2.5", "holds 2.5 in row 2, not a whole number ≥ 0"),
+    ("speedups", "speedup", "True", "holds 'True' in row 2, not a number"),
+    ("transfer", "bytes", "-1", "holds -1 in row 2, not a whole number ≥ 1"),
+])
+def test_a_value_that_does_not_fit_its_column_is_one_line(gpu_tables, tmp_path, name, column, value, words):
+    from offloadbench.analysis.tables import read_table
+    from offloadbench.errors import UserError
+
+    path = tmp_path / f"{name}.csv"
+    frame = pd.read_csv(ROOT / "tests" / "data" / "h200" / f"{name}.csv", dtype=str, keep_default_na=False)
+    frame.loc[1, column] = value
+    frame.to_csv(path, index=False)
+    with pytest.raises(UserError) as error:
+        read_table(name, str(path))
+    assert str(error.value) == f"{path}: the {name} table's column {column!r} {words}; aggregate again"
 
 
 @pytest.mark.parametrize("name", DECLARED)

@@ -15,7 +15,7 @@ from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source, SourceError
 from offloadbench.bundles import BundleError, make_bundle, resolve_sources, unpack
 from offloadbench.layout import TABLES
-from offloadbench.verdicts import time_ratio_verdict
+from offloadbench.verdicts import Judging
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "tests" / "data" / "h200"
@@ -44,7 +44,7 @@ def write_machine(folder: Path, medians: dict[int, float], spread=0.0, env=None,
      (float("nan"), 1.0, 1.0, "undecided")],
 )
 def test_verdicts_use_the_ci_and_the_minimum_effect(lo, hi, ratio, expected):
-    assert time_ratio_verdict(lo, hi, ratio, 0.05) == expected
+    assert Judging(0.05).time_ratio_verdict(lo, hi, ratio) == expected
 
 
 def test_known_ratios_get_their_verdicts(tmp_path):

@@ -12,12 +12,14 @@ from conftest import (
     assert_real_figure,
     assert_real_image,
     gpu_machine_records,
+    group_typed,
     make_transfer_record,
     tables_of,
 )
 from matplotlib.colors import to_rgb
-from offloadbench.analysis.compare import COMPARISON_COLUMNS, Comparison, compare_pair
-from offloadbench.analysis.measured import Analysis, group_records
+from offloadbench.analysis.compare import COMPARISON_COLUMNS, MachineComparison, compare_pair
+from offloadbench.analysis.measured import Analysis
+from offloadbench.records import Environment
 from offloadbench.report.captions import COMPARE_CAPTIONS
 from offloadbench.report.figures.compare_figures import (
     COMPARE_FIGURES,
@@ -25,6 +27,7 @@ from offloadbench.report.figures.compare_figures import (
     machine_colours,
 )
 from offloadbench.report.figures.style import theme
+from offloadbench.verdicts import Judging
 
 RESAMPLES = 100
 
@@ -107,19 +110,19 @@ def machines() -> dict:
 def measured(label: str) -> tuple:
     """A machine's cells and tables, built once for every comparison it takes part in."""
     records, transfer = machines()[label]
-    cells = group_records(records, Analysis(resamples=RESAMPLES), label)
+    cells = group_typed(records, Analysis(resamples=RESAMPLES), label)
     return cells, tables_of(records, label, transfer, resamples=RESAMPLES)
 
 
-def build_comparison(labels: list[str]) -> Comparison:
+def build_comparison(labels: list[str]) -> MachineComparison:
     reference, *others = labels
     parts = [
-        compare_pair(measured(reference)[0], measured(other)[0], (reference, other), 0.05,
+        compare_pair(measured(reference)[0], measured(other)[0], (reference, other), Judging(),
                      (measured(reference)[1]["speedups"], measured(other)[1]["speedups"]))
         for other in others
     ]
-    return Comparison(labels, pd.concat(parts, ignore_index=True), pd.DataFrame(),
-                      {label: measured(label)[1] for label in labels}, {label: {} for label in labels}, [])
+    return MachineComparison(labels, pd.concat(parts, ignore_index=True), pd.DataFrame(),
+                      {label: measured(label)[1] for label in labels}, {label: Environment.from_json({}) for label in labels}, [], Judging())
 
 
 SHAPES = {
@@ -130,7 +133,7 @@ SHAPES = {
 
 
 @functools.cache
-def comparison_of(shape: str) -> Comparison:
+def comparison_of(shape: str) -> MachineComparison:
     return build_comparison(SHAPES[shape])
 
 

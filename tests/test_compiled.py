@@ -14,7 +14,8 @@ from conftest import run_cell_record, tables_of
 from offloadbench.cells import Cell
 from offloadbench.config import validate
 from offloadbench.kernels import load_kernels
-from offloadbench.measure.cell import Settings
+from offloadbench.measure.settings import Settings
+from offloadbench.verdicts import Judging
 
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,7 @@ def test_a_graph_break_is_counted_flagged_and_kept_out_of_the_headline(kernels):
     assert speedups.loc[speedups["mode"] == "compiled", "compile_fallback"].str.contains("graph break").all()
     from offloadbench.report.text.findings import speedup_findings
 
-    lines = speedup_findings(speedups)
+    lines = speedup_findings(speedups, Judging())
     assert not any("100" in line for line in lines[:1]) and "left out" in lines[-1]
 
 
@@ -98,7 +99,7 @@ def test_numpy_code_wrapped_for_device_tensors_and_run_under_a_device():
 
 def test_without_a_cpp_compiler_compiled_cells_are_skipped_with_the_reason():
     code = ("import json, torch; from offloadbench.cells import Cell; from offloadbench.config import validate;"
-            "from offloadbench.measure.cell import Settings, run_cell;"
+            "from offloadbench.measure.cell import run_cell; from offloadbench.measure.settings import Settings;"
             "o = run_cell(Cell('axpy', 'numpy', 'cpu', 'float32', 8, '1', 'compiled'),"
             " Settings.from_config(validate({})['measure']), torch);"
             "print(json.dumps([o.status, o.reason]))")

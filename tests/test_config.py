@@ -49,7 +49,7 @@ def test_invalid_configs_name_the_key_in_one_line(config, key, words):
 
 
 def test_measure_settings_reach_the_timer():
-    from offloadbench.measure.cell import Settings
+    from offloadbench.measure.settings import Settings
 
     section = validate({"measure": {"budget_s": 3.5, "pinned_memory": True, "min_sample_s": 0.002}})["measure"]
     settings = Settings.from_config(section)

@@ -9,11 +9,12 @@ import pytest
 from offloadbench.analysis.columns import DECISIONS
 from offloadbench.analysis.decisions import STAY, UNSURE, decisions_table
 from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table, table_legend
-from offloadbench.report.text.latex import decision_macro, decisions_tex
+from offloadbench.report.text.latex_macros import decision_macro
+from offloadbench.report.text.latex_tables import decisions_tex
 from offloadbench.stats import independent_ratio, processes_to_decide
-from offloadbench.verdicts import MAX_CI_SPAN, verdict
+from offloadbench.verdicts import MAX_CI_SPAN, Judging
 
-DELTA = 0.05
+DELTA = Judging(min_effect=0.05, confidence=0.95)
 
 
 def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="heat", processes=3, weak=False,
@@ -30,7 +31,7 @@ def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="he
         "threads": threads, "mode": mode, "variant": variant, "threads_effective": 2 if threads == "all" else 1,
         "baseline_threads": threads if device == "cpu" else "all", "processes": processes,
         "end_to_end_speedup": speedup, "end_to_end_speedup_ci_low": low, "end_to_end_speedup_ci_high": high,
-        "end_to_end_verdict": verdict(low, high, speedup, DELTA), "unstable": "two modes" if weak else "",
+        "end_to_end_verdict": DELTA.verdict(low, high, speedup), "unstable": "two modes" if weak else "",
         "shares_cores": False, "compile_fallback": fallback, "compile_s": compile_s, "compiler_startup_s": startup,
         "amortize_calls": calls, "amortize_calls_ci_low": calls * 0.9, "amortize_calls_ci_high": calls * 1.1,
         "break_even_size": break_even,
@@ -76,7 +77,7 @@ def test_a_simpler_variant_must_itself_be_faster_than_numpy():
 def test_numpy_stays_when_nothing_is_or_can_be_faster():
     row = only(decide(cell("torch", 1024, 0.8, 0.75, 0.85)))
     assert row["decision"] == STAY and row["variant"] == "numpy" and row["compared_variant"] == "torch"
-    assert "stay with NumPy: at n = 1024 the best alternative, torch, is slower, 0.80×" in answer(row)
+    assert "stay with NumPy: at n = 1024 the best alternative, torch, is slower, 0.80×" in answer(row, DELTA)
     # undecided, but its CI never reaches 1 + δ: it cannot pay by the minimum effect either
     row = only(decide(cell("torch", 1024, 0.97, 0.90, 1.04)))
     assert row["decision"] == STAY and row["verdict"] == "undecided"
@@ -86,7 +87,7 @@ def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
     row = only(decide(cell("torch", 1024, 1.12, 0.95, 1.32)))
     assert row["decision"] == UNSURE and row["variant"] == "" and row["undecided_sizes"] == "1024"
     assert 3 < row["processes_to_decide"] < 100
-    text = answer(row)
+    text = answer(row, DELTA)
     assert "cannot tell yet" in text and f"about {int(row['processes_to_decide'])} processes per cell" in text
     assert "estimated from the spread between processes seen, 3 now" in text
 
@@ -94,7 +95,7 @@ def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
 def test_a_ratio_whose_ci_spans_more_than_twice_is_no_number_anywhere():
     row = only(decide(cell("torch", 1024, 2.7, 0.33, 22.9)))
     assert row["decision"] == UNSURE
-    for text in (answer(row), "\n".join(plain_table(pd.DataFrame([row]))), decisions_tex(pd.DataFrame([row]))):
+    for text in (answer(row, DELTA), "\n".join(plain_table(pd.DataFrame([row]), DELTA)), decisions_tex(pd.DataFrame([row]), DELTA)):
         assert "2.7" not in text and "22.9" not in text and "spans" in text
 
 
@@ -103,16 +104,16 @@ def test_from_which_size_it_pays_and_what_the_smaller_sizes_say():
                    cell("torch", 2048, 2.0, 1.9, 2.1))
     row = only(frame)
     assert row["by_size"] == "256: numpy; 1024: torch; 2048: torch" and row["from_size"] == 1024
-    assert answer(row).startswith("use torch from n = 1024: at n = 2048 it is 2.00× (95% CI 1.90–2.10) as fast")
-    assert answer(row).endswith("below that, stay with NumPy.")
+    assert answer(row, DELTA).startswith("use torch from n = 1024: at n = 2048 it is 2.00× (95% CI 1.90–2.10) as fast")
+    assert answer(row, DELTA).endswith("below that, stay with NumPy.")
 
 
 def test_a_gpu_break_even_between_sizes_is_the_size_it_pays_from():
     row = only(decide(cell("torch", 256, 0.5, 0.45, 0.55, device="cuda", break_even=700.0),
                       cell("torch", 1024, 4.0, 3.8, 4.2, device="cuda", break_even=700.0)))
     assert row["break_even_size"] == 700.0 and row["threads"] == "1" and row["baseline_threads"] == "all"
-    assert answer(row).startswith("use torch from n ≈ 700: at n = 1024 it is 4.00×")
-    assert "with the copies counted" in answer(row)
+    assert answer(row, DELTA).startswith("use torch from n ≈ 700: at n = 1024 it is 4.00×")
+    assert "with the copies counted" in answer(row, DELTA)
 
 
 def test_code_that_did_not_all_compile_is_never_the_answer():
@@ -133,7 +134,7 @@ def test_one_row_per_op_device_dtype_and_cpu_thread_count():
 
 def test_a_weak_headline_carries_one_mark():
     row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6, weak=True)))
-    assert bool(row["weak"]) and answer(row).count("†") == 1
+    assert bool(row["weak"]) and answer(row, DELTA).count("†") == 1
 
 
 def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
@@ -143,7 +144,7 @@ def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
     frame.loc[0, "op"] = "evil\x1b]0;owned\x07\nerror: forged"
     from offloadbench.report.escape import terminal_frame
 
-    lines = plain_table(terminal_frame(frame))
+    lines = plain_table(terminal_frame(frame), DELTA)
     assert len(lines) == 2 + len(frame)  # the dtype said once, the header, a line per row
     assert all(len(line) <= 100 for line in lines)
     assert not any(ch in "".join(lines) for ch in "\x1b\x07\n") and not any(l.startswith("error") for l in lines)
@@ -151,7 +152,7 @@ def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
 
 def test_the_lead_paragraph_answers_for_the_machine():
     frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1), cell("torch", 1024, 0.8, 0.7, 0.9, op="other"))
-    text = lead_paragraph(frame, "cuda unavailable")
+    text = lead_paragraph(frame, "cuda unavailable", DELTA)
     assert text.startswith("Moving work off NumPy pays in 1 of the 2 cases measured here: use torch for heat.")
     assert "Stay with NumPy for other" in text and "answers for the CPU only" in text
 
@@ -232,9 +233,9 @@ def test_a_tampered_decisions_table_prints_inert(tmp_path):
 
 
 def test_the_legend_explains_only_the_columns_the_table_has():
-    legend = table_legend(["op", "decision", "to decide"])
+    legend = table_legend(DELTA, ["op", "decision", "to decide"])
     assert "*To decide*" in legend and "Compile pays back" not in legend and "Fits up to" not in legend
-    assert all(f"*{name}*" in table_legend() for name in ("Compile pays back after", "Fits up to n", "To decide"))
+    assert all(f"*{name}*" in table_legend(DELTA) for name in ("Compile pays back after", "Fits up to n", "To decide"))
 
 
 def test_counts_of_calls_in_the_terminal_keep_three_digits_rounded_up():

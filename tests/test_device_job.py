@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from offloadbench.jobs import calibrate, sweep
+from offloadbench.jobs import roofs, transfer
 from offloadbench.jobs.lock import LOCK_ENV
 from offloadbench.measure.threads import thread_env
 from offloadbench.records import ROOFS_SCHEMA, TRANSFER_SCHEMA, read_json, validate_record
@@ -24,9 +24,9 @@ def no_gpu(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "job, kind, schema, settings, extra",
     [
-        (sweep, "transfer", TRANSFER_SCHEMA,
+        (transfer, "transfer", TRANSFER_SCHEMA,
          {"sizes": ["4KiB", "1MiB"], "memory": ["pageable", "pinned"], "target_rel_ci": 0.02, "budget_s": 0.1}, []),
-        (calibrate, "roofs", ROOFS_SCHEMA,
+        (roofs, "roofs", ROOFS_SCHEMA,
          {"cpu_triad_size": "1MiB", "cpu_matmul_n": 64, "gpu_triad_size": "1MiB", "gpu_matmul_n": 64,
           "budget_s": 0.1},
          ["--grid", json.dumps({"libraries": ["numpy", "torch"], "dtypes": ["float32"]})]),

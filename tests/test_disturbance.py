@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cell_record
 from offloadbench.cells import Cell
 from offloadbench.measure import disturbance
-from offloadbench.measure.cell import Settings
+from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import StopRule, WarmupRule
 
 # A long enough sampling window that the tick-resolution of /proc/stat is small beside it.

@@ -33,6 +33,15 @@ def test_the_estimate_grows_with_size(op):
         assert times == sorted(times) and times[0] < times[-1], (op, device, times)
 
 
+def roofs_document(points: list[dict]) -> dict:
+    """A roofs record of the cpu as the roofs job writes it, around `points`."""
+    for point in points:
+        point.setdefault("reason", "")
+    return {"schema_version": 2, "kind": "roofs", "machine": "box", "device": "cpu", "device_name": "cpu",
+            "points": points, "provenance": {"hostname": "box", "cpu_model": "Test CPU"},
+            "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:01+00:00"}
+
+
 def test_a_matmul_call_is_predicted_from_the_measured_roofs_by_hand_count(tmp_path):
     """Roof records as the roofs job writes them, then the prediction of one matmul call. How
     close predictions come to real runs is measured by each run's report, not asserted here."""
@@ -46,7 +55,7 @@ def test_a_matmul_call_is_predicted_from_the_measured_roofs_by_hand_count(tmp_pa
          "samples_s": [3 * 2**24 / (bandwidth * 1e9)] * 5},
         {"library": "torch", "kind": "compute", "dtype": "float64", "status": "skipped", "reason": "absent"},
     ]
-    (tmp_path / "cpu.json").write_text(json.dumps({"device": "cpu", "points": points}))
+    (tmp_path / "cpu.json").write_text(json.dumps(roofs_document(points)))
     roofs = roofs_from_records([tmp_path / "cpu.json"], cores=2)
     assert roofs.source.startswith("the roofs measured") and roofs.cpu_gbs == pytest.approx(bandwidth)
     assert roofs.cpu_gflops == {"float32": pytest.approx(peak)}
@@ -56,8 +65,9 @@ def test_a_matmul_call_is_predicted_from_the_measured_roofs_by_hand_count(tmp_pa
     every_core = call_seconds(Cell("matmul", "numpy", "cpu", "float32", n, "all"), roofs)["compute"]
     assert every_core == pytest.approx(2.0 * n**3 / (peak * 0.9 * 1e9) + 2e-6)
     assert roofs_from_records([tmp_path / "cpu.json"], cores=2) == roofs
-    (tmp_path / "none.json").write_text(json.dumps({"device": "cpu", "points": points[3:]}))
-    assert roofs_from_records([tmp_path / "none.json"], cores=2) is None
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "cpu.json").write_text(json.dumps(roofs_document(points[3:])))
+    assert roofs_from_records([tmp_path / "none" / "cpu.json"], cores=2) is None
 
 
 def test_cells_of_absent_devices_cost_nothing_and_rounds_add_up():

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from conftest import FINGERPRINT, make_record
 from crafted import CONTROL, FORMULA_CELL, LIVE_MARKDOWN, printed_problems, without_blocking
 from hypothesis import HealthCheck, given, settings
@@ -35,11 +36,12 @@ from offloadbench.bundles import unpack
 from offloadbench.config import load_foreign_config
 from offloadbench.csvsafe import write_csv
 from offloadbench.errors import UserError
-from offloadbench.records import load_environment, load_record, load_round
-from offloadbench.report.escape import md_data, md_frame, md_text, safe_html
+from offloadbench.records import Environment, load_environment, load_record, load_round
+from offloadbench.report.escape import md_data, md_frame, md_text, safe_html, tex_escape
 from offloadbench.report.text.conditions import conditions_section
-from offloadbench.report.text.latex import tex_escape, timings_tex
+from offloadbench.report.text.latex_tables import timings_tex
 from offloadbench.report.text.markdown import machine_section
+from offloadbench.verdicts import Judging
 
 
 def fuzz(examples: int):
@@ -174,7 +176,7 @@ def test_fuzzed_cell_records_load_or_fail_in_one_line(data):
         path.parent.mkdir(parents=True)
         path.write_text(raw_text(record, data.draw))
         try:
-            cells = load_cells([path], {"fingerprint": FINGERPRINT}, TINY)
+            cells = load_cells([path], Environment.from_json({"fingerprint": FINGERPRINT}), TINY)
         except UserError as error:
             one_line_naming(error, path)
             return
@@ -183,14 +185,14 @@ def test_fuzzed_cell_records_load_or_fail_in_one_line(data):
                 ci = mc.interval("compute")
                 assert 0 < ci.low <= ci.value <= ci.high and math.isfinite(ci.high), ci
             else:
-                assert mc.reason == mc.records[0]["reason"] and isinstance(mc.reason, str)
-            recorded = {flag for r in mc.records for flag in (r.get("diagnostics") or {}).get("flags") or []}
+                assert mc.reason == mc.records[0].reason and isinstance(mc.reason, str)
+            recorded = {flag for r in mc.records for flag in r.flags}
             assert all(f in recorded for f in mc.flags if not f.startswith("processes disagree")), mc.flags
         timings = timings_table(cells, "m")
         assert len(timings) == len(cells)
         text = timings.select_dtypes(include=["object", "str"]).to_numpy().ravel()
         assert_outputs_inert(timings, table_markdown(timings),
-                             timings_tex(timings, "m") + "\n".join(tex_escape(v) for v in text if isinstance(v, str)))
+                             timings_tex(timings, Judging(), "m") + "\n".join(tex_escape(v) for v in text if isinstance(v, str)))
 
 
 ENVIRONMENT = {"hostname": "h", "cpu_model": "c", "logical_cores": 4, "usable_cores": 4, "memory_bytes": 2**34,
@@ -219,27 +221,28 @@ def test_fuzzed_environments_validate_or_fail_in_one_line_and_render_inert(data)
     if env is None:
         return
     lines = machine_section(md_data(env), "m")
-    diff = provenance_diff({"a": ENVIRONMENT, "b": env}, {"a": [], "b": []})
-    differs = {name for name, read in PROVENANCE_FIELDS.items() if str(read(ENVIRONMENT)) != str(read(env))}
+    reference = Environment.from_json(ENVIRONMENT)
+    diff = provenance_diff({"a": reference, "b": env}, {"a": [], "b": []})
+    differs = {name for name, read in PROVENANCE_FIELDS.items() if str(read(reference)) != str(read(env))}
     assert list(diff.columns) == ["field", "a", "b"] and set(diff["field"]) == differs
     assert all(isinstance(v, str) for v in diff[["a", "b"]].to_numpy().ravel())
     assert_outputs_inert(diff, "\n".join(lines) + "\n\n" + table_markdown(diff),
                          "\n".join(tex_escape(v) for v in diff.to_numpy().ravel()), "provenance_diff")
 
 
-ROUND = {"kind": "round", "round": 1, "rounds": 3, "measured_now": 4, "estimated_s": 10.0, "took_s": 12.0,
+ROUND = {"kind": "round", "round": 1, "processes": 3, "measured_now": 4, "estimated_s": 10.0, "took_s": 12.0,
          "statuses": {"ok": 4}, "advice": ["the machine was busy"], "workers": {}, "system_before": {}}
 
 
 @fuzz(350)
 @given(st.data())
 def test_fuzzed_round_records_validate_or_fail_in_one_line(data):
-    record = read_fuzzed(load_round, "p1.json", mutate(ROUND, data.draw), data.draw)
+    record = read_fuzzed(load_round, "round-1.json", mutate(ROUND, data.draw), data.draw)
     if record is None:
         return
     rounds = [record]
     timings = pd.DataFrame(columns=["status", "processes", "ci_scope", "shares_cores"])
-    markdown = "\n".join(conditions_section(md_data(ENVIRONMENT), md_data(rounds), timings))
+    markdown = "\n".join(conditions_section(md_data(Environment.from_json(ENVIRONMENT)), md_data(rounds), timings))
     assert not LIVE_MARKDOWN.search(markdown), markdown[:300]
     assert_inert(safe_html(markdown, {}, "t"))
 
@@ -331,3 +334,98 @@ def assert_inert(html: str) -> None:
     assert "<script" not in lowered and "<img" not in lowered and "<!--" not in lowered
     assert not re.search(r"<[a-z]+[^>]*\son\w+=", lowered)
     assert 'href="javascript' not in lowered
+
+
+# --- a results folder's own decisions.csv, printed by `make summary FROM=<folder>` ------------
+
+H200 = Path(__file__).resolve().parent / "data" / "h200"
+
+
+def _folder_with_decisions(tmp: Path, edit) -> Path:
+    """A copy of the shipped H200 results folder whose decisions.csv `edit` changed (a frame of text)."""
+    import shutil
+
+    folder = tmp / "h200"
+    if not folder.exists():
+        shutil.copytree(H200, folder, ignore=shutil.ignore_patterns("raw"))
+    frame = pd.read_csv(H200 / "decisions.csv", dtype=str, keep_default_na=False)
+    edit(frame).to_csv(folder / "decisions.csv", index=False)
+    return folder
+
+
+def _summary_of(folder: Path) -> tuple[int, str, str]:
+    import contextlib
+
+    from offloadbench.report.text import summary
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = summary.main([str(folder)])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _set(column: str, value: str):
+    def edit(frame: pd.DataFrame) -> pd.DataFrame:
+        frame.loc[len(frame) - 1, column] = value
+        return frame
+    return edit
+
+
+def _without(column: str):
+    return lambda frame: frame.drop(columns=[column])
+
+
+CRAFTED_DECISIONS = {  # the security review's cases: each was a traceback (exit 2)
+    **{f"from_size {v!r}": _set("from_size", v) for v in ("nan", "inf", "abc", "")},
+    **{f"size {v!r}": _set("size", v) for v in ("inf", "\x1b[31m", "\x1b]0;t\x07")},
+    **{f"without {c}": _without(c) for c in ("from_size", "size", "speedup_ci_low")},
+    "empty op": _set("op", ""),
+    "empty decision": _set("decision", ""),
+}
+
+
+@pytest.mark.parametrize("case", CRAFTED_DECISIONS)
+def test_a_crafted_decisions_table_of_a_folder_is_one_error_line(tmp_path, case):
+    folder = _folder_with_decisions(tmp_path, CRAFTED_DECISIONS[case])
+    code, out, err = _summary_of(folder)
+    assert code == 1 and out == "", (case, out)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "decisions.csv" in lines[0], err
+    assert printed_problems(lines[0]) == [], lines[0]
+
+
+def test_the_untouched_folder_prints_its_decisions(tmp_path):
+    code, out, err = _summary_of(_folder_with_decisions(tmp_path, lambda frame: frame))
+    assert code == 0 and err == "" and "use torch" in out
+
+
+CELL_VALUES = st.one_of(st.sampled_from([
+    "", "nan", "NaN", "inf", "-inf", "1e400", "-1", "0", "0.5", "2.5", "1e308", "-1e308", "True", "False", "yes",
+    "all", "1", "?", "use torch", "use", "stay with NumPy", "cannot tell yet", "faster", "256: numpy; 1024: ?",
+    "123456789012345678901234567890", "cuda", "cpu", "pays once the data stay for at least 3 calls",
+]), TEXT)
+
+
+@fuzz(150)
+@given(st.data())
+def test_fuzzed_decisions_of_a_folder_print_or_fail_in_one_line(tmp_path_factory, data):
+    """Any cells of a folder's decisions.csv changed, or a column removed: the summary prints
+    its table or says in one line why not, never a traceback."""
+    base = pd.read_csv(H200 / "decisions.csv", dtype=str, keep_default_na=False)
+    edits = data.draw(st.lists(st.tuples(st.sampled_from(list(base.columns)), st.integers(0, len(base) - 1),
+                                         CELL_VALUES), min_size=1, max_size=4))
+    dropped = data.draw(st.lists(st.sampled_from(list(base.columns)), max_size=1))
+
+    def edit(frame: pd.DataFrame) -> pd.DataFrame:
+        for column, row, value in edits:
+            frame.loc[row, column] = value
+        return frame.drop(columns=dropped)
+
+    folder = _folder_with_decisions(tmp_path_factory.mktemp("fuzzed"), edit)
+    code, out, err = _summary_of(folder)
+    if code == 0:
+        assert err == "" and printed_problems(out) == [], out
+    else:
+        lines = err.splitlines()
+        assert code == 1 and out == "" and len(lines) == 1 and lines[0].startswith("error: "), err
+        assert "decisions.csv" in lines[0] and printed_problems(lines[0]) == [], lines[0]

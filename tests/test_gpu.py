@@ -7,7 +7,7 @@ import pytest
 from conftest import run_cell_record
 from offloadbench.cells import Cell
 from offloadbench.measure import cell as measure_cell
-from offloadbench.measure.cell import Settings
+from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 pytestmark = pytest.mark.gpu

@@ -49,37 +49,58 @@ def test_a_cell_round_trips_through_its_name():
         Cell.from_stem("matmul", "numpy-cpu-float32-nBIG-t1")
 
 
-def _plan(round_index, cells=None):
-    return schedule.round_plan(cells or grid.expand({**GRID, "dtypes": ["float32", "float64"]}), round_index)
+def _groups(round_index, cells=None):
+    return schedule.groups(cells or grid.expand({**GRID, "dtypes": ["float32", "float64"]}), round_index)
 
 
-def test_a_round_measures_every_cell_once():
+def test_a_round_measures_every_cell_once_in_the_bout_of_its_group():
     cells = grid.expand(GRID)
     for k in (1, 2, 3):
-        measured = [c for turn in _plan(k, cells) for c in turn.cells]
-        assert sorted(measured) == sorted(cells)
+        bouts = _groups(k, cells)
+        assert sorted(c for bout in bouts for c in bout) == sorted(cells)
+        for bout in bouts:  # one op, dtype and size; every variant, device and thread count
+            assert len({c.group for c in bout}) == 1 and len({c.worker for c in bout}) == len(bout)
 
 
-def test_compared_variants_take_adjacent_turns_and_swap_order_between_rounds():
-    first, second = _plan(1), _plan(2)
-    family = [t.worker for t in first if t.cells[0].dtype == "float32"]
-    # numpy and torch at the same threads follow each other; GPUs follow the all-cores pair
-    assert family in (
-        ["numpy-cpu-t1", "torch-cpu-t1", "numpy-cpu-tall", "torch-cpu-tall", "torch-cuda-t1", "torch-mps-t1"],
-        ["torch-mps-t1", "torch-cuda-t1", "torch-cpu-tall", "numpy-cpu-tall", "torch-cpu-t1", "numpy-cpu-t1"],
-    )
-    again = [t.worker for t in second if t.cells[0].dtype == "float32"]
-    assert again == family[::-1]
+def test_the_groups_order_turns_from_round_to_round():
+    first, second = [b[0].group for b in _groups(1)], [b[0].group for b in _groups(2)]
+    assert sorted(first) == sorted(second) and second == first[1:] + first[:1]
 
 
-def test_a_cells_processes_are_not_back_to_back():
-    """Other cells come between a cell's measurements in consecutive rounds; on average
-    about a round's worth."""
-    cells = grid.expand(GRID)
-    order = [c for k in (1, 2) for turn in _plan(k, cells) for c in turn.cells]
-    gaps = []
-    for cell in cells:
-        first, second = [i for i, c in enumerate(order) if c == cell]
-        gaps.append(second - first)
-    assert min(gaps) > 1
-    assert sum(gaps) / len(gaps) >= len(cells) * 0.75
+def test_each_cycle_is_a_fresh_order_and_every_cell_goes_first_equally_often():
+    cells = [c for c in grid.expand(GRID) if c.group == ("matmul", "float32", 256)]
+    cycles = schedule.Cycles(cells, schedule.generator(1, "matmul-float32-n256"))
+    orders = [cycles.next() for _ in range(3 * len(cells))]
+    assert all(sorted(order) == sorted(cells) for order in orders)
+    firsts = [order[0] for order in orders]
+    assert all(firsts.count(cell) == 3 for cell in cells)
+    assert len({tuple(order) for order in orders}) > len(cells)  # not one order over and over
+    again = schedule.Cycles(cells, schedule.generator(1, "matmul-float32-n256"))
+    assert [again.next() for _ in range(3 * len(cells))] == orders  # a rerun takes the same turns
+    cycles.drop(cells[0])
+    assert all(cells[0] not in cycles.next() for _ in range(4))
+
+
+def test_a_pause_follows_a_multi_threaded_worker_long_enough_for_its_pool_to_spin_down():
+    from offloadbench.cells import WorkerSpec
+
+    one, numpy_all = WorkerSpec("numpy", "cpu", "1"), WorkerSpec("numpy", "cpu", "4")
+    torch_all, compiled_all = WorkerSpec("torch", "cpu", "4"), WorkerSpec("numpy", "cpu", "4", "compiled")
+    assert schedule.pause_s(None, numpy_all) == 0 and schedule.pause_s(one, numpy_all) == 0
+    assert schedule.pause_s(numpy_all, torch_all) == schedule.SPIN_S["numpy"]  # OpenBLAS spins longest
+    assert schedule.pause_s(torch_all, numpy_all) == schedule.pause_s(compiled_all, numpy_all) == \
+        schedule.SPIN_S["torch"]
+    assert schedule.pause_s(numpy_all, one) == schedule.SPIN_S["numpy"] * schedule.SHORT_PAUSE_SHARE
+    assert schedule.pause_s(numpy_all, numpy_all) == 0  # the same worker: nothing to wait for
+    assert schedule.pause_s(torch_all, one, configured=0.5) == 0.05
+
+
+def test_twins_take_their_groups_numpy_cell_at_the_thread_counts_in_turn():
+    cells = grid.expand({**GRID, "controls": "all"})
+    twins = [c for c in cells if c.twin]
+    groups = {c.group for c in cells}
+    assert len(twins) == len(groups) and all(t.device == "cpu" for t in twins)
+    # NumPy where the group has it; NumPy has no bfloat16, so there torch takes its place
+    assert all((t.library == "numpy") == (t.dtype != "bfloat16") for t in twins)
+    assert {t.threads for t in twins} == {"1", "all"}
+    assert all(t.worker.twin and t.worker != t.original.worker for t in twins)

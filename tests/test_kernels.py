@@ -13,7 +13,7 @@ from offloadbench import grid
 from offloadbench.cells import Cell
 from offloadbench.config import ConfigError, kernel_infos, validate
 from offloadbench.kernels import load_kernels
-from offloadbench.measure.cell import Settings
+from offloadbench.measure.settings import Settings
 from offloadbench.records import load_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def test_the_source_tells_names_parameters_and_literal_options():
     assert infos["scaled_sum"].takes_xp and infos["scaled_sum"].arrays == 2
     plain = infos["plain_numpy"]
     assert not plain.takes_xp and plain.libraries == ("numpy",) and plain.min_size == 2
-    assert plain.n_means == "side of the field" and not plain.has_models
+    assert plain.n_means == "side of the field"
 
 
 def test_a_kernel_without_xp_runs_as_numpy_and_numpy_compiled_only():
@@ -56,12 +56,13 @@ def test_grid_compiled_narrows_the_compiled_mode_and_nothing_else():
 
 
 def test_compiled_cells_have_their_own_file_names_and_workers():
-    from offloadbench.schedule import worker_key, worker_parts
-
     cell = Cell("scaled_sum", "numpy", "cuda", "float32", 8, "1", "compiled")
     assert cell.stem == "numpy-cuda-float32-n8-t1-compiled" and Cell.from_key(cell.key) == cell
     assert Cell.from_key("matmul/numpy-cpu-float32-n8-t1").mode == "eager"  # names from before modes
-    assert worker_parts(worker_key(cell)) == ("numpy", "cuda", "1", "compiled")
+    worker = cell.worker
+    assert (worker.library, worker.device, worker.threads, worker.mode) == ("numpy", "cuda", "1", "compiled")
+    assert worker.name == "numpy-cuda-t1-compiled" and worker.host_threads == 1
+    assert cell.twinned().worker.name == "numpy-cuda-t1-compiled-aa" and cell.twinned().worker != worker
 
 
 @pytest.mark.parametrize("setup, expected", [
@@ -138,10 +139,10 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     records = {n: load_record(tmp_path / "raw" / n / "numpy-cpu-float32-n8-t1" / "p1.json") for n in names}
-    reasons = {n: r["reason"] for n, r in records.items()}
-    assert records["fine"]["status"] == "ok" and records["fine"]["op_info"]["sha256"]
+    reasons = {n: r.reason for n, r in records.items()}
+    assert records["fine"].status == "ok" and records["fine"].kernel_sha256
     for name in names[:-1]:
-        assert records[name]["status"] == "error" and "\n" not in reasons[name], name
+        assert records[name].status == "error" and "\n" not in reasons[name], name
     line = next(i for i, text in enumerate(Path(BAD).read_text().splitlines(), 1) if "gave up" in text)
     assert reasons["raises"] == f"ValueError during check: the kernel gave up (at bad.py:{line})"
     assert reasons["wrong_shape"] == "wrong result: kernel wrong_shape returns shape (8, 1), not (8, 8) as in float64 NumPy"

@@ -9,25 +9,29 @@ import pandas as pd
 import pytest
 from conftest import make_processes, make_transfer_record, tables_of
 from offloadbench.analysis.tables import TRANSFER_COLUMNS, read_tables
+from offloadbench.report.escape import tex_escape
 from offloadbench.report.format import fmt_ci, fmt_sig, time_unit
-from offloadbench.report.text.latex import (
+from offloadbench.report.text.latex import write_comparison_latex, write_latex
+from offloadbench.report.text.latex_macros import (
     MacroCollision,
     Macros,
-    booktabs_table,
     camel_words,
     claims_macros,
     comparison_macros,
-    comparison_tex,
     machine_prefix,
     number_words,
     pair_prefix,
+)
+from offloadbench.report.text.latex_tables import (
+    booktabs_table,
+    comparison_tex,
     speedups_tex,
-    tex_escape,
     timings_tex,
     transfer_tex,
-    write_comparison_latex,
-    write_latex,
 )
+from offloadbench.verdicts import Judging
+
+POLICY = Judging()
 
 MACRO = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}$")
 
@@ -158,7 +162,7 @@ def test_timings_table_lists_ok_cells_with_ci(tables):
     timings.loc[0, "op"] = "compute_then_plot"
     timings.loc[1, "status"] = "failed"
     timings.loc[2, "unstable"] = "spread 12% > 5%"
-    tex = timings_tex(timings)
+    tex = timings_tex(timings, POLICY)
     cells = check_table(tex)
     assert cells[0] == ["op", "library", "device", "dtype", "n", "threads", r"median (ms), 95\% CI", "GFLOP/s"]
     assert len(cells) - 1 == len(timings) - 1  # the failed cell is left out
@@ -171,13 +175,13 @@ def test_timings_table_lists_ok_cells_with_ci(tables):
 def test_timings_of_fast_cells_are_in_microseconds(tables):
     timings = tables["timings"]
     fast = timings[timings["device"] == "cuda"].head(1)
-    cells = check_table(timings_tex(fast))
+    cells = check_table(timings_tex(fast, POLICY))
     assert cells[0][6] == r"median (\textmu{}s), 95\% CI"
     assert cells[1][6].startswith("20.0 (")
 
 
 def test_speedups_table_has_both_speedups_verdicts_and_break_even(tables):
-    cells = check_table(speedups_tex(tables["speedups"]))
+    cells = check_table(speedups_tex(tables["speedups"], POLICY))
     header = cells[0]
     assert header[6:] == [r"speedup (95\% CI)", "verdict", r"end-to-end speedup (95\% CI)",
                           "end-to-end verdict", "break-even n", r"calls per round trip k* (95\% CI)"]
@@ -196,15 +200,15 @@ def test_speedups_break_even_reads_as_a_number_when_reached(tables):
     speedups.loc[gpu, "break_even_size"] = 606.4
     speedups.loc[gpu, "break_even"] = "n ≈ 606 (between 256 and 1024)"
     speedups.loc[gpu, "break_even_status"] = "reached"
-    cells = check_table(speedups_tex(speedups))
+    cells = check_table(speedups_tex(speedups, POLICY))
     assert {row[10] for row in cells[1:] if row[2] == "cuda"} == {"606"}
-    assert "MatmulCudaFloatThirtyTwoBreakEven}{606}" in claims_macros(tables["timings"], speedups, tables["transfer"])
+    assert "MatmulCudaFloatThirtyTwoBreakEven}{606}" in claims_macros(tables["timings"], speedups, tables["transfer"], POLICY)
     speedups.loc[gpu, ["break_even_size", "break_even_status"]] = [256.0, "from the smallest size"]
-    assert {row[10] for row in check_table(speedups_tex(speedups))[1:] if row[2] == "cuda"} == {"at most 256"}
+    assert {row[10] for row in check_table(speedups_tex(speedups, POLICY))[1:] if row[2] == "cuda"} == {"at most 256"}
 
 
 def test_transfer_table(tables):
-    cells = check_table(transfer_tex(tables["transfer"]))
+    cells = check_table(transfer_tex(tables["transfer"], POLICY))
     assert cells[0] == ["device", "direction", "memory", "size", r"GB/s (95\% CI)", r"\% of link"]
     assert len(cells) == 1 + 12
     assert [r"cuda", r"host \ensuremath{\rightarrow} device", "pinned", "256 MiB"] == cells[9][:4]
@@ -212,12 +216,12 @@ def test_transfer_table(tables):
 
 
 @pytest.mark.parametrize("make", [
-    lambda t: speedups_tex(t["speedups"].iloc[0:0], "gpubox"),
-    lambda t: speedups_tex(pd.DataFrame(), "gpubox"),
-    lambda t: transfer_tex(t["transfer"].iloc[0:0], "gpubox"),
-    lambda t: transfer_tex(pd.DataFrame(columns=TRANSFER_COLUMNS), "gpubox"),
-    lambda t: timings_tex(t["timings"].assign(status="failed"), "gpubox"),
-    lambda t: comparison_tex(pd.DataFrame(), ["laptop", "h200-lab"]),
+    lambda t: speedups_tex(t["speedups"].iloc[0:0], POLICY, "gpubox"),
+    lambda t: speedups_tex(pd.DataFrame(), POLICY, "gpubox"),
+    lambda t: transfer_tex(t["transfer"].iloc[0:0], POLICY, "gpubox"),
+    lambda t: transfer_tex(pd.DataFrame(columns=TRANSFER_COLUMNS), POLICY, "gpubox"),
+    lambda t: timings_tex(t["timings"].assign(status="failed"), POLICY, "gpubox"),
+    lambda t: comparison_tex(pd.DataFrame(), POLICY, ["laptop", "h200-lab"]),
 ], ids=["speedups", "speedups-no-columns", "transfer", "transfer-columns-only", "timings-none-ok", "comparison"])
 def test_an_empty_table_is_a_valid_one_row_table_that_says_so(tables, make):
     tex = make(tables)
@@ -229,12 +233,12 @@ def test_an_empty_table_is_a_valid_one_row_table_that_says_so(tables, make):
 
 def test_transfer_reasons_show_when_no_copy_ran():
     failed = tables_of([], "cpubox", [make_transfer_record(status="failed", reason="no CUDA device")])["transfer"]
-    cells = check_table(transfer_tex(failed, "cpubox"))
+    cells = check_table(transfer_tex(failed, POLICY, "cpubox"))
     assert cells[1][0] == "No copy was measured (no CUDA device)."
 
 
 def test_comparison_table_names_both_machines(comparison):
-    cells = check_table(comparison_tex(comparison))
+    cells = check_table(comparison_tex(comparison, POLICY))
     assert cells[0][6:] == [r"median on laptop (\textmu{}s)", r"median on h200-lab (\textmu{}s)",
                             r"ratio h200-lab/laptop (95\% CI)", "verdict"]
     assert cells[1][6:] == ["20.0", "10.0", r"0.50\ensuremath{\times} (0.48--0.52)", "faster"]
@@ -245,7 +249,7 @@ def test_comparison_table_names_both_machines(comparison):
 
 def test_comparison_of_several_pairs_gets_machine_columns(comparison):
     other = comparison.assign(machine_b="a100_box")
-    cells = check_table(comparison_tex(pd.concat([comparison, other], ignore_index=True)))
+    cells = check_table(comparison_tex(pd.concat([comparison, other], ignore_index=True), POLICY))
     assert cells[0][:2] == ["machine a", "machine b"]
     assert r"a100\_box" in {row[1] for row in cells[1:]}
 
@@ -269,7 +273,7 @@ def test_machine_prefix_spells_digits_as_words():
 
 
 def test_claims_macros_are_letters_only_unique_prefixed_and_non_empty(tables):
-    tex = claims_macros(tables["timings"], tables["speedups"], tables["transfer"])
+    tex = claims_macros(tables["timings"], tables["speedups"], tables["transfer"], POLICY)
     names = macros_of(tex)
     assert all(name.startswith("obGpubox") for name in names)
     assert names["obGpuboxLargestSpeedup"] == "27.8"
@@ -284,9 +288,9 @@ def test_claims_macros_are_letters_only_unique_prefixed_and_non_empty(tables):
 
 
 def test_two_machines_give_disjoint_macros(tables):
-    a = macros_of(claims_macros(tables["timings"], tables["speedups"], tables["transfer"],
+    a = macros_of(claims_macros(tables["timings"], tables["speedups"], tables["transfer"], POLICY,
                                 prefix=machine_prefix("h200-lab")))
-    b = macros_of(claims_macros(tables["timings"], tables["speedups"], tables["transfer"],
+    b = macros_of(claims_macros(tables["timings"], tables["speedups"], tables["transfer"], POLICY,
                                 prefix=machine_prefix("laptop")))
     assert all(n.startswith("obHTwoHundredLab") for n in a) and all(n.startswith("obLaptop") for n in b)
     assert not set(a) & set(b)
@@ -294,7 +298,7 @@ def test_two_machines_give_disjoint_macros(tables):
 
 
 def test_claims_without_speedups_or_copies_still_define_their_macros(tables):
-    tex = claims_macros(tables["timings"], tables["speedups"].iloc[0:0], tables["transfer"].iloc[0:0])
+    tex = claims_macros(tables["timings"], tables["speedups"].iloc[0:0], tables["transfer"].iloc[0:0], POLICY)
     names = macros_of(tex)
     assert names["obGpuboxLargestSpeedup"] == "n/a"
     assert names["obGpuboxLargestEndToEndSpeedupCell"] == "n/a"
@@ -307,7 +311,7 @@ def test_clashing_macro_names_fail_loudly(tables):
     speedups.loc[speedups.index[-1], "op"] = "mat-mul"
     speedups.loc[speedups.index[-2], "op"] = "mat_mul"
     with pytest.raises(MacroCollision, match=r"\\obGpuboxMatMulCudaFloatThirtyTwoBreakEven"):
-        claims_macros(tables["timings"], speedups, tables["transfer"])
+        claims_macros(tables["timings"], speedups, tables["transfer"], POLICY)
     macros = Macros("obX")
     with pytest.raises(ValueError, match="letters only"):
         macros.add("Two2", "1", "a digit")
@@ -316,7 +320,7 @@ def test_clashing_macro_names_fail_loudly(tables):
 
 
 def test_comparison_macros_count_verdicts_and_name_the_largest_ratio(comparison):
-    names = macros_of(comparison_macros(comparison))
+    names = macros_of(comparison_macros(comparison, POLICY))
     prefix = "obLaptopVsHTwoHundredLab"
     assert all(name.startswith(prefix) for name in names)
     assert [names[prefix + v] for v in ("Faster", "Slower", "Same", "Undecided", "Cells")] == ["1", "1", "1", "1", "4"]
@@ -329,11 +333,11 @@ def test_comparison_macros_count_verdicts_and_name_the_largest_ratio(comparison)
 
 def test_comparison_macros_of_several_pairs_are_disjoint(comparison):
     both = pd.concat([comparison, comparison.assign(machine_b="a100")], ignore_index=True)
-    names = macros_of(comparison_macros(both))
+    names = macros_of(comparison_macros(both, POLICY))
     assert names["obLaptopVsHTwoHundredLabCells"] == "4" and names["obLaptopVsAOneHundredCells"] == "4"
     clash = pd.concat([comparison, comparison.assign(machine_b="h200_lab")], ignore_index=True)
     with pytest.raises(MacroCollision):
-        comparison_macros(clash)
+        comparison_macros(clash, POLICY)
 
 
 # --- files ------------------------------------------------------------------------------
@@ -344,7 +348,7 @@ def test_write_latex_writes_every_file_from_tables_read_back_from_csv(tables, tm
     for name in ("timings", "speedups", "transfer", "decisions"):
         paths[name] = tmp_path / f"{name}.csv"
         tables[name].to_csv(paths[name], index=False)
-    written = write_latex(read_tables(paths), tmp_path / "tex", "h200-lab")
+    written = write_latex(read_tables(paths), tmp_path / "tex", "h200-lab", POLICY)
     assert sorted(p.relative_to(tmp_path / "tex").as_posix() for p in written.values()) == [
         "claims.tex", "tables/decisions.tex", "tables/speedups.tex", "tables/timings.tex", "tables/transfer.tex"]
     for name in ("timings", "speedups", "transfer", "decisions"):
@@ -362,7 +366,7 @@ def test_write_latex_writes_every_file_from_tables_read_back_from_csv(tables, tm
 def test_write_latex_of_a_machine_without_gpu_or_copies(tmp_path):
     records = make_processes(2, library="numpy") + make_processes(2, library="numpy", threads="all", seed=3)
     tables = tables_of(records, "cpu_box")
-    written = write_latex(tables, tmp_path, "cpu_box")
+    written = write_latex(tables, tmp_path, "cpu_box", POLICY)
     for name in ("timings", "speedups", "transfer"):
         check_table(written[name].read_text())
     names = macros_of(written["claims"].read_text())
@@ -370,21 +374,21 @@ def test_write_latex_of_a_machine_without_gpu_or_copies(tmp_path):
 
 
 def test_write_comparison_latex(comparison, tmp_path):
-    written = write_comparison_latex(comparison, tmp_path, ["laptop", "h200-lab"])
+    written = write_comparison_latex(comparison, tmp_path, ["laptop", "h200-lab"], POLICY)
     assert (tmp_path / "tables" / "comparison.tex").is_file() and (tmp_path / "claims.tex").is_file()
     check_table(written["comparison"].read_text())
     assert macros_of(written["claims"].read_text())["obLaptopVsHTwoHundredLabFaster"] == "1"
 
 
 def test_write_comparison_latex_without_rows_or_machine_columns(comparison, tmp_path):
-    written = write_comparison_latex(comparison.iloc[0:0], tmp_path / "empty", ["laptop", "h200-lab"])
+    written = write_comparison_latex(comparison.iloc[0:0], tmp_path / "empty", ["laptop", "h200-lab"], POLICY)
     check_table(written["comparison"].read_text())
     names = macros_of(written["claims"].read_text())
     assert names["obLaptopVsHTwoHundredLabCells"] == "0"
     assert names["obLaptopVsHTwoHundredLabLargestRatio"] == "n/a"
     bare = comparison.drop(columns=["machine_a", "machine_b"])
-    written = write_comparison_latex(bare, tmp_path / "bare", ["laptop", "h200-lab"])
+    written = write_comparison_latex(bare, tmp_path / "bare", ["laptop", "h200-lab"], POLICY)
     assert "ratio h200-lab/laptop" in written["comparison"].read_text()
-    lonely = write_comparison_latex(pd.DataFrame(), tmp_path / "lonely", ["laptop"])
+    lonely = write_comparison_latex(pd.DataFrame(), tmp_path / "lonely", ["laptop"], POLICY)
     check_table(lonely["comparison"].read_text())
     assert "\\newcommand" not in lonely["claims"].read_text()

@@ -8,8 +8,8 @@ import torch  # a pinned requirement: missing, it must fail the suite, not skip 
 from conftest import run_cell_record
 from offloadbench.cells import Cell
 from offloadbench.measure import cell as measure_cell
-from offloadbench.measure.cell import Settings
 from offloadbench.measure.ops import get_op
+from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import StopRule, WarmupRule
 
 FAST = Settings(stop=StopRule(budget_s=0.2, min_samples=8), warmup=WarmupRule(budget_s=0.1))

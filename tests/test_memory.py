@@ -9,10 +9,12 @@ from offloadbench.analysis.memory_fit import largest_fitting, memory_table, spec
 from offloadbench.catalogue import SPECS, call_bytes, measured_scale, output_unit_bytes, working_set_bytes
 from offloadbench.cells import Cell
 from offloadbench.measure import cell as cell_module
-from offloadbench.measure.cell import Settings, run_cell
+from offloadbench.measure.cell import run_cell
+from offloadbench.measure.settings import Settings
+from offloadbench.records import Environment
 
 QUICK = Settings.from_config({"target_rel_ci": 0.5, "min_samples": 6, "min_sampling_s": 0.0, "max_samples": 20,
-                              "budget_s": 0.02, "warmup_budget_s": 0.02, "min_sample_s": 0.0005, "seed": 0,
+                              "budget_s": 0.02, "warmup_budget_s": 0.02, "min_sample_s": 0.0005, "random_state": 0,
                               "check_rows": 8, "pinned_memory": False, "allow_tf32": False})
 
 
@@ -71,9 +73,42 @@ def test_the_memory_table_fits_each_series_and_says_how_far_the_model_was():
             rows.append({"op": "matmul", "variant": library, "library": library, "mode": "eager", "device": "cpu",
                          "dtype": "float32", "size": n, "status": "ok", "peak_host_bytes": scale * out,
                          "peak_device_bytes": math.nan})
-    environment = {"memory_bytes": 64 * 2**30}
+    environment = Environment.from_json({"memory_bytes": 64 * 2**30})
     table = memory_table(pd.DataFrame(rows), environment, "box").set_index("variant")
     assert table.loc["numpy", "scale"] == pytest.approx(1.0) and table.loc["torch", "scale"] == pytest.approx(2.0)
     assert table.loc["numpy", "model_error"] == pytest.approx(2.0)  # the model's 3 outputs against 1 measured
     assert table.loc["numpy", "largest_size"] > table.loc["torch", "largest_size"] > 0
     assert table.loc["numpy", "largest_size"] == largest_fitting(spec_for("matmul"), 4, 1.0, 64 * 2**30)
+
+
+def _fit_line(environment: dict | None, **override) -> str:
+    from offloadbench.report.text.fit import fit_lines
+
+    out = output_unit_bytes(SPECS["matmul"], 256, 4)
+    rows = [{"op": "matmul", "variant": "numpy", "library": "numpy", "mode": "eager", "device": "cpu",
+             "dtype": "float32", "size": 256, "status": "ok", "peak_host_bytes": float(out),
+             "peak_device_bytes": math.nan}]
+    environment = Environment.from_json(environment) if environment is not None else None
+    table = memory_table(pd.DataFrame(rows), environment, "box").assign(**override)
+    (line,) = fit_lines(table)
+    return line
+
+
+def test_a_fit_says_the_size_that_fits():
+    assert "fits up to n ≈ " in _fit_line({"memory_bytes": 64 * 2**30})
+
+
+def test_no_fit_where_the_memory_was_not_recorded_says_so():
+    line = _fit_line(None)
+    assert line.endswith("its fit is unknown: the device's memory was not recorded.")
+
+
+def test_no_fit_where_not_even_one_fits_says_so_with_the_memory():
+    line = _fit_line({"memory_bytes": 8})  # 8 bytes: not even a 1×1 matmul's inputs and outputs
+    assert line.endswith("not even n = 1 fits in its 8 B, with 10% kept free."), line
+    assert "not recorded" not in line
+
+
+def test_no_fit_without_a_scale_says_no_peak_gave_one():
+    line = _fit_line({"memory_bytes": 64 * 2**30}, scale=math.nan, largest_size=math.nan)
+    assert line.endswith("its fit is unknown: no measured peak gave a scale to fit the model to."), line

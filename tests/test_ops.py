@@ -11,8 +11,8 @@ from offloadbench.catalogue import SPECS
 from offloadbench.cells import Cell
 from offloadbench.config import ConfigError, validate
 from offloadbench.measure import cell as measure_cell
-from offloadbench.measure.cell import Settings
 from offloadbench.measure.ops import _registry, get_op, is_torch
+from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import StopRule, WarmupRule
 
 FAST = Settings(stop=StopRule(budget_s=0.05, min_samples=6), warmup=WarmupRule(budget_s=0.02))

@@ -22,6 +22,7 @@ from offloadbench.report.figures.heatmap import (
 from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
 from offloadbench.report.figures.style import theme
 from offloadbench.report.text.ops_findings import bound_lines, bound_notes, payoff_lines
+from offloadbench.verdicts import Judging
 
 SIZES = (128, 512, 2048)
 CPU = {"memory": 20e9, "float32": 1000e9, "float64": 500e9, "call_s": 2e-6}
@@ -280,7 +281,7 @@ def line_for(lines: list[str], start: str) -> str:
 
 
 def test_payoff_sentences_for_the_three_kinds_of_series(gpu_ops):
-    lines = payoff_lines(gpu_ops["speedups"])
+    lines = payoff_lines(gpu_ops["speedups"], Judging())
     never = line_for(lines, "- axpy on cuda (float32)")
     assert "never pays with the copies counted up to n = 2048" in never and "slower than NumPy" in never
     inside = line_for(lines, "- matmul on cuda (float32)")
@@ -295,7 +296,7 @@ def test_payoff_sentences_for_the_three_kinds_of_series(gpu_ops):
 
 
 def test_payoff_sentences_of_empty_speedups():
-    assert "no payoff can be stated" in payoff_lines(pd.DataFrame())[0]
+    assert "no payoff can be stated" in payoff_lines(pd.DataFrame(), Judging())[0]
 
 
 def test_bound_sentences(gpu_ops):

@@ -31,9 +31,9 @@ def run(tiny_run):
     return tiny_run
 
 
-def test_the_run_plans_one_measure_job_per_round(run):
+def test_the_run_plans_one_round_job_per_round(run):
     stats = run["log"][run["log"].index("Job stats"):].splitlines()
-    line = next(l for l in stats if l.strip().startswith("measure"))
+    line = next(l for l in stats if l.strip().startswith("round"))
     assert int(line.split()[1]) == TINY["measure"]["processes"]
     assert any(l.strip().startswith("transfer") for l in stats) and any(l.strip().startswith("roofs") for l in stats)
 
@@ -42,8 +42,8 @@ def test_the_measuring_rules_run_the_python_of_their_environment(run):
     """What --sdm conda or apptainer relies on: jobs call `python` from PATH."""
     modules = [call.split()[1] for call in run["python_calls"] if call.startswith("-m ")]
     assert modules.count("offloadbench.jobs.round") == 2
-    assert "offloadbench.jobs.environment" in modules and modules.count("offloadbench.jobs.sweep") == 1
-    assert modules.count("offloadbench.jobs.calibrate") == 1
+    assert "offloadbench.jobs.environment" in modules and modules.count("offloadbench.jobs.transfer") == 1
+    assert modules.count("offloadbench.jobs.roofs") == 1
 
 
 def test_every_output_exists(run):
@@ -51,15 +51,14 @@ def test_every_output_exists(run):
     expected = ["environment.json", "timings.csv", "speedups.csv", "thread_scaling.csv", "decisions.csv", "transfer.csv",
                 "report.md", "report.html"]
     expected += [f"figures/{n}.{k}" for n in FIGURE_NAMES for k in ("pdf", "png")]
-    expected += ["raw/transfer/cuda.json", "raw/transfer/mps.json", "raw/rounds/p1.json", "raw/rounds/p2.json",
+    expected += ["raw/transfer/cuda.json", "raw/transfer/mps.json", "raw/rounds/round-1.json", "raw/rounds/round-2.json",
                  "raw/rounds/settle.json"]
     expected += ["roofs.csv", "raw/roofs/cpu.json", "raw/roofs/cuda.json", "raw/roofs/mps.json", "claims.tex"]
     expected += [f"tables/{name}.tex" for name in ("timings", "speedups", "transfer", "decisions")]
     for name in expected:
         assert (out / name).is_file(), name
-    assert len(list((out / "raw").rglob("p[12].json"))) == CELLS * 2 + 2  # the records, and the rounds
-    # the rendered fields of the cells that ran, one per process
-    # one per process, extra rounds included
+    assert len(list((out / "raw").rglob("p[12].json"))) == CELLS * 2  # the records of the two rounds
+    # the rendered fields of the cells that ran, one per process, extra rounds included
     plots = [json.loads(p.read_text()) for p in (out / "raw" / "compute_then_plot").rglob("p*.json")]
     assert len(list((out / "raw" / "compute_then_plot").rglob("*.png"))) == sum(r["status"] == "ok" for r in plots) >= 4 * 2
     assert not list(out.rglob("*.tmp")), "a temporary file was left behind"
@@ -69,9 +68,9 @@ def test_every_output_exists(run):
 def test_the_roofs_are_measured_on_the_cpu_and_skipped_with_a_reason_elsewhere(run):
     roofs = pd.read_csv(run["out"] / "roofs.csv")
     cpu, gpu = roofs[roofs["device"] == "cpu"], roofs[roofs["device"] != "cpu"]
-    assert set(cpu["status"]) == {"ok"} and set(cpu["kind"]) == {"memory", "compute"}
+    assert set(cpu["status"]) == {"ok"} and set(cpu["kind"]) == {"memory", "compute", "pages"}
     assert (cpu["value"] > 0).all() and (cpu["ci_low"] <= cpu["value"]).all() and (cpu["value"] <= cpu["ci_high"]).all()
-    assert (cpu["unit"] == cpu["kind"].map({"memory": "GB/s", "compute": "GFLOP/s"})).all()
+    assert (cpu["unit"] == cpu["kind"].map({"memory": "GB/s", "compute": "GFLOP/s", "pages": "ns per fresh page"})).all()
     assert set(gpu["device"]) == {"cuda", "mps"} and set(gpu["status"]) == {"skipped"} and gpu["reason"].str.len().gt(0).all()
 
 
@@ -141,7 +140,7 @@ def test_records_carry_their_process_and_provenance(run):
     records = [json.loads(p.read_text()) for p in (run["out"] / "raw" / "matmul" / "torch-cpu-float32-n64-t1").glob("p*.json")]
     rounds = sorted(r["process"]["round"] for r in records)
     assert rounds[:2] == [1, 2] and all(k > 2 for k in rounds[2:])  # the planned rounds, then any extra ones
-    assert all(r["process"]["rounds"] == 2 for r in records)  # extra rounds keep the planned count
+    assert all(r["process"]["processes"] == 2 for r in records)  # extra rounds keep the planned count
     assert len({r["process"]["pid"] for r in records}) == len(records)  # independent processes
     record = records[0]
     assert record["threads"]["effective"] == 1 and record["settings"]["tf32_matmul"] is False
@@ -241,8 +240,8 @@ def test_a_new_size_measures_only_its_own_cells(run, tmp_path):
     # (with no self-comparisons: a grid of other cells chooses other cells to measure twice)
     config = {**TINY, "grid": {**TINY["grid"], "ops": ["matmul"], "sizes": [32, 64, 48]},
               "analysis": {**TINY["analysis"], "controls": 0}}
-    snakemake(grown, "--allowed-rules", "measure", "environment", "transfer", "aggregate", "--until", "aggregate", config=config)
-    rounds = [json.loads((grown / "results" / "ci-box" / "raw" / "rounds" / f"p{k}.json").read_text()) for k in (1, 2)]
+    snakemake(grown, "--allowed-rules", "round", "environment", "transfer", "aggregate", "--until", "aggregate", config=config)
+    rounds = [json.loads((grown / "results" / "ci-box" / "raw" / "rounds" / f"round-{k}.json").read_text()) for k in (1, 2)]
     assert [r["measured_now"] for r in rounds] == [4, 4]  # n=48: numpy, torch, cuda, mps
 
 
@@ -255,7 +254,7 @@ def test_a_corrupted_record_is_rejected_by_name_with_the_way_out(run, tmp_path):
     assert result.returncode != 0
     lines = [l for l in (result.stdout + result.stderr).splitlines() if "p1.json: not valid JSON" in l]
     assert lines and "numpy-cpu-float32-n32-t1/p1.json" in lines[0]
-    manifest = "results/ci-box/raw/rounds/p1.json"
+    manifest = "results/ci-box/raw/rounds/round-1.json"
     assert f"delete it and {manifest}, then run again" in lines[0]
     # The way back takes one step: doing what the line says, the next run measures the
     # missing cell in its round, and nothing else, and finishes.
@@ -274,7 +273,7 @@ def test_a_deleted_record_is_named_with_the_way_to_measure_it_again(run, tmp_pat
     result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False)
     assert result.returncode != 0
     lines = [l for l in (result.stdout + result.stderr).splitlines() if "torch-cpu-float32-n64-t1/p2.json: missing" in l]
-    assert lines and "delete results/ci-box/raw/rounds/p2.json and run again" in lines[0]
+    assert lines and "delete results/ci-box/raw/rounds/round-2.json and run again" in lines[0]
 
 
 def test_lint_is_clean():

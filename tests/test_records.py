@@ -7,6 +7,7 @@ from offloadbench.cells import Cell
 from offloadbench.records import (
     ROOFS_SCHEMA,
     TRANSFER_SCHEMA,
+    Environment,
     MalformedRecord,
     cell_record,
     load_record,
@@ -28,7 +29,7 @@ def test_atomic_write_leaves_only_the_final_file(tmp_path, record_factory):
     target = tmp_path / "raw" / V2_PATH
     write_json_atomic(target, record_factory())
     assert os.listdir(target.parent) == [target.name]
-    assert load_record(target)["status"] == "ok"
+    assert load_record(target).status == "ok"
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # readable like any other output
@@ -84,7 +85,7 @@ def test_records_from_other_hardware_are_rejected(tmp_path, record_factory, envi
     record["provenance"]["fingerprint"]["cpu_model"] = "Another CPU"
     target = write(tmp_path / V2_PATH, record)
     with pytest.raises(MalformedRecord, match="results of two machines are mixed"):
-        load_cells([target], environment_json)
+        load_cells([target], Environment.from_json(environment_json))
 
 
 def test_a_single_process_record_of_the_first_format_is_read_as_process_1_of_1(tmp_path, record_factory):
@@ -93,7 +94,18 @@ def test_a_single_process_record_of_the_first_format_is_read_as_process_1_of_1(t
     record.pop("process")
     target = write(tmp_path / "matmul" / "numpy-cpu-float32-n256-t1.json", record)
     (cell,) = load_cells([target])
-    assert cell.records[0]["process"]["round"] == 1 and cell.records[0]["process"]["rounds"] == 1
+    assert cell.records[0].round == 1 and cell.records[0].processes == 1
+
+
+def test_a_record_of_the_second_format_reads_under_this_versions_names(tmp_path, record_factory):
+    record = record_factory(round=2, rounds=3)
+    record["schema_version"] = 2
+    record["process"]["rounds"] = record["process"].pop("processes")
+    record["settings"] = {"seed": 4, "budget_s": 1.0}
+    target = write(tmp_path / "matmul" / "numpy-cpu-float32-n256-t1" / "p2.json", record)
+    read = load_record(target)
+    assert (read.round, read.processes) == (2, 3)
+    assert dict(read.settings) == {"random_state": 4, "budget_s": 1.0}
 
 
 def test_an_unknown_record_format_is_refused_in_one_line_naming_the_file(tmp_path, record_factory):
@@ -110,18 +122,19 @@ def test_the_builder_refuses_a_record_that_breaks_the_schema():
     cell = Cell("matmul", "numpy", "cpu", "float32", 64, "1")
     good = {"status": "ok", "reason": "", "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:01+00:00",
             "provenance": {"hostname": "h", "cpu_model": "c"}, "settings": {}, "measured": {"samples_s": [1e-3]}}
-    record = cell_record(cell, "m", {"round": 1, "rounds": 1}, **good)
-    assert record["schema_version"] == 2 and record["cell"]["size"] == 64
+    record = cell_record(cell, "m", {"round": 1, "processes": 1}, **good)
+    assert record["schema_version"] == 3 and record["cell"]["size"] == 64
     with pytest.raises(ValueError, match="breaks the record schema"):
-        cell_record(cell, "m", {"round": 0, "rounds": 1}, **good)
+        cell_record(cell, "m", {"round": 0, "processes": 1}, **good)
     with pytest.raises(ValueError, match=r"at samples_s: \[\] should be non-empty"):
-        cell_record(cell, "m", {"round": 1, "rounds": 1}, **{**good, "measured": {}})
+        cell_record(cell, "m", {"round": 1, "processes": 1}, **{**good, "measured": {}})
 
 
 def test_only_settings_that_change_a_measurement_make_a_record_stale():
-    recorded = {"budget_s": 1.0, "processes": 3, "timeout_s": 600, "seed": 0}
-    assert settings_differ(recorded, {"budget_s": 1.0, "processes": 5, "timeout_s": 60, "seed": 0}) == []
-    assert settings_differ(recorded, {"budget_s": 2.0, "processes": 3, "seed": 0}) == ["budget_s"]
+    recorded = {"budget_s": 1.0, "processes": 3, "timeout_s": 600, "random_state": 0}
+    assert settings_differ(recorded, {"budget_s": 1.0, "processes": 5, "timeout_s": 60, "random_state": 0}) == []
+    assert settings_differ(recorded, {"budget_s": 2.0, "processes": 3, "random_state": 1}) == ["budget_s",
+                                                                                                "random_state"]
 
 
 @pytest.mark.parametrize("schema, point", [

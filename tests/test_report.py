@@ -1,14 +1,16 @@
 import pandas as pd
 from offloadbench.config import validate
 from offloadbench.layout import FIGURE_NAMES
+from offloadbench.records import Environment, RoundRecord
 from offloadbench.report.text.decisions import WEAK_NOTE
 from offloadbench.report.text.markdown import Inputs, build_markdown, write_report
 from offloadbench.report.text.seed import judge
+from offloadbench.verdicts import Judging
 
 
 def inputs(tables, machine="gpubox"):
     env = {"hostname": machine, "cpu_model": "Test CPU", "logical_cores": 4, "gpus": [{"name": "Test GPU", "total_memory_bytes": 2**34}]}
-    return Inputs(machine, env, tables, validate({}))
+    return Inputs(machine, Environment.from_json(env), tables, validate({}), Judging())
 
 
 def test_report_states_findings_with_cis(gpu_tables):
@@ -112,7 +114,8 @@ def test_the_report_says_how_the_measurement_went(gpu_tables):
     rounds = [{"round": 1, "measured_now": 30, "estimated_s": 100.0, "took_s": 150.0, "advice": []},
               {"round": 2, "measured_now": 30, "estimated_s": 100.0, "took_s": 130.0,
                "advice": ["the machine was busy (1-minute load 3.2 on 2 cores)", "other processes were using the CPU: x"]}]
-    text = build_markdown(Inputs("gpubox", environment, {**gpu_tables, "timings": t}, validate({}), rounds))
+    text = build_markdown(Inputs("gpubox", Environment.from_json(environment), {**gpu_tables, "timings": t},
+                                 validate({}), Judging(), [RoundRecord.from_json(r) for r in rounds]))
     section = text.split("## How the measurement went")[1].split("\n## ")[0]
     assert "used every core of this machine" in section and "their verdicts are weak" in section
     assert section.count("the machine was busy") == 1 and "other processes were using the CPU" in section

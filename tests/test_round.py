@@ -24,17 +24,17 @@ import os, signal, time
 faults = dict(item.split("=") for item in os.environ.get("TEST_FAULTS", "").split(";") if item)
 if faults:
     from offloadbench.measure import cell as _cell
-    _original = _cell.run_cell
-    def run_cell(cell, *args, **kwargs):
-        action = faults.get(cell.key)
+    _original = _cell.CellRun.turn
+    def turn(self, *args, **kwargs):
+        action = faults.get(self.cell.key)
         if action == "hang":
             time.sleep(600)
         if action in ("SIGSEGV", "SIGKILL"):
             os.kill(os.getpid(), getattr(signal, action))
         if action == "exit":
             os._exit(3)
-        return _original(cell, *args, **kwargs)
-    _cell.run_cell = run_cell
+        return _original(self, *args, **kwargs)
+    _cell.CellRun.turn = turn
 '''
 
 
@@ -74,23 +74,42 @@ def test_a_round_measures_every_cell_in_fresh_processes(box):
     assert code == 0, err
     for stem in ("numpy-cpu-float32-n16-t1", "torch-cpu-float32-n32-t1"):
         r = record(box, stem)
-        assert r["status"] == "ok" and r["process"]["round"] == 1 and r["threads"]["effective"] == 1
-        assert r["import_s"] > 0 and r["process"]["host"]
+        assert r.ok and r.round == 1 and r.threads_effective == 1
+        assert r.import_s > 0 and r.host
     skipped = record(box, "torch-cuda-float32-n16-t1")
-    assert skipped["status"] == "skipped" and skipped["reason"] == "cuda unavailable: none here"
-    manifest = read_json(box / "raw" / "rounds" / "p1.json")
+    assert skipped.status == "skipped" and skipped.reason == "cuda unavailable: none here"
+    manifest = read_json(box / "raw" / "rounds" / "round-1.json")
     assert set(manifest["workers"]) == {"numpy-cpu-t1", "torch-cpu-t1"}  # no process for the absent GPU
     assert manifest["statuses"] == {"ok": 6, "skipped": 3} and manifest["system_before"]["cores_present"]
     assert not (box / "raw" / ".partial").exists()
+
+
+def test_the_cells_of_a_group_take_turns_in_one_bout_and_their_samples_pair_by_cycle(box):
+    code, err = run_round(box, grid={**GRID, "libraries": ["numpy", "torch"], "sizes": [24]})
+    assert code == 0, err
+    numpy, torch = record(box, "numpy-cpu-float32-n24-t1"), record(box, "torch-cpu-float32-n24-t1")
+    assert numpy.bout.id == torch.bout.id and numpy.bout.group == "matmul-float32-n24"
+    assert numpy.bout.workers == ("numpy-cpu-t1", "torch-cpu-t1") and numpy.bout.cycles >= SETTINGS["min_samples"]
+    cycles = [turn.cycle for turn in numpy.turns]
+    assert cycles == list(range(numpy.bout.cycles)) == [turn.cycle for turn in torch.turns]
+    # each cycle's first turn is each cell's equally often; the other's turn comes right before or after
+    firsts = [turn.position for turn in numpy.turns].count(0)
+    assert abs(firsts - numpy.bout.cycles / 2) <= 1
+    assert {turn.after for turn in numpy.turns[1:]} <= {"numpy-cpu-t1", "torch-cpu-t1"}
+    compute = numpy.samples("compute")
+    assert compute.cycles is not None and set(compute.cycles) == set(cycles) and len(compute.cycles) == len(compute.seconds)
+    assert compute.faults_per_call is not None and all(f is not None and f >= 0 for f in compute.faults_per_call)
+    bouts = read_json(box / "raw" / "rounds" / "round-1.json")["bouts"]
+    assert [b["group"] for b in bouts] == ["matmul-float32-n24"] and bouts[0]["cells"] == 2
 
 
 def test_a_hanging_cell_becomes_a_timeout_and_a_fresh_worker_takes_the_rest(box):
     code, _ = run_round(box, settings={**SETTINGS, "timeout_s": 3}, faults="matmul/numpy-cpu-float32-n16-t1=hang")
     assert code == 0
     hung = record(box, "numpy-cpu-float32-n16-t1")
-    assert hung["status"] == "timeout" and hung["reason"].startswith("exceeded the cell time limit of 3 s during")
-    assert record(box, "numpy-cpu-float32-n24-t1")["status"] == "ok"
-    processes = read_json(box / "raw" / "rounds" / "p1.json")["workers"]["numpy-cpu-t1"]["processes"]
+    assert hung.status == "timeout" and hung.reason.startswith("exceeded the cell time limit of 3 s during")
+    assert record(box, "numpy-cpu-float32-n24-t1").ok
+    processes = read_json(box / "raw" / "rounds" / "round-1.json")["workers"]["numpy-cpu-t1"]["processes"]
     assert len(processes) == 2
 
 
@@ -100,8 +119,8 @@ def test_a_dying_worker_still_leaves_a_record_and_the_round_goes_on(box, sig, st
     code, err = run_round(box, faults=f"matmul/numpy-cpu-float32-n24-t1={sig}")
     assert code == 0
     dead = record(box, "numpy-cpu-float32-n24-t1")
-    assert dead["status"] == status and words in dead["reason"]
-    assert record(box, "numpy-cpu-float32-n32-t1")["status"] == "ok"
+    assert dead.status == status and words in dead.reason
+    assert record(box, "numpy-cpu-float32-n32-t1").ok
     failure_lines = [line for line in err.splitlines() if "n=24" in line]
     assert len(failure_lines) == 1 and status in failure_lines[0]
 
@@ -129,18 +148,19 @@ def test_an_interrupted_round_resumes_with_only_the_missing_cells(box):
     assert done_first == ["numpy-cpu-float32-n16-t1.json", "numpy-cpu-float32-n24-t1.json"]
     code, err = run_round(box)
     assert code == 0, err
-    assert read_json(box / "raw" / "rounds" / "p1.json")["measured_now"] == 1
-    assert {record(box, s)["status"] for s in ("numpy-cpu-float32-n16-t1", "numpy-cpu-float32-n24-t1", "numpy-cpu-float32-n32-t1")} == {"ok"}
+    assert read_json(box / "raw" / "rounds" / "round-1.json")["measured_now"] == 1
+    assert {record(box, s).status for s in ("numpy-cpu-float32-n16-t1", "numpy-cpu-float32-n24-t1",
+                                            "numpy-cpu-float32-n32-t1")} == {"ok"}
 
 
 def test_a_rerun_measures_nothing_unless_the_settings_changed(box):
     assert run_round(box)[0] == 0
-    first = record(box, "numpy-cpu-float32-n16-t1")["started_at"]
+    first = record(box, "numpy-cpu-float32-n16-t1").started_at
     assert run_round(box)[0] == 0
-    assert read_json(box / "raw" / "rounds" / "p1.json")["measured_now"] == 0
-    assert record(box, "numpy-cpu-float32-n16-t1")["started_at"] == first
+    assert read_json(box / "raw" / "rounds" / "round-1.json")["measured_now"] == 0
+    assert record(box, "numpy-cpu-float32-n16-t1").started_at == first
     assert run_round(box, settings={**SETTINGS, "min_samples": 7})[0] == 0
-    assert read_json(box / "raw" / "rounds" / "p1.json")["measured_now"] == 3
+    assert read_json(box / "raw" / "rounds" / "round-1.json")["measured_now"] == 3
 
 
 def test_measurement_jobs_never_overlap(box):
@@ -151,7 +171,7 @@ def test_measurement_jobs_never_overlap(box):
     spans = []
     for name in ("raw-a", "raw-b"):
         records = [load_record(p) for p in (box / name / "matmul").rglob("p1.json")]
-        spans.append((min(r["started_at"] for r in records), max(r["finished_at"] for r in records)))
+        spans.append((min(r.started_at for r in records), max(r.finished_at for r in records)))
     (_, a_end), (b_start, _) = sorted(spans)
     assert a_end <= b_start, "the two rounds measured at the same time"
-    assert max(read_json(box / name / "rounds" / "p1.json")["lock_wait_s"] for name in ("raw-a", "raw-b")) > 0
+    assert max(read_json(box / name / "rounds" / "round-1.json")["lock_wait_s"] for name in ("raw-a", "raw-b")) > 0

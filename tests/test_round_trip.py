@@ -48,8 +48,9 @@ def test_the_h200_needs_about_2_6_calls_at_256_and_one_call_pays_from_1024():
 def test_a_resident_trip_copies_once_and_chains_its_calls():
     torch = pytest.importorskip("torch")
     from offloadbench.cells import Cell
-    from offloadbench.measure.cell import Backend, Settings, build_regions, make_host_inputs, resident_trip
+    from offloadbench.measure.backend import Backend, build_regions, make_host_inputs, resident_trip
     from offloadbench.measure.ops import get_op
+    from offloadbench.measure.settings import Settings
 
     cell = Cell("transcendental", "torch", "cpu", "float32", 32, "1")
     backend = Backend(cell, get_op("transcendental"), Settings(), torch)
@@ -68,13 +69,13 @@ def test_a_resident_trip_copies_once_and_chains_its_calls():
 
 
 def test_the_timings_compare_each_resident_trip_with_the_phases():
-    from conftest import make_processes
-    from offloadbench.analysis.measured import Analysis, group_records
+    from conftest import group_typed, make_processes
+    from offloadbench.analysis.measured import Analysis
     from offloadbench.analysis.tables import resident_columns
 
     records = make_processes(3, median=1e-4, library="torch", device="cuda", op="transcendental",
                              phases={"h2d": 2e-4, "d2h": 3e-4, "resident_1": 6e-4, "resident_16": 2.2e-3})
-    (mc,) = group_records(records, Analysis(resamples=100))
+    (mc,) = group_typed(records, Analysis(resamples=100))
     columns = resident_columns(mc)
     assert columns["resident_calls"] == 16
     assert columns["resident_predicted_s"] == pytest.approx(2e-4 + 16 * 1e-4 + 3e-4, rel=0.05)

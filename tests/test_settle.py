@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from conftest import FINGERPRINT, make_processes, make_record
-from offloadbench.analysis.measured import Analysis, group_records
+from conftest import FINGERPRINT, group_typed, make_processes, make_record, typed
+from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.processes import judge
 from offloadbench.analysis.settle import plan_round
 from offloadbench.analysis.tables import speedups_table
@@ -27,26 +27,26 @@ def processes(median, n=3, spread=0.01, process_spread=0.0, seed=0, library="num
     records = make_processes(n, process_spread=process_spread, seed=seed, median=median, spread=spread,
                              library=library)
     for r in records:
-        r["process"]["rounds"] = rounds
+        r["process"]["processes"] = rounds
     return records
 
 
 def grouped(*sets):
-    return {mc.cell: mc for mc in group_records([r for s in sets for r in s], FAST)}
+    return {mc.cell: mc for mc in group_typed([r for s in sets for r in s], FAST)}
 
 
 def test_the_rule_picks_the_outlying_process_and_a_minority_at_most():
     logs = [math.log(v) for v in (1.00e-3, 1.02e-3, 15e-3)]
-    records = [{} for _ in logs]
+    records = typed([make_record() for _ in logs])
     verdict = judge(records, logs, planned=3, typical_spread=0.02)
     assert verdict.wanted and verdict.wanted[0][0] == 2 and "14.85× from the other" in verdict.wanted[0][1]
     assert verdict.counted == (0, 1, 2)  # not replaced yet: nothing is dropped without a replacement
     assert "disagree" in verdict.disagree
-    replaced = judge([{}] * 4, [*logs, math.log(0.99e-3)], planned=3, typical_spread=0.02)
+    replaced = judge(typed([make_record()] * 4), [*logs, math.log(0.99e-3)], planned=3, typical_spread=0.02)
     assert replaced.counted == (0, 1, 3) and replaced.left_out[0][0] == 2 and not replaced.disagree
     # agreeing processes within 20% are never outliers, however small the typical spread
-    assert not judge([{}] * 3, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).left_out
-    assert not judge([{}] * 3, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).wanted
+    assert not judge(records, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).left_out
+    assert not judge(records, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).wanted
 
 
 def test_a_disturbed_process_is_replaced_and_the_replacement_recorded():
@@ -55,7 +55,7 @@ def test_a_disturbed_process_is_replaced_and_the_replacement_recorded():
     records[1]["samples_s"] = [s * 3 for s in records[1]["samples_s"]]
     mc = grouped(records)[NUMPY]
     assert mc.replaced == "1 of 4 processes replaced (round 2: disturbed (other processes used 0.90 cores))"
-    assert [r["process"]["round"] for r in mc.counted] == [1, 3, 4]
+    assert [r.round for r in mc.counted] == [1, 3, 4]
     assert mc.median("compute") == mc.median("compute") and abs(mc.median("compute") / 1e-3 - 1) < 0.05
     assert mc.disturbed_cores == 0.9
 
@@ -123,14 +123,14 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     write(raw, base + processes(0.5e-3, library="torch", seed=4))
     (raw / "rounds").mkdir(parents=True)
     for k in (1, 2, 3):
-        (raw / "rounds" / f"p{k}.json").write_text(json.dumps({"kind": "round", "round": k, "took_s": 100.0}))
+        (raw / "rounds" / f"round-{k}.json").write_text(json.dumps({"kind": "round", "round": k, "took_s": 100.0}))
     environment = tmp_path / "environment.json"
     environment.write_text(json.dumps({"fingerprint": FINGERPRINT}))
     grid = {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
             "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
     argv = ["--machine", "m", "--grid", json.dumps(grid),
             "--settings", json.dumps({"processes": 3, "max_processes": 5, "extra_time_fraction": 5.0}),
-            "--analysis", json.dumps({"bootstrap_resamples": 300, "seed": 0, "confidence": 0.95, "min_effect": 0.05}),
+            "--analysis", json.dumps({"bootstrap_resamples": 300, "random_state": 0, "confidence": 0.95, "min_effect": 0.05}),
             "--environment", str(environment), "--raw", str(raw), "--out", str(tmp_path / "settle.json")]
     asked = []
 
@@ -150,7 +150,7 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
             median = 1e-3 if cell.library == "numpy" else 0.5e-3
             record = make_record(library=cell.library, median=median, seed=int(rng.integers(1000)), round=k, rounds=3)
             write(raw, [record])
-        (raw / "rounds" / f"x{k}.json").write_text(json.dumps({"kind": "round", "round": k, "took_s": 5.0, "extra": True}))
+        (raw / "rounds" / f"extra-{k}.json").write_text(json.dumps({"kind": "round", "round": k, "took_s": 5.0, "extra": True}))
         return 0
 
     monkeypatch.setattr(settle_job.Settling, "measure", measured)
@@ -172,7 +172,7 @@ def test_the_time_budget_comes_from_the_records_and_stops_the_extra_rounds(tmp_p
     grid = {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
             "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
     base = ["--machine", "m", "--grid", json.dumps(grid), "--environment", str(environment), "--raw", str(raw),
-            "--analysis", json.dumps({"bootstrap_resamples": 300, "seed": 0, "confidence": 0.95, "min_effect": 0.05}),
+            "--analysis", json.dumps({"bootstrap_resamples": 300, "random_state": 0, "confidence": 0.95, "min_effect": 0.05}),
             "--out", str(tmp_path / "settle.json")]
     monkeypatch.setattr(settle_job.Settling, "measure", lambda self, k, chosen: 1)  # must not be reached
     settings = {"processes": 3, "max_processes": 6, "extra_time_fraction": 0.5}  # 6 s of records: a 3 s budget

@@ -11,7 +11,7 @@ from offloadbench.stats import (
     median_ci_ranks,
     median_ci_rel_halfwidth,
     ratio_ci,
-    seed_for,
+    stream_for,
 )
 
 
@@ -100,8 +100,8 @@ def test_student_t_quantiles_match_the_tables():
 
 
 def test_seeds_are_stable_and_differ_per_quantity():
-    assert seed_for(0, "matmul/x", "compute") == seed_for(0, "matmul/x", "compute")
-    assert seed_for(0, "matmul/x", "compute") != seed_for(0, "matmul/x", "end_to_end")
+    assert stream_for(0, "matmul/x", "compute") == stream_for(0, "matmul/x", "compute")
+    assert stream_for(0, "matmul/x", "compute") != stream_for(0, "matmul/x", "end_to_end")
 
 
 def test_pairing_by_round_cancels_what_a_round_shares():
@@ -140,9 +140,10 @@ def _cell_records(library, rounds, medians, left_out=(), seed=0, within=0.03, n=
 
 
 def _speedup(base_records, cell_records, resamples=200):
-    from offloadbench.analysis.measured import Analysis, group_records
+    from conftest import group_typed
+    from offloadbench.analysis.measured import Analysis
 
-    cells = {mc.cell.library: mc for mc in group_records(base_records + cell_records, Analysis(resamples=resamples))}
+    cells = {mc.cell.library: mc for mc in group_typed(base_records + cell_records, Analysis(resamples=resamples))}
     shared = set(cells["numpy"].rounds("compute")) & set(cells["torch"].rounds("compute"))
     return cells["numpy"].ratio(cells["torch"], "compute"), len(shared)
 
@@ -151,13 +152,14 @@ def test_two_shared_rounds_give_the_unpaired_interval_not_one_with_one_degree_of
     """The case a run printed as 2.74× (95% CI 0.33–22.91): each cell had a different round
     replaced (4 and 2), which left rounds 1 and 3 shared; paired on those two, Student's t had
     one degree of freedom. Now the ratio is unpaired, never wider than that, and a result."""
-    from offloadbench.analysis.measured import Analysis, group_records
+    from conftest import group_typed
+    from offloadbench.analysis.measured import Analysis
     from offloadbench.stats import ratio_ci
 
     base = _cell_records("numpy", [1, 2, 3, 4], [11.0e-3, 13.5e-3, 10.0e-3, 40e-3], left_out=(4,), seed=1, within=0.08)
     contender = _cell_records("torch", [1, 2, 3, 4], [3.6e-3, 9.0e-3, 4.3e-3, 3.9e-3], left_out=(2,), seed=2,
                               within=0.08)
-    cells = {mc.cell.library: mc for mc in group_records(base + contender, Analysis(resamples=500))}
+    cells = {mc.cell.library: mc for mc in group_typed(base + contender, Analysis(resamples=500))}
     numpy, torch = cells["numpy"], cells["torch"]
     assert numpy.rounds("compute") == [1, 2, 3] and torch.rounds("compute") == [1, 3, 4]
     ratio = numpy.ratio(torch, "compute")

@@ -46,11 +46,13 @@ def test_a_lagging_load_average_alone_is_no_warning():
 
 
 def test_the_report_says_each_warning_once_with_the_checks_that_saw_it():
+    from offloadbench.records import Environment, RoundRecord
     from offloadbench.report.text.conditions import advice_lines
 
     busy, hot = "the machine was busy (1-minute load 1.9 on 2 cores)", "GPU 0 clocks were held down: thermal"
-    rounds = [{"round": 1, "advice": [busy]}, {"round": 2, "advice": []}, {"round": 3, "advice": [busy, hot]}]
-    assert advice_lines({"system": {"advice": [busy]}}, rounds) == [
+    rounds = [RoundRecord.from_json(r) for r in ({"round": 1, "advice": [busy]}, {"round": 2, "advice": []},
+                                                 {"round": 3, "advice": [busy, hot]})]
+    assert advice_lines(Environment.from_json({"system": {"advice": [busy]}}), rounds) == [
         f"- Before the environment check and rounds 1 and 3, {busy}.",
         f"- Before round 3, {hot}.",
     ]

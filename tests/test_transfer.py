@@ -7,6 +7,7 @@ from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.tables import roofs_table, transfer_table
 from offloadbench.measure import transfer
 from offloadbench.measure.timing import StopRule
+from offloadbench.records import DeviceRecord
 from offloadbench.units import bandwidth_gbs, parse_size
 
 
@@ -53,7 +54,8 @@ def test_sweep_without_a_gpu_skips_every_point_with_a_reason():
     assert len(points) == 2 * 2 * 2
     assert {p["status"] for p in points} == {"skipped"}
     assert all(p["reason"].startswith("cuda unavailable") for p in points)
-    table = transfer_table([{"device": "cuda", "device_name": None, "link": None, "points": points}], "m", Analysis(resamples=100))
+    record = DeviceRecord.from_json({"device": "cuda", "device_name": None, "link": None, "points": points})
+    table = transfer_table([record], "m", Analysis(resamples=100))
     assert set(table["status"]) == {"skipped"} and table["gbs"].isna().all()
 
 
@@ -75,7 +77,7 @@ def test_roofs_are_work_over_the_median_time_with_the_ci_ends_swapped():
         {"library": "torch", "kind": "compute", "dtype": "float16", "size": 512, "status": "skipped",
          "reason": "no roof in half precision on a CPU"},
     ]}
-    table = roofs_table([record], "m", Analysis(resamples=200)).set_index(["kind", "dtype"])
+    table = roofs_table([DeviceRecord.from_json(record)], "m", Analysis(resamples=200)).set_index(["kind", "dtype"])
     memory, compute = table.loc[("memory", "float64")], table.loc[("compute", "float32")]
     assert memory.value == pytest.approx(3 * 2**23 / 0.010 / 1e9) and memory.unit == "GB/s"
     assert compute.value == pytest.approx(2 * 512**3 / 0.010 / 1e9) and compute.unit == "GFLOP/s"

@@ -27,7 +27,7 @@ from offloadbench.config import ConfigError
 from offloadbench.errors import UserError
 from offloadbench.jobs.lock import LockError, host_lock
 from offloadbench.logs import run_logged
-from offloadbench.records import MalformedRecord, load_record
+from offloadbench.records import Environment, MalformedRecord, load_record
 from offloadbench.report.escape import md_text, safe_html
 from offloadbench.report.publish import render, run_settings, write_comparison
 from offloadbench.report.text.markdown import processes_held
@@ -198,8 +198,8 @@ def test_a_bad_environment_is_one_line_in_render_and_compare(tmp_path, field, va
 def test_a_bad_round_record_is_one_line(tmp_path):
     source = write_results(tmp_path / "m")
     (source.raw / "rounds").mkdir()
-    (source.raw / "rounds" / "p1.json").write_text(json.dumps({"kind": "round", "round": "one", "advice": 3}))
-    with pytest.raises(SourceError, match=r"rounds/p1.json: malformed round record") as error:
+    (source.raw / "rounds" / "round-1.json").write_text(json.dumps({"kind": "round", "round": "one", "advice": 3}))
+    with pytest.raises(SourceError, match=r"rounds/round-1.json: malformed round record") as error:
         render(source, FAST, str(tmp_path / "r"))
     one_line(error.value)
 
@@ -209,7 +209,7 @@ def test_a_record_whose_fingerprint_is_text_is_one_line(tmp_path):
     record["provenance"]["fingerprint"] = "x"
     path = write_record(tmp_path, record)
     with pytest.raises(MalformedRecord, match="provenance.fingerprint") as error:
-        load_cells([path], {"fingerprint": FINGERPRINT})
+        load_cells([path], Environment.from_json({"fingerprint": FINGERPRINT}))
     one_line(error.value)
 
 
@@ -258,7 +258,7 @@ def test_one_measurement_stored_in_two_formats_is_refused(tmp_path):
     v1 = v2.parent.with_suffix(".json")
     v1.write_text(json.dumps({**record, "schema_version": 1}))
     with pytest.raises(MalformedRecord, match="same cell and process") as error:
-        load_cells([v2, v1], {"fingerprint": FINGERPRINT})
+        load_cells([v2, v1], Environment.from_json({"fingerprint": FINGERPRINT}))
     assert str(v1) in str(error.value) and str(v2) in str(error.value)
 
 
@@ -437,7 +437,7 @@ def test_the_csv_rule(text, cell):
 
 
 def test_tex_escape_leaves_no_control_character():
-    from offloadbench.report.text.latex import tex_escape
+    from offloadbench.report.escape import tex_escape
 
     text = tex_escape(crafted.CONTROLS + crafted.ESCAPES + "\x00\x08\x0b\x0c")
     assert not re.search(r"[\x00-\x1f\x7f]", text) and "red nul del" in text and "error: forged" in text
@@ -562,18 +562,18 @@ def test_special_files_in_a_results_folder_are_refused_without_reading(tmp_path,
     assert isinstance(raised, SourceError) and f"p1.json: {what}; only regular files are read" in one_line(raised)
 
 
-ROUND_RECORD = {"kind": "round", "round": 1, "rounds": 3}
+ROUND_RECORD = {"kind": "round", "round": 1, "processes": 3}
 SETTLE_RECORD = {"kind": "settle", "extra_rounds": [], "undecided_at_start": [], "undecided_at_end": [], "stopped": "x"}
 
 
 @pytest.mark.parametrize("special", ["link", "fifo"])
 @pytest.mark.parametrize("relpath", ["environment.json", "raw/matmul/numpy-cpu-float32-n256-t1/p2.json",
-                                     "raw/rounds/p1.json", "raw/rounds/settle.json", "raw/transfer/cuda.json",
+                                     "raw/rounds/round-1.json", "raw/rounds/settle.json", "raw/transfer/cuda.json",
                                      "config.yaml"])
 def test_every_reader_of_a_folder_takes_regular_files_only(tmp_path, relpath, special):
     folder = crafted.write_results(tmp_path / "m", transfer=crafted.make_transfer_record())
     (folder / "raw" / "rounds").mkdir()
-    (folder / "raw" / "rounds" / "p1.json").write_text(json.dumps(ROUND_RECORD))
+    (folder / "raw" / "rounds" / "round-1.json").write_text(json.dumps(ROUND_RECORD))
     (folder / "raw" / "rounds" / "settle.json").write_text(json.dumps(SETTLE_RECORD))
     (folder / "config.yaml").write_text("{}\n")
     path = folder / relpath

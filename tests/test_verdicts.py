@@ -5,18 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from offloadbench.verdicts import (
-    FASTER,
-    SAME,
-    SLOWER,
-    UNDECIDED,
-    contradicts,
-    time_ratio_verdict,
-    undecided_reason,
-    verdict,
-)
+from offloadbench.verdicts import FASTER, SAME, SLOWER, UNDECIDED, Judging, contradicts, percent
 
-D = 0.05
+D = Judging(min_effect=0.05, confidence=0.95)
 LO, HI = 1 / 1.05, 1.05  # the equivalence band of δ = 5%
 
 
@@ -41,23 +32,38 @@ LO, HI = 1 / 1.05, 1.05  # the equivalence band of δ = 5%
     (1.1, math.inf, 1.2, UNDECIDED, "an infinite bound"),
 ])
 def test_the_verdict_of_each_edge(low, high, point, expected, why):
-    assert verdict(low, high, point, D) == expected, why
-    reason = undecided_reason(low, high, point, D)
+    assert D.verdict(low, high, point) == expected, why
+    reason = D.undecided_reason(low, high, point)
     assert bool(reason) == (expected == UNDECIDED), reason
 
 
 def test_a_time_ratio_is_judged_as_the_speedup_it_implies():
-    assert time_ratio_verdict(0.5, 0.6, 0.55, D) == FASTER  # B takes half the time: B is faster
-    assert time_ratio_verdict(1 / 1.04, 1 / 1.01, 1 / 1.03, D) == SAME
-    assert time_ratio_verdict(1.6, 1.9, 1.7, D) == SLOWER
+    assert D.time_ratio_verdict(0.5, 0.6, 0.55) == FASTER  # B takes half the time: B is faster
+    assert D.time_ratio_verdict(1 / 1.04, 1 / 1.01, 1 / 1.03) == SAME
+    assert D.time_ratio_verdict(1.6, 1.9, 1.7) == SLOWER
 
 
 def test_a_wide_ci_says_why_it_is_undecided():
-    assert "spans 20000.0×" in undecided_reason(0.01, 200.0, 9.95, D)
-    assert "includes 1" in undecided_reason(0.9, 1.2, 1.0, D)
-    assert "smaller than 5%" in undecided_reason(1.01, 1.08, 1.04, D)
+    assert "spans 20000.0×" in D.undecided_reason(0.01, 200.0, 9.95)
+    assert "includes 1" in D.undecided_reason(0.9, 1.2, 1.0)
+    assert "smaller than 5%" in D.undecided_reason(1.01, 1.08, 1.04)
 
 
 def test_contradictions_are_two_different_decided_verdicts():
     assert contradicts(FASTER, SLOWER) and contradicts(SAME, FASTER) and contradicts(SLOWER, SAME)
     assert not contradicts(FASTER, UNDECIDED) and not contradicts(UNDECIDED, SAME) and not contradicts(SAME, SAME)
+
+
+def test_the_policy_labels_every_interval_at_its_own_level():
+    assert Judging(0.05, 0.95).ci == "95% CI" and Judging(0.1, 0.9).ci == "90% CI"
+    assert Judging(0.05, 0.995).level == "99.5%" and Judging(0.05, 0.9).each_way() == "5%"
+    assert Judging(0.1, 0.9).describe() == "δ = 10%, 90% confidence"
+    assert Judging.from_json(Judging(0.02, 0.99).as_json()) == Judging(0.02, 0.99)
+    assert percent(0.025) == "2.5%" and percent(0.5) == "50%"
+
+
+def test_one_unstable_rule_makes_any_ratio_undecided_with_its_reason():
+    judged = D.judged(1.5, 1.7, 1.6, unstable="numpy: processes disagree")
+    assert judged == (UNDECIDED, "numpy: processes disagree")
+    assert D.judged(1.5, 1.7, 1.6) == (FASTER, "")
+    assert D.judged(0.5, 0.6, 0.55, time_ratio=True) == (FASTER, "")

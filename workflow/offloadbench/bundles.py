@@ -1,6 +1,7 @@
 """Bundles: one machine's results in one file, to carry back from a cluster node or a lab
 GPU box and compare or re-render elsewhere. A bundle holds the raw records, the rounds,
-the copy sweep and roofs, environment.json, the tables and the config of the run; not the
+the copy sweep and roofs, environment.json, the tables with the judging policy they were judged
+with, and the config of the run; not the
 figures or reports, which are rebuilt from the records without torch.
 
 Also where the sources of a comparison are found: a machine label of this run or under
@@ -45,7 +46,7 @@ class BundleError(UserError):
 
 def bundle_members(folder: Path) -> list[Path]:
     """The files of a results folder that go into its bundle."""
-    members = [p for p in (folder / "environment.json",) if p.exists()]
+    members = [p for p in (folder / "environment.json", folder / "judging.json") if p.exists()]
     members += sorted(folder.glob("*.csv"))
     members += sorted(
         p for p in (folder / "raw").rglob("*.json")

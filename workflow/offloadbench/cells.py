@@ -44,6 +44,18 @@ def resolve_threads(label: str | int) -> int:
     return int(label)
 
 
+def thread_labels(device: str, labels: list[str]) -> list[str]:
+    """The thread labels a device's cells get: the grid's on the cpu; on a GPU one, since
+    one host thread drives the device (its speedup is against NumPy on all cores)."""
+    return list(labels) if device == "cpu" else ["1"]
+
+
+def host_threads(device: str, label: str | int) -> int:
+    """The host threads a cell runs with on this host: its label resolved on the cpu, one
+    on a GPU. The one place a label becomes a count."""
+    return resolve_threads(label) if device == "cpu" else 1
+
+
 def thread_label(value) -> str:
     """A thread setting from the config (1, "1", "all") as the label cells carry."""
     return ALL_THREADS if str(value) == ALL_THREADS else str(int(value))
@@ -73,6 +85,33 @@ def mode_sort_key(mode: str) -> int:
 def variant_name(library: str, mode: str = EAGER) -> str:
     """"numpy", "torch", "numpy compiled": a library as it was run."""
     return library if mode == EAGER else f"{library} {mode}"
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What one worker process measures: a library on a device with a thread count, in one
+    mode; a twin's worker is a process of its own, so that a self-comparison compares two
+    processes. Fresh in every round."""
+
+    library: str
+    device: str
+    threads: str  # the label, resolved by `host_threads` on the host that measures
+    mode: str = EAGER
+    twin: bool = False
+
+    @property
+    def name(self) -> str:
+        """`<library>-<device>-t<threads>[-compiled][-aa]`: how records and logs name it."""
+        suffix = ("" if self.mode == EAGER else f"-{self.mode}") + (f"-{TWIN_SUFFIX}" if self.twin else "")
+        return f"{self.library}-{self.device}-t{self.threads}{suffix}"
+
+    @property
+    def host_threads(self) -> int:
+        return host_threads(self.device, self.threads)
+
+    @property
+    def compiled(self) -> bool:
+        return self.mode == COMPILED
 
 
 @dataclass(frozen=True, order=True)
@@ -117,6 +156,23 @@ class Cell:
     @property
     def is_gpu(self) -> bool:
         return self.device in GPU_DEVICES
+
+    @property
+    def worker(self) -> WorkerSpec:
+        """The worker process that measures it in a round. Compiled cells get workers of
+        their own: the compiler's imports and threads never share a process with an eager
+        cell, least of all with the NumPy baseline."""
+        return WorkerSpec(self.library, self.device, self.threads, self.mode, self.twin)
+
+    @property
+    def group(self) -> tuple[str, str, int]:
+        """(op, dtype, size): the cells compared with each other (every variant, device and
+        thread count, and a twin), measured in one bout, taking turns."""
+        return self.op, self.dtype, self.size
+
+    @property
+    def group_name(self) -> str:
+        return f"{self.op}-{self.dtype}-n{self.size}"
 
     @property
     def label(self) -> str:

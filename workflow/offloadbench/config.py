@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 from collections.abc import Collection
 from pathlib import Path
 
@@ -31,17 +32,25 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
 def _schema_of(key: str, schema: dict) -> dict:
     """The sub-schema of an object's key: named in `properties`, or the one for any key
     (`additionalProperties`, e.g. each node type under `cluster:`)."""
-    named = schema.get("properties", {})
+    named = _mapping(_mapping(schema).get("properties"))
     if key in named:
-        return named[key]
-    other = schema.get("additionalProperties")
-    return other if isinstance(other, dict) else {}
+        return _mapping(named[key])
+    return _mapping(_mapping(schema).get("additionalProperties"))
+
+
+def _mapping(value) -> dict:
+    """`value` where it is a mapping, else an empty one: what a step that runs before the
+    schema's check reads of a value that may hold anything a user wrote."""
+    return value if isinstance(value, dict) else {}
 
 
 def fill_defaults(data: dict, schema: dict) -> dict:
-    """Fill missing keys from the schema's defaults, recursing into objects."""
-    for key, sub in schema.get("properties", {}).items():
-        if key not in data and "default" in sub:
+    """Fill missing keys from the schema's defaults, recursing into objects. A value of
+    another type than the schema's is left as it is, for the schema's check to name."""
+    if not isinstance(data, dict):
+        return data
+    for key, sub in _mapping(_mapping(schema).get("properties")).items():
+        if key not in data and isinstance(sub, dict) and "default" in sub:
             data[key] = copy.deepcopy(sub["default"])
     for key, value in data.items():
         sub = _schema_of(key, schema)
@@ -52,7 +61,9 @@ def fill_defaults(data: dict, schema: dict) -> dict:
 
 def _coerce_scalar(value: str, schema: dict):
     """A string as the schema's scalar type, when it reads as one (else unchanged)."""
-    kinds = [schema.get("type")] + [option.get("type") for option in schema.get("oneOf", [])]
+    options = _mapping(schema).get("oneOf")
+    options = options if isinstance(options, list) else []
+    kinds = [_mapping(schema).get("type")] + [_mapping(option).get("type") for option in options]
     for kind in kinds:
         try:
             if kind == "integer" and value.strip().lstrip("-").isdigit():
@@ -74,7 +85,7 @@ def coerce_strings(data, schema: dict):
     if isinstance(data, dict):
         return {key: coerce_strings(value, _schema_of(key, schema)) for key, value in data.items()}
     if isinstance(data, list):
-        items = schema.get("items", {})
+        items = _mapping(_mapping(schema).get("items"))
         return [coerce_strings(value, items) for value in data]
     if isinstance(data, str):
         return _coerce_scalar(data, schema)
@@ -95,8 +106,8 @@ def describe_error(error: jsonschema.ValidationError) -> str:
 def _describe_error(error: jsonschema.ValidationError) -> str:
     where = key_path(error.absolute_path)
     if error.validator == "additionalProperties":
-        allowed = ", ".join(sorted(error.schema.get("properties", {})))
-        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(sorted(map(str, error.schema.get("properties", {}))))
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=repr)
         return f"config key {where}: unknown key {', '.join(map(repr, unknown))} (allowed: {allowed})"
     if error.validator in ("oneOf", "anyOf"):
         expected = error.schema.get("x-expected") or error.schema.get("description", "a valid value")
@@ -117,11 +128,17 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
         config = {}
     if not isinstance(config, dict):
         raise ConfigError("config: expected a mapping of keys to values")
-    data = fill_defaults(coerce_strings(copy.deepcopy(config), schema), schema)
+    _check_keys(config)
+    data = copy.deepcopy(config)
+    renamed = _renamed_keys(data)
+    if notes is not None:
+        notes.extend(renamed)
+    data = fill_defaults(coerce_strings(data, schema), schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         raise ConfigError(describe_error(errors[0]))
+    _check_finite(data)
     measure = data["measure"]
     if measure["max_samples"] < measure["min_samples"]:
         raise ConfigError(
@@ -138,6 +155,48 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     _check_compiled(data["grid"], kernels)
     _check_sizes(data["grid"], kernels)
     return data
+
+
+RENAMED = {("analysis", "seed"): "random_state", ("measure", "seed"): "random_state"}  # old name -> new
+
+
+def _renamed_keys(data: dict) -> list[str]:
+    """Keys of earlier versions under their new names, in place; one note per key moved ("seed"
+    now names the seed's claims only)."""
+    notes = []
+    for (section, old), new in RENAMED.items():
+        values = data.get(section)
+        if isinstance(values, dict) and old in values and new not in values:
+            values[new] = values.pop(old)
+            notes.append(f"config key {section}.{old} is now {section}.{new}; read as that")
+    return notes
+
+
+def _check_keys(data, parts: tuple = ()) -> None:
+    """Every key of every mapping is a name: YAML reads `1:`, `true:` or `null:` as a number,
+    a boolean or None, which no check of the schema sees (its key patterns test text only)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                raise ConfigError(one_line(f"config key {key_path(parts)}: the key {key!r} is not a name "
+                                           f"(write it in quotes: '{key}')"))
+            _check_keys(value, (*parts, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            _check_keys(value, (*parts, i))
+
+
+def _check_finite(data, parts: tuple = ()) -> None:
+    """No value is nan or infinite (YAML's .nan and .inf, or `--config` text such as 1e999):
+    every limit of the schema lets them through."""
+    if isinstance(data, float) and not math.isfinite(data):
+        raise ConfigError(f"config key {key_path(parts)}: {data!r} is not a finite number")
+    if isinstance(data, dict):
+        for key, value in data.items():
+            _check_finite(value, (*parts, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            _check_finite(value, (*parts, i))
 
 
 MAX_FOREIGN_CONFIG_BYTES = 2**20
@@ -216,15 +275,16 @@ def inherited_lists(config: dict, written: dict | None) -> set[str]:
     user's own config files and --config set none of them, as `grid.ops` and
     `grid.compiled.<list>`: Snakemake merges the user's settings into that file's, key by
     key. `written` is what the user gave (Snakemake's config_settings.overwrite_config)."""
-    grid = (written or {}).get("grid")
-    grid = grid if isinstance(grid, dict) else {}
-    ours = config.get("grid") or {}
+    # Runs before the schema's check: either side may hold any value of any type (`grid:
+    # matmul`), and a section that is no mapping inherits nothing; the check names it next.
+    grid = _mapping(_mapping(written).get("grid"))
+    ours = _mapping(_mapping(config).get("grid"))
     found = {f"grid.{key}" for key in ("ops", "modes") if key in ours and key not in grid}
-    mine = grid.get("compiled")
-    if "compiled" in grid and not isinstance(mine, dict):
+    if "compiled" in grid and not isinstance(grid["compiled"], dict):
         return found  # the user replaced the whole section (null: all of the grid)
-    compiled = ours.get("compiled") or {}
-    return found | {f"grid.compiled.{key}" for key in COMPILED_LISTS if key in compiled and key not in (mine or {})}
+    mine = _mapping(grid.get("compiled"))
+    compiled = _mapping(ours.get("compiled"))
+    return found | {f"grid.compiled.{key}" for key in COMPILED_LISTS if key in compiled and key not in mine}
 
 
 def narrow_inherited(grid: dict, inherited: Collection[str], known_ops: Collection[str]) -> list[str]:

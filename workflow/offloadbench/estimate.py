@@ -28,7 +28,7 @@ from . import grid
 from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos, measured_grid
-from .records import read_json
+from .records import ROOFS_SCHEMA, load_device_record, load_environment
 from .units import fmt_duration
 
 # Fraction of the matmul peak an op reaches where compute bounds it (its FLOPs are not all
@@ -215,18 +215,18 @@ def roofs_from_records(paths, cores: int) -> Roofs | None:
     """Roofs from raw/roofs/<device>.json records (the best library per roof)."""
     found = {"cpu_gflops": {}, "gpu_gflops": {}, "cpu_gbs": None, "gpu_gbs": None}
     for path in paths:
-        record = read_json(path)
-        side = "cpu" if record["device"] == "cpu" else "gpu"
-        for point in record["points"]:
-            if point["status"] != "ok" or not point.get("samples_s"):
+        record = load_device_record(path, ROOFS_SCHEMA)
+        side = "cpu" if record.device == "cpu" else "gpu"
+        for point in record.points:
+            if point.status != "ok" or not point.samples_s:
                 continue
-            if point["kind"] == "memory":
-                rate = _median_rate(point["bytes"], point["samples_s"])
+            if point.kind == "memory" and point.bytes:
+                rate = _median_rate(point.bytes, point.samples_s)
                 found[f"{side}_gbs"] = max(found[f"{side}_gbs"] or 0.0, rate)
-            else:
-                rate = _median_rate(point["flops"], point["samples_s"])
+            elif point.flops:
+                rate = _median_rate(point.flops, point.samples_s)
                 rates = found[f"{side}_gflops"]
-                rates[point["dtype"]] = max(rates.get(point["dtype"], 0.0), rate)
+                rates[point.dtype] = max(rates.get(point.dtype, 0.0), rate)
     if not found["cpu_gflops"] and not found["gpu_gflops"]:
         return None
     return replace(
@@ -257,7 +257,7 @@ def roofs_for(folder: Path) -> Roofs:
     cores = FALLBACK.cpu_cores
     env = folder / "environment.json"
     if env.exists():
-        cores = read_json(env).get("usable_cores") or cores
+        cores = load_environment(env).usable_cores or cores
     measured = roofs_from_records(sorted((folder / "raw" / "roofs").glob("*.json")), cores)
     if measured:
         return measured
@@ -278,10 +278,9 @@ def remaining(config: dict, folder: Path) -> Estimate:
     }
     env_path = folder / "environment.json"
     if env_path.exists():
-        environment = read_json(env_path, hint=False)
-        reasons = environment.get("devices") or {}
-        available = {device: reason is None for device, reason in reasons.items()}
-        memory = environment.get("memory_bytes")
+        environment = load_environment(env_path)
+        available = {device: reason is None for device, reason in (environment.devices or {}).items()}
+        memory = environment.memory_bytes
     else:
         available = {"cpu": True, "cuda": shutil.which("nvidia-smi") is not None}
         memory = host_memory_bytes()
@@ -315,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     available = {"cpu": True, "cuda": args.gpu}
     memory = None
     if args.roofs and (Path(args.roofs) / "environment.json").exists():  # that machine's memory
-        memory = read_json(Path(args.roofs) / "environment.json", hint=False).get("memory_bytes")
+        memory = load_environment(Path(args.roofs) / "environment.json").memory_bytes
     estimate = estimate_run(config, roofs, available=available, memory_bytes=memory or host_memory_bytes())
     print(estimate.line(Path(args.configfile).stem))
     per_round = estimate.measure_s / max(1, estimate.rounds)

@@ -3,10 +3,10 @@
 Impossible combinations are dropped here, at parse time, with the rule that dropped them:
 numpy on a GPU (but numpy compiled, which torch.compile runs there), bfloat16 in numpy,
 float64 on mps, torch cells of a kernel that takes plain NumPy arrays (no `xp`), and
-thread counts for GPU cells (measured once, with one host thread); so are sizes above an
-op's `op_max_size`, and compiled cells outside `grid.compiled`. A grid that asks for
-self-comparisons (`controls`, from analysis.controls) gets a twin of that many cells
-(`control_cells`). Pure Python, so measurement jobs can expand the same grid as the
+thread counts for GPU cells (measured once, with one host thread: cells.thread_labels);
+so are sizes above an op's `op_max_size`, and compiled cells outside `grid.compiled`. A
+grid that asks for self-comparisons (`controls`, from analysis.controls) gets a twin in
+that many groups (`control_cells`). Pure Python, so measurement jobs can expand the same grid as the
 Snakefile.
 """
 
@@ -15,7 +15,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection, Mapping
 
-from .cells import COMPILED, EAGER, Cell, dtype_sort_key, mode_sort_key, thread_label, thread_sort_key
+from .cells import (
+    COMPILED,
+    EAGER,
+    Cell,
+    dtype_sort_key,
+    mode_sort_key,
+    thread_label,
+    thread_labels,
+    thread_sort_key,
+)
 
 
 def possible(library: str, device: str, dtype: str, mode: str = EAGER) -> bool:
@@ -39,7 +48,7 @@ def expand(grid: dict, kernels: Mapping | None = None, usable: Collection[str] |
     """All possible cells of the grid section, sorted, without duplicates. `kernels` maps
     a user kernel's name to what its source says (kernels.KernelInfo): a kernel that takes
     no `xp` runs as numpy only. `usable` names the devices this machine can measure on
-    (`usable_devices`): the self-comparisons are chosen among their cells."""
+    (records.Environment.usable_devices): the self-comparisons are chosen among their cells."""
     kernels = kernels or {}
     labels = sorted({thread_label(t) for t in grid["threads"]}, key=thread_sort_key)
     limits = grid.get("op_max_size") or {}
@@ -52,32 +61,40 @@ def expand(grid: dict, kernels: Mapping | None = None, usable: Collection[str] |
             continue
         if not possible(library, device, dtype, mode) or size > limits.get(op, size):
             continue
-        for label in ["1"] if device != "cpu" else labels:
+        for label in thread_labels(device, labels):
             if mode == COMPILED and not _compiled_here(narrowed, op, device, size, label):
                 continue
             cells.add(Cell(op, library, device, dtype, int(size), label, mode))
     ordered = sorted(cells, key=sort_key)
-    twins = [cell.twinned() for cell in control_cells(ordered, int(grid.get("controls") or 0), usable)]
+    twins = [cell.twinned() for cell in control_cells(ordered, grid.get("controls") or 0, usable)]
     return sorted(ordered + twins, key=sort_key)
 
 
-def usable_devices(environment: dict | None) -> set[str] | None:
-    """The devices environment.json says this machine can measure on (None: not known yet)."""
-    devices = (environment or {}).get("devices")
-    return {name for name, why in devices.items() if why is None} if isinstance(devices, dict) else None
+ALL_GROUPS = "all"
 
 
-def control_cells(cells: list[Cell], count: int, usable: Collection[str] | None = None) -> list[Cell]:
-    """The cells measured twice, each copy a cell of its own (an A/A control): `count` eager
-    cells on `usable` devices, spread evenly over the grid sorted by size, then library,
-    device and op, so they span its sizes and libraries. Compiled cells are left out: each
-    copy would compile again in every process, which costs more than the rest of a control."""
-    eligible = sorted((c for c in cells if c.mode == EAGER and not c.twin and (usable is None or c.device in usable)),
-                      key=lambda c: (c.size, c.library, c.device, c.op, dtype_sort_key(c.dtype),
-                                     thread_sort_key(c.threads)))
-    count = min(count, len(eligible))
-    step = len(eligible) / count if count else 0
-    return [eligible[int(i * step + step / 2)] for i in range(count)]
+def control_cells(cells: list[Cell], count: int | str, usable: Collection[str] | None = None) -> list[Cell]:
+    """The cells measured twice, each copy a cell of its own (an A/A control): in `count`
+    groups ("all": every group), spread evenly over the groups sorted by size then op, the
+    group's NumPy cell (else its first eager cell) on a usable device, at the grid's thread
+    counts in turn from group to group, so the twins span sizes and thread counts. Compiled
+    cells are left out: each copy would compile again in every process."""
+    eligible = [c for c in cells if c.mode == EAGER and not c.twin and (usable is None or c.device in usable)]
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in sorted(eligible, key=lambda c: (c.size, c.op, dtype_sort_key(c.dtype))):
+        groups.setdefault(cell.group, []).append(cell)
+    keys = list(groups)
+    wanted = len(keys) if count == ALL_GROUPS else min(int(count), len(keys))
+    step = len(keys) / wanted if wanted else 0
+    chosen = [keys[int(i * step + step / 2)] for i in range(wanted)]
+    twins = []
+    for i, key in enumerate(chosen):
+        members = sorted(groups[key], key=lambda c: (c.library != "numpy", c.device != "cpu"))
+        first = members[0]
+        same = [c for c in members if (c.library, c.device) == (first.library, first.device)]
+        same.sort(key=lambda c: thread_sort_key(c.threads))
+        twins.append(same[i % len(same)])
+    return twins
 
 
 def sort_key(cell: Cell) -> tuple:

@@ -124,10 +124,6 @@ class KernelInfo:
         value = self.options.get("n_means")
         return value if isinstance(value, str) else DEFAULT_N_MEANS
 
-    @property
-    def has_models(self) -> bool:
-        return bool(self.options.get("flops")) and bool(self.options.get("bytes"))
-
     def describe(self) -> dict:
         """What a record keeps of the kernel: enough to show it without the file."""
         return {"kind": "kernel", "family": FAMILY, "file": self.file, "sha256": self.sha256,

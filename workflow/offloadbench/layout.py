@@ -17,6 +17,7 @@ BY_FAMILY = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "throughput
 PAGE_PANELS = 36
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
 TABLES = ("timings", "speedups", "thread_scaling", "decisions", "controls", "memory", "transfer", "roofs")
+JUDGING = "judging.json"  # beside the tables: the policy (δ, confidence level) they were judged with
 LATEX_TABLES = ("timings", "speedups", "transfer", "decisions")  # tables/<name>.tex of a machine
 # Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.
 DEVICE_RECORD_DIRS = ("roofs", "transfer")
@@ -105,14 +106,29 @@ def partial_relpath(cell: Cell, round_index: int) -> str:
 
 
 def round_relpath(round_index: int) -> str:
-    """The round's own record: its worker processes and the system check around it."""
-    return f"{ROUNDS_DIR}/p{round_index}.json"
+    """A round's own record (its manifest): its worker processes, its bouts and the system
+    check around it. Named apart from the cells' p<k>.json records."""
+    return f"{ROUNDS_DIR}/round-{round_index}.json"
 
 
 def extra_round_relpath(round_index: int) -> str:
-    """An extra round's own record (x<k>, so that raising measure.processes later still
+    """An extra round's own record (extra-<k>, so that raising measure.processes later still
     runs its regular round k for the cells the extra round did not measure)."""
-    return f"{ROUNDS_DIR}/x{round_index}.json"
+    return f"{ROUNDS_DIR}/extra-{round_index}.json"
+
+
+# Round records of results from before they were named apart from the cells' records.
+ROUND_PATTERNS = {"planned": ("round-*.json", "p*.json"), "extra": ("extra-*.json", "x*.json")}
+
+
+def round_records(raw, kind: str) -> list:
+    """The round records of one kind ("planned" or "extra") below `raw`, old names too."""
+    from pathlib import Path
+
+    folder = Path(raw) / ROUNDS_DIR
+    found = {path for pattern in ROUND_PATTERNS[kind] for path in folder.glob(pattern)}
+    number = lambda path: int("".join(filter(str.isdigit, path.stem)) or 0)  # round-10 after round-9
+    return sorted(found, key=lambda path: (number(path), path.name))
 
 
 SETTLE_RELPATH = f"{ROUNDS_DIR}/settle.json"  # what the extra rounds did, and why they stopped

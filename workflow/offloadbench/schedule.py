@@ -1,70 +1,94 @@
-"""The order in which a round measures its cells.
+"""The order in which a round measures its cells: groups, one bout each, and the turns of a
+bout.
 
-A run measures every cell once per round, in fresh processes each round, so the
-between-process variance enters each cell's CI and a cell's processes are spread over the
-run. Within a round one worker process per (library, device, threads) measures its cells
-in turns. A turn is one worker's cells of one op and dtype, and the turns of variants that
-are compared with each other (numpy and torch at the same threads, GPUs against numpy on
-all cores) follow each other, in an order that reverses from one round and family to the
-next, so slow drift of the machine hits both sides of a ratio alike.
+A run measures every cell once per round, in fresh processes each round, so the variance
+between processes enters each cell's CI. Within a round the cells that are compared with
+each other, a *group* (one op, dtype and size: every variant, device and thread count,
+and a self-comparison's twin), are measured in one *bout*: each in its own worker process,
+all of them ready before the first sample, then one turn at a time, in a fresh random
+order every cycle, balanced so that each cell goes first equally often. A machine whose
+speed drifts over seconds then slows both sides of a ratio alike, and the ratio of the
+two cells' samples of one cycle cancels the drift. The groups' order turns from round to
+round. Orders come from a generator seeded by the round and the group, so a rerun of an
+interrupted round takes the same turns.
+
+Between two workers the bout pauses while the last one's thread pool spins down: OpenBLAS
+threads spin about 0.1 s after their last call (2^28 cycles), OpenMP's (torch, and the
+code torch.compile makes) a few ms to 30 ms. A busy pool slows the next worker's
+multi-threaded calls by up to 60% on a 2-core machine, a single-threaded one's by much
+less; what remains is measured by the twins and reported.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+import zlib
+from collections.abc import Sequence
 
-from .cells import (
-    ALL_THREADS,
-    EAGER,
-    Cell,
-    device_sort_key,
-    dtype_sort_key,
-    library_sort_key,
-    mode_sort_key,
-    thread_sort_key,
-)
+from .cells import Cell, WorkerSpec, dtype_sort_key, thread_sort_key
+
+# Seconds a worker's idle thread pool keeps spinning after its last call, by library.
+SPIN_S = {"numpy": 0.1, "torch": 0.03}
+SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool barely slows
 
 
-def worker_key(cell: Cell) -> str:
-    """The worker process that measures a cell: `<library>-<device>-t<threads>[-compiled]`.
-    Compiled cells get workers of their own: the compiler's imports and threads never share
-    a process with an eager cell, least of all with the numpy baseline."""
-    suffix = "" if cell.mode == EAGER else f"-{cell.mode}"
-    return f"{cell.library}-{cell.device}-t{cell.threads}{suffix}"
-
-
-def worker_parts(key: str) -> tuple[str, str, str, str]:
-    """(library, device, threads, mode) of a worker key."""
-    library, device, threads, *mode = key.split("-")
-    return library, device, threads.removeprefix("t"), mode[0] if mode else EAGER
-
-
-@dataclass(frozen=True)
-class Turn:
-    worker: str
-    cells: tuple[Cell, ...]
-
-
-def _worker_rank(cell: Cell) -> tuple:
-    # GPU cells are compared with NumPy on all cores, so they follow that pair.
-    threads = thread_sort_key(ALL_THREADS if cell.is_gpu else cell.threads)
-    return (threads, device_sort_key(cell.device), mode_sort_key(cell.mode), library_sort_key(cell.library))
-
-
-def round_plan(cells: list[Cell], round_index: int) -> list[Turn]:
-    """The turns of round `round_index` (1-based)."""
-    families: dict[tuple, list[Cell]] = {}
+def groups(cells: list[Cell], round_index: int) -> list[list[Cell]]:
+    """The round's groups, each a bout's cells, in an order that turns from round to round
+    (round 1 starts with the first group, round 2 with the second, ...)."""
+    by_group: dict[tuple, list[Cell]] = {}
     for cell in cells:
-        families.setdefault((cell.op, dtype_sort_key(cell.dtype), cell.dtype), []).append(cell)
-    order = sorted(families)
+        by_group.setdefault((cell.op, dtype_sort_key(cell.dtype), cell.dtype, cell.size), []).append(cell)
+    order = sorted(by_group)
     shift = (round_index - 1) % len(order) if order else 0
-    turns = []
-    for family in order[shift:] + order[:shift]:
-        by_worker: dict[str, list[Cell]] = {}
-        for cell in sorted(families[family], key=lambda c: (_worker_rank(c), c.size)):
-            by_worker.setdefault(worker_key(cell), []).append(cell)
-        workers = list(by_worker)
-        if (round_index + order.index(family)) % 2 == 0:
-            workers.reverse()
-        turns.extend(Turn(w, tuple(by_worker[w])) for w in workers)
-    return turns
+    return [sorted(by_group[key], key=_in_group) for key in order[shift:] + order[:shift]]
+
+
+def _in_group(cell: Cell) -> tuple:
+    return (cell.library, cell.mode, cell.device, thread_sort_key(cell.threads), cell.twin)
+
+
+def generator(round_index: int, group_name: str) -> random.Random:
+    """The turns' random source of one bout: the same in a rerun of the round."""
+    return random.Random(zlib.crc32(f"{round_index}/{group_name}".encode()))
+
+
+class Cycles:
+    """The order of each cycle of one bout: a fresh random order every cycle, and over each
+    run of len(cells) cycles every cell goes first exactly once. Cells drop out when they
+    fail; the rest go on."""
+
+    def __init__(self, cells: Sequence[Cell], rng: random.Random):
+        self.cells = list(cells)
+        self.rng = rng
+        self.firsts: list[Cell] = []
+        self.count = 0
+
+    def drop(self, cell: Cell) -> None:
+        self.cells = [c for c in self.cells if c != cell]
+        self.firsts = [c for c in self.firsts if c != cell]
+
+    def next(self) -> list[Cell]:
+        if not self.cells:
+            return []
+        if not self.firsts:
+            self.firsts = self.rng.sample(self.cells, len(self.cells))
+        first = self.firsts.pop()
+        rest = [c for c in self.cells if c != first]
+        self.rng.shuffle(rest)
+        self.count += 1
+        return [first, *rest]
+
+
+def pause_s(before: WorkerSpec | None, after: WorkerSpec, configured: float | None = None) -> float:
+    """Seconds to wait between a turn of `before` and one of `after`: none after a worker
+    with one thread (nothing of it spins) or between turns of one worker; after several
+    threads, their spin time (or `configured`), a tenth of it when `after` has one thread."""
+    if before is None or before == after or before.host_threads <= 1:
+        return 0.0
+    spin = configured if configured is not None else SPIN_S["numpy" if _blas_only(before) else "torch"]
+    return spin if after.host_threads > 1 else spin * SHORT_PAUSE_SHARE
+
+
+def _blas_only(worker: WorkerSpec) -> bool:
+    """NumPy eager runs its threads in OpenBLAS; torch and compiled code in OpenMP."""
+    return worker.library == "numpy" and not worker.compiled

@@ -85,8 +85,8 @@ def median_ci_rel_halfwidth(samples: Sequence[float], confidence: float = 0.95) 
     return (hi - lo) / 2 / med
 
 
-def seed_for(base: int, *names: str) -> int:
-    """A bootstrap seed per quantity, stable across runs and Python processes."""
+def stream_for(base: int, *names: str) -> int:
+    """The bootstrap's random state for one quantity, stable across runs and Python processes."""
     return (base * 1_000_003 + zlib.crc32("/".join(names).encode())) % 2**32
 
 
@@ -157,6 +157,7 @@ class Interval:
     high: float
     processes: int  # the fewest processes behind any side of it
     dof: float
+    pairing: str = ""  # a ratio's: paired in time, paired by round or unpaired (analysis.measured)
 
     @property
     def scope(self) -> str:
@@ -274,6 +275,28 @@ def log_t_interval(values: Sequence[float], confidence: float = 0.95) -> Interva
     return _interval(centre, [(float(np.var(logs, ddof=1)) / p, p - 1)], p, confidence)
 
 
+def binomial_interval(successes: int, trials: int, confidence: float) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) interval of a rate from `successes` in `trials`: the
+    shares whose binomial tails each leave half the error rate; it covers at least the
+    confidence asked for. (nan, nan) without trials."""
+    if trials <= 0:
+        return math.nan, math.nan
+    from math import lgamma
+
+    tail = (1 - confidence) / 2
+
+    def beta_quantile(p: float, a: float, b: float) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if _betainc(a, b, mid, lgamma) < p else (lo, mid)
+        return (lo + hi) / 2
+
+    low = 0.0 if successes == 0 else beta_quantile(tail, successes, trials - successes + 1)
+    high = 1.0 if successes == trials else beta_quantile(1 - tail, successes + 1, trials - successes)
+    return low, high
+
+
 def median_and_ci(samples: Sequence[float], resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Interval:
     """One process's samples: their median with its CI (within-process only)."""
     return centre_ci(draws([samples], resamples, seed), confidence)
@@ -294,8 +317,8 @@ def independent_ratio(num: tuple[float, float, float], den: tuple[float, float, 
     return math.exp(centre), math.exp(centre - below), math.exp(centre + above)
 
 
-def processes_to_decide(low: float, high: float, value: float, processes: int, min_effect: float,
-                        max_span: float, confidence: float = 0.95, cap: int = 1000) -> float:
+def processes_to_decide(low: float, high: float, value: float, processes: int, judging, max_span: float,
+                        cap: int = 1000) -> float:
     """How many processes per cell would likely decide a ratio that is undecided now: its
     CI's half-width on the log scale, t(P-1)·s/√P, shrunk until it excludes 1 (where the
     ratio is at least δ from 1) or fits inside ±δ (where it is closer), and spans at most
@@ -304,6 +327,7 @@ def processes_to_decide(low: float, high: float, value: float, processes: int, m
     two processes, whose CI says nothing about the spread between them."""
     if processes < 2 or not all(math.isfinite(v) and v > 0 for v in (low, high, value)):
         return math.nan
+    confidence, min_effect = judging.confidence, judging.min_effect
     t_now = _t_quantile(1 - (1 - confidence) / 2, processes - 1)
     spread = (math.log(high) - math.log(low)) / 2 / t_now * math.sqrt(processes)
     distance, band = abs(math.log(value)), math.log(1 + min_effect)

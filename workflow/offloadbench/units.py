@@ -27,6 +27,19 @@ def format_bytes(nbytes: float) -> str:
     return f"{int(nbytes)} B"
 
 
+def fmt_count(value: float) -> str:
+    """A count people read at a glance: "1,008", "4.06k", "1.2M" (three significant digits)."""
+    if not math.isfinite(value):
+        return "–"
+    value = round(value)
+    if value < 10_000:
+        return f"{value:,}"
+    for suffix, scale in (("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:,}"
+
+
 def bandwidth_gbs(nbytes: float, seconds: float) -> float:
     """Bytes per second in GB/s (10^9), the unit of link specifications."""
     return nbytes / seconds / 1e9 if seconds > 0 else math.nan

@@ -1,13 +1,15 @@
-"""The one verdict vocabulary: faster, slower, same, undecided.
+"""The one verdict vocabulary, faster, slower, same, undecided, and the one judging policy
+every verdict and every interval's label follows (`Judging`: the minimum effect δ and the
+confidence level, from the config's `analysis` section).
 
 Every ratio the pipeline judges (a speedup over NumPy, thread scaling, the end-to-end
-speedup behind a break-even size, one machine against another) is judged here, from its
-95% CI and the minimum effect δ (`analysis.min_effect`) that counts. For a ratio R where
-R > 1 means "faster" (a speedup; for time ratios pass the inverse, see `time_ratio_verdict`):
+speedup behind a break-even size, one machine against another) is judged here, from its CI
+at the policy's confidence level and the minimum effect δ that counts. For a ratio R where
+R > 1 means "faster" (a speedup; for time ratios use `time_ratio_verdict`):
 
 - *same*: the whole CI lies within [1/(1+δ), 1+δ]. This is an equivalence test (two
-  one-sided tests at 2.5% each, so stricter than TOST's usual 5%): the ratio is shown to
-  be within δ of 1, not merely "not shown to differ".
+  one-sided tests at half the CI's error rate each, stricter than TOST's usual 5%): the
+  ratio is shown to be within δ of 1, not merely "not shown to differ".
 - *faster*: the CI lies above 1 and the point estimate is at least 1+δ: the difference is
   real and as large as δ.
 - *slower*: the mirror image, below 1 and at most 1/(1+δ).
@@ -25,12 +27,12 @@ undecided. A missing or non-positive bound is undecided.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
 VERDICTS = (FASTER, SLOWER, SAME, UNDECIDED)
 DECIDED = (FASTER, SLOWER, SAME)
 MAX_CI_SPAN = 2.0  # a ratio whose CI spans more than this factor is never a headline number
-DEFAULT_MIN_EFFECT = 0.05
 
 
 def _finite_positive(*values: float) -> bool:
@@ -42,45 +44,103 @@ def ci_span(low: float, high: float) -> float:
     return high / low if _finite_positive(low, high) else math.inf
 
 
-def verdict(low: float, high: float, point: float, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """The verdict of a ratio where above 1 means faster (see the module's doc)."""
-    if not _finite_positive(low, high, point) or ci_span(low, high) > MAX_CI_SPAN:
+def percent(share: float) -> str:
+    """A share as a percentage with the digits it needs: 0.95 → "95%", 0.995 → "99.5%"."""
+    text = f"{share * 100:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+@dataclass(frozen=True)
+class Judging:
+    """The judging policy of a run: the minimum effect δ of every verdict and the confidence
+    level of every interval. Built once from the config, written beside the tables
+    (judging.json), and passed to everything that judges or labels an interval, so a report
+    never computes 90% intervals and calls them 95%."""
+
+    min_effect: float = 0.05
+    confidence: float = 0.95
+
+    @classmethod
+    def from_config(cls, analysis: dict) -> Judging:
+        """From the config's validated `analysis` section."""
+        return cls(float(analysis["min_effect"]), float(analysis["confidence"]))
+
+    @classmethod
+    def from_json(cls, data: dict) -> Judging:
+        return cls(float(data["min_effect"]), float(data["confidence"]))
+
+    def as_json(self) -> dict:
+        return {"min_effect": self.min_effect, "confidence": self.confidence}
+
+    @property
+    def level(self) -> str:
+        """The confidence level as the text labels it: "95%"."""
+        return percent(self.confidence)
+
+    @property
+    def ci(self) -> str:
+        """"95% CI", as every table and caption labels an interval."""
+        return f"{self.level} CI"
+
+    @property
+    def delta(self) -> str:
+        """δ as a percentage: "5%"."""
+        return percent(self.min_effect)
+
+    def describe(self) -> str:
+        """"δ = 5%, 95% confidence": the policy in words."""
+        return f"δ = {self.delta}, {self.level} confidence"
+
+    def each_way(self) -> str:
+        """The false-verdict rate the CIs promise each way: "2.5%"."""
+        return percent((1 - self.confidence) / 2)
+
+    def verdict(self, low: float, high: float, point: float) -> str:
+        """The verdict of a ratio where above 1 means faster (see the module's doc)."""
+        if not _finite_positive(low, high, point) or ci_span(low, high) > MAX_CI_SPAN:
+            return UNDECIDED
+        same_low, same_high = 1 / (1 + self.min_effect), 1 + self.min_effect
+        if same_low <= low and high <= same_high:
+            return SAME
+        if low > 1 and point >= same_high:
+            return FASTER
+        if high < 1 and point <= same_low:
+            return SLOWER
         return UNDECIDED
-    same_low, same_high = 1 / (1 + min_effect), 1 + min_effect
-    if same_low <= low and high <= same_high:
-        return SAME
-    if low > 1 and point >= same_high:
-        return FASTER
-    if high < 1 and point <= same_low:
-        return SLOWER
-    return UNDECIDED
 
+    def time_ratio_verdict(self, low: float, high: float, point: float) -> str:
+        """The verdict of B from the CI of time_B / time_A, where below 1 means B is faster."""
+        if not _finite_positive(low, high, point):
+            return UNDECIDED
+        return self.verdict(1 / high, 1 / low, 1 / point)
 
-def time_ratio_verdict(low: float, high: float, point: float, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """The verdict of B from the CI of time_B / time_A, where below 1 means B is faster."""
-    if not _finite_positive(low, high, point):
-        return UNDECIDED
-    return verdict(1 / high, 1 / low, 1 / point, min_effect)
+    def undecided_reason(self, low: float, high: float, point: float) -> str:
+        """Why a ratio is undecided, in words ("" when it is decided)."""
+        if self.verdict(low, high, point) != UNDECIDED:
+            return ""
+        if not _finite_positive(low, high, point):
+            return "no CI"
+        if ci_span(low, high) > MAX_CI_SPAN:
+            return f"its CI spans {ci_span(low, high):.1f}×, too wide to be a result"
+        if low <= 1 <= high:
+            return f"its CI includes 1 and reaches beyond ±{self.delta}"
+        return f"the difference is real but may be smaller than {self.delta}"
 
+    def time_ratio_undecided_reason(self, low: float, high: float, point: float) -> str:
+        """Why the verdict of a time ratio (below 1: B faster) is undecided ("" when decided)."""
+        if not _finite_positive(low, high, point):
+            return "no CI"
+        return self.undecided_reason(1 / high, 1 / low, 1 / point)
 
-def undecided_reason(low: float, high: float, point: float, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """Why a ratio is undecided, in words ("" when it is decided)."""
-    if verdict(low, high, point, min_effect) != UNDECIDED:
-        return ""
-    if not _finite_positive(low, high, point):
-        return "no CI"
-    if ci_span(low, high) > MAX_CI_SPAN:
-        return f"its CI spans {ci_span(low, high):.1f}×, too wide to be a result"
-    if low <= 1 <= high:
-        return f"its CI includes 1 and reaches beyond ±{min_effect:.0%}"
-    return f"the difference is real but may be smaller than {min_effect:.0%}"
-
-
-def time_ratio_undecided_reason(low: float, high: float, point: float, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """Why the verdict of a time ratio (below 1: B faster) is undecided ("" when decided)."""
-    if not _finite_positive(low, high, point):
-        return "no CI"
-    return undecided_reason(1 / high, 1 / low, 1 / point, min_effect)
+    def judged(self, low: float, high: float, point: float, unstable: str = "", time_ratio: bool = False
+               ) -> tuple[str, str]:
+        """(verdict, why undecided) of a ratio, undecided whatever its CI says where a side is
+        `unstable` (its processes still disagree, say): the one such rule."""
+        if unstable:
+            return UNDECIDED, unstable
+        if time_ratio:
+            return self.time_ratio_verdict(low, high, point), self.time_ratio_undecided_reason(low, high, point)
+        return self.verdict(low, high, point), self.undecided_reason(low, high, point)
 
 
 def contradicts(first: str, second: str) -> bool:

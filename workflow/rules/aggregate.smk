@@ -1,5 +1,6 @@
 # Raw records -> tidy tables (pandas): one row per cell, speedups, thread scaling, the
-# decisions, copies and roofs.
+# decisions, copies and roofs; and beside them the judging policy (δ, confidence level)
+# they were judged with, which every later rule labels its intervals by.
 
 
 rule aggregate:
@@ -18,6 +19,7 @@ rule aggregate:
         memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
+        judging=f"{OUT}/{JUDGING}",
     log:
         f"{OUT}/logs/aggregate.log",
     conda:

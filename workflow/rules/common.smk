@@ -38,11 +38,13 @@ from offloadbench.layout import (
     FIGURE_NAMES,
     SETTLE_RELPATH,
     figure_names,
+    JUDGING,
     LATEX_TABLES,
     TABLES,
     round_relpath,
 )
 from offloadbench.report.captions import caption_of
+from offloadbench.verdicts import Judging
 
 _notes = []
 try:
@@ -59,6 +61,9 @@ config.clear()
 config.update(_validated)
 
 RESULTS = config["results_dir"]
+JUDGING_POLICY = Judging.from_config(
+    config["analysis"]
+)  # δ and the confidence level of every verdict
 try:
     NODE_TYPES = node_types(config["cluster"])
 except ClusterError as error:

@@ -8,6 +8,7 @@ rule figure:
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         memory=f"{OUT}/memory.csv",  # the memory figure's device lines
+        judging=f"{OUT}/{JUDGING}",  # every interval labelled at its level
     output:
         pdf=f"{OUT}/figures/{{figure}}.pdf",
         png=report(
@@ -21,6 +22,6 @@ rule figure:
     conda:
         "../envs/analysis.yaml"
     params:
-        caption=lambda wildcards: caption_of(wildcards.figure),
+        caption=lambda wildcards: caption_of(wildcards.figure, JUDGING_POLICY),
     script:
         "../scripts/draw_figure.py"

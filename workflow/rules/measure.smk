@@ -1,6 +1,8 @@
-# Measurement: the machine's provenance, then the rounds (every cell once per round, in
-# fresh worker processes), and the copy-bandwidth sweep. Each job takes the host's
-# benchmark lock and all local cores, and runs `python` from its own environment.
+# Measurement: the machine's provenance, its roofs and copy-bandwidth sweep, then the rounds
+# (every cell once per round, in fresh worker processes, each group of compared cells in one
+# bout) and the extra rounds that settle undecided verdicts. Each rule runs the job module
+# of its own name; each job takes the host's benchmark lock and all local cores, and runs
+# `python` from its own environment.
 
 
 rule environment:
@@ -18,12 +20,17 @@ rule environment:
         runtime=10,
     params:
         libraries=",".join(config["grid"]["libraries"]),
+        probe=(
+            "--probe-compiler"
+            if any(c.compiled and c.device == "cpu" for c in CELLS)
+            else ""
+        ),
     shell:
         "python -m offloadbench.jobs.environment --machine {wildcards.machine}"
-        " --libraries {params.libraries} --out {output:q} --log {log:q}"
+        " --libraries {params.libraries} {params.probe} --out {output:q} --log {log:q}"
 
 
-rule measure:
+rule round:
     input:
         environment=f"{OUT}/environment.json",
         before=earlier_measurements,
@@ -32,9 +39,9 @@ rule measure:
     output:
         f"{OUT}/raw/{round_relpath('{round}')}",
     log:
-        f"{OUT}/logs/measure/p{{round}}.log",
+        f"{OUT}/logs/rounds/round-{{round}}.log",
     benchmark:
-        f"{OUT}/benchmarks/measure/p{{round}}.tsv"
+        f"{OUT}/benchmarks/rounds/round-{{round}}.tsv"
     group:
         "measure-{machine}"
     conda:
@@ -51,7 +58,7 @@ rule measure:
         compile=as_json(config["compile"]),
         raw=f"{OUT}/raw",
     message:
-        "round {wildcards.round} of {params.processes} on {wildcards.machine}: every cell once, in fresh processes"
+        "round {wildcards.round} of {params.processes} on {wildcards.machine}: every cell once, in fresh processes, each group in one bout"
     shell:
         "python -m offloadbench.jobs.round --round {wildcards.round} --processes {params.processes}"
         " --machine {wildcards.machine} --grid {params.grid:q} --settings {params.settings:q}"
@@ -67,7 +74,7 @@ rule settle:
     output:
         SETTLE_RECORD,
     log:
-        f"{OUT}/logs/measure/settle.log",
+        f"{OUT}/logs/rounds/settle.log",
     group:
         "measure-{machine}"
     conda:
@@ -116,7 +123,7 @@ if config["roofs"]["devices"]:
             folder=f"{OUT}/raw/roofs",
             lock_timeout_s=config["measure"]["lock_timeout_s"],
         shell:
-            "python -m offloadbench.jobs.calibrate --devices {params.devices} --machine {wildcards.machine}"
+            "python -m offloadbench.jobs.roofs --devices {params.devices} --machine {wildcards.machine}"
             " --settings {params.settings:q} --grid {params.grid:q} --environment {input.environment:q}"
             " --out-dir {params.folder:q} --lock-timeout-s {params.lock_timeout_s} --log {log:q}"
 
@@ -148,6 +155,6 @@ if config["transfer"]["devices"]:
             folder=f"{OUT}/raw/transfer",
             lock_timeout_s=config["measure"]["lock_timeout_s"],
         shell:
-            "python -m offloadbench.jobs.sweep --devices {params.devices} --machine {wildcards.machine}"
+            "python -m offloadbench.jobs.transfer --devices {params.devices} --machine {wildcards.machine}"
             " --settings {params.settings:q} --environment {input.environment:q}"
             " --out-dir {params.folder:q} --lock-timeout-s {params.lock_timeout_s} --log {log:q}"

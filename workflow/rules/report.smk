@@ -12,6 +12,7 @@ rule report:
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
+        judging=f"{OUT}/{JUDGING}",
         rounds=ROUND_MANIFESTS,
         settle=SETTLE_RECORD,
         figures=figure_files("png"),
@@ -37,6 +38,7 @@ rule latex:
         transfer=f"{OUT}/transfer.csv",
         decisions=f"{OUT}/decisions.csv",
         controls=f"{OUT}/controls.csv",
+        judging=f"{OUT}/{JUDGING}",
     output:
         timings=f"{OUT}/tables/timings.tex",
         speedups=f"{OUT}/tables/speedups.tex",

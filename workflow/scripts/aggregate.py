@@ -20,6 +20,8 @@ run_logged(
         snakemake.input.environment,  # noqa: F821
         snakemake.wildcards.machine,  # noqa: F821
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821
-        dict(snakemake.output.items()),  # noqa: F821
+        {name: path for name, path in snakemake.output.items() if name != "judging"},  # noqa: F821
+        snakemake.output.judging,  # noqa: F821
     ),
+    f"aggregate of {snakemake.wildcards.machine}",  # noqa: F821
 )

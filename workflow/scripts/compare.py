@@ -17,4 +17,5 @@ run_logged(
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821
         snakemake.params.out,  # noqa: F821
     ),
+    f"compare into {snakemake.params.out}",  # noqa: F821
 )

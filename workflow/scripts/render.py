@@ -18,4 +18,5 @@ run_logged(
         Analysis.from_config(snakemake.params.analysis),  # noqa: F821
         snakemake.params.out,  # noqa: F821
     ),
+    f"render of {snakemake.wildcards.source}",  # noqa: F821
 )

@@ -7,13 +7,16 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the of
 
 from offloadbench.analysis.tables import read_tables
 from offloadbench.logs import run_logged
+from offloadbench.records import load_judging
 from offloadbench.report.text.latex import write_latex
 
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: write_latex(
-        read_tables(dict(snakemake.input.items())),  # noqa: F821
+        read_tables({name: path for name, path in snakemake.input.items() if name != "judging"}),  # noqa: F821
         Path(snakemake.output.claims).parent,  # noqa: F821
         snakemake.wildcards.machine,  # noqa: F821
+        load_judging(snakemake.input.judging),  # noqa: F821
     ),
+    f"LaTeX of {snakemake.wildcards.machine}",  # noqa: F821
 )

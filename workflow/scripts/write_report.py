@@ -15,4 +15,5 @@ run_logged(
         snakemake.output.md,  # noqa: F821
         snakemake.output.html,  # noqa: F821
     ),
+    f"report of {snakemake.wildcards.machine}",  # noqa: F821
 )

@@ -1,156 +1,226 @@
-"""The columns of `timings.csv`, `speedups.csv`, `thread_scaling.csv` and `decisions.csv`, declared once with
-their meaning, in the order the tables have them; how an estimate and its CI are read from
-a row; and the flags that make a row weak.
+"""The columns of every table (`timings.csv`, `speedups.csv`, `thread_scaling.csv`,
+`decisions.csv`, …), declared once with their meaning and their kind, in the order the
+tables have them; how an estimate and its CI are read from a row; and the flags that make a
+row weak.
 
 `tables.py` writes the tables in this order and a test checks every written CSV against
-these declarations; the README's table of outputs points here.
+these declarations; the README's table of outputs points here. Each meaning carries its
+column's kind (text, integer, number or boolean, whether a row may leave it empty, and
+for numbers whether it must be finite and its least value): `tables.read_table` reads a
+table back by them and refuses, in one line, a value that does not fit its column.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Self
 
+import numpy as np
 import pandas as pd
 
+TEXT, INTEGER, NUMBER, BOOLEAN = "text", "integer", "number", "boolean"
+KINDS = (TEXT, INTEGER, NUMBER, BOOLEAN)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a column holds: `name` one of TEXT, INTEGER (a finite whole number), NUMBER (±inf
+    allowed unless `finite`) or BOOLEAN (True or False); `empty` whether a row may leave it
+    empty; `minimum` the least number it takes."""
+
+    name: str
+    empty: bool = True
+    finite: bool = False
+    minimum: float | None = None
+
+    def described(self) -> str:
+        """"a whole number ≥ 1", "a finite number", "True or False", "text"."""
+        if self.name == INTEGER:
+            return "a whole number" + (f" ≥ {self.minimum:g}" if self.minimum is not None else "")
+        if self.name == NUMBER:
+            least = f" ≥ {self.minimum:g}" if self.minimum is not None else ""
+            return f"a {'finite ' if self.finite else ''}number{least}"
+        return "True or False" if self.name == BOOLEAN else "text"
+
+
+class Column(str):
+    """A declared column's meaning, with its kind (`.kind`)."""
+
+    kind: Kind
+
+    def __new__(cls, meaning: str, kind: Kind) -> Self:
+        column = super().__new__(cls, meaning)
+        column.kind = kind
+        return column
+
+    def __reduce__(self):  # copies and pickles keep the kind
+        return Column, (str(self), self.kind)
+
+
+def text(meaning: str, *, empty: bool = True) -> Column:
+    return Column(meaning, Kind(TEXT, empty))
+
+
+def integer(meaning: str, *, minimum: int = 0, empty: bool = True) -> Column:
+    return Column(meaning, Kind(INTEGER, empty, True, minimum))
+
+
+def number(meaning: str, *, finite: bool = False, minimum: float | None = None, empty: bool = True) -> Column:
+    return Column(meaning, Kind(NUMBER, empty, finite, minimum))
+
+
+def boolean(meaning: str, *, empty: bool = True) -> Column:
+    return Column(meaning, Kind(BOOLEAN, empty))
+
+
 CELL = {
-    "machine": "the machine label (results/<machine>/)",
-    "op": "the op of the catalogue, or the name of a user kernel",
-    "library": "numpy or torch",
-    "device": "cpu, cuda or mps",
-    "dtype": "float32, float64, …",
-    "size": "n, the op's own size (the matrix or field side for most ops)",
-    "threads": "the CPU thread label: a count, or all (every usable core)",
-    "mode": "eager, or compiled (torch.compile of the NumPy or the torch code)",
+    "machine": text("the machine label (results/<machine>/)", empty=False),
+    "op": text("the op of the catalogue, or the name of a user kernel", empty=False),
+    "library": text("numpy or torch", empty=False),
+    "device": text("cpu, cuda or mps", empty=False),
+    "dtype": text("float32, float64, …", empty=False),
+    "size": integer("n, the op's own size (the matrix or field side for most ops)", minimum=1, empty=False),
+    "threads": text("the CPU thread label: a count, or all (every usable core)", empty=False),
+    "mode": text("eager, or compiled (torch.compile of the NumPy or the torch code)", empty=False),
 }
-VARIANT = {"variant": "the library as it ran: numpy, torch, numpy compiled, torch compiled"}
-RATIO_VERDICT = "faster, slower, same (the whole CI within the minimum effect) or undecided"
+VARIANT = {"variant": text("the library as it ran: numpy, torch, numpy compiled, torch compiled", empty=False)}
+RATIO_VERDICT = text("faster, slower, same (the whole CI within the minimum effect) or undecided")
 
 TIMINGS = {
     **CELL, **VARIANT,
-    "family": "the op's family in the catalogue; user kernels for yours",
-    "threads_effective": "the thread count that took effect",
-    "status": "ok, skipped, oom, timeout or error",
-    "reason": "why a cell is not ok, in one line",
-    "device_name": "the device's model",
-    "processes": "the processes whose medians make the cell's time",
-    "ci_scope": "what the CI covers: the spread between processes, or one process's samples only",
-    "n_samples": "timing samples over all processes",
-    "calls_per_sample": "calls of the op timed as one sample",
-    "warmup_count": "warm-up calls of the first process",
-    "median_s": "the cell's time per call, the geometric mean of its process medians (s)",
-    "q1_s": "first quartile of the pooled samples (s)",
-    "q3_s": "third quartile of the pooled samples (s)",
-    "ci_low_s": "lower end of the 95% CI of median_s (s)",
-    "ci_high_s": "upper end of the 95% CI of median_s (s)",
-    "rel_ci": "half-width of that CI relative to median_s",
-    "process_spread": "largest over smallest process median, less 1",
-    "converged": "whether every process reached the CI target within its budget",
-    "gflops": "FLOP model ÷ median_s, in GFLOP/s",
-    "gflops_ci_low": "lower end of the 95% CI of gflops",
-    "gflops_ci_high": "upper end of the 95% CI of gflops",
-    "bandwidth_gbs": "byte model ÷ median_s, in GB/s",
-    "intensity": "arithmetic intensity: FLOP per byte of the least memory traffic",
-    "rel_err": "the largest relative error against the float64 reference",
-    "tolerance": "the dtype-aware tolerance of that error",
-    "unstable": "noise flags (each kind once, its strongest case, in how many processes)",
-    "replaced": "processes left out and replaced, and why",
-    "disturbed_cores": "the most CPU (in cores) other processes used while the cell sampled",
-    "precision_notes": "regions whose CI target was not reached in their budget",
-    "shares_cores": "whether the cell's threads used every core, shared with the orchestrator",
-    "measure_s": "wall time the cell's processes spent measuring it (s)",
-    "import_s": "mean time the worker took to import its libraries (s)",
-    "host": "the measuring hosts",
-    "slurm_job_id": "the SLURM jobs that measured it",
-    "h2d_s": "median copy of the inputs host→device (s)",
-    "compute_s": "median compute with the data on the device (s)",
-    "d2h_s": "median copy of the result device→host (s)",
-    "finish_s": "median plotting on the host, for compute-then-plot (s)",
-    "end_to_end_s": "median of the three phases timed as one region (s)",
-    "end_to_end_ci_low_s": "lower end of the 95% CI of end_to_end_s (s)",
-    "end_to_end_ci_high_s": "upper end of the 95% CI of end_to_end_s (s)",
-    "transfer_fraction": "share of end_to_end_s spent in the copies",
-    "compile_s": "the compile phase: the first call of each compiled form (s)",
-    "compile_s_ci_low": "lower end of the 95% CI of compile_s (s)",
-    "compile_s_ci_high": "upper end of the 95% CI of compile_s (s)",
-    "compiler_startup_s": "the compiler's one-time start-up in the worker (s)",
-    "graphs": "graphs TorchDynamo captured",
-    "graph_breaks": "graph breaks",
-    "first_break": "the first graph break's reason",
-    "recompiles": "recompiles while sampling",
-    "compile_fallback": "why part of the code ran uncompiled, if it did",
-    "compile_backend": "backend (mode)",
-    "compile_cache": "cold, or your cache, with its hits",
-    "peak_host_bytes": "peak extra host memory of one call, NumPy arrays in and out (median over processes)",
-    "peak_host_method": "how it was counted: tracemalloc (NumPy), torch profiler (torch and compiled code)",
-    "peak_rss_bytes": "the process's RSS high-water rise in that call: a lower bound, as freed pages are reused",
-    "peak_device_bytes": "peak extra device memory of the device-resident call (GPU cells)",
-    "peak_vs_numpy": "this cell's peak (device peak on a GPU) ÷ NumPy's host peak at the same op, dtype and size",
-    "peak_note": "where its processes disagree about the peak, or why it was not measured",
-    "resident_calls": "GPU cells: the most calls k of a resident trip (one copy in, k chained calls, one out)",
-    "resident_s": "the median time of that trip (s)",
-    "resident_predicted_s": "what the phases predict for it: h2d + k·compute + d2h (s)",
-    "resident": "every resident trip measured against its prediction, or why the cell has none",
-    "compile_peak_rss_bytes": "compiled cells: the RSS high-water rise of the first call (the compile)",
-    "compile_peak_device_bytes": "compiled GPU cells: the device peak of the first call",
+    "family": text("the op's family in the catalogue; user kernels for yours"),
+    "threads_effective": integer("the thread count that took effect"),
+    "status": text("ok, skipped, oom, timeout or error", empty=False),
+    "reason": text("why a cell is not ok, in one line"),
+    "device_name": text("the device's model"),
+    "processes": integer("the processes whose medians make the cell's time"),
+    "ci_scope": text("what the CI covers: the spread between processes, or one process's samples only"),
+    "n_samples": integer("timing samples over all processes"),
+    "calls_per_sample": integer("calls of the op timed as one sample", minimum=1),
+    "warmup_count": integer("warm-up calls of the first process"),
+    "median_s": number("the cell's time per call, the geometric mean of its process medians (s)"),
+    "q1_s": number("first quartile of the pooled samples (s)"),
+    "q3_s": number("third quartile of the pooled samples (s)"),
+    "ci_low_s": number("lower end of the CI of median_s (s)"),
+    "ci_high_s": number("upper end of the CI of median_s (s)"),
+    "rel_ci": number("half-width of that CI relative to median_s"),
+    "process_spread": number("largest over smallest process median, less 1"),
+    "converged": boolean("whether every process reached the CI target within its budget"),
+    "gflops": number("FLOP model ÷ median_s, in GFLOP/s"),
+    "gflops_ci_low": number("lower end of the CI of gflops"),
+    "gflops_ci_high": number("upper end of the CI of gflops"),
+    "bandwidth_gbs": number("byte model ÷ median_s, in GB/s"),
+    "intensity": number("arithmetic intensity: FLOP per byte of the least memory traffic"),
+    "rel_err": number("the largest relative error against the float64 reference"),
+    "tolerance": number("the dtype-aware tolerance of that error"),
+    "unstable": text("noise flags (each kind once, its strongest case, in how many processes)"),
+    "replaced": text("processes left out and replaced, and why"),
+    "disturbed_cores": number("the most CPU (in cores) other processes used while the cell sampled"),
+    "precision_notes": text("regions whose CI target was not reached in their budget"),
+    "shares_cores": boolean("whether the cell's threads used every core, shared with the orchestrator"),
+    "faults_per_call": number("fresh pages one call maps (minor page faults per call): the median of its samples, "
+                              "then over its processes", minimum=0),
+    "measure_s": number("wall time the cell's processes spent measuring it (s)"),
+    "import_s": number("mean time the worker took to import its libraries (s)"),
+    "host": text("the measuring hosts"),
+    "slurm_job_id": text("the SLURM jobs that measured it"),
+    "h2d_s": number("median copy of the inputs host→device (s)"),
+    "compute_s": number("median compute with the data on the device (s)"),
+    "d2h_s": number("median copy of the result device→host (s)"),
+    "finish_s": number("median plotting on the host, for compute-then-plot (s)"),
+    "end_to_end_s": number("median of the three phases timed as one region (s)"),
+    "end_to_end_ci_low_s": number("lower end of the CI of end_to_end_s (s)"),
+    "end_to_end_ci_high_s": number("upper end of the CI of end_to_end_s (s)"),
+    "transfer_fraction": number("share of end_to_end_s spent in the copies"),
+    "compile_s": number("the compile phase: the first call of each compiled form (s)"),
+    "compile_s_ci_low": number("lower end of the CI of compile_s (s)"),
+    "compile_s_ci_high": number("upper end of the CI of compile_s (s)"),
+    "compiler_startup_s": number("the compiler's one-time start-up in the worker (s)"),
+    "graphs": integer("graphs TorchDynamo captured"),
+    "graph_breaks": integer("graph breaks"),
+    "first_break": text("the first graph break's reason"),
+    "recompiles": integer("recompiles while sampling"),
+    "compile_fallback": text("why part of the code ran uncompiled, if it did"),
+    "compile_backend": text("backend (mode)"),
+    "compile_cache": text("cold, or your cache, with its hits"),
+    "peak_host_bytes": number("peak extra host memory of one call, NumPy arrays in and out (median over processes)"),
+    "peak_host_method": text("how it was counted: tracemalloc (NumPy), torch profiler (torch and compiled code)"),
+    "peak_rss_bytes": number("the process's RSS high-water rise in that call: a lower bound, as freed pages are "
+                             "reused"),
+    "peak_device_bytes": number("peak extra device memory of the device-resident call (GPU cells)"),
+    "peak_vs_numpy": number("this cell's peak (device peak on a GPU) ÷ NumPy's host peak at the same op, dtype "
+                            "and size"),
+    "peak_note": text("where its processes disagree about the peak, or why it was not measured"),
+    "resident_calls": integer("GPU cells: the most calls k of a resident trip (one copy in, k chained calls, one "
+                              "out)"),
+    "resident_s": number("the median time of that trip (s)"),
+    "resident_predicted_s": number("what the phases predict for it: h2d + k·compute + d2h (s)"),
+    "resident": text("every resident trip measured against its prediction, or why the cell has none"),
+    "compile_peak_rss_bytes": number("compiled cells: the RSS high-water rise of the first call (the compile)"),
+    "compile_peak_device_bytes": number("compiled GPU cells: the device peak of the first call"),
 }
 
 SPEEDUPS = {
     **CELL, **VARIANT,
-    "threads_effective": "the thread count that took effect",
-    "device_name": "the device's model",
-    "baseline_threads": "the thread label of the NumPy baseline",
-    "processes": "the rounds the two cells share",
-    "ci_scope": "what the CI covers",
-    "speedup": "NumPy's time ÷ this cell's, with the data already on the device",
-    "speedup_ci_low": "lower end of its 95% CI, paired by round",
-    "speedup_ci_high": "upper end of its 95% CI",
+    "threads_effective": TIMINGS["threads_effective"],
+    "device_name": TIMINGS["device_name"],
+    "baseline_threads": text("the thread label of the NumPy baseline"),
+    "processes": integer("the rounds the two cells share"),
+    "ci_scope": text("what the CI covers"),
+    "pairing": text("how the ratio's CI was formed: paired in time (the two cells took turns in one bout, each "
+                    "round), paired by round (records from before bouts), or unpaired"),
+    "speedup": number("NumPy's time ÷ this cell's, with the data already on the device"),
+    "speedup_ci_low": number("lower end of its CI"),
+    "speedup_ci_high": number("upper end of its CI"),
     "speedup_verdict": RATIO_VERDICT,
-    "speedup_undecided": "why the speedup is undecided",
-    "end_to_end_speedup": "NumPy's time ÷ this cell's with the copies counted",
-    "end_to_end_speedup_ci_low": "lower end of its 95% CI",
-    "end_to_end_speedup_ci_high": "upper end of its 95% CI",
+    "speedup_undecided": text("why the speedup is undecided"),
+    "end_to_end_speedup": number("NumPy's time ÷ this cell's with the copies counted"),
+    "end_to_end_speedup_ci_low": number("lower end of its CI"),
+    "end_to_end_speedup_ci_high": number("upper end of its CI"),
     "end_to_end_verdict": RATIO_VERDICT,
-    "end_to_end_undecided": "why the end-to-end speedup is undecided",
-    "median_s": "this cell's time (s)",
-    "baseline_median_s": "NumPy's time (s)",
-    "end_to_end_s": "this cell's time with the copies (s)",
-    "baseline_end_to_end_s": "NumPy's time for the same region (s)",
-    "shares_cores": "whether either cell shared its cores with the orchestrator",
-    "unstable": "noise flags of the cell, then of the baseline",
-    "compile_s": "compiled cells: the compile phase (s)",
-    "compile_s_ci_low": "lower end of the 95% CI of compile_s (s)",
-    "compile_s_ci_high": "upper end of the 95% CI of compile_s (s)",
-    "compiler_startup_s": "the compiler's one-time start-up (s)",
-    "amortize_calls": "calls after which the compile has paid for itself",
-    "amortize_calls_ci_low": "lower end of its interval",
-    "amortize_calls_ci_high": "upper end of its interval",
-    "amortize": "the same in words (never, where compiled is not faster)",
-    "compile_fallback": "why part of the code ran uncompiled, if it did",
-    "calls_per_round_trip": "GPU cells: k*, the calls the data must stay on the device for one copy in and out "
-                            "to pay: (h2d + d2h) ÷ (NumPy's time − the device's compute time)",
-    "calls_per_round_trip_ci_low": "lower end of its interval",
-    "calls_per_round_trip_ci_high": "upper end of its interval",
-    "round_trip": "the same in words: pays with a copy on every call, pays once the data stay for at least "
-                  "k calls, or never",
-    "break_even_size": "the series' smallest size from which the end-to-end CI stays above 1",
-    "break_even": "the same in words, or not reached within the grid",
-    "break_even_status": "reached, not reached, or from the smallest size",
+    "end_to_end_undecided": text("why the end-to-end speedup is undecided"),
+    "median_s": number("this cell's time (s)"),
+    "baseline_median_s": number("NumPy's time (s)"),
+    "end_to_end_s": number("this cell's time with the copies (s)"),
+    "baseline_end_to_end_s": number("NumPy's time for the same region (s)"),
+    "shares_cores": boolean("whether either cell shared its cores with the orchestrator"),
+    "unstable": text("noise flags of the cell, then of the baseline"),
+    "compile_s": number("compiled cells: the compile phase (s)"),
+    "compile_s_ci_low": TIMINGS["compile_s_ci_low"],
+    "compile_s_ci_high": TIMINGS["compile_s_ci_high"],
+    "compiler_startup_s": number("the compiler's one-time start-up (s)"),
+    "amortize_calls": number("calls after which the compile has paid for itself"),
+    "amortize_calls_ci_low": number("lower end of its interval"),
+    "amortize_calls_ci_high": number("upper end of its interval"),
+    "amortize": text("the same in words (never, where compiled is not faster)"),
+    "compile_fallback": TIMINGS["compile_fallback"],
+    "calls_per_round_trip": number("GPU cells: k*, the calls the data must stay on the device for one copy in and "
+                                   "out to pay: (h2d + d2h) ÷ (NumPy's time − the device's compute time)"),
+    "calls_per_round_trip_ci_low": number("lower end of its interval"),
+    "calls_per_round_trip_ci_high": number("upper end of its interval"),
+    "round_trip": text("the same in words: pays with a copy on every call, pays once the data stay for at least "
+                       "k calls, or never"),
+    "break_even_size": number("the series' smallest size from which the end-to-end CI stays above 1"),
+    "break_even": text("the same in words, or not reached within the grid"),
+    "break_even_status": text("reached, not reached, or from the smallest size"),
 }
 
 THREAD_SCALING = {
     **{k: v for k, v in CELL.items() if k != "mode"},
-    "threads": "the thread label compared with one thread",
+    "threads": text("the thread label compared with one thread", empty=False),
     "mode": CELL["mode"], **VARIANT,
-    "threads_effective": "the thread count that took effect",
-    "processes": "the rounds the two cells share",
-    "ci_scope": "what the CI covers",
-    "scaling": "time on one thread ÷ time on these threads",
-    "scaling_ci_low": "lower end of its 95% CI, paired by round",
-    "scaling_ci_high": "upper end of its 95% CI",
+    "threads_effective": TIMINGS["threads_effective"],
+    "processes": SPEEDUPS["processes"],
+    "ci_scope": text("what the CI covers"),
+    "pairing": SPEEDUPS["pairing"],
+    "scaling": number("time on one thread ÷ time on these threads"),
+    "scaling_ci_low": number("lower end of its CI"),
+    "scaling_ci_high": number("upper end of its CI"),
     "verdict": RATIO_VERDICT,
-    "verdict_undecided": "why the scaling is undecided",
-    "shares_cores": "whether the cell shared its cores with the orchestrator",
-    "unstable": "noise flags of the cell, then of its one-thread cell",
+    "verdict_undecided": text("why the scaling is undecided"),
+    "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
+    "unstable": text("noise flags of the cell, then of its one-thread cell"),
 }
 
 DECISIONS = {
@@ -159,50 +229,61 @@ DECISIONS = {
     "family": TIMINGS["family"],
     "device": CELL["device"],
     "dtype": CELL["dtype"],
-    "threads": "the CPU thread label the decision is for; for a GPU, the host threads of its cells",
-    "threads_effective": "the thread count that took effect",
-    "baseline_threads": "the thread label of the NumPy baseline (all cores for a GPU)",
-    "decision": "use <variant>, stay with NumPy, or cannot tell yet, at the largest size measured",
-    "variant": "the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell yet)",
-    "by_size": "the variant each measured size recommends, as 'n: variant; …' ('?': cannot tell yet)",
-    "from_size": "the smallest measured size from which every larger size decides as the largest does",
-    "size": "the largest size measured, where the speedup below is stated",
-    "compared_variant": "the variant whose speedup is stated: the one to use, or NumPy's best (or most "
-                        "promising) alternative",
-    "speedup": "its speedup over NumPy at size, end to end (on a GPU with the copies counted)",
-    "speedup_ci_low": "lower end of its 95% CI",
-    "speedup_ci_high": "upper end of its 95% CI",
+    "threads": text("the CPU thread label the decision is for; for a GPU, the host threads of its cells"),
+    "threads_effective": TIMINGS["threads_effective"],
+    "baseline_threads": text("the thread label of the NumPy baseline (all cores for a GPU)"),
+    "decision": text("use <variant>, stay with NumPy, or cannot tell yet, at the largest size measured",
+                     empty=False),
+    "variant": text("the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell "
+                    "yet)"),
+    "by_size": text("the variant each measured size recommends, as 'n: variant; …' ('?': cannot tell yet)"),
+    "from_size": integer("the smallest measured size from which every larger size decides as the largest does",
+                         minimum=1, empty=False),
+    "size": integer("the largest size measured, where the speedup below is stated", minimum=1, empty=False),
+    "compared_variant": text("the variant whose speedup is stated: the one to use, or NumPy's best (or most "
+                             "promising) alternative"),
+    "speedup": number("its speedup over NumPy at size, end to end (on a GPU with the copies counted)"),
+    "speedup_ci_low": number("lower end of its CI"),
+    "speedup_ci_high": number("upper end of its CI"),
     "verdict": RATIO_VERDICT,
-    "processes": "the rounds that speedup's two cells share",
-    "break_even_size": "a GPU variant's break-even size (the end-to-end CI above 1 from there on)",
-    "amortize_calls": "a compiled variant: the calls that pay its compile back at size",
-    "amortize_calls_ci_low": "lower end of its interval",
-    "amortize_calls_ci_high": "upper end of its interval",
-    "amortize_calls_with_startup": "the same for a program's first compiled function, which also pays the "
-                                   "compiler's start-up",
-    "fits_up_to": "the largest n whose call of the stated variant fits the device's memory (memory.csv)",
-    "calls_per_round_trip": "GPU rows: k* of the stated variant at size, the calls per copy in and out that make "
-                            "the copies pay",
-    "round_trip": "the same in words",
-    "undecided_sizes": "the sizes where it cannot tell yet",
-    "processes_to_decide": "processes per cell that would likely decide the largest of them, estimated "
-                           "from the spread between processes seen",
-    "weak": "whether a cell behind the decision is weak (flagged unstable, or sharing its cores)",
+    "processes": integer("the rounds that speedup's two cells share"),
+    "break_even_size": number("a GPU variant's break-even size (the end-to-end CI above 1 from there on)"),
+    "amortize_calls": number("a compiled variant: the calls that pay its compile back at size"),
+    "amortize_calls_ci_low": number("lower end of its interval"),
+    "amortize_calls_ci_high": number("upper end of its interval"),
+    "amortize_calls_with_startup": number("the same for a program's first compiled function, which also pays the "
+                                          "compiler's start-up"),
+    "fits_up_to": number("the largest n whose call of the stated variant fits the device's memory (memory.csv)"),
+    "calls_per_round_trip": number("GPU rows: k* of the stated variant at size, the calls per copy in and out that "
+                                   "make the copies pay"),
+    "round_trip": text("the same in words"),
+    "undecided_sizes": text("the sizes where it cannot tell yet"),
+    "processes_to_decide": number("processes per cell that would likely decide the largest of them, estimated "
+                                  "from the spread between processes seen"),
+    "weak": boolean("whether a cell behind the decision is weak (flagged unstable, or sharing its cores)"),
+    "why": text("why the variants that lose do, where the records say: fresh pages mapped per call, a graph "
+                "break, the copies"),
 }
 
 CONTROLS = {
     **CELL, **VARIANT,
-    "processes": "the rounds the cell and its twin share",
-    "ci_scope": "what the CI covers",
-    "ratio": "the cell's time ÷ its twin's: the same code measured as two cells, so 1 in truth",
-    "ratio_ci_low": "lower end of its 95% CI, paired by round",
-    "ratio_ci_high": "upper end of its 95% CI",
+    "processes": integer("the rounds the cell and its twin share"),
+    "ci_scope": text("what the CI covers"),
+    "pairing": SPEEDUPS["pairing"],
+    "ratio": number("the cell's time ÷ its twin's: the same code measured as two cells, so 1 in truth"),
+    "ratio_ci_low": number("lower end of its CI"),
+    "ratio_ci_high": number("upper end of its CI"),
     "verdict": RATIO_VERDICT,
-    "verdict_undecided": "why it is undecided",
-    "false_verdict": "whether the verdict is faster or slower: a false one",
-    "shares_cores": "whether either copy shared its cores with the orchestrator",
-    "unstable": "noise flags of the cell, then of its twin",
-    "twin_measure_s": "wall time the twin's processes spent measuring it (s): what the control cost",
+    "verdict_undecided": text("why it is undecided"),
+    "false_verdict": boolean("whether the verdict is faster or slower: a false one"),
+    "shares_cores": boolean("whether either copy shared its cores with the orchestrator"),
+    "unstable": text("noise flags of the cell, then of its twin"),
+    "twin_measure_s": number("wall time the twin's processes spent measuring it (s): what the control cost"),
+    "carry_over": number("the cell's and its twin's time in the cycles of their bouts that came right after a "
+                         "multi-threaded OpenMP worker (torch, compiled code) ÷ their time in the other cycles: "
+                         "what the pause between turns leaves of a spinning thread pool (1: nothing)"),
+    "carry_over_ci_low": number("lower end of its CI, across processes"),
+    "carry_over_ci_high": number("upper end of its CI"),
 }
 
 MEMORY = {
@@ -211,30 +292,134 @@ MEMORY = {
     **VARIANT,
     "device": CELL["device"],
     "dtype": CELL["dtype"],
-    "sizes": "the sizes whose peak was measured",
-    "largest_measured": "the largest of them",
-    "peak_bytes": "the peak extra bytes of one call there (on a GPU, on the device)",
-    "scale": "results and temporaries of a call, in outputs: the largest measured peak ÷ the outputs' bytes",
-    "model_scale": "what the model assumed where nothing was measured",
-    "model_error": "how far the model was from the measurement: model ÷ measured, less 1",
-    "memory_bytes": "the device's memory (the host's on the cpu), from environment.json",
-    "headroom": "the share of that memory kept free",
-    "largest_size": "the largest n whose inputs and calibrated results and temporaries fit",
-    "largest_size_model": "the same from the model alone, to compare",
+    "sizes": text("the sizes whose peak was measured"),
+    "largest_measured": integer("the largest of them", minimum=1, empty=False),
+    "peak_bytes": number("the peak extra bytes of one call there (on a GPU, on the device)", finite=True,
+                         minimum=0, empty=False),
+    "scale": number("results and temporaries of a call, in outputs: the largest measured peak ÷ the outputs' "
+                    "bytes"),
+    "model_scale": number("what the model assumed where nothing was measured"),
+    "model_error": number("how far the model was from the measurement: model ÷ measured, less 1"),
+    "memory_bytes": number("the device's memory (the host's on the cpu), from environment.json", finite=True,
+                           minimum=0),
+    "headroom": number("the share of that memory kept free", finite=True, minimum=0),
+    "largest_size": number("the largest n whose inputs and calibrated results and temporaries fit"),
+    "largest_size_model": number("the same from the model alone, to compare"),
+}
+
+TRANSFER = {
+    "machine": CELL["machine"],
+    "device": CELL["device"],
+    "device_name": TIMINGS["device_name"],
+    "direction": text("h2d (host→device) or d2h (device→host)"),
+    "memory": text("the host memory kind: pageable or pinned"),
+    "bytes": integer("bytes of one copy", minimum=1, empty=False),
+    "status": text("ok, or skipped with a reason", empty=False),
+    "reason": text("why a point is not ok, in one line"),
+    "n_samples": integer("timing samples of the copy"),
+    "median_s": number("median time of one copy (s)"),
+    "ci_low_s": number("lower end of the CI of median_s (s)"),
+    "ci_high_s": number("upper end of the CI of median_s (s)"),
+    "gbs": number("bytes ÷ median_s, in GB/s"),
+    "gbs_ci_low": number("lower end of the CI of gbs"),
+    "gbs_ci_high": number("upper end of the CI of gbs"),
+    "link": text("the host↔device link as read (e.g. PCIe gen 5 x16)"),
+    "link_gbs": number("the link's theoretical rate in GB/s"),
+    "link_fraction": number("gbs ÷ link_gbs"),
+}
+
+ROOFS = {
+    "machine": CELL["machine"],
+    "device": CELL["device"],
+    "device_name": TIMINGS["device_name"],
+    "library": text("numpy or torch"),
+    "kind": text("memory (a STREAM-style triad), compute (a matmul), or pages (mapping fresh pages)"),
+    "dtype": text("the element type of the point"),
+    "size": integer("the triad's array length or the matmul's side", minimum=1),
+    "status": text("ok, or skipped with a reason", empty=False),
+    "reason": text("why a point is not ok, in one line"),
+    "n_samples": integer("timing samples of the point"),
+    "value": number("the roof: GB/s for memory, GFLOP/s for compute; ns per fresh page for pages"),
+    "ci_low": number("lower end of its CI"),
+    "ci_high": number("upper end of its CI"),
+    "unit": text("GB/s or GFLOP/s"),
 }
 
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
-            "controls": CONTROLS, "memory": MEMORY}
+            "controls": CONTROLS, "memory": MEMORY, "transfer": TRANSFER, "roofs": ROOFS}
+
+
+def kinds(name: str) -> dict[str, Kind]:
+    """The kind of each declared column of table `name` (none for a table not declared, nor
+    for a column declared as plain text without one: tests/test_columns.py asks for one)."""
+    return {column: meaning.kind for column, meaning in DECLARED.get(name, {}).items() if isinstance(meaning, Column)}
+
+
+# A table not declared here keeps every column that is text in some declared table as text.
+ANY_TEXT = {column for table in DECLARED for column, kind in kinds(table).items() if kind.name == TEXT}
+
+
+def read_dtypes(name: str) -> dict[str, type]:
+    """The dtypes that read a CSV of table `name` back (pandas.read_csv's `dtype`): its text
+    columns as text, so that a thread label "1" or a reason "-2" stays what was written."""
+    text_columns = [c for c, kind in kinds(name).items() if kind.name == TEXT] if name in DECLARED else ANY_TEXT
+    return dict.fromkeys(text_columns, str)
+
+
+def misfits(values: pd.Series, kind: Kind) -> np.ndarray:
+    """Which values of a column read back from CSV do not fit its kind (a boolean mask)."""
+    empty = values.isna().to_numpy()
+    bad = np.zeros(len(values), dtype=bool)
+    if kind.name == BOOLEAN and not pd.api.types.is_bool_dtype(values):  # a cell that is neither left it text
+        bad = ~values.map(lambda v: isinstance(v, (bool, np.bool_)) or v in ("True", "False")).to_numpy(dtype=bool)
+        bad &= ~empty
+    elif kind.name in (INTEGER, NUMBER):
+        if pd.api.types.is_bool_dtype(values):
+            bad = ~empty
+        else:
+            if not pd.api.types.is_numeric_dtype(values):  # a cell that is no number left the column text
+                bad = values.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+                values = pd.to_numeric(values, errors="coerce")
+            x = values.to_numpy(dtype=float)
+            with np.errstate(invalid="ignore"):
+                bad = bad | (np.isnan(x) & ~empty)
+                if kind.name == INTEGER or kind.finite:
+                    bad |= np.isinf(x)
+                if kind.name == INTEGER:
+                    bad |= np.isfinite(x) & (np.mod(x, 1) != 0)
+                if kind.minimum is not None:
+                    bad |= x < kind.minimum
+    if not kind.empty:
+        bad |= empty
+    return bad
+
+
+def first_misfit(frame: pd.DataFrame, name: str) -> tuple[str, int, object, Kind] | None:
+    """The first declared column of a table read back whose value does not fit its kind:
+    (column, position of the row, the value, the kind), or None where every value fits."""
+    for column, kind in kinds(name).items():
+        if column not in frame.columns or (kind.name == TEXT and kind.empty):
+            continue
+        values = frame[column]
+        if isinstance(values, pd.DataFrame):  # a column name the CSV repeats
+            values = values.iloc[:, 0]
+        bad = misfits(values, kind)
+        if bad.any():
+            row = int(np.argmax(bad))
+            return column, row, values.iloc[row], kind
+    return None
+
 
 # Estimates whose CI columns do not follow `<column>_ci_low` / `<column>_ci_high`.
 CI_COLUMNS = {
     "median_s": ("ci_low_s", "ci_high_s"),
     "end_to_end_s": ("end_to_end_ci_low_s", "end_to_end_ci_high_s"),
+    "value": ("ci_low", "ci_high"),  # a roof
 }
 
 
 def ci_columns(column: str) -> tuple[str, str]:
-    """The names of the lower and upper end of an estimate's 95% CI."""
+    """The names of the lower and upper end of an estimate's CI."""
     return CI_COLUMNS.get(column, (f"{column}_ci_low", f"{column}_ci_high"))
 
 
@@ -259,15 +444,22 @@ def interval_frame(frame: pd.DataFrame, column: str, as_names: tuple[str, str, s
                         index=frame.index)
 
 
-def _text_set(frame: pd.DataFrame, column: str) -> pd.Series:
+def texts(values: pd.Series) -> pd.Series:
+    """A text column's values with "" for the missing ones (whatever dtype the frame gave it)."""
+    return values.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+
+
+def has_text(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Rows whose text column `column` says something (all False where it is absent)."""
     if column not in frame:
         return pd.Series(False, index=frame.index)
-    return frame[column].fillna("").astype(str) != ""
+    values = frame[column]
+    return values.notna() & (values.astype(str) != "")
 
 
 def unstable_cells(frame: pd.DataFrame) -> pd.Series:
     """Rows flagged by a noise check."""
-    return _text_set(frame, "unstable")
+    return has_text(frame, "unstable")
 
 
 def sharing_cells(frame: pd.DataFrame) -> pd.Series:
@@ -292,7 +484,7 @@ def is_weak_row(row) -> bool:
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:
     """Compiled rows whose code did not all compile (graph breaks, or nothing captured):
     their times are not those of compiled code, so they are no compiled speedup."""
-    return _text_set(frame, "compile_fallback")
+    return has_text(frame, "compile_fallback")
 
 
 def falls_back(row) -> bool:

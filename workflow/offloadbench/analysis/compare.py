@@ -17,15 +17,8 @@ import pandas as pd
 
 from ..cells import CELL_COLUMNS, Cell
 from ..machine import mismatch
-from ..verdicts import (
-    FASTER,
-    SLOWER,
-    UNDECIDED,
-    contradicts,
-    is_decided,
-    time_ratio_undecided_reason,
-    time_ratio_verdict,
-)
+from ..records import Environment
+from ..verdicts import FASTER, SLOWER, Judging, contradicts, is_decided
 from .measured import Analysis, MeasuredCell
 from .sources import Source, SourceError
 
@@ -37,13 +30,11 @@ COMPARISON_COLUMNS = [
 ]
 
 
-
-
 def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
     return {Cell.from_dict(row): row["speedup"] for _, row in speedups.iterrows()}
 
 
-def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], min_effect: float,
+def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], judging: Judging,
                  speedups: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
     """One row per cell with status ok on both machines."""
     theirs = {mc.cell: mc for mc in b if mc.status == "ok" and not mc.cell.twin}  # twins: in controls
@@ -56,11 +47,8 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
         time_a, time_b = mine.interval("compute"), other.interval("compute")
         ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
         unstable = {side: "; ".join(mc.flags) for side, mc in (("a", mine), ("b", other))}
-        if unstable["a"] or unstable["b"]:
-            judged, note = UNDECIDED, "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
-        else:
-            judged = time_ratio_verdict(ratio.low, ratio.high, ratio.value, min_effect)
-            note = time_ratio_undecided_reason(ratio.low, ratio.high, ratio.value, min_effect)
+        on = "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
+        judged, note = judging.judged(ratio.low, ratio.high, ratio.value, unstable=on, time_ratio=True)
         rows.append({
             **mine.cell.as_dict(), "variant": mine.cell.variant, "machine_a": names[0], "machine_b": names[1],
             "median_a_s": time_a.value, "ci_a_low_s": time_a.low, "ci_a_high_s": time_a.high,
@@ -78,42 +66,38 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
 
 # environment.json fields that can explain a difference, and how to show them
 PROVENANCE_FIELDS = {
-    "CPU": lambda e: e.get("cpu_model"),
-    "logical cores": lambda e: e.get("logical_cores"),
-    "usable cores": lambda e: e.get("usable_cores"),
-    "memory (GiB)": lambda e: round(e["memory_bytes"] / 2**30) if e.get("memory_bytes") else None,
-    "GPU": lambda e: ", ".join(g.get("name", "") for g in e.get("gpus") or []) or None,
-    "NVIDIA driver": lambda e: e.get("nvidia_driver"),
-    "CUDA (torch build)": lambda e: e.get("torch_cuda_build"),
-    "PyTorch": lambda e: e.get("torch_version"),
-    "NumPy": lambda e: e.get("numpy_version"),
-    "NumPy's BLAS": lambda e: " ".join(filter(None, [(e.get("numpy_blas") or {}).get("name"),
-                                                      (e.get("numpy_blas") or {}).get("version")])) or None,
-    "BLAS thread pools": lambda e: ", ".join(sorted({f"{p.get('internal_api')} {p.get('version')}"
-                                                     for p in e.get("threadpools") or []})) or None,
-    "thread variables": lambda e: ", ".join(f"{k}={v}" for k, v in sorted((e.get("thread_env") or {}).items()) if v)
-    or "none set",
-    "torch threads": lambda e: e.get("torch_threads"),
-    "TF32 for float32 matmuls": lambda e: e.get("tf32_matmul_default"),
-    "BLAS/OpenMP variables": lambda e: ", ".join(f"{k}={v}" for k, v in (e.get("blas_env") or {}).items()) or "none set",
-    "Python": lambda e: e.get("python"),
-    "OS": lambda e: e.get("os"),
-    "CPU governor": lambda e: e.get("cpu_governor"),
+    "CPU": lambda e: e.cpu_model,
+    "logical cores": lambda e: e.logical_cores,
+    "usable cores": lambda e: e.usable_cores,
+    "memory (GiB)": lambda e: round(e.memory_bytes / 2**30) if e.memory_bytes else None,
+    "GPU": lambda e: ", ".join(g.name for g in e.gpus) or None,
+    "NVIDIA driver": lambda e: e.nvidia_driver,
+    "CUDA (torch build)": lambda e: e.torch_cuda_build,
+    "PyTorch": lambda e: e.torch_version,
+    "NumPy": lambda e: e.numpy_version,
+    "NumPy's BLAS": lambda e: " ".join(filter(None, [e.blas_name, e.blas_version])) or None,
+    "BLAS thread pools": lambda e: ", ".join(e.threadpools) or None,
+    "thread variables": lambda e: ", ".join(f"{k}={v}" for k, v in sorted(e.thread_env.items()) if v) or "none set",
+    "torch threads": lambda e: e.torch_threads,
+    "TF32 for float32 matmuls": lambda e: e.tf32_matmul_default,
+    "BLAS/OpenMP variables": lambda e: ", ".join(f"{k}={v}" for k, v in e.blas_env.items()) or "none set",
+    "Python": lambda e: e.python,
+    "OS": lambda e: e.os,
+    "CPU governor": lambda e: e.cpu_governor,
 }
 
 
 def _settings_of(cells: list[MeasuredCell]) -> dict:
     """What the records say about how they were measured (not in environment.json)."""
-    ok = [mc.first for mc in cells if mc.ok]
-    settings = [r.get("settings") or {} for r in ok]
+    settings = [mc.first.settings for mc in cells if mc.ok]
     return {
-        "pinned host memory": sorted({s.get("pinned_memory") for s in settings if "pinned_memory" in s}) or None,
-        "TF32 used in cells": sorted({s.get("tf32_matmul") for s in settings if "tf32_matmul" in s}) or None,
+        "pinned host memory": sorted({s["pinned_memory"] for s in settings if "pinned_memory" in s}) or None,
+        "TF32 used in cells": sorted({s["tf32_matmul"] for s in settings if "tf32_matmul" in s}) or None,
         "processes per cell": sorted({len(mc.ok) for mc in cells if mc.ok}) or None,
     }
 
 
-def provenance_diff(environments: dict[str, dict], cells: dict[str, list[MeasuredCell]]) -> pd.DataFrame:
+def provenance_diff(environments: dict[str, Environment], cells: dict[str, list[MeasuredCell]]) -> pd.DataFrame:
     """Every field that differs between the machines: one row per field, a column per machine."""
     rows = []
     for field_name, read in PROVENANCE_FIELDS.items():
@@ -128,32 +112,34 @@ def provenance_diff(environments: dict[str, dict], cells: dict[str, list[Measure
     return pd.DataFrame(rows, columns=["field", *environments])
 
 
-def same_hardware(environments: dict[str, dict]) -> list[tuple[str, str]]:
+def same_hardware(environments: dict[str, Environment]) -> list[tuple[str, str]]:
     """Pairs of labels whose environment.json records the same hardware fingerprint."""
     labels = list(environments)
     pairs = []
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
-            fa, fb = environments[a].get("fingerprint") or {}, environments[b].get("fingerprint") or {}
-            if fa.get("cpu_model") and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
+            fa, fb = environments[a].fingerprint or {}, environments[b].fingerprint or {}
+            if environments[a].cpu_model and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
                 pairs.append((a, b))
     return pairs
 
 
 @dataclass
-class Comparison:
+class MachineComparison:
     """Everything a comparison of machines writes, before it is written."""
 
     labels: list[str]
     comparison: pd.DataFrame  # every machine against the first
     provenance: pd.DataFrame
     tables: dict[str, dict[str, pd.DataFrame]]  # per machine, its own tables
-    environments: dict[str, dict]
+    environments: dict[str, Environment]
     same_hardware: list[tuple[str, str]]
+    judging: Judging  # the policy every verdict of it was judged with
+    rejudged: str = ""  # which sources' own tables were judged under another policy, in one sentence
 
 
-def compare(sources: list[Source], analysis: Analysis) -> Comparison:
-    """Every machine against the first, judged with the analysis' minimum effect."""
+def compare(sources: list[Source], analysis: Analysis) -> MachineComparison:
+    """Every machine against the first, judged with the analysis' policy."""
     labels = [s.label for s in sources]
     if len(set(labels)) != len(labels):
         repeated = sorted({label for label in labels if labels.count(label) > 1})
@@ -164,14 +150,25 @@ def compare(sources: list[Source], analysis: Analysis) -> Comparison:
     reference = sources[0].label
     parts = []
     for other in labels[1:]:
-        part = compare_pair(cells[reference], cells[other], (reference, other), analysis.min_effect,
+        part = compare_pair(cells[reference], cells[other], (reference, other), analysis.judging,
                             (tables[reference]["speedups"], tables[other]["speedups"]))
         if part.empty:
             raise SourceError(f"{reference} and {other} have no measured cell in common (same op, library, "
                               "device, dtype, size and threads): nothing to compare")
         parts.append(part)
-    return Comparison(labels, pd.concat(parts, ignore_index=True), provenance_diff(environments, cells), tables,
-                      environments, same_hardware(environments))
+    return MachineComparison(labels, pd.concat(parts, ignore_index=True), provenance_diff(environments, cells),
+                             tables, environments, same_hardware(environments), analysis.judging,
+                             rejudged_line(sources, analysis.judging))
+
+
+def rejudged_line(sources: list[Source], judging: Judging) -> str:
+    """Where a source's own tables were judged under another policy (its judging.json), one
+    sentence saying that everything here was judged again under `judging` ("" otherwise)."""
+    others = [(s.label, own) for s in sources if (own := s.judging()) is not None and own != judging]
+    if not others:
+        return ""
+    was = "; ".join(f"{label}'s own tables under {own.describe()}" for label, own in others)
+    return f"Re-judged here under {judging.describe()} ({was})."
 
 
 def comparison_verdicts(tables: dict[str, pd.DataFrame]) -> dict[tuple, str]:

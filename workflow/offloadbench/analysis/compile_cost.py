@@ -22,8 +22,7 @@ from .measured import MeasuredCell
 
 def compile_interval(mc: MeasuredCell, confidence: float) -> Interval:
     """The compile phase (first call of the device-resident code) over the cell's processes."""
-    times = [(r.get("compile") or {}).get("first_call_s") for r in mc.ok]
-    times = [t for t in times if isinstance(t, (int, float)) and t > 0]
+    times = [r.compile.first_call_s for r in mc.ok if r.compile and (r.compile.first_call_s or 0) > 0]
     return log_t_interval(times, confidence) if times else NO_INTERVAL
 
 
@@ -32,6 +31,7 @@ class Amortization:
     calls: float  # inf: never
     low: float
     high: float
+    ci: str = "CI"  # how its interval is labelled: Judging.ci, "95% CI"
 
     @property
     def text(self) -> str:
@@ -39,22 +39,19 @@ class Amortization:
             return "never"
         text = f"{_calls(self.calls)} calls"
         if math.isfinite(self.low):
-            text += f" (95% CI {_calls(self.low)}–{_calls(self.high) if math.isfinite(self.high) else 'never'})"
+            text += f" ({self.ci} {_calls(self.low)}–{_calls(self.high) if math.isfinite(self.high) else 'never'})"
         return text
-
-
-NEVER = Amortization(math.inf, math.inf, math.inf)
 
 
 def _calls(value: float) -> str:
     return f"{math.ceil(value):,}"
 
 
-def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) -> Amortization:
+def amortization(compile_time: Interval, baseline: Interval, speedup: Interval, ci: str) -> Amortization:
     """Calls after which a compiled cell has paid its compile back against the baseline;
-    `never` when it is not faster."""
+    `never` when it is not faster. `ci` labels its interval (Judging.ci)."""
     if not (math.isfinite(compile_time.value) and math.isfinite(speedup.value)) or speedup.value <= 1:
-        return NEVER
+        return Amortization(math.inf, math.inf, math.inf, ci)
 
     def saving(base: float, ratio: float) -> float:
         return base * (1 - 1 / ratio) if math.isfinite(ratio) and ratio > 0 else math.nan
@@ -64,4 +61,4 @@ def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) 
     low_saving = saving(baseline.low, speedup.low)
     low = compile_time.low / high_saving if math.isfinite(high_saving) and high_saving > 0 else math.nan
     high = compile_time.high / low_saving if math.isfinite(low_saving) and low_saving > 0 else math.inf
-    return Amortization(calls, low, high)
+    return Amortization(calls, low, high, ci)

@@ -33,7 +33,8 @@ from ..catalogue import op_order
 from ..cells import COMPILED, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
 from ..stats import independent_ratio, processes_to_decide
-from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, verdict
+from ..units import fmt_count, fmt_time, format_bytes
+from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
 from .columns import DECISIONS, compile_fallbacks, interval, weak_cells
 
 USE, STAY, UNSURE = "use", "stay with NumPy", "cannot tell yet"
@@ -59,10 +60,10 @@ class Option:
     processes: int
     row: pd.Series  # its row of speedups.csv
 
-    def may_pay(self, min_effect: float) -> bool:
+    def may_pay(self, judging: Judging) -> bool:
         """Undecided, and its CI still reaches a speedup of 1 + δ."""
         high = self.speedup[2]
-        return self.verdict == UNDECIDED and not (math.isfinite(high) and high < 1 + min_effect)
+        return self.verdict == UNDECIDED and not (math.isfinite(high) and high < 1 + judging.min_effect)
 
 
 @dataclass(frozen=True)
@@ -80,46 +81,123 @@ class Choice:
         return self.option.variant if self.state == USE else NUMPY if self.state == STAY else ""
 
 
-def _contrast(simple: Option, best: Option, min_effect: float) -> str:
+def _contrast(simple: Option, best: Option, judging: Judging) -> str:
     """The verdict of `best` against `simple`: faster when best is distinguishably faster."""
     ratio, low, high = independent_ratio(simple.time, best.time)
-    return verdict(low, high, ratio, min_effect)
+    return judging.verdict(low, high, ratio)
 
 
-def choose(size: int, options: list[Option], min_effect: float) -> Choice:
+def choose(size: int, options: list[Option], judging: Judging) -> Choice:
     """The decision at one size (see the module's doc for the rule)."""
     faster = [o for o in options if o.verdict == FASTER]
     if faster:
         best = max(faster, key=lambda o: o.speedup[0])
         simpler = sorted((o for o in faster if o.rank < best.rank), key=lambda o: o.rank)
-        pick = next((o for o in simpler if _contrast(o, best, min_effect) != FASTER), best)
+        pick = next((o for o in simpler if _contrast(o, best, judging) != FASTER), best)
         return Choice(size, USE, pick)
-    open_ = [o for o in options if o.may_pay(min_effect)]
+    open_ = [o for o in options if o.may_pay(judging)]
     if not open_:
         return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]) if options else None)
-    needed = {o.variant: processes_to_decide(o.speedup[1], o.speedup[2], o.speedup[0], o.processes, min_effect,
+    needed = {o.variant: processes_to_decide(o.speedup[1], o.speedup[2], o.speedup[0], o.processes, judging,
                                              MAX_CI_SPAN) for o in open_}
     likely = min(open_, key=lambda o: (needed[o.variant] if math.isfinite(needed[o.variant]) else math.inf,
                                        -o.speedup[0]))
     return Choice(size, UNSURE, likely, needed[likely.variant])
 
 
+def _cell_key(row) -> tuple:
+    return (row["op"], row["library"], row.get("mode", "eager"), row["device"], row["dtype"], int(row["size"]),
+            str(row["threads"]))
+
+
 def _options(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[Option]:
-    time_of = {}
-    for _, row in timings.iterrows():
-        key = (row["op"], row["library"], row.get("mode", "eager"), row["device"], row["dtype"], int(row["size"]),
-               str(row["threads"]))
-        time_of[key] = interval(row, "end_to_end_s")
+    time_of = {_cell_key(row): interval(row, "end_to_end_s") for _, row in timings.iterrows()}
     usable = speedups[~compile_fallbacks(speedups)]
     options = []
     for _, row in usable.iterrows():
         mode = row.get("mode", "eager")
-        key = (row["op"], row["library"], mode, row["device"], row["dtype"], int(row["size"]), str(row["threads"]))
+        key = _cell_key(row)
         options.append(Option(str(row.get("variant") or row["library"]), simplicity(row["library"], mode),
                               interval(row, E2E), str(row["end_to_end_verdict"]),
                               time_of.get(key, (math.nan, math.nan, math.nan)),
                               int(row["processes"]) if pd.notna(row.get("processes")) else 0, row))
     return options
+
+
+PAGE_BYTES = 4096
+MANY_MORE_PAGES = 2.0  # a loser that maps this many times the winner's fresh pages per call, and
+MATTERING_SHARE = 0.05  # whose extra pages cost at least this share of its time, loses to them
+
+
+@dataclass(frozen=True)
+class Cells:
+    """What the decisions read of timings.csv beside the speedups: each cell's row, and
+    what one fresh page costs on the cpu (roofs.csv; NaN where not measured)."""
+
+    rows: dict[tuple, pd.Series]
+    fault_s: float = math.nan
+
+    @classmethod
+    def of(cls, timings: pd.DataFrame, fault_s: float = math.nan) -> Cells:
+        return cls({_cell_key(row): row for _, row in timings.iterrows()}, fault_s)
+
+    def row(self, speedup_row: pd.Series, library: str | None = None, mode: str | None = None,
+            device: str | None = None, threads: str | None = None) -> pd.Series | None:
+        key = list(_cell_key(speedup_row))
+        for i, value in ((1, library), (2, mode), (3, device), (6, threads)):
+            if value is not None:
+                key[i] = value
+        return self.rows.get(tuple(key))
+
+
+def _pages(count: float) -> str:
+    return f"{fmt_count(count)} fresh pages ({format_bytes(count * PAGE_BYTES)})"
+
+
+def faults_reason(loser: pd.Series | None, winner: pd.Series | None, loser_name: str, winner_name: str,
+                  fault_s: float) -> str:
+    """"torch maps 4,064 fresh pages (15.9 MiB) per call against numpy's 1,008, about 3.9 ms of
+    its 18.3 ms": where a losing variant maps far more fresh pages per call than the winner,
+    and they cost it a share of its time that matters (where the cost of a page is known)."""
+    if loser is None or winner is None:
+        return ""
+    mine, theirs = float(loser.get("faults_per_call", math.nan)), float(winner.get("faults_per_call", math.nan))
+    if not (math.isfinite(mine) and math.isfinite(theirs)) or mine < MANY_MORE_PAGES * max(theirs, 1.0) or mine < 64:
+        return ""
+    text = f"{loser_name} maps {_pages(mine)} per call against {winner_name}'s {fmt_count(theirs)}"
+    time = float(loser.get("median_s", math.nan))
+    if math.isfinite(fault_s) and math.isfinite(time) and time > 0:
+        cost = (mine - theirs) * fault_s
+        if cost < MATTERING_SHARE * time:
+            return ""
+        text += f", about {fmt_time(cost)} of its {fmt_time(time)}"
+    return text
+
+
+def loss_reasons(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells: Cells) -> str:
+    """Why the variants that lose at the decision's size do, where the records say: a
+    compiled variant whose code did not all compile, a GPU variant whose copies cost more
+    than its compute saves, a variant that maps far more fresh pages per call."""
+    reasons = []
+    for _, row in fallbacks.iterrows():
+        reasons.append(f"{row.get('variant') or row['library']} did not all compile ({row['compile_fallback']})")
+    winner = choice.option if choice.state == USE else None
+    for option in options:
+        if option is winner:
+            continue
+        row = option.row
+        device_speedup = float(row.get("speedup", math.nan))
+        if row["device"] != "cpu" and option.verdict != FASTER and math.isfinite(device_speedup) \
+                and device_speedup > 1 and option.speedup[0] < 1:
+            reasons.append(f"{option.variant} on {row['device']} computes {device_speedup:.2g}× faster than NumPy, "
+                           f"but with the copies it is {option.speedup[0]:.2g}×")
+        winner_row = cells.row(winner.row) if winner else cells.row(row, "numpy", "eager", "cpu",
+                                                                    str(row.get("baseline_threads") or row["threads"]))
+        said = faults_reason(cells.row(row), winner_row, option.variant, winner.variant if winner else "numpy",
+                             cells.fault_s)
+        if said:
+            reasons.append(said)
+    return "; ".join(reasons)
 
 
 def text_of(value) -> str:
@@ -153,7 +231,7 @@ def _payback(row: pd.Series) -> tuple[float, float, float, float]:
 
 
 def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str,
-                 fits: dict | None = None) -> dict:
+                 fits: dict | None = None, why: str = "") -> dict:
     """One row of decisions.csv from the choices at each size, smallest first."""
     op, device, dtype, threads = key
     headline = choices[-1]
@@ -186,13 +264,15 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "undecided_sizes": ", ".join(str(c.size) for c in unsure),
         "processes_to_decide": unsure[-1].processes_needed if unsure else math.nan,
         "weak": bool(weak.loc[shown.row.name]) if shown else False,
+        "why": why,
     }
 
 
-def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, min_effect: float,
-                    machine: str = "", memory: pd.DataFrame | None = None) -> pd.DataFrame:
+def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
+                    machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan) -> pd.DataFrame:
     """One decision per op × device × dtype (× CPU thread count), in the declared columns
-    (`columns.DECISIONS`); `memory` (memory.csv) gives the largest size that fits."""
+    (`columns.DECISIONS`); `memory` (memory.csv) gives the largest size that fits, and
+    `fault_s` what one fresh page costs, to say what the pages a loser maps cost it."""
     if speedups is None or speedups.empty:
         return pd.DataFrame(columns=list(DECISIONS))
     machine = machine or str(speedups["machine"].iloc[0])
@@ -203,10 +283,15 @@ def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, min_effect: f
     by_key: dict[tuple, dict[int, list[Option]]] = {}
     for option in _options(speedups, timings):
         by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
+    cells = Cells.of(timings, fault_s)
+    fallen = speedups[compile_fallbacks(speedups)]
     rows = []
     for key, by_size in by_key.items():
-        choices = [choose(size, by_size[size], min_effect) for size in sorted(by_size)]
-        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits))
+        choices = [choose(size, by_size[size], judging) for size in sorted(by_size)]
+        headline = choices[-1]
+        here = fallen[[_series_key(r) == key and int(r["size"]) == headline.size for _, r in fallen.iterrows()]]
+        why = loss_reasons(by_size[headline.size], headline, here, cells)
+        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, why))
     frame = pd.DataFrame(rows, columns=list(DECISIONS))
     order = {op: i for i, op in enumerate(op_order(frame["op"]))}
     key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),

@@ -1,8 +1,18 @@
 """Measured cells: each cell's records, one per process, read, checked and grouped.
 
-The analysis sees a cell through `MeasuredCell`: its samples per process and phase, the
-status the processes agree on, and the bootstrap draws its CIs come from (computed once
-per cell and phase, whatever number of tables use them).
+The analysis sees a cell through `MeasuredCell`: its typed records (records.CellRecord), the
+status the processes agree on, the bootstrap draws its own CIs come from (computed once per
+cell and phase, whatever number of tables use them), and its ratio to another cell:
+
+- *paired in time*, where the two took turns in one bout in each of at least three shared
+  processes (rounds): per round, the median over the bout's cycles of log(t_self / t_other),
+  each side's value in a cycle being the median of its samples there; then a t-interval on
+  the rounds' medians with rounds − 1 degrees of freedom, turned back into a ratio. What a
+  cycle shares (the machine's speed at that moment) cancels; what differs from process to
+  process (memory layout, pages) stays in the spread of the rounds.
+- *paired by round*, for records measured before bouts: the two-level bootstrap resampling
+  rounds for both at once (stats.paired_ratio_ci);
+- *unpaired* otherwise, from each cell's own interval (stats.ratio_ci).
 """
 
 from __future__ import annotations
@@ -21,23 +31,42 @@ from ..cells import Cell
 from ..errors import shown
 from ..kernels import read_kernel_files
 from ..machine import mismatch
-from ..records import FAILED, MalformedRecord, check_record_path, load_record, samples_held
-from ..stats import MIN_PAIRED, Draws, Interval, centre_ci, draws, paired_ratio_ci, ratio_ci, seed_for
-from ..verdicts import DEFAULT_MIN_EFFECT
+from ..records import FAILED, CellRecord, Environment, MalformedRecord, check_record_path, load_record
+from ..records.types import Turn
+from ..stats import (
+    MIN_PAIRED,
+    NO_INTERVAL,
+    Draws,
+    Interval,
+    centre_ci,
+    draws,
+    log_t_interval,
+    paired_ratio_ci,
+    ratio_ci,
+    stream_for,
+)
+from ..verdicts import Judging
 from .processes import Judgement, judge, robust_spread
+
+PAIRED_IN_TIME, PAIRED_BY_ROUND, UNPAIRED = "paired in time", "paired by round", "unpaired"
 
 
 @dataclass(frozen=True)
 class Analysis:
+    """How the raw samples become tables: the bootstrap's resamples and random state, and
+    the judging policy (δ and the confidence level) every interval and verdict follows."""
+
     resamples: int = 2000
-    seed: int = 0
-    confidence: float = 0.95
-    min_effect: float = DEFAULT_MIN_EFFECT  # δ of the verdicts
+    random_state: int = 0
+    judging: Judging = field(default_factory=Judging)
+
+    @property
+    def confidence(self) -> float:
+        return self.judging.confidence
 
     @classmethod
     def from_config(cls, section: dict) -> Analysis:
-        return cls(int(section["bootstrap_resamples"]), int(section["seed"]), float(section["confidence"]),
-                   float(section.get("min_effect", DEFAULT_MIN_EFFECT)))
+        return cls(int(section["bootstrap_resamples"]), int(section["random_state"]), Judging.from_config(section))
 
 
 def is_precision_note(flag: str) -> bool:
@@ -55,22 +84,34 @@ def _flag_size(flag: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def phase_samples(record: dict, phase: str) -> list[float]:
-    """Per-call samples of a phase; a numpy cell without host work is its own end to end."""
-    if phase == "compute":
-        return record.get("samples_s") or []
-    phases = record.get("phases") or {}
-    if phase in phases:
-        return phases[phase].get("samples_s") or []
-    if phase == "end_to_end" and record["cell"]["library"] == "numpy" and "finish" not in phases:
-        return record.get("samples_s") or []
-    return []
+def cycle_values(record: CellRecord, phase: str) -> dict[int, float]:
+    """The log of a process's time in each cycle of its bout: the median of the samples it
+    took in that cycle (a turn of a fast op holds many)."""
+    region = record.samples(phase)
+    if not region.seconds or region.cycles is None:
+        return {}
+    by_cycle: dict[int, list[float]] = {}
+    for cycle, seconds in zip(region.cycles, region.seconds, strict=True):
+        by_cycle.setdefault(cycle, []).append(seconds)
+    return {cycle: math.log(float(np.median(values))) for cycle, values in by_cycle.items()}
+
+
+def paired_rounds(mine: CellRecord, theirs: CellRecord, phase: str) -> float | None:
+    """One round's paired log ratio (mine over theirs): the median over the cycles both took
+    a turn in, within one bout; None where they did not share a bout."""
+    if mine.bout is None or theirs.bout is None or mine.bout.id != theirs.bout.id:
+        return None
+    a, b = cycle_values(mine, phase), cycle_values(theirs, phase)
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    return float(np.median([a[c] - b[c] for c in shared]))
 
 
 @dataclass
 class MeasuredCell:
     cell: Cell
-    records: list[dict]  # one per process, by round
+    records: list[CellRecord]  # one per process, by round
     analysis: Analysis = field(default_factory=Analysis)
     source: str = ""  # where the cell was measured, so that two machines' bootstraps differ
     between_floor: float = 0.0  # variance of log process medians its worker's cells typically show
@@ -78,18 +119,18 @@ class MeasuredCell:
     _draws: dict = field(default_factory=dict, repr=False)
 
     @cached_property
-    def ok(self) -> list[dict]:
-        return [r for r in self.records if r["status"] == "ok"]
+    def ok(self) -> list[CellRecord]:
+        return [r for r in self.records if r.ok]
 
     @property
     def planned(self) -> int:
         """The processes the run planned per cell (its regular rounds; extra ones come on top)."""
-        return max((r["process"].get("rounds") or 1 for r in self.records), default=1)
+        return max((r.processes for r in self.records), default=1)
 
     @cached_property
     def log_medians(self) -> list[float]:
         """The log of each ok process's compute median: what the outlier rule compares."""
-        return [math.log(float(np.median(phase_samples(r, "compute")))) for r in self.ok]
+        return [math.log(float(np.median(r.samples("compute").seconds))) for r in self.ok]
 
     @cached_property
     def judgement(self) -> Judgement:
@@ -97,7 +138,7 @@ class MeasuredCell:
         return judge(self.ok, self.log_medians, self.planned, self.typical_spread)
 
     @cached_property
-    def counted(self) -> list[dict]:
+    def counted(self) -> list[CellRecord]:
         """The ok records the cell's numbers come from."""
         return [self.ok[i] for i in self.judgement.counted]
 
@@ -107,7 +148,7 @@ class MeasuredCell:
         left = self.judgement.left_out
         if not left:
             return ""
-        rounds = ", ".join(f"round {self.ok[i]['process']['round']}: {why}" for i, why in left)
+        rounds = ", ".join(f"round {self.ok[i].round}: {why}" for i, why in left)
         return f"{len(left)} of {len(self.ok)} processes replaced ({rounds})"
 
     @property
@@ -120,7 +161,7 @@ class MeasuredCell:
         """ok when any process measured it; otherwise the failure the processes share."""
         if self.ok:
             return "ok"
-        statuses = [r["status"] for r in self.records]
+        statuses = [r.status for r in self.records]
         for status in (*FAILED, "skipped"):
             if status in statuses:
                 return status
@@ -130,35 +171,47 @@ class MeasuredCell:
     def reason(self) -> str:
         if self.ok:
             return ""
-        return next(r["reason"] for r in self.records if r["status"] == self.status)
+        return next(r.reason for r in self.records if r.status == self.status)
 
     @property
-    def first(self) -> dict:
+    def first(self) -> CellRecord:
         """The record that stands for the cell's fixed facts (model, check, device)."""
         return self.ok[0] if self.ok else self.records[0]
 
-    def groups(self, phase: str, rounds: tuple[int, ...] | None = None) -> list[list[float]]:
-        """The samples of `phase`, one list per counted process that measured it (of `rounds` only)."""
-        return [s for r in self.counted if (s := phase_samples(r, phase))
-                and (rounds is None or r["process"]["round"] in rounds)]
+    def groups(self, phase: str, rounds: tuple[int, ...] | None = None) -> list[tuple[float, ...]]:
+        """The samples of `phase`, one tuple per counted process that measured it (of `rounds` only)."""
+        return [s for r in self.counted if (s := r.samples(phase).seconds) and (rounds is None or r.round in rounds)]
 
     def rounds(self, phase: str) -> list[int]:
         """The round of each of `groups(phase)`."""
-        return [r["process"]["round"] for r in self.counted if phase_samples(r, phase)]
+        return [r.round for r in self.counted if r.samples(phase).seconds]
 
     def ratio(self, other: MeasuredCell, phase: str) -> Interval:
-        """This cell's time over `other`'s, paired by round on the rounds both were measured
-        in side by side, where they share at least MIN_PAIRED of them; independent otherwise.
-        Two shared rounds give Student's t one degree of freedom (12.7 against 4.3 with two):
-        an interval far wider than either cell's own, built on less than the data."""
-        mine, theirs = self.rounds(phase), other.rounds(phase)
-        common = tuple(sorted(set(mine) & set(theirs)))
+        """This cell's time over `other`'s: paired in time on the rounds where the two took
+        turns in one bout, where they share at least MIN_PAIRED of them; else paired by
+        round on at least MIN_PAIRED shared rounds (records from before bouts); else
+        unpaired. Two shared rounds give Student's t one degree of freedom (12.7 against
+        4.3 with three): an interval far wider than either cell's own, built on less than
+        the data."""
+        confidence = self.analysis.confidence
+        if self.source == other.source:
+            theirs = {r.round: r for r in other.counted}
+            per_round = [paired for r in self.counted if r.round in theirs
+                         and (paired := paired_rounds(r, theirs[r.round], phase)) is not None]
+            if len(per_round) >= MIN_PAIRED:
+                interval = log_t_interval(np.exp(per_round), confidence)
+                return Interval(interval.value, interval.low, interval.high, interval.processes, interval.dof,
+                                PAIRED_IN_TIME)
+        mine, theirs_rounds = self.rounds(phase), other.rounds(phase)
+        common = tuple(sorted(set(mine) & set(theirs_rounds)))
         if self.source == other.source and len(common) >= MIN_PAIRED:
-            on = None if mine == theirs else common
-            seed = seed_for(self.analysis.seed, self.source, self.cell.key, other.cell.key, phase)
-            return paired_ratio_ci(self.draws(phase, on), other.draws(phase, on), seed, self.analysis.confidence)
-        return ratio_ci(self.draws(phase), other.draws(phase), self.analysis.confidence,
-                        (self.between_floor, other.between_floor))
+            on = None if mine == theirs_rounds else common
+            seed = stream_for(self.analysis.random_state, self.source, self.cell.key, other.cell.key, phase)
+            interval = paired_ratio_ci(self.draws(phase, on), other.draws(phase, on), seed, confidence)
+            return Interval(interval.value, interval.low, interval.high, interval.processes, interval.dof,
+                            PAIRED_BY_ROUND if interval.processes >= MIN_PAIRED else UNPAIRED)
+        interval = ratio_ci(self.draws(phase), other.draws(phase), confidence, (self.between_floor, other.between_floor))
+        return Interval(interval.value, interval.low, interval.high, interval.processes, interval.dof, UNPAIRED)
 
     def interval(self, phase: str) -> Interval:
         """This cell's time with its CI."""
@@ -172,7 +225,7 @@ class MeasuredCell:
     def draws(self, phase: str, rounds: tuple[int, ...] | None = None) -> Draws | None:
         key = (phase, rounds)
         if key not in self._draws:
-            seed = seed_for(self.analysis.seed, self.source, self.cell.key, phase, *map(str, rounds or ()))
+            seed = stream_for(self.analysis.random_state, self.source, self.cell.key, phase, *map(str, rounds or ()))
             self._draws[key] = draws(self.groups(phase, rounds), self.analysis.resamples, seed)
         return self._draws[key]
 
@@ -184,11 +237,21 @@ class MeasuredCell:
     def process_medians(self, phase: str = "compute") -> list[float]:
         return [float(np.median(g)) for g in self.groups(phase)]
 
+    def faults_per_call(self, phase: str = "compute") -> float:
+        """Fresh pages a call maps: the median over each counted process's samples, then over
+        the processes (NaN where they were not counted)."""
+        medians = []
+        for record in self.counted:
+            faults = [f for f in record.samples(phase).faults_per_call or () if f is not None]
+            if faults:
+                medians.append(float(np.median(faults)))
+        return float(np.median(medians)) if medians else math.nan
+
     def _diagnostics(self) -> list[str]:
         """Each kind of flag once: its strongest case, and in how many processes it was seen."""
         by_kind: dict[str, list[str]] = {}
         for record in self.counted:
-            for flag in dict.fromkeys((record.get("diagnostics") or {}).get("flags") or []):
+            for flag in record.flags:
                 by_kind.setdefault(_flag_kind(flag), []).append(flag)
         n = len(self.counted)
         return [max(seen, key=_flag_size) + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
@@ -201,9 +264,9 @@ class MeasuredCell:
         seen = [f for f in self._diagnostics() if not is_precision_note(f)]
         if self.disagree:
             seen.append(f"processes disagree: {self.disagree}")
-        failed = [r for r in self.records if r["status"] in FAILED]
+        failed = [r for r in self.records if r.status in FAILED]
         if self.ok and failed:
-            seen.append(f"{len(failed)} of {len(self.records)} processes failed ({failed[0]['status']}: {failed[0]['reason']})")
+            seen.append(f"{len(failed)} of {len(self.records)} processes failed ({failed[0].status}: {failed[0].reason})")
         return seen
 
     @property
@@ -215,22 +278,48 @@ class MeasuredCell:
     @property
     def shares_cores(self) -> bool:
         """Its threads used every core, so it competed with the orchestrator for them."""
-        return any((r.get("sharing") or {}).get("shares_cores_with_orchestrator") for r in self.counted)
+        return any(r.shares_cores for r in self.counted)
 
     @property
     def disturbed_cores(self) -> float:
         """The most CPU that other processes used while any of its processes sampled (cores)."""
-        return max(((r.get("disturbance") or {}).get("others_cores") or 0.0 for r in self.ok), default=0.0)
+        return max((r.disturbance.others_cores or 0.0 for r in self.ok), default=0.0)
 
 
-def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=(), environment: dict | None = None
+def after_openmp_pool(turn: Turn) -> bool:
+    """A turn right after a worker whose OpenMP pool ran several threads (torch, or code
+    torch.compile made): the pool most likely still spinning."""
+    after = turn.after or ""
+    return (after.startswith("torch-") or "-compiled" in after) and (turn.after_threads or 0) > 1
+
+
+def carry_over(cells: list[MeasuredCell], phase: str = "compute") -> Interval:
+    """How much slower the cells' turns ran right after a multi-threaded OpenMP worker's turn
+    than after any other: per process, the median log time of such cycles minus that of
+    the rest; across processes, a t-interval (NaN with fewer than two processes that saw
+    both). What the pause between turns leaves of one worker's spinning pool."""
+    per_process = []
+    for mc in cells:
+        for record in mc.counted:
+            values = cycle_values(record, phase)
+            places = {turn.cycle: turn for turn in record.turns}
+            hit = [v for c, v in values.items() if c in places and after_openmp_pool(places[c])]
+            rest = [v for c, v in values.items() if c in places and not after_openmp_pool(places[c])]
+            if hit and rest:
+                per_process.append(float(np.median(hit) - np.median(rest)))
+    if len(per_process) < 2:
+        return NO_INTERVAL
+    return log_t_interval(np.exp(per_process), cells[0].analysis.confidence)
+
+
+def grid_records(raw: str, grid_config: dict, rounds: int, kernel_paths=(), environment: Environment | None = None
                  ) -> list[str]:
     """Every record a finished run of the grid holds below `raw`; one missing (deleted by
     hand, say) stops the analysis by name with the way to measure it again. The kernels
     files are read for their names, never run; `environment` (environment.json) says which
     devices the self-comparisons were chosen on."""
     kernels = read_kernel_files(list(kernel_paths), SPECS)
-    cells = grid.expand(grid_config, kernels, grid.usable_devices(environment))
+    cells = grid.expand(grid_config, kernels, environment.usable_devices if environment else None)
     paths = layout.grid_record_paths(raw, cells, rounds)
     for k, path in paths:
         if not Path(path).exists():
@@ -250,46 +339,45 @@ class OverBudget(MalformedRecord):
         self.path = path
 
 
-def load_cells(paths, environment: dict | None = None, analysis: Analysis = Analysis(),
+def load_cells(paths, environment: Environment | None = None, analysis: Analysis | None = None,
                source: str = "", max_samples: int | None = None) -> list[MeasuredCell]:
     """Read every record, refusing malformed ones, misnamed ones and ones from other
     hardware by file name, and stopping as soon as they hold more than `max_samples`
     samples together (before any analysis); group them by cell, processes in round order."""
-    expected = (environment or {}).get("fingerprint")
+    expected = environment.fingerprint if environment else None
     records = []
     seen: dict[tuple[Cell, int], Path] = {}
     held = 0
     for path in map(Path, paths):
         record = load_record(path)
-        held += samples_held(record)
+        held += record.held
         if max_samples is not None and held > max_samples:
             raise OverBudget(path, max_samples)
-        cell = check_record_path(path, record)
-        earlier = seen.setdefault((cell, record["process"]["round"]), path)
+        cell = check_record_path(record)
+        earlier = seen.setdefault((cell, record.round), path)
         if earlier != path:
             raise MalformedRecord(
-                f"{shown(path)}: holds the same cell and process (round {record['process']['round']}) as {shown(earlier)}; "
+                f"{shown(path)}: holds the same cell and process (round {record.round}) as {shown(earlier)}; "
                 "one measurement counts once: delete one of them"
             )
-        different = mismatch(expected, (record.get("provenance") or {}).get("fingerprint"))
+        different = mismatch(expected, record.fingerprint)
         if different:
             raise MalformedRecord(
                 f"{shown(path)}: measured on other hardware than environment.json records ({different}); "
                 "results of two machines are mixed"
             )
         records.append(record)
-    return group_records(records, analysis, source)
+    return group_records(records, analysis or Analysis(), source)
 
 
-def group_records(records: list[dict], analysis: Analysis = Analysis(), source: str = "") -> list[MeasuredCell]:
+def group_records(records: list[CellRecord], analysis: Analysis | None = None, source: str = "") -> list[MeasuredCell]:
     """One MeasuredCell per cell, its processes in round order."""
-    by_cell: dict[Cell, list[dict]] = {}
+    analysis = analysis or Analysis()
+    by_cell: dict[Cell, list[CellRecord]] = {}
     for record in records:
-        by_cell.setdefault(Cell.from_dict(record["cell"]), []).append(record)
-    cells = [
-        MeasuredCell(cell, sorted(group, key=lambda r: r["process"]["round"]), analysis, source)
-        for cell, group in by_cell.items()
-    ]
+        by_cell.setdefault(record.cell, []).append(record)
+    cells = [MeasuredCell(cell, sorted(group, key=lambda r: r.round), analysis, source)
+             for cell, group in by_cell.items()]
     pool_typical_spread(cells)
     pool_between_variance(cells)
     return cells

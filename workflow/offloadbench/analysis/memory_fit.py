@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..catalogue import SPECS, TEMPORARIES, OpSpec, call_bytes, kernel_spec, measured_scale
 from ..cells import ITEMSIZE
+from ..records import Environment
 from .columns import MEMORY
 
 HEADROOM = 0.1  # a tenth of the device's memory stays free for the program's other data
@@ -45,18 +46,18 @@ def largest_fitting(spec: OpSpec, itemsize: int, scale: float | None, memory_byt
     return low
 
 
-def device_memory(environment: dict | None, device: str) -> float:
+def device_memory(environment: Environment | None, device: str) -> float:
     """The memory of a device as environment.json records it (NaN where it does not)."""
-    environment = environment or {}
+    if environment is None:
+        return math.nan
     if device == "cpu":
-        value = environment.get("memory_bytes")
+        value = environment.memory_bytes
     else:
-        gpus = environment.get("gpus") or []
-        value = next((g.get("total_memory_bytes") for g in gpus if isinstance(g, dict)), None)
+        value = next((g.total_memory_bytes for g in environment.gpus), None)
     return float(value) if isinstance(value, (int, float)) and value > 0 else math.nan
 
 
-def memory_table(timings: pd.DataFrame, environment: dict | None, machine: str) -> pd.DataFrame:
+def memory_table(timings: pd.DataFrame, environment: Environment | None, machine: str) -> pd.DataFrame:
     """One row per op, variant, device and dtype measured ok with a peak, in the declared columns."""
     if timings.empty or "peak_host_bytes" not in timings:
         return pd.DataFrame(columns=list(MEMORY))

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..records import CellRecord
+
 OUTLIER_MIN = math.log(1.20)
 OUTLIER_SIGMAS = 4.0
 MAD_TO_SIGMA = 1.4826
@@ -72,15 +74,9 @@ def _outliers(logs: dict[int, float], limit: float) -> dict[int, float]:
     return found
 
 
-def judge(records: list[dict], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
+def judge(records: list[CellRecord], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
     """Which of `records` (a cell's ok processes, with their log medians) count."""
-    why: dict[int, str] = {}
-    for i, record in enumerate(records):
-        seen = record.get("disturbance") or {}
-        if seen.get("disturbed"):
-            waited = seen.get("cpu_pressure") or 0.0
-            why[i] = (f"disturbed (other processes used {seen.get('others_cores') or 0:.2f} cores"
-                      + (f"; a task waited for a CPU {waited:.0%} of the time" if waited > 0.1 else "") + ")")
+    why = {i: record.disturbance.describe() for i, record in enumerate(records) if record.disturbance.disturbed}
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
     limit = threshold(typical_spread)
     for i, factor in _outliers(clean, limit).items():

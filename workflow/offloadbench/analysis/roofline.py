@@ -25,13 +25,22 @@ def device_roofs(roofs: pd.DataFrame | None) -> pd.DataFrame:
     (GFLOP/s), the best over libraries among the ok measurements."""
     if _no_roofs(roofs):
         return pd.DataFrame(columns=ROOF_COLUMNS)
-    ok = roofs[(roofs["status"] == "ok") & roofs["value"].notna() & (roofs["value"] > 0)]
+    ok = roofs[(roofs["status"] == "ok") & roofs["value"].notna() & (roofs["value"] > 0)
+               & roofs["kind"].isin(["memory", "compute"])]
     if ok.empty:
         return pd.DataFrame(columns=ROOF_COLUMNS)
     # The memory roof counts bytes, so the dtype its triad ran in does not split it.
     keys = ok["kind"].map({"memory": ""}).fillna(ok["dtype"])
     best = ok.loc[ok.assign(_key=keys).groupby(["device", "kind", "_key"])["value"].idxmax()]
     return best.reindex(columns=ROOF_COLUMNS).sort_values(["device", "kind", "dtype"]).reset_index(drop=True)
+
+
+def page_cost_s(roofs: pd.DataFrame | None) -> float:
+    """What one fresh page (a minor page fault) costs on the cpu, in seconds (NaN: not measured)."""
+    if _no_roofs(roofs):
+        return float("nan")
+    pages = roofs[(roofs["kind"] == "pages") & (roofs["device"] == "cpu") & (roofs["status"] == "ok")]["value"]
+    return float(pages.iloc[0]) * 1e-9 if len(pages) and pages.iloc[0] > 0 else float("nan")
 
 
 def attainable(intensity, memory_gbs, compute_gflops):

@@ -21,60 +21,9 @@ import math
 from dataclasses import dataclass, field
 
 from ..cells import Cell
-from ..stats import NO_INTERVAL, Interval, processes_to_decide
-from ..verdicts import MAX_CI_SPAN, UNDECIDED
+from ..verdicts import UNDECIDED
 from .measured import MeasuredCell
-from .pairs import control_pairs, pair_verdict, scaling_pairs, speedup_pairs
-
-
-@dataclass(frozen=True)
-class Comparison:
-    kind: str  # "speedup", "thread scaling" or "self-comparison"
-    cell: MeasuredCell  # the contender (the most threads, for thread scaling; the twin of a control)
-    other: MeasuredCell  # its baseline (one thread, for thread scaling; the cell a twin copies)
-    verdict: str
-    why: str
-    ratio: Interval = NO_INTERVAL  # the ratio its verdict judges (the undecided one, where a phase is)
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind} of {self.cell.cell.key}"
-
-    def processes_needed(self) -> float:
-        """Processes per cell that would likely decide it (NaN: nothing known of the spread)."""
-        if self.verdict != UNDECIDED:
-            return 0.0
-        r = self.ratio
-        return processes_to_decide(r.low, r.high, r.value, r.processes, self.cell.analysis.min_effect, MAX_CI_SPAN,
-                                   self.cell.analysis.confidence)
-
-    def what_would_decide(self, needed: float) -> str:
-        """Advice for a comparison more processes cannot decide within the cap."""
-        count = "no number of processes would" if math.isinf(needed) else f"about {int(needed)} processes per cell would"
-        if self.cell.shares_cores or self.other.shares_cores:
-            return (f"{count}; its cells use every core, shared with the orchestrator, so fewer threads than cores "
-                    "(or a machine with more) would measure them alone")
-        return count
-
-
-def _judged(base: MeasuredCell, mc: MeasuredCell, phase: str) -> tuple[str, str, Interval]:
-    ratio = base.ratio(mc, phase)
-    return (*pair_verdict(ratio, mc.analysis.min_effect, mc, base), ratio)
-
-
-def comparisons(cells: list[MeasuredCell]) -> list[Comparison]:
-    """Every comparison the tables judge, with its verdict (end to end too where it has copies)."""
-    found = []
-    for mc, base, _ in speedup_pairs(cells):
-        phases = ["compute"] + (["end_to_end"] if mc.cell.device != "cpu" else [])
-        judged = [_judged(base, mc, phase) for phase in phases]
-        word, why, ratio = next((j for j in judged if j[0] == UNDECIDED), judged[0])
-        found.append(Comparison("speedup", mc, base, word, why, ratio))
-    for one, many in scaling_pairs(cells):
-        found.append(Comparison("thread scaling", many, one, *_judged(one, many, "compute")))
-    for original, twin in control_pairs(cells):
-        found.append(Comparison("self-comparison", twin, original, *_judged(original, twin, "compute")))
-    return found
+from .pairs import comparisons
 
 
 @dataclass

@@ -17,18 +17,23 @@ import pandas as pd
 
 from ..bundles import DEFAULT_MAX_SAMPLES, unpacked_from
 from ..errors import UserError, shown
-from ..layout import NOT_CELL_DIRS, ROUNDS_DIR, SETTLE_RELPATH
+from ..layout import JUDGING, NOT_CELL_DIRS, SETTLE_RELPATH, round_records
 from ..records import (
     ROOFS_SCHEMA,
     TRANSFER_SCHEMA,
+    Environment,
     MalformedRecord,
+    RoundRecord,
+    SettleRecord,
+    device_samples,
     load_environment,
+    load_judging,
     load_round,
     load_settle,
-    samples_held,
 )
+from ..verdicts import Judging
 from .measured import Analysis, MeasuredCell, OverBudget, load_cells
-from .tables import build_tables_of, load_device_records
+from .tables import build_tables_of
 
 
 class SourceError(UserError):
@@ -62,11 +67,11 @@ class Source:
     def refused(self, problem) -> SourceError:
         return SourceError(f"{self.what}: {problem}")
 
-    def environment(self) -> dict:
+    def environment(self) -> Environment:
         return self._environment
 
     @cached_property
-    def _environment(self) -> dict:
+    def _environment(self) -> Environment:
         path = self.folder / "environment.json"
         if not path.exists() and not path.is_symlink():  # anything else there is refused by the reader
             raise self.refused("no environment.json here, so these are no offloadbench results")
@@ -75,7 +80,15 @@ class Source:
         except MalformedRecord as error:
             raise self.refused(error) from None
 
-    def settle(self) -> dict | None:
+    def judging(self) -> Judging | None:
+        """The policy its own tables were judged with (judging.json), None where it has none."""
+        path = self.folder / JUDGING
+        try:
+            return load_judging(path) if path.exists() or path.is_symlink() else None
+        except MalformedRecord as error:
+            raise self.refused(error) from None
+
+    def settle(self) -> SettleRecord | None:
         """What the extra rounds did (raw/rounds/settle.json), where there were any."""
         path = self.raw / SETTLE_RELPATH
         try:
@@ -83,10 +96,11 @@ class Source:
         except MalformedRecord as error:
             raise self.refused(error) from None
 
-    def rounds(self) -> list[dict]:
-        """The rounds' own records (raw/rounds/p<k>.json), validated."""
+    def rounds(self, kinds: tuple[str, ...] = ("planned",)) -> list[RoundRecord]:
+        """The rounds' own records (raw/rounds/round-<k>.json; with "extra" in `kinds`, the
+        extra rounds' extra-<k>.json too), validated."""
         try:
-            return [load_round(p) for p in sorted((self.raw / ROUNDS_DIR).glob("p*.json"))]
+            return [load_round(p) for kind in kinds for p in round_records(self.raw, kind)]
         except MalformedRecord as error:
             raise self.refused(error) from None
 
@@ -112,8 +126,9 @@ class Source:
     def device_samples(self) -> int:
         """The samples of the copy sweeps and roofs (validated, each file within its bounds)."""
         try:
-            return sum(samples_held(record) for kind, schema in (("transfer", TRANSFER_SCHEMA), ("roofs", ROOFS_SCHEMA))
-                       for record in load_device_records(self.device_records(kind), schema))
+            return sum(device_samples(path, schema) for kind, schema in (("transfer", TRANSFER_SCHEMA),
+                                                                          ("roofs", ROOFS_SCHEMA))
+                       for path in self.device_records(kind))
         except MalformedRecord as error:
             raise self.refused(error) from None
 

@@ -16,29 +16,60 @@ import pandas as pd
 from ..catalogue import SPECS
 from ..cells import CELL_COLUMNS, thread_sort_key
 from ..csvsafe import read_csv_text, write_csv
+from ..errors import one_line
 from ..kernels import FAMILY as KERNEL_FAMILY
+from ..logs import stage
 from ..reading import UnreadableFile, read_regular
-from ..records import ROOFS_SCHEMA, TRANSFER_SCHEMA, MalformedRecord, load_environment, load_record
-from ..stats import Interval, median_and_ci, seed_for
+from ..records import (
+    ROOFS_SCHEMA,
+    TRANSFER_SCHEMA,
+    DeviceRecord,
+    Environment,
+    MalformedRecord,
+    load_device_record,
+    load_environment,
+    write_json_atomic,
+)
+from ..stats import Interval, median_and_ci, stream_for
 from ..units import fmt_time, format_bytes
-from ..verdicts import FASTER, SLOWER
+from ..verdicts import FASTER, SLOWER, Judging
 from .breakeven import break_even
-from .columns import CONTROLS, SPEEDUPS, THREAD_SCALING, TIMINGS, ci_columns
+from .columns import (
+    CONTROLS,
+    DECISIONS,
+    ROOFS,
+    SPEEDUPS,
+    THREAD_SCALING,
+    TIMINGS,
+    TRANSFER,
+    ci_columns,
+    first_misfit,
+    read_dtypes,
+)
 from .compile_cost import amortization, compile_interval
 from .decisions import decisions_table
-from .measured import Analysis, MeasuredCell, load_cells
+from .measured import Analysis, MeasuredCell, carry_over, load_cells
 from .memory_fit import memory_table
-from .pairs import control_pairs, pair_verdict, scaling_pairs, speedup_pairs
+from .pairs import (
+    CONTROL,
+    SCALING,
+    SPEEDUP,
+    Comparison,
+    compared,
+    control_pairs,
+    scaling_pairs,
+    speedup_pairs,
+)
+from .roofline import page_cost_s
 from .round_trip import NOT_MEASURED, calls_per_round_trip
 
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
 SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
 
 
-def _verdict_columns(name: str, ratio, min_effect: float, *sides: MeasuredCell) -> dict:
+def _verdict_columns(name: str, comparison: Comparison) -> dict:
     """`<name>_verdict` (faster, slower, same, undecided) and why it is undecided."""
-    word, why = pair_verdict(ratio, min_effect, *sides)
-    return {f"{name}_verdict": word, f"{name}_undecided": why}
+    return {f"{name}_verdict": comparison.verdict, f"{name}_undecided": comparison.why}
 
 
 def _joined(values) -> str:
@@ -49,28 +80,28 @@ def family_of(mc: MeasuredCell) -> str:
     """The op's family: the catalogue's, or the one a user kernel's records give."""
     if mc.cell.op in SPECS:
         return SPECS[mc.cell.op].family
-    return (mc.first.get("op_info") or {}).get("family") or KERNEL_FAMILY
+    return mc.first.family or KERNEL_FAMILY
 
 
-def compile_columns(mc: MeasuredCell, confidence: float) -> dict:
+def compile_columns(mc: MeasuredCell) -> dict:
     """A compiled cell's compile phase, what Dynamo did and the compiler's cache, over its
     processes (empty for eager cells)."""
-    phases = [r.get("compile") or {} for r in mc.ok]
-    if not mc.cell.compiled or not any(phases):
+    phases = [r.compile for r in mc.ok if r.compile is not None]
+    if not mc.cell.compiled or not phases:
         return {}
-    compile_time = compile_interval(mc, confidence)
-    hits = sum((p.get("cache") or {}).get("hits", 0) for p in phases)
-    cold = all((p.get("cache") or {}).get("cold", True) for p in phases)
-    startups = [r["compiler_startup_s"] for r in mc.ok if isinstance(r.get("compiler_startup_s"), (int, float))]
+    compile_time = compile_interval(mc, mc.analysis.confidence)
+    hits = sum(p.cache_hits for p in phases)
+    cold = all(p.cache_cold for p in phases)
+    startups = [r.compiler_startup_s for r in mc.ok if r.compiler_startup_s is not None]
     return {
         "compile_s": compile_time.value, "compile_s_ci_low": compile_time.low, "compile_s_ci_high": compile_time.high,
         "compiler_startup_s": float(np.mean(startups)) if startups else math.nan,
-        "graphs": max(p.get("graphs", 0) for p in phases),
-        "graph_breaks": max(p.get("graph_breaks", 0) for p in phases),
-        "first_break": next((p["first_break"] for p in phases if p.get("first_break")), ""),
-        "recompiles": max(p.get("recompiles", 0) for p in phases),
-        "compile_fallback": next((p["fallback"] for p in phases if p.get("fallback")), ""),
-        "compile_backend": f"{phases[0].get('backend')} ({phases[0].get('mode')})",
+        "graphs": max(p.graphs for p in phases),
+        "graph_breaks": max(p.graph_breaks for p in phases),
+        "first_break": next((p.first_break for p in phases if p.first_break), ""),
+        "recompiles": max(p.recompiles for p in phases),
+        "compile_fallback": next((p.fallback for p in phases if p.fallback), ""),
+        "compile_backend": f"{phases[0].backend} ({phases[0].mode})",
         "compile_cache": ("cold" if cold else "your cache") + (f", {hits} hits" if hits else ""),
     }
 
@@ -82,32 +113,29 @@ def _median_of(values) -> float:
 
 def memory_columns(mc: MeasuredCell) -> dict:
     """Peak memory over the cell's processes (each measured in an untimed call)."""
-    readings = [r.get("memory") or {} for r in mc.counted]
-    host = [m.get("host") or {} for m in readings]
-    device = [m.get("device") or {} for m in readings]
-    compiles = [(r.get("compile") or {}).get("memory") or {} for r in mc.counted]
-    peaks = [h["peak_bytes"] for h in host if isinstance(h.get("peak_bytes"), int)]
+    host = [r.host_peak for r in mc.counted]
+    peaks = [h.peak_bytes for h in host if h.peak_bytes is not None]
     note = ""
     if peaks and max(peaks) > 1.25 * max(1, min(peaks)):
         note = f"processes disagree: {format_bytes(min(peaks))} to {format_bytes(max(peaks))}"
     elif host and not peaks:
-        note = next((h.get("reason") for h in host if h.get("reason")), "not measured")
+        note = next((h.reason for h in host if h.reason), "not measured")
+    compiles = [r.compile for r in mc.counted if r.compile is not None]
     return {
         "peak_host_bytes": _median_of(peaks),
-        "peak_host_method": next((h["method"] for h in host if h.get("method")), ""),
-        "peak_rss_bytes": _median_of(h.get("rss_hwm_bytes") for h in host),
-        "peak_device_bytes": _median_of(d.get("peak_bytes") for d in device),
+        "peak_host_method": next((h.method for h in host if h.method), ""),
+        "peak_rss_bytes": _median_of(h.rss_hwm_bytes for h in host),
+        "peak_device_bytes": _median_of(r.device_peak.peak_bytes for r in mc.counted),
         "peak_note": note,
-        "compile_peak_rss_bytes": _median_of(c.get("rss_hwm_bytes") for c in compiles),
-        "compile_peak_device_bytes": _median_of(c.get("device_peak_bytes") for c in compiles),
+        "compile_peak_rss_bytes": _median_of(c.rss_hwm_bytes for c in compiles),
+        "compile_peak_device_bytes": _median_of(c.device_peak_bytes for c in compiles),
     }
 
 
 def resident_columns(mc: MeasuredCell) -> dict:
     """A GPU cell's resident trips against what its phases predict, h2d + k·compute + d2h."""
-    calls = sorted({int(name.split("_", 1)[1]) for r in mc.counted for name in (r.get("phases") or {})
-                    if name.startswith("resident_") and name.split("_", 1)[1].isdigit()})
-    reason = next(((r.get("resident") or {}).get("reason") for r in mc.counted if r.get("resident")), "")
+    calls = sorted({k for r in mc.counted for k in r.resident_calls()})
+    reason = next((r.resident_reason for r in mc.counted if r.resident_reason), "")
     if not calls:
         return {"resident_calls": math.nan, "resident_s": math.nan, "resident_predicted_s": math.nan,
                 "resident": reason}
@@ -137,30 +165,29 @@ def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict:
+def timing_row(mc: MeasuredCell, machine: str) -> dict:
     first = mc.first
-    model = first.get("model") or {}
-    threads = first.get("threads") or {}
+    model = first.model
     compute = mc.interval("compute")
     pooled = [s for g in mc.groups("compute") for s in g]
     q1, q3 = np.percentile(pooled, [25, 75]) if pooled else (math.nan, math.nan)
     medians = mc.process_medians()
-    flops, traffic = model.get("flops") or math.nan, model.get("traffic_bytes") or math.nan
+    flops, traffic = model.flops or math.nan, model.traffic_bytes or math.nan
     median = compute.value
     row = {
         "machine": machine,
         **mc.cell.as_dict(),
         "variant": mc.cell.variant,
         "family": family_of(mc),
-        "threads_effective": threads.get("effective"),
+        "threads_effective": first.threads_effective,
         "status": mc.status,
         "reason": mc.reason,
-        "device_name": (first.get("device") or {}).get("name"),
+        "device_name": first.device_name,
         "processes": len(medians),
         "ci_scope": compute.scope if medians else "",
         "n_samples": len(pooled),
-        "calls_per_sample": first.get("calls_per_sample"),
-        "warmup_count": (first.get("warmup") or {}).get("count"),
+        "calls_per_sample": first.calls_per_sample,
+        "warmup_count": first.warmup_count,
         "median_s": median,
         "q1_s": float(q1),
         "q3_s": float(q3),
@@ -168,25 +195,26 @@ def timing_row(mc: MeasuredCell, machine: str, confidence: float = 0.95) -> dict
         "ci_high_s": compute.high,
         "rel_ci": compute.rel_halfwidth,
         "process_spread": max(medians) / min(medians) - 1 if len(medians) > 1 else math.nan,
-        "converged": all((r.get("stopping") or {}).get("converged") for r in mc.ok) if mc.ok else None,
+        "converged": all(r.converged for r in mc.ok) if mc.ok else None,
         "gflops": flops / median / 1e9 if median > 0 else math.nan,
         "gflops_ci_low": flops / compute.high / 1e9 if compute.high > 0 else math.nan,
         "gflops_ci_high": flops / compute.low / 1e9 if compute.low > 0 else math.nan,
         "bandwidth_gbs": traffic / median / 1e9 if median > 0 else math.nan,
         "intensity": flops / traffic if traffic > 0 else math.nan,
-        "rel_err": max(((r.get("check") or {}).get("rel_err") or 0.0 for r in mc.ok), default=math.nan),
-        "tolerance": (first.get("check") or {}).get("tolerance"),
+        "rel_err": max((r.check.rel_err or 0.0 for r in mc.ok), default=math.nan),
+        "tolerance": first.check.tolerance,
         "unstable": "; ".join(mc.flags),
         "replaced": mc.replaced,
         "disturbed_cores": mc.disturbed_cores,
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
-        "measure_s": sum(r.get("measure_s") or 0.0 for r in mc.records),
-        "import_s": float(np.mean([r["import_s"] for r in mc.ok if r.get("import_s") is not None] or [math.nan])),
-        "host": _joined((r.get("process") or {}).get("host") or (r.get("provenance") or {}).get("hostname") for r in mc.records),
-        "slurm_job_id": _joined((r.get("process") or {}).get("slurm_job_id") for r in mc.records),
+        "faults_per_call": mc.faults_per_call(),
+        "measure_s": sum(r.measure_s or 0.0 for r in mc.records),
+        "import_s": float(np.mean([r.import_s for r in mc.ok if r.import_s is not None] or [math.nan])),
+        "host": _joined(r.host for r in mc.records),
+        "slurm_job_id": _joined(r.slurm_job_id for r in mc.records),
     }
-    row.update(compile_columns(mc, confidence))
+    row.update(compile_columns(mc))
     row.update(memory_columns(mc))
     row.update(resident_columns(mc))
     for phase in PHASES:
@@ -206,10 +234,14 @@ def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return frame.assign(_t=key).sort_values([c if c != "threads" else "_t" for c in by]).drop(columns="_t").reset_index(drop=True)
 
 
-def timings_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
+def timings_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """One row per cell, in the declared columns (`columns.TIMINGS`; eager cells leave the
     compile columns empty)."""
-    frame = pd.DataFrame([timing_row(mc, machine, confidence) for mc in cells], columns=list(TIMINGS))
+    rows = []
+    for mc in cells:
+        with stage(f"the timings of cell {mc.cell.key}"):
+            rows.append(timing_row(mc, machine))
+    frame = pd.DataFrame(rows, columns=list(TIMINGS))
     return _sorted(with_peak_vs_numpy(frame), CELL_COLUMNS)
 
 
@@ -224,55 +256,61 @@ def _ratio_columns(prefix: str, interval: Interval) -> dict:
     return {prefix: interval.value, low: interval.low, high: interval.high}
 
 
-def speedups_table(cells: list[MeasuredCell], machine: str, confidence: float = 0.95) -> pd.DataFrame:
+def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """One row per ok cell other than the baseline (torch eager and compiled, numpy compiled)
     that has an ok numpy-eager cpu baseline at the same op, dtype and size."""
     rows = []
     for mc, base, label in speedup_pairs(cells):
-        cell = mc.cell
-        speed = base.ratio(mc, "compute")
-        e2e = base.ratio(mc, "end_to_end")
-        compiled = compile_columns(mc, confidence)
-        amortized = amortization(compile_interval(mc, confidence), base.interval("compute"), speed) \
-            if compiled else None
-        trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
-                                    mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
-        rows.append({
-            "machine": machine,
-            **cell.as_dict(),
-            "variant": cell.variant,
-            "threads_effective": (mc.first.get("threads") or {}).get("effective"),
-            "device_name": (mc.first.get("device") or {}).get("name"),
-            "baseline_threads": label,
-            "processes": speed.processes,
-            "ci_scope": speed.scope,
-            **_ratio_columns("speedup", speed),
-            **_verdict_columns("speedup", speed, mc.analysis.min_effect, mc, base),
-            **_ratio_columns("end_to_end_speedup", e2e),
-            **_verdict_columns("end_to_end", e2e, mc.analysis.min_effect, mc, base),
-            "median_s": mc.median("compute"),
-            "baseline_median_s": base.median("compute"),
-            "end_to_end_s": mc.median("end_to_end"),
-            "baseline_end_to_end_s": base.median("end_to_end"),
-            "shares_cores": mc.shares_cores or base.shares_cores,
-            "unstable": _pair_flags(mc, base),
-            "compile_s": compiled.get("compile_s", math.nan),
-            "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
-            "compile_s_ci_high": compiled.get("compile_s_ci_high", math.nan),
-            "compiler_startup_s": compiled.get("compiler_startup_s", math.nan),
-            "amortize_calls": amortized.calls if amortized else math.nan,
-            "amortize_calls_ci_low": amortized.low if amortized else math.nan,
-            "amortize_calls_ci_high": amortized.high if amortized else math.nan,
-            "amortize": amortized.text if amortized else "",
-            "compile_fallback": compiled.get("compile_fallback", ""),
-            "calls_per_round_trip": trip.calls,
-            "calls_per_round_trip_ci_low": trip.low,
-            "calls_per_round_trip_ci_high": trip.high,
-            "round_trip": "" if math.isnan(trip.calls) else trip.words,
-        })
+        with stage(f"the speedup of cell {mc.cell.key}"):
+            rows.append(speedup_row(mc, base, label, machine))
     columns = [c for c in SPEEDUPS if not c.startswith("break_even")]  # those follow per series
     frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
     return with_break_even(frame)
+
+
+def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) -> dict:
+    """One cell against its NumPy baseline (of `label` threads)."""
+    cell, judging = mc.cell, mc.analysis.judging
+    speed, e2e = compared(SPEEDUP, base, mc, "compute"), compared(SPEEDUP, base, mc, "end_to_end")
+    compiled = compile_columns(mc)
+    amortized = amortization(compile_interval(mc, judging.confidence), base.interval("compute"), speed.ratio,
+                             judging.ci) if compiled else None
+    trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
+                                mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
+    return {
+        "machine": machine,
+        **cell.as_dict(),
+        "variant": cell.variant,
+        "threads_effective": mc.first.threads_effective,
+        "device_name": mc.first.device_name,
+        "baseline_threads": label,
+        "processes": speed.ratio.processes,
+        "ci_scope": speed.ratio.scope,
+        "pairing": speed.ratio.pairing,
+        **_ratio_columns("speedup", speed.ratio),
+        **_verdict_columns("speedup", speed),
+        **_ratio_columns("end_to_end_speedup", e2e.ratio),
+        **_verdict_columns("end_to_end", e2e),
+        "median_s": mc.median("compute"),
+        "baseline_median_s": base.median("compute"),
+        "end_to_end_s": mc.median("end_to_end"),
+        "baseline_end_to_end_s": base.median("end_to_end"),
+        "shares_cores": mc.shares_cores or base.shares_cores,
+        "unstable": _pair_flags(mc, base),
+        "compile_s": compiled.get("compile_s", math.nan),
+        "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
+        "compile_s_ci_high": compiled.get("compile_s_ci_high", math.nan),
+        "compiler_startup_s": compiled.get("compiler_startup_s", math.nan),
+        "amortize_calls": amortized.calls if amortized else math.nan,
+        "amortize_calls_ci_low": amortized.low if amortized else math.nan,
+        "amortize_calls_ci_high": amortized.high if amortized else math.nan,
+        "amortize": amortized.text if amortized else "",
+        "compile_fallback": compiled.get("compile_fallback", ""),
+        "calls_per_round_trip": trip.calls,
+        "calls_per_round_trip_ci_low": trip.low,
+        "calls_per_round_trip_ci_high": trip.high,
+        "round_trip": "" if math.isnan(trip.calls) else trip.words,
+    }
 
 
 def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
@@ -294,15 +332,18 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     A faster or slower verdict here is a false one."""
     rows = []
     for original, twin in control_pairs(cells):
-        ratio = original.ratio(twin, "compute")
-        word, why = pair_verdict(ratio, twin.analysis.min_effect, original, twin)
+        control = compared(CONTROL, original, twin)
+        ratio = control.ratio
         rows.append({
             "machine": machine, **original.cell.as_dict(), "variant": original.cell.variant,
-            "processes": ratio.processes, "ci_scope": ratio.scope, **_ratio_columns("ratio", ratio),
-            "verdict": word, "verdict_undecided": why, "false_verdict": word in (FASTER, SLOWER),
+            "processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
+            **_ratio_columns("ratio", ratio),
+            "verdict": control.verdict, "verdict_undecided": control.why,
+            "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
             "unstable": _pair_flags(original, twin, "twin"),
-            "twin_measure_s": sum(r.get("measure_s") or 0.0 for r in twin.records),
+            "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
+            **_ratio_columns("carry_over", carry_over([original, twin])),
         })
     return pd.DataFrame(rows, columns=list(CONTROLS))
 
@@ -312,124 +353,117 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
     rows = []
     for one, many in scaling_pairs(cells):
         c = many.cell
-        ratio = one.ratio(many, "compute")
+        scaling = compared(SCALING, one, many)
+        ratio = scaling.ratio
         rows.append({
             "machine": machine, "op": c.op, "library": c.library, "device": "cpu", "dtype": c.dtype, "size": c.size,
-            "threads": c.threads, "mode": c.mode, "variant": many.cell.variant, "threads_effective": (many.first.get("threads") or {}).get("effective"),
-            "processes": ratio.processes, "ci_scope": ratio.scope,
+            "threads": c.threads, "mode": c.mode, "variant": many.cell.variant,
+            "threads_effective": many.first.threads_effective,
+            "processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
             **_ratio_columns("scaling", ratio),
-            **dict(zip(("verdict", "verdict_undecided"),
-                       _verdict_columns("scaling", ratio, many.analysis.min_effect, one, many).values(), strict=True)),
+            "verdict": scaling.verdict, "verdict_undecided": scaling.why,
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
         })
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
 
-TRANSFER_COLUMNS = [
-    "machine", "device", "device_name", "direction", "memory", "bytes", "status", "reason", "n_samples",
-    "median_s", "ci_low_s", "ci_high_s", "gbs", "gbs_ci_low", "gbs_ci_high", "link", "link_gbs", "link_fraction",
-]
+TRANSFER_COLUMNS = list(TRANSFER)
 
 
 def _rate(work, samples: list[float], analysis: Analysis, name: str) -> tuple[Interval, float, float, float]:
     """A point's median time per call with its CI, and `work` (bytes, FLOP) per second in
     units of 1e9 with the CI (the CI's ends swap: a longer time is a lower rate)."""
-    time = median_and_ci(samples, analysis.resamples, analysis.confidence, seed_for(analysis.seed, name))
+    time = median_and_ci(samples, analysis.resamples, analysis.confidence, stream_for(analysis.random_state, name))
     if not samples or not work:
         return time, math.nan, math.nan, math.nan
     return time, work / time.value / 1e9, work / time.high / 1e9, work / time.low / 1e9
 
 
-def transfer_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
+def transfer_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -> pd.DataFrame:
     """One row per device, direction, memory kind and size, with GB/s and its CI."""
     rows = []
     for record in records:
-        link = record.get("link") or {}
-        link_gbs = link.get("gbs") or math.nan
-        for point in record["points"]:
-            samples = point.get("samples_s") or []
-            name = f"transfer/{record['device']}/{point['direction']}/{point['memory']}/{point['bytes']}"
-            time, gbs, gbs_low, gbs_high = _rate(point["bytes"], samples, analysis, name)
+        link_gbs = record.link_gbs or math.nan
+        for point in record.points:
+            name = f"transfer/{record.device}/{point.direction}/{point.memory}/{point.bytes}"
+            time, gbs, gbs_low, gbs_high = _rate(point.bytes, point.samples_s, analysis, name)
             rows.append({
-                "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
-                "direction": point["direction"], "memory": point["memory"], "bytes": point["bytes"],
-                "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
+                "machine": machine, "device": record.device, "device_name": record.device_name,
+                "direction": point.direction, "memory": point.memory, "bytes": point.bytes,
+                "status": point.status, "reason": point.reason, "n_samples": len(point.samples_s),
                 "median_s": time.value, "ci_low_s": time.low, "ci_high_s": time.high, "gbs": gbs,
                 "gbs_ci_low": gbs_low, "gbs_ci_high": gbs_high,
-                "link": link.get("kind"), "link_gbs": link_gbs,
-                "link_fraction": gbs / link_gbs if samples and math.isfinite(link_gbs) else math.nan,
+                "link": record.link_kind, "link_gbs": link_gbs,
+                "link_fraction": gbs / link_gbs if point.samples_s and math.isfinite(link_gbs) else math.nan,
             })
     return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
 
 
-ROOFS_COLUMNS = ["machine", "device", "device_name", "library", "kind", "dtype", "size", "status", "reason",
-                 "n_samples", "value", "ci_low", "ci_high", "unit"]
+ROOFS_COLUMNS = list(ROOFS)
 
 
-def load_device_records(paths, schema) -> list[dict]:
-    """Per-device records (copy sweeps, roofs), each stored under its device's name."""
-    records = []
-    for path in paths:
-        record = load_record(path, schema)
-        if not str(path).endswith(f"/{record['device']}.json"):
-            raise MalformedRecord(f"{path}: record is for device {record['device']}, not for this file name")
-        records.append(record)
-    return records
-
-
-def roofs_table(records: list[dict], machine: str, analysis: Analysis) -> pd.DataFrame:
+def roofs_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -> pd.DataFrame:
     """Memory roofs in GB/s and compute roofs in GFLOP/s, with the CI of the median call."""
     rows = []
     for record in records:
-        for point in record["points"]:
-            samples = point.get("samples_s") or []
-            name = f"roofs/{record['device']}/{point['library']}/{point['kind']}/{point['dtype']}"
-            work = point.get("bytes") if point["kind"] == "memory" else point.get("flops")
-            _, value, low, high = _rate(work, samples, analysis, name)
+        for point in record.points:
+            name = f"roofs/{record.device}/{point.library}/{point.kind}/{point.dtype}"
+            work = point.bytes if point.kind == "memory" else point.flops
+            time, value, low, high = _rate(work, point.samples_s, analysis, name)
+            if point.kind == "pages":  # nanoseconds per fresh page
+                value, low, high = (t / (point.size or 1) * 1e9 for t in (time.value, time.low, time.high))
             rows.append({
-                "machine": machine, "device": record["device"], "device_name": record.get("device_name"),
-                "library": point["library"], "kind": point["kind"], "dtype": point["dtype"], "size": point.get("size"),
-                "status": point["status"], "reason": point["reason"], "n_samples": len(samples),
+                "machine": machine, "device": record.device, "device_name": record.device_name,
+                "library": point.library, "kind": point.kind, "dtype": point.dtype, "size": point.size,
+                "status": point.status, "reason": point.reason, "n_samples": len(point.samples_s),
                 "value": value, "ci_low": low, "ci_high": high,
-                "unit": "GB/s" if point["kind"] == "memory" else "GFLOP/s",
+                "unit": {"memory": "GB/s", "pages": "ns per fresh page"}.get(point.kind, "GFLOP/s"),
             })
     return pd.DataFrame(rows, columns=ROOFS_COLUMNS)
 
 
 def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,
-                    analysis: Analysis, environment: dict | None = None) -> dict[str, pd.DataFrame]:
+                    analysis: Analysis, environment: Environment | None = None) -> dict[str, pd.DataFrame]:
     regular = [mc for mc in cells if not mc.cell.twin]  # a twin is only ever its cell's control
-    timings = timings_table(regular, machine, analysis.confidence)
-    speedups = speedups_table(regular, machine, analysis.confidence)
-    memory = memory_table(timings, environment, machine)
+    with stage("timings.csv"):
+        timings = timings_table(regular, machine)
+    with stage("speedups.csv"):
+        speedups = speedups_table(regular, machine)
+    with stage("memory.csv"):
+        memory = memory_table(timings, environment, machine)
+    with stage("thread_scaling.csv and controls.csv"):
+        scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
+    roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
+    with stage("decisions.csv"):
+        decisions = decisions_table(speedups, timings, analysis.judging, machine, memory, page_cost_s(roofs))
     return {
         "timings": timings,
         "speedups": speedups,
-        "thread_scaling": thread_scaling_table(regular, machine),
-        "controls": controls_table(cells, machine),
+        "thread_scaling": scaling,
+        "controls": controls,
         "memory": memory,
-        "decisions": decisions_table(speedups, timings, analysis.min_effect, machine, memory),
-        "transfer": transfer_table(load_device_records(transfer_paths, TRANSFER_SCHEMA), machine, analysis),
-        "roofs": roofs_table(load_device_records(roof_paths, ROOFS_SCHEMA), machine, analysis),
+        "decisions": decisions,
+        "transfer": transfer_table([load_device_record(p, TRANSFER_SCHEMA) for p in transfer_paths], machine, analysis),
+        "roofs": roofs,
     }
 
 
+def write_judging(judging: Judging, path: str) -> None:
+    write_json_atomic(path, {"kind": "judging", **judging.as_json()})
+
+
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
-                 outputs: dict[str, str]) -> None:
+                 outputs: dict[str, str], judging_path: str | None = None) -> None:
+    """The tables of one machine, and the judging policy they were judged with beside them
+    (judging.json), so that what reads them labels every interval at its level."""
     environment = load_environment(environment_path)
     cells = load_cells(record_paths, environment, analysis)
     tables = build_tables_of(cells, transfer_paths, roof_paths, machine, analysis, environment)
     for name, path in outputs.items():
         write_csv(tables[name], path)
-
-
-TEXT_COLUMNS = {"threads": str, "mode": str, "variant": str, "family": str, "amortize": str, "compile_fallback": str,
-                "first_break": str, "compile_backend": str, "compile_cache": str, "unstable": str, "replaced": str, "speedup_undecided": str, "end_to_end_undecided": str,
-                "verdict_undecided": str, "precision_notes": str, "reason": str, "break_even": str, "break_even_status": str, "link": str,
-                "ci_scope": str, "host": str, "slurm_job_id": str, "baseline_threads": str, "decision": str,
-                "by_size": str, "compared_variant": str, "undecided_sizes": str, "verdict": str,
-                "peak_host_method": str, "peak_note": str, "round_trip": str, "sizes": str, "resident": str}
+    if judging_path:
+        write_judging(analysis.judging, judging_path)
 
 
 MAX_TABLE_BYTES = 256 * 2**20  # a timings.csv of 100,000 cells is about 200 MB
@@ -438,7 +472,9 @@ REQUIRED_COLUMNS = {
     "timings": ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "median_s"],
     "speedups": ["machine", "op", "library", "device", "dtype", "size", "threads", "speedup"],
     "thread_scaling": ["machine", "op", "library", "dtype", "size", "threads", "scaling"],
-    "decisions": ["machine", "op", "device", "dtype", "threads", "decision", "speedup"],
+    # every column report/text/decisions.py reads: the summary prints a folder's own decisions.csv
+    "decisions": [c for c in DECISIONS if c not in ("family", "baseline_threads", "amortize_calls_ci_low",
+                                                    "amortize_calls_ci_high")],
     "controls": ["machine", "op", "library", "device", "size", "threads", "ratio", "verdict"],
     "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
     "transfer": ["device", "status"],
@@ -447,11 +483,13 @@ REQUIRED_COLUMNS = {
 
 
 def read_table(name: str, path: str) -> pd.DataFrame:
-    """Read one CSV table back (a regular file, at most MAX_TABLE_BYTES), keeping thread
-    labels and reasons as text, and the cells csvsafe made inert as they were; one line
-    names the file when it cannot be read or parsed or lacks a column its readers need."""
+    """Read one CSV table back (a regular file, at most MAX_TABLE_BYTES), keeping its text
+    columns (thread labels, reasons) as text, and the cells csvsafe made inert as they were;
+    one line names the file when it cannot be read or parsed, lacks a column its readers
+    need, or holds a value that does not fit its column's declared kind (`columns.DECLARED`:
+    a size that is no positive whole number, text where a number belongs, an empty op)."""
     try:
-        frame = read_csv_text(read_regular(path, MAX_TABLE_BYTES, "a table"), dtype=TEXT_COLUMNS,
+        frame = read_csv_text(read_regular(path, MAX_TABLE_BYTES, "a table"), dtype=read_dtypes(name),
                               keep_default_na=False, na_values=[""])
     except UnreadableFile as error:
         raise MalformedRecord(str(error)) from None
@@ -462,6 +500,13 @@ def read_table(name: str, path: str) -> pd.DataFrame:
     missing = [c for c in REQUIRED_COLUMNS.get(name, []) if c not in frame.columns]
     if missing and len(frame.columns):
         raise MalformedRecord(f"{path}: the {name} table lacks the column {missing[0]!r}; aggregate again")
+    misfit = first_misfit(frame, name)
+    if misfit:
+        column, row, value, kind = misfit
+        said = (f"is empty in row {row + 1} (it needs {kind.described()})" if pd.isna(value) else
+                f"holds {one_line(repr(value) if isinstance(value, str) else value, 80)} in row {row + 1}, not "
+                f"{kind.described()}")
+        raise MalformedRecord(f"{path}: the {name} table's column {column!r} {said}; aggregate again")
     return frame
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..logs import stderr_to_log, tell
-from ..records import SCHEMA_VERSION, validate_record, write_json_atomic
+from ..records import DOCUMENT_VERSION, validate_record, write_json_atomic
 from .lock import DEFAULT_TIMEOUT_S, LockError, host_lock
 
 
@@ -34,7 +34,7 @@ def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str
     from ..measure.provenance import host_facts, utc_now, where  # after the job has set its thread counts
 
     record = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": DOCUMENT_VERSION,
         "kind": kind,
         "machine": args.machine,
         "device": device,

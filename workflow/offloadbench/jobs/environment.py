@@ -15,13 +15,14 @@ import sys
 
 from ..errors import UserError
 from ..logs import stderr_to_log, tell
-from ..records import read_json, write_json_atomic
+from ..records import load_environment, write_json_atomic
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Record this machine's hardware and software.")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--libraries", default="numpy,torch", help="libraries the grid measures")
+    parser.add_argument("--probe-compiler", action="store_true", help="the grid has compiled cells on the cpu")
     parser.add_argument("--out", required=True)
     parser.add_argument("--log")
     return parser.parse_args(argv)
@@ -40,10 +41,10 @@ def known_absent(environment_path: str | None, device: str) -> str | None:
     """Why environment.json says `device` cannot be used here, or None."""
     if device == "cpu" or not environment_path or not os.path.exists(environment_path):
         return None
-    return (read_json(environment_path).get("devices") or {}).get(device)
+    return load_environment(environment_path).device_reason(device)
 
 
-def capture(machine: str, libraries: list[str]) -> dict:
+def capture(machine: str, libraries: list[str], probe_compiler: bool = False) -> dict:
     from ..measure.provenance import environment
 
     try:
@@ -55,14 +56,14 @@ def capture(machine: str, libraries: list[str]) -> dict:
                 "cannot import it: install requirements.txt there, or run with --sdm conda"
             ) from None
         torch = None
-    return environment(torch, machine)
+    return environment(torch, machine, probe_compiler)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with stderr_to_log(args.log) as terminal:
         try:
-            write_json_atomic(args.out, capture(args.machine, args.libraries.split(",")))
+            write_json_atomic(args.out, capture(args.machine, args.libraries.split(","), args.probe_compiler))
         except UserError as error:
             tell(terminal, f"error: {error}")
             return 1

@@ -1,17 +1,19 @@
-"""One round of the run: every cell measured once, in fresh worker processes.
+"""One round of the run: every cell measured once, in fresh worker processes, one group at
+a time, each group in one bout (jobs/bout.py).
 
     python -m offloadbench.jobs.round --round 2 --processes 3 --machine laptop ...
 
-The round takes the host's benchmark lock, starts one worker per (library, device,
-threads) as its first turn comes (schedule.round_plan), sends it one cell at a time, and
-turns a worker that hangs past the cell's time limit or dies (the kernel's OOM killer, a
-segfault) into a `timeout`, `oom` or `error` record before starting a fresh worker for the
-rest, so a failing cell stops no other. Cells of a device this machine lacks are recorded
+The round takes the host's benchmark lock and measures the groups of its cells in turn
+(schedule.groups). A worker process per library, device, threads and mode (and twin) is
+started as its first cell comes and serves that worker's cell in every group; a worker
+that hangs past the cell's time limit or dies (the kernel's OOM killer, a segfault) turns
+that cell into a `timeout`, `oom` or `error` record, and a fresh worker takes its next
+cell, so a failing cell stops no other. Cells of a device this machine lacks are recorded
 as skipped without starting a process.
 
 Finished records wait in raw/.partial/p<k>/ until the round ends, and a rerun picks them
-up: an interrupted round redoes only the cells it had not finished. This process imports
-nothing heavy; the workers load numpy and torch.
+up: an interrupted round redoes only the cells it had not finished (in bouts of their own).
+This process imports nothing heavy; the workers load numpy and torch.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
 from ..catalogue import SPECS, measured_scale
-from ..cells import COMPILED, ITEMSIZE, Cell
+from ..cells import ITEMSIZE, Cell, WorkerSpec
 from ..errors import UserError
 from ..kernels import read_kernel_files
 from ..logs import run_job, tell
@@ -43,18 +45,19 @@ from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import thread_env
 from ..records import (
     FAILED,
+    CellRecord,
     MalformedRecord,
     cell_record,
+    load_environment,
     load_record,
-    read_json,
     settings_differ,
     write_json_atomic,
 )
 from ..units import fmt_duration
+from .bout import Bout
 from .lock import DEFAULT_TIMEOUT_S, host_lock
-from .worker import EXIT_REFUSED, worker_threads
+from .worker import EXIT_REFUSED
 
-SETTLE_S = 0.1  # between workers: lets the last one's BLAS/OpenMP threads stop spinning
 PROGRESS_EVERY_S = 20.0
 
 
@@ -82,7 +85,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 class WorkerProcess:
     """A running worker, and what the round saw of it."""
 
-    key: str
+    spec: WorkerSpec
     proc: subprocess.Popen
     events: object
     pid: int
@@ -106,7 +109,7 @@ class WorkerProcess:
             if ready:
                 chunk = os.read(self.events.fileno(), 65536)
                 if not chunk:
-                    raise EOFError(self.key)
+                    raise EOFError(self.spec.name)
                 self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
@@ -154,16 +157,16 @@ class Round:
         self.timeout_s = float(self.settings["timeout_s"])
         self.compile_settings = json.loads(args.compile)
         self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
-        self.environment = read_json(args.environment)
-        self.cells = grid.expand(json.loads(args.grid), self.kernels, grid.usable_devices(self.environment))
+        self.environment = load_environment(args.environment)
+        self.cells = grid.expand(json.loads(args.grid), self.kernels, self.environment.usable_devices)
         self.extra = args.only is not None
         if self.extra:  # an extra round measures only what settling asked for
             only = set(json.loads(args.only))
             self.cells = [cell for cell in self.cells if cell.key in only]
         self.name = f"extra round {args.round}" if self.extra else f"round {args.round}/{args.processes}"
-        self.workers: dict[str, WorkerProcess] = {}
+        self.workers: dict[WorkerSpec, WorkerProcess] = {}
         self.history: dict[str, dict] = {}
-        self.active: str | None = None
+        self.bouts: list[dict] = []
         self.done = 0
         self.expected_done = 0.0
         self.todo: list[Cell] = []
@@ -185,12 +188,11 @@ class Round:
             points: dict[str, list] = {"host": [], "device": []}
             pattern = f"{cell.library}-{cell.device}-{cell.dtype}-n*-t*{'-compiled' if cell.compiled else ''}/p*.json"
             for path in sorted((self.raw / cell.op).glob(pattern))[:200]:
-                with contextlib.suppress(UserError, OSError, ValueError, KeyError, TypeError):
-                    record = read_json(path, hint=False)
-                    for where, found in points.items():
-                        peak = ((record.get("memory") or {}).get(where) or {}).get("peak_bytes")
-                        if record.get("status") == "ok" and isinstance(peak, int):
-                            found.append((int(record["cell"]["size"]), peak))
+                with contextlib.suppress(UserError, OSError):
+                    record = load_record(path)
+                    for where, peak in (("host", record.host_peak), ("device", record.device_peak)):
+                        if record.ok and peak.peak_bytes is not None:
+                            points[where].append((record.cell.size, peak.peak_bytes))
             spec = estimate.spec_of(cell.op, self.kernels)
             self.scales[series] = {where: measured_scale(found, spec, ITEMSIZE[cell.dtype])
                                    for where, found in points.items() if found}
@@ -207,30 +209,30 @@ class Round:
             record = load_record(path)
         except MalformedRecord:
             return None
-        if settings_differ(record.get("settings") or {}, self.settings) or self.kernel_edited(record):
+        if settings_differ(record.settings, self.settings) or self.kernel_edited(record):
             return None
-        return record["status"]
+        return record.status
 
-    def kernel_edited(self, record: dict) -> bool:
+    def kernel_edited(self, record: CellRecord) -> bool:
         """A user kernel's file changed since the record was taken: measure it anew. A cell
         skipped for its device never ran the kernel, so its edits do not matter."""
-        info = self.kernels.get(record["cell"]["op"])
-        if info is None or record["status"] == "skipped":
+        info = self.kernels.get(record.cell.op)
+        if info is None or record.status == "skipped":
             return False
-        return (record.get("op_info") or {}).get("sha256") != info.sha256
+        return record.kernel_sha256 != info.sha256
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
         reason = None
         if cell.library == "torch" or cell.compiled:
-            reason = (self.environment.get("devices") or {}).get(cell.device)
+            reason = self.environment.device_reason(cell.device)
         if not reason and cell.compiled:
-            reason = (self.environment.get("compile_devices") or {}).get(cell.device)
+            reason = self.environment.compile_reason(cell.device)
         return reason
 
     # the round
     def run(self) -> int:
-        different = mismatch(self.environment.get("fingerprint"), self.facts["fingerprint"])
+        different = mismatch(self.environment.fingerprint, self.facts["fingerprint"])
         if different:
             raise Refused(
                 f"this host's {different} recorded in {self.args.environment}: choose a new "
@@ -252,8 +254,8 @@ class Round:
                 before = system.snapshot()
                 self.began = self.last_report = time.monotonic()
                 try:
-                    for turn in schedule.round_plan(self.todo, self.args.round):
-                        self.take_turn(turn)
+                    for cells in schedule.groups(self.todo, self.args.round):
+                        self.bouts.append(Bout(self, cells).run().as_dict())
                 finally:
                     for worker in list(self.workers.values()):
                         self.retire(worker)
@@ -269,30 +271,30 @@ class Round:
         return {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
                 for c in self.todo}
 
-    def take_turn(self, turn: schedule.Turn) -> None:
-        for cell in turn.cells:
-            reason = self.device_reason(cell)
-            if reason:
-                self.write_failure(cell, "skipped", reason, None, None)
-            else:
-                self.measure(turn.worker, cell)
-            self.done += 1
-            self.expected_done += self.costs[cell]
-            self.report_progress()
+    def cell_done(self, cell: Cell) -> None:
+        """A cell of the round has its record: count it for the progress lines."""
+        self.done += 1
+        self.expected_done += self.costs.get(cell, 0.0)
+        self.report_progress()
 
-    def worker(self, key: str) -> WorkerProcess:
-        if key in self.workers and self.workers[key].proc.poll() is None:
-            return self.workers[key]
-        _, device, threads, mode = schedule.worker_parts(key)
+    def worker(self, spec: WorkerSpec) -> WorkerProcess:
+        """The running worker of `spec`, started when it is not running."""
+        if spec in self.workers and self.workers[spec].proc.poll() is None:
+            return self.workers[spec]
         read_fd, write_fd = os.pipe()
-        env = {**os.environ, **thread_env(worker_threads(device, threads))}
+        threads = spec.host_threads  # the label resolved once, here, for the environment and the worker
+        env = {**os.environ, **thread_env(threads)}
         cache_dir = None
-        if mode == COMPILED and self.compile_settings.get("cold_cache", True):
+        if spec.compiled and self.compile_settings.get("cold_cache", True):
             # an empty compile cache per process: its compiles cost what a user's first one does
             cache_dir = tempfile.mkdtemp(prefix="offloadbench-compile-cache-")
             env.update(TORCHINDUCTOR_CACHE_DIR=cache_dir, TRITON_CACHE_DIR=os.path.join(cache_dir, "triton"))
+        if spec.compiled and spec.device == "cpu" and self.environment.vec_isa_known:
+            env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"  # its checks ran once, in the environment job
         cmd = [
-            sys.executable, "-m", "offloadbench.jobs.worker", "--worker", key,
+            sys.executable, "-m", "offloadbench.jobs.worker", "--library", spec.library, "--device", spec.device,
+            "--threads-label", spec.threads, "--threads", str(threads), "--mode", spec.mode,
+            *(["--twin"] if spec.twin else []),
             "--machine", self.args.machine, "--round", str(self.args.round), "--processes", str(self.args.processes),
             "--settings", self.args.settings, "--environment", self.args.environment, "--events-fd", str(write_fd),
             "--kernels", self.args.kernels, "--compile", self.args.compile,
@@ -300,10 +302,11 @@ class Round:
         sys.stderr.flush()
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
         os.close(write_fd)
-        worker = WorkerProcess(key, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now(),
+        worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now(),
                                cache_dir=cache_dir)
-        self.workers[key] = worker
-        self.history.setdefault(key, {"processes": []})["processes"].append({"pid": proc.pid, "started_at": worker.started_at})
+        self.workers[spec] = worker
+        self.history.setdefault(spec.name, {"processes": []})["processes"].append(
+            {"pid": proc.pid, "started_at": worker.started_at})
         try:
             event = worker.next_event(time.monotonic() + self.timeout_s)
         except EOFError:
@@ -314,24 +317,23 @@ class Round:
         if not event or "ready" not in event:
             code = worker.kill()
             if code == EXIT_REFUSED:
-                raise Refused(f"worker {key} refused to start (see the log)")
-            raise RuntimeError(f"worker {key} did not start: {death_reason(code)[1]} (see the log)")
+                raise Refused(f"worker {spec.name} refused to start (see the log)")
+            raise RuntimeError(f"worker {spec.name} did not start: {death_reason(code)[1]} (see the log)")
         worker.ready = event["ready"]
-        self.history[key]["processes"][-1].update(event["ready"])
+        self.history[spec.name]["processes"][-1].update(event["ready"])
         return worker
 
-    def measure(self, key: str, cell: Cell) -> None:
-        if self.active not in (None, key):
-            time.sleep(SETTLE_S)
-        self.active = key
-        worker = self.worker(key)
-        worker.cells += 1
-        position = worker.cells
-        artifact = cell.op in SPECS and SPECS[cell.op].finish is not None
-        worker.send({"cell": cell.key, "out": str(self.partial(cell)), "position": position, "artifact": artifact,
-                     "memory_scale": self.memory_scale(cell)})
+    def command(self, cell: Cell, command: dict, expect: str) -> dict | None:
+        """Send the cell's worker one command and wait for its answer `expect`; None when the
+        cell ended instead: it failed (its worker wrote the record), or its worker hung past
+        the cell's time limit or died (this job writes the record)."""
+        worker = self.worker(cell.worker)
+        if "prepare" in command:
+            worker.cells += 1
+            command["position"] = worker.cells
+        worker.send(command)
         deadline = time.monotonic() + self.timeout_s
-        phase, timed_out = "starting", False
+        phase, timed_out = next(iter(command)), False
         while True:
             try:
                 event = worker.next_event(deadline)
@@ -342,24 +344,40 @@ class Round:
                 break
             if "phase" in event:
                 phase = event["phase"]
+            elif event.get(expect) == cell.key:
+                if expect == "done":
+                    self.ended(cell, event)
+                return event
             elif event.get("done") == cell.key:
-                self.statuses[cell] = event["status"]
-                if event["status"] in FAILED:
-                    tell(self.terminal, f"cell {cell.label}: {event['status']}: {event['reason']}")
-                return
+                self.ended(cell, event)
+                return None
         code = worker.kill()
         if timed_out:
             status, reason = "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during {phase}"
         else:
             status, reason = death_reason(code)
             reason = f"{reason} (during {phase})"
-        self.write_failure(cell, status, reason, worker, position)
+        self.write_failure(cell, status, reason, worker, worker.cells)
         tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
+        self.cell_done(cell)
+        return None
+
+    def sibling_pids(self, cell: Cell, cells) -> list[int]:
+        """The pids of the running workers of `cells` other than `cell`'s."""
+        return [worker.pid for other in cells if other.worker != cell.worker
+                and (worker := self.workers.get(other.worker)) is not None and worker.proc.poll() is None]
+
+    def ended(self, cell: Cell, event: dict) -> None:
+        """The cell's worker wrote its record."""
+        self.statuses[cell] = event["status"]
+        if event["status"] in FAILED:
+            tell(self.terminal, f"cell {cell.label}: {event['status']}: {event['reason']}")
+        self.cell_done(cell)
 
     def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None, position) -> None:
         now = utc_now()
         process = {
-            "round": self.args.round, "rounds": self.args.processes, "worker": schedule.worker_key(cell),
+            "round": self.args.round, "processes": self.args.processes, "worker": cell.worker.name,
             "pid": worker.pid if worker else None, "position": position, **where(),
         }
         record = cell_record(
@@ -371,7 +389,7 @@ class Round:
 
     def retire(self, worker: WorkerProcess) -> None:
         worker.close()
-        entry = self.history[worker.key]["processes"][-1]
+        entry = self.history[worker.spec.name]["processes"][-1]
         entry.update(finished_at=utc_now(), cells=worker.cells, returncode=worker.proc.returncode)
 
     def report_progress(self) -> None:
@@ -408,7 +426,7 @@ class Round:
             "kind": "round",
             "machine": self.args.machine,
             "round": self.args.round,
-            "rounds": self.args.processes,
+            "processes": self.args.processes,
             "extra": self.extra,
             "started_at": started,
             "finished_at": utc_now(),
@@ -420,6 +438,7 @@ class Round:
             "statuses": dict(Counter(self.statuses.values())),
             "lock_wait_s": lock_wait,
             "workers": self.history,
+            "bouts": self.bouts,
             "system_before": before,
             "system_after": after,
             "advice": system.advice(before) if before else [],

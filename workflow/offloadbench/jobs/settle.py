@@ -17,12 +17,12 @@ import argparse
 import json
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from .. import layout
 from ..analysis.measured import Analysis, grid_records, load_cells
-from ..analysis.settle import comparisons, plan_round
+from ..analysis.pairs import comparisons
+from ..analysis.settle import plan_round
 from ..logs import run_job, tell
 from ..records import load_environment, load_round, write_json_atomic
 from ..units import fmt_duration
@@ -39,15 +39,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--compile", default="{}")
     parser.add_argument("--log")
     return parser.parse_args(argv)
-
-
-def _seconds(record: dict) -> float:
-    try:
-        start = datetime.fromisoformat(record["started_at"])
-        end = datetime.fromisoformat(record["finished_at"])
-    except (KeyError, TypeError, ValueError):
-        return 0.0
-    return max(0.0, (end - start).total_seconds())
 
 
 class Settling:
@@ -67,19 +58,18 @@ class Settling:
         return load_cells(paths, self.environment, self.analysis)
 
     def extra_rounds(self) -> list[int]:
-        """The extra rounds already run (their own records, rounds/x<k>.json)."""
-        return [load_round(p)["round"] for p in sorted((self.raw / layout.ROUNDS_DIR).glob("x*.json"))]
+        """The extra rounds already run (their own records, rounds/extra-<k>.json)."""
+        return [load_round(p).round for p in layout.round_records(self.raw, "extra")]
 
     def seconds_in(self, cells, extra: bool) -> float:
         """The cells' own measuring seconds in the planned (or the extra) rounds, from the
         records: a planned round rerun with nothing to do leaves its records, not its time."""
-        return sum(_seconds(r) for mc in cells for r in mc.records
-                   if (r["process"]["round"] > self.planned) == extra)
+        return sum(r.seconds for mc in cells for r in mc.records if (r.round > self.planned) == extra)
 
     def round_seconds(self, extra: bool) -> float:
         """The wall seconds the planned (or extra) rounds took, from their own records."""
-        pattern = "x*.json" if extra else "p*.json"
-        return sum(load_round(p).get("took_s") or 0.0 for p in (self.raw / layout.ROUNDS_DIR).glob(pattern))
+        kind = "extra" if extra else "planned"
+        return sum(load_round(p).took_s or 0.0 for p in layout.round_records(self.raw, kind))
 
     def budget_s(self, cells) -> float:
         """A share of the planned rounds' time: their wall time, or their cells' own seconds
@@ -95,7 +85,7 @@ class Settling:
     def predicted_s(self, cells, chosen) -> float:
         """The next round's time: its cells' mean time per process so far, plus worker starts."""
         by_cell = {mc.cell: mc for mc in cells}
-        seconds = sum(sum(map(_seconds, by_cell[c].records)) / max(1, len(by_cell[c].records)) for c in chosen)
+        seconds = sum(sum(r.seconds for r in by_cell[c].records) / max(1, len(by_cell[c].records)) for c in chosen)
         workers = {(c.library, c.device, c.threads, c.mode) for c in chosen}
         return seconds * self.overhead(cells) + WORKER_START_S * len(workers)
 

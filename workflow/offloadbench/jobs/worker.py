@@ -1,12 +1,20 @@
-"""A worker: one fresh process that measures the cells of one (library, device, threads)
-in one round, one cell per command from the round job.
+"""A worker: one fresh process that measures the cells of one library, device, thread count
+and mode (and twin) in one round, one bout at a time, on the round job's commands.
 
-    python -m offloadbench.jobs.worker --worker torch-cpu-tall --events-fd 5 ...
+    python -m offloadbench.jobs.worker --library torch --device cpu --threads-label all --threads 8 \
+        --mode eager --events-fd 5 ...
 
-Commands arrive on stdin, one JSON object per line ({"cell", "out", "position"});
-events go back on the file descriptor `--events-fd` ({"ready"}, {"phase"}, {"done"},
-{"refused"}), so that whatever a library prints cannot garble them. The round job set the
-thread-count variables before this process started, so BLAS and OpenMP pools are sized
+Commands arrive on stdin, one JSON object per line; events go back on the file descriptor
+`--events-fd`, so that whatever a library prints cannot garble them:
+- {"prepare": <cell key>, "out", "position", "artifact", "memory_scale"}: inputs, compile,
+  check and warm-up (`measure.cell.CellRun.prepare`); answers {"prepared": key}, or, when
+  the cell failed, writes its record and answers {"done": key, "status", "reason"};
+- {"turn": key, "cycle", "position", "after", "after_threads", "pause_s"}: one turn of the
+  bout; answers {"turned": key, "converged"}, or {"done": ...} when the cell failed;
+- {"finish": key, "stop_reason", "bout"}: the noise checks and peak memory, then the
+  record; answers {"done": key, "status", "reason"}.
+Before the first command it answers {"ready": ...} (or {"refused": why}). The round job set
+the thread-count variables before this process started, so BLAS and OpenMP pools are sized
 right at import; the counts are read back and recorded.
 """
 
@@ -21,25 +29,24 @@ import time
 from pathlib import Path
 
 from ..catalogue import SPECS
-from ..cells import COMPILED, Cell, resolve_threads
+from ..cells import COMPILED, MODES, Cell, WorkerSpec
 from ..kernels import read_kernel_files
 from ..machine import mismatch
-from ..records import cell_record, read_json, write_json_atomic
-from ..schedule import worker_parts
+from ..records import cell_record, load_environment, write_json_atomic
 
 EXIT_REFUSED = 2
 # Modules a measuring process should load only when its cells need them (kept in the record).
 HEAVY_MODULES = ("torch", "pandas", "seaborn", "matplotlib", "snakemake", "scipy")
 
 
-def worker_threads(device: str, threads: str) -> int:
-    """Host threads of a worker: the cell's count on the cpu; one host thread drives a GPU."""
-    return 1 if device != "cpu" else resolve_threads(threads)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Measure cells of one library, device and thread count.")
-    parser.add_argument("--worker", required=True, help="e.g. numpy-cpu-t1, torch-cuda-t1")
+    parser = argparse.ArgumentParser(description="Measure cells of one library, device, thread count and mode.")
+    parser.add_argument("--library", required=True, choices=("numpy", "torch"))
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--threads-label", required=True, help="the cells' thread label: a count or all")
+    parser.add_argument("--threads", type=int, required=True, help="the host threads, resolved by the round job")
+    parser.add_argument("--mode", default="eager", choices=MODES)
+    parser.add_argument("--twin", action="store_true", help="the second process of a self-comparison")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--round", type=int, required=True)
     parser.add_argument("--processes", type=int, required=True, help="measure.processes: the planned rounds")
@@ -54,7 +61,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 class Worker:
     def __init__(self, args: argparse.Namespace, events):
         self.args, self.events = args, events
-        self.library, self.device, self.threads, self.mode = worker_parts(args.worker)
+        self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
+        self.threads = args.threads
         self.settings = json.loads(args.settings)
         self.compile_settings = json.loads(args.compile)
         self.kernel_paths = json.loads(args.kernels)
@@ -62,6 +70,8 @@ class Worker:
         self.kernels: dict | None = None  # imported at the first kernel cell
         self.torch = None
         self.compiler_startup_s = None
+        self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began)
+        self.prepare_s: dict[str, float] = {}  # cell key -> seconds its prepare command took
 
     def send(self, **event) -> None:
         self.events.write(json.dumps(event) + "\n")
@@ -72,7 +82,7 @@ class Worker:
         start = time.perf_counter()
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
-        if self.library == "torch" or self.mode == COMPILED:  # torch.compile compiles NumPy code too
+        if self.spec.library == "torch" or self.spec.compiled:  # torch.compile compiles NumPy code too
             try:
                 import torch
 
@@ -84,9 +94,9 @@ class Worker:
         from ..measure.provenance import host_facts, where
         from ..measure.threads import apply_thread_limits
 
-        self.threads_info = apply_thread_limits(worker_threads(self.device, self.threads), self.torch)
+        self.threads_info = apply_thread_limits(self.threads, self.torch)
         gpu_names = None
-        if self.device == "cuda" and self.torch is not None and self.torch.cuda.is_available():
+        if self.spec.device == "cuda" and self.torch is not None and self.torch.cuda.is_available():
             gpu_names = [self.torch.cuda.get_device_name(0)]
         self.facts = host_facts(gpu_names)
         self.where = where()
@@ -94,15 +104,16 @@ class Worker:
         if refusal:
             self.send(refused=refusal)
             return False
-        from ..measure.cell import Settings, warm_process
+        from ..measure.cell import warm_process
+        from ..measure.settings import Settings
 
-        self.warmed_s = warm_process(self.library, self.torch)
-        if self.mode == COMPILED and self.torch is not None:
+        self.cell_settings = Settings.from_config(self.settings, self.compile_settings)
+        self.warmed_s = warm_process(self.spec.library, self.torch)
+        if self.spec.mode == COMPILED and self.torch is not None:
             from ..measure import compiled
 
-            if compiled.unavailable_reason(self.device, self.torch) is None:
-                settings = Settings.from_config(self.settings, self.compile_settings)
-                self.compiler_startup_s = compiled.warm_compiler(self.torch, settings, self.device)
+            if compiled.unavailable_reason(self.spec.device, self.torch) is None:
+                self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
@@ -126,40 +137,67 @@ class Worker:
         path = self.args.environment
         if not path or not os.path.exists(path):
             return None
-        different = mismatch(read_json(path).get("fingerprint"), self.facts["fingerprint"])
+        different = mismatch(load_environment(path).fingerprint, self.facts["fingerprint"])
         if different:
             return f"this host's {different} recorded in {path}: choose a new `machine:` label rather than mixing machines"
         return None
 
-    def measure(self, command: dict) -> None:
-        from ..measure.cell import CellOutcome, Progress, Settings, run_cell
+    # the commands
+    def prepare(self, command: dict) -> None:
+        from ..measure.cell import CellFailed, CellRun, Progress
         from ..measure.provenance import utc_now
 
-        cell = Cell.from_key(command["cell"])
-        started, began = utc_now(), time.perf_counter()
+        cell = Cell.from_key(command["prepare"])
         out = Path(command["out"])
         artifact = str(out.with_suffix(".png")) if command.get("artifact") else None
+        run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(phase=phase)),
+                      artifact, None, command.get("memory_scale") or {})
+        self.runs[cell.key] = (run, command, utc_now(), time.perf_counter())
         try:
-            kernels = self.user_kernels(cell)
+            run.kernels = self.user_kernels(cell)
         except Exception as error:  # noqa: BLE001 - the user's file: its failure is this cell's record
-            outcome = CellOutcome("error", f"the kernels files could not be imported: {type(error).__name__}: "
-                                           f"{str(error).strip()[:300]}")
+            with run.failures():
+                raise CellFailed("error", f"the kernels files could not be imported: {type(error).__name__}: "
+                                          f"{str(error).strip()[:300]}") from None
+        ready = not run.failed and run.prepare()
+        self.prepare_s[cell.key] = time.perf_counter() - self.runs[cell.key][3]
+        if ready:
+            self.send(prepared=cell.key, regions=len(run.states))
         else:
-            outcome = run_cell(
-                cell, Settings.from_config(self.settings, self.compile_settings), self.torch,
-                Progress(report=lambda phase: self.send(phase=phase)), artifact, kernels,
-                command.get("memory_scale") or {},
-            )
-        info = self.kernel_infos.get(cell.op)
+            self.finish({"finish": cell.key})
+
+    def turn(self, command: dict) -> None:
+        from ..measure.cell import Place
+
+        key = command["turn"]
+        run = self.runs[key][0]
+        converged = run.turn(Place(command["cycle"], command.get("position", 0), command.get("after"),
+                                   command.get("after_threads"), command.get("pause_s", 0.0),
+                                   tuple(command.get("siblings") or ())))
+        if run.failed:
+            self.finish({"finish": key})
+        else:
+            self.send(turned=key, converged=converged)
+
+    def finish(self, command: dict) -> None:
+        from ..measure.provenance import utc_now
+
+        key = command["finish"]
+        run, prepared, started, began = self.runs.pop(key)
+        finishing = time.perf_counter()
+        outcome = run.finish(command.get("stop_reason"))
+        finish_s = time.perf_counter() - finishing
+        info = self.kernel_infos.get(run.cell.op)
         effective = self.threads_info.get("effective") or 1
         record = cell_record(
-            cell, self.args.machine, self.process(command),
+            run.cell, self.args.machine, self.process(prepared),
             status=outcome.status, reason=outcome.reason,
             started_at=started, finished_at=utc_now(),
             provenance=self.facts, settings={**self.settings, **outcome.settings},
             measured={
                 **outcome.measured,
                 **({"op_info": info.describe()} if info else {}),
+                **({"bout": command["bout"]} if command.get("bout") else {}),
                 "threads": self.threads_info,
                 "sharing": {"threads": effective, "cores_usable": self.facts["usable_cores"],
                             "shares_cores_with_orchestrator": effective >= (self.facts["usable_cores"] or 1)},
@@ -168,18 +206,20 @@ class Worker:
                 "import_s": self.import_s,
                 "compiler_startup_s": self.compiler_startup_s,
                 "measure_s": time.perf_counter() - began,
+                "prepare_s": self.prepare_s.pop(key, None),
+                "finish_s": finish_s,
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
-        write_json_atomic(out, record)
-        self.release(cell)
-        self.send(done=cell.key, status=outcome.status, reason=outcome.reason)
+        write_json_atomic(prepared["out"], record)
+        self.release(run.cell)
+        self.send(done=key, status=outcome.status, reason=outcome.reason)
 
     def process(self, command: dict) -> dict:
         return {
             "round": self.args.round,
-            "rounds": self.args.processes,
-            "worker": self.args.worker,
+            "processes": self.args.processes,
+            "worker": self.spec.name,
             "pid": os.getpid(),
             "position": command.get("position"),
             **self.where,
@@ -195,9 +235,11 @@ class Worker:
     def serve(self) -> int:
         if not self.start():
             return EXIT_REFUSED
+        handlers = {"prepare": self.prepare, "turn": self.turn, "finish": self.finish}
         for line in sys.stdin:
             if line.strip():
-                self.measure(json.loads(line))
+                command = json.loads(line)
+                handlers[next(name for name in handlers if name in command)](command)
         return 0
 
 

@@ -1,19 +1,23 @@
-"""Measure one cell: build its timed regions, check the result, time them, diagnose.
+"""Measure one cell in one process: prepared once, sampled one turn at a time, finished.
 
-The regions of a cell:
-- compute: the op on inputs already where it runs (device-resident time);
-- h2d / d2h (cuda, mps): inputs host->device, result device->host;
-- finish (ops with host work, e.g. plotting): that work on the host result;
-- end_to_end: host inputs in, host result out (and finished), as one region.
-numpy cells have no copies, and their end-to-end region is the compute region when the op
-has no host finish; torch cells on the cpu wrap and unwrap numpy arrays without copying.
-Compiled cells (measure.compiled) time the same regions with the compiled code, after a
-compile phase of their own: the first calls, which are never samples.
+`CellRun` is what a worker holds for the cell of the current bout:
+- `prepare`: the op's inputs, the compile phase of a compiled cell (its first calls, never
+  samples), the correctness check against float64, and every timed region warmed up and
+  its block sized (backend.py builds the regions);
+- `turn`: one turn of the bout: each region sampled for at least `turn_s` (one sample at
+  least, each sample a block of calls timed as one), after a few untimed calls that bring
+  back the steady state another worker's turn disturbed (caches, an idle thread pool);
+  each sample's minor page faults are counted around it;
+- `finish`: the noise checks, one untimed call's peak memory, and the record's fields.
+Failures become the outcome's status (skipped, oom, error), never exceptions. `run_cell`
+measures a cell alone: its turns follow each other until its stopping rule ends them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import math
 import os
 import time
 from collections.abc import Callable
@@ -21,58 +25,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..catalogue import MEMORY_HEADROOM, call_bytes, working_set_bytes
+from ..catalogue import call_bytes, working_set_bytes
 from ..cells import ITEMSIZE, Cell
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
+from ..stats import median_ci_rel_halfwidth
 from . import compiled, correctness, devices, diagnostics, disturbance, memory, system
+from .backend import Backend, as_float64, build_regions, configure_torch, make_host_inputs, np_dtype
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
-from .timing import BlockRule, Measurement, Region, StopRule, WarmupRule, sample_until_stable, warm_up
+from .settings import Settings
+from .timing import Measurement, Region, Warmup, warm_up
 
-TORCH_ONLY_DTYPES = ("bfloat16",)
-PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Measurement settings; `from_config` reads the `measure` section of the config."""
-
-    stop: StopRule = field(default_factory=StopRule)
-    warmup: WarmupRule = field(default_factory=WarmupRule)
-    block: BlockRule = field(default_factory=BlockRule)
-    seed: int = 0
-    check_rows: int = 32
-    pinned_memory: bool = False
-    allow_tf32: bool = False
-    memory_headroom: float = MEMORY_HEADROOM
-    compile_backend: str = "inductor"
-    compile_mode: str = "default"
-    cold_cache: bool = True
-    resident_calls: tuple[int, ...] = (1, 16)  # the k of each resident trip (GPU cells that chain)
-
-    @classmethod
-    def from_config(cls, section: dict, compile_section: dict | None = None) -> Settings:
-        compile_section = compile_section or {}
-        return cls(
-            stop=StopRule(
-                target_rel_ci=float(section["target_rel_ci"]),
-                min_samples=int(section["min_samples"]),
-                min_sampling_s=float(section["min_sampling_s"]),
-                max_samples=int(section["max_samples"]),
-                budget_s=float(section["budget_s"]),
-            ),
-            warmup=WarmupRule(budget_s=float(section["warmup_budget_s"])),
-            block=BlockRule(min_sample_s=float(section["min_sample_s"])),
-            seed=int(section["seed"]),
-            check_rows=int(section["check_rows"]),
-            pinned_memory=bool(section["pinned_memory"]),
-            allow_tf32=bool(section["allow_tf32"]),
-            compile_backend=str(compile_section.get("backend", "inductor")),
-            compile_mode=str(compile_section.get("mode", "default")),
-            cold_cache=bool(compile_section.get("cold_cache", True)),
-            resident_calls=tuple(int(k) for k in section.get("resident_calls", (1, 16))),
-        )
+PREROLL_S = 0.001  # untimed calls before a turn's first sample, where a call is shorter than
+PREROLL_UP_TO_S = 0.01  # this: longer calls are their own steady state
 
 
 @dataclass
@@ -117,226 +83,21 @@ def _available_host_memory() -> int | None:
     return None
 
 
-def _np_dtype(dtype: str):
-    return np.dtype(dtype) if dtype not in TORCH_ONLY_DTYPES else np.dtype("float32")
-
-
-def make_host_inputs(op: Op, cell: Cell, seed: int, torch=None) -> list:
-    """The op's random inputs on the host, rounded to the cell's dtype: numpy arrays, or
-    CPU tensors for bfloat16."""
-    arrays = [a.astype(_np_dtype(cell.dtype)) for a in op.make_inputs(np.random.default_rng(seed), cell.size)]
-    if cell.dtype in TORCH_ONLY_DTYPES:
-        return [torch.from_numpy(a).to(getattr(torch, cell.dtype)) for a in arrays]
-    return arrays
-
-
-def as_float64(x) -> np.ndarray:
-    if isinstance(x, np.ndarray):
-        return x if x.dtype in (np.float64, np.complex128) else x.astype(np.float64)
-    return x.detach().to("cpu").double().numpy()
-
-
-class Backend:
-    """How a library moves data and runs the op on one device, eager or compiled."""
-
-    def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
-        self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
-        self.lib = torch if cell.library == "torch" else np
-        self.sync = devices.synchronizer(cell.device, torch)
-        # numpy compiled on a GPU moves its data as torch does: device tensors in the
-        # device-resident form, host arrays copied by the compiled code end to end.
-        self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
-        self.compiled_fn = self.end_to_end_fn = None
-        self.watch, self.graphs_at_compile = None, 0  # set by first_calls
-        self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
-        if cell.compiled:
-            self._compile()
-
-    def _compile(self) -> None:
-        torch, op, lib = self.torch, self.op, self.lib
-
-        def code(*inputs):
-            return op.compute(lib, *inputs)
-
-        if self.cell.library == "numpy" and self.cell.is_gpu:
-            self.compiled_fn = compiled.compile_function(compiled.numpy_on_device(code, torch), torch, self.settings)
-            plain = compiled.compile_function(code, torch, self.settings)
-            self.end_to_end_fn = compiled.under_device(plain, self.cell.device, torch)
-        else:
-            self.compiled_fn = compiled.compile_function(code, torch, self.settings)
-
-    def to_device(self, host):
-        if not self.tensors:
-            return host
-        torch = self.torch
-        tensor = host if isinstance(host, torch.Tensor) else torch.from_numpy(host)
-        if self.cell.device == "cpu":
-            return tensor
-        return tensor.to(self.cell.device, non_blocking=self.settings.pinned_memory)
-
-    def to_host(self, result):
-        """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples."""
-        if isinstance(result, tuple):
-            return tuple(self.to_host(part) for part in result)
-        if not self.tensors or isinstance(result, np.ndarray | np.generic):
-            return result
-        if self.cell.device == "cpu":
-            host = result
-        elif self.settings.pinned_memory and self.cell.device == "cuda":
-            host = self.torch.empty(result.shape, dtype=result.dtype, pin_memory=True)
-            host.copy_(result, non_blocking=True)
-            self.sync()
-        else:
-            host = result.to("cpu")
-        return host if host.dtype == self.torch.bfloat16 else host.numpy()
-
-    def as_numpy(self, host):
-        """A host result as numpy arrays (bfloat16 is widened)."""
-        if isinstance(host, tuple):
-            return tuple(self.as_numpy(part) for part in host)
-        if isinstance(host, np.ndarray | np.generic):
-            return np.asarray(host)
-        return host.float().numpy() if host.dtype == self.torch.bfloat16 else host.numpy()
-
-    def compute(self, inputs):
-        if self.compiled_fn is not None:
-            return self.compiled_fn(*inputs)
-        return self.op.compute(self.lib, *inputs)
-
-    def round_trip(self, host_inputs: list):
-        """Host inputs in, the host result out: what a user's code does."""
-        if self.end_to_end_fn is not None:
-            return self.end_to_end_fn(*host_inputs)
-        return self.to_host(self.compute([self.to_device(x) for x in host_inputs]))
-
-    def first_calls(self, host_inputs: list) -> dict:
-        """The compile phase: the first call of each compiled form, timed, and what Dynamo
-        did meanwhile."""
-        watch = compiled.CompileWatch(self.torch)
-        self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
-        watch.begin()
-        device_inputs = [self.to_device(x) for x in host_inputs]
-        with memory.watching_first_call(self.cell.device, self.torch) as peak:  # reset before, read after
-            phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
-        phase["memory"] = peak
-        found = watch.since()  # of the device-resident form, which every compiled cell has
-        if self.end_to_end_fn is not None:
-            try:
-                phase["end_to_end_first_call_s"] = compiled.timed_first_call(self.end_to_end_fn, host_inputs, self.sync)
-                phase["end_to_end_form"] = "the NumPy function under torch.device, host arrays in and out"
-            except Exception as error:  # noqa: BLE001 - some torch versions fail here; the copies still count
-                self.end_to_end_fn = None
-                phase["end_to_end_form"] = ("host arrays copied around the device-resident code: under torch.device "
-                                            f"the compiled NumPy function failed ({compiled.short_reason(str(error))})")
-        self.watch = watch
-        self.graphs_at_compile = watch.since()["graphs"]
-        settings = self.settings
-        return {
-            **phase, **found, "fallback": compiled.fallback_of(found),
-            "backend": settings.compile_backend, "mode": settings.compile_mode, "dynamic": False,
-            "torch_version": self.torch.__version__,
-            "cache": {"cold": settings.cold_cache, "hits": found["cache_hits"], "misses": found["cache_misses"],
-                      "warm": found["cache_hits"] > 0},
-        }
-
-    def recompiles(self) -> int:
-        """Graphs compiled after the compile phase: guards that failed while sampling."""
-        return max(0, self.watch.since()["graphs"] - self.graphs_at_compile)
-
-    def pin(self, host_inputs: list) -> list:
-        """With pinned_memory, the inputs live in pinned memory from the start, as when an
-        application allocates its buffers pinned; copying them there is not timed."""
-        if not (self.settings.pinned_memory and self.cell.device == "cuda"):
-            return host_inputs
-        torch = self.torch
-        return [(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)).pin_memory() for x in host_inputs]
-
-
-def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
-    """The timed regions of the cell, keyed by phase name, in phase order."""
-    op, cell, sync = backend.op, backend.cell, backend.sync
-    device_inputs = [backend.to_device(x) for x in host_inputs]
-    sync()
-    result = backend.compute(device_inputs)
-    host_array = backend.as_numpy(backend.to_host(result)) if op.finish else None
-
-    def compute():
-        return backend.compute(device_inputs)
-
-    def end_to_end():
-        out = backend.round_trip(host_inputs)
-        if op.finish:
-            op.finish(backend.as_numpy(out))
-        return out
-
-    regions = {"compute": Region("compute", compute, sync)}
-    if cell.is_gpu:
-        regions["h2d"] = Region("h2d", lambda: [backend.to_device(x) for x in host_inputs], sync)
-        regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
-    if op.finish:
-        regions["finish"] = Region("finish", lambda: op.finish(host_array))
-    if backend.tensors or op.finish:
-        regions["end_to_end"] = Region("end_to_end", end_to_end, sync)
-    ordered = {name: regions[name] for name in PHASES if name in regions}
-    backend.resident_reason = resident_reason(backend, device_inputs, result)
-    if backend.resident_reason is None:
-        for k in backend.settings.resident_calls:
-            ordered[f"resident_{k}"] = Region(f"resident_{k}", resident_trip(backend, host_inputs, k), sync)
-    return ordered
-
-
-CHAINED_FAMILIES = ("elementwise",)  # ops whose output can be the next call's input, as a time loop's
-
-
-def resident_reason(backend: Backend, device_inputs: list, result) -> str | None:
-    """Why a cell has no resident trips, or None: they need a GPU, an op that chains (an
-    elementwise op or a kernel of yours) and a result shaped and typed like its first input."""
-    op, cell = backend.op, backend.cell
-    if not cell.is_gpu:
-        return "no device to keep the data on: the data are always on the host"
-    if op.kernel is None and op.spec.family not in CHAINED_FAMILIES:
-        return f"{cell.op} does not chain (only elementwise ops and kernels of yours do)"
-    first = device_inputs[0] if device_inputs else None
-    same = (first is not None and not isinstance(result, tuple) and getattr(result, "shape", None) == first.shape
-            and getattr(result, "dtype", None) == first.dtype)
-    return None if same else "its result is not shaped and typed like its first input, so calls cannot chain"
-
-
-def resident_trip(backend: Backend, host_inputs: list, calls: int) -> Callable[[], object]:
-    """One copy in, `calls` calls chained on the device (each output the next call's first
-    input, the rest kept), one copy out: a time loop that keeps its field on the device."""
-    def trip():
-        inputs = [backend.to_device(x) for x in host_inputs]
-        for _ in range(calls):
-            inputs = [backend.compute(inputs), *inputs[1:]]
-        return backend.to_host(inputs[0])
-
-    return trip
-
-
 def check_result(backend: Backend, host_inputs: list) -> tuple[dict, object]:
     """The op's error against a float64 reference from the same inputs, its verdict, and
     the host result."""
     op, cell, settings = backend.op, backend.cell, backend.settings
-    rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.seed + 1))
+    rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
     result = backend.as_numpy(backend.round_trip(host_inputs))
     inputs = [as_float64(x) for x in host_inputs]
     if op.kernel is not None:  # a kernel's result must also have the cell's precision
-        error = op.error(inputs, result, rows, precision=_np_dtype(cell.dtype))
+        error = op.error(inputs, result, rows, precision=np_dtype(cell.dtype))
     else:
         error = op.error(inputs, result, rows)
     tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
     own = kernel_tolerance(op.kernel, cell.dtype) if op.kernel is not None else None
     return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked, own), result
-
-
-def configure_torch(torch, settings: Settings) -> dict:
-    """TF32 for CUDA matmuls only, as configured. set_float32_matmul_precision would also let
-    oneDNN lower the precision of CPU matmuls, which the CPU tolerance does not allow for."""
-    torch.backends.cuda.matmul.allow_tf32 = settings.allow_tf32
-    torch.backends.cudnn.allow_tf32 = settings.allow_tf32
-    return {"tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
 
 
 def _nbytes(values) -> int:
@@ -398,30 +159,239 @@ def warm_process(library: str, torch=None, seconds: float = 0.5) -> float:
     return time.perf_counter() - start
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a turn stood in its bout: its cycle, its position in the cycle, the worker
+    whose turn came just before (None: the bout's first turn) with its threads, and the
+    pause that was left after it."""
+
+    cycle: int
+    position: int = 0
+    after: str | None = None
+    after_threads: int | None = None
+    pause_s: float = 0.0
+    siblings: tuple[int, ...] = ()  # the pids of the bout's other workers
+
+
+@dataclass
+class RegionState:
+    """A region's samples so far, with each sample's cycle and page faults."""
+
+    region: Region
+    warmup: Warmup
+    samples: list[float] = field(default_factory=list)
+    faults: list[float | None] = field(default_factory=list)
+    cycles: list[int] = field(default_factory=list)
+    spent_s: float = 0.0
+    rel_ci: float = math.inf
+
+    @property
+    def calls(self) -> int:
+        return self.warmup.calls_per_sample
+
+    def preroll_calls(self) -> int:
+        """Untimed calls before a turn: about a millisecond of them, none for long calls."""
+        call_s = min(self.warmup.blocks_s) if self.warmup.blocks_s else self.warmup.first_call_s
+        if call_s >= PREROLL_UP_TO_S:
+            return 0
+        return max(1, math.ceil(PREROLL_S / max(call_s, 1e-9)))
+
+    def take(self, turn_s: float, cycle: int, max_samples: int, now: Callable[[], float] = time.perf_counter) -> None:
+        """One turn of this region: the pre-roll, then samples until `turn_s` has passed."""
+        preroll = self.preroll_calls()
+        if preroll:
+            self.region.time_block(preroll)
+        began = now()
+        while len(self.samples) < max_samples:
+            sample = self.region.sample(self.calls)
+            self.samples.append(sample.seconds)
+            self.faults.append(sample.faults_per_call)
+            self.cycles.append(cycle)
+            if now() - began >= turn_s:
+                break
+        self.spent_s += now() - began
+
+    def update_ci(self, confidence: float) -> None:
+        if len(self.samples) >= 2:
+            self.rel_ci = median_ci_rel_halfwidth(self.samples, confidence)
+
+    def stop_reason(self, stop) -> str | None:
+        """Why this region could stop: its CI, the sample cap, or its budget (None: go on)."""
+        n = len(self.samples)
+        if n >= stop.min_samples and self.spent_s >= stop.min_sampling_s and self.rel_ci <= stop.target_rel_ci:
+            return "ci"
+        if n >= stop.max_samples:
+            return "max_samples"
+        if n >= stop.floor_samples and self.spent_s >= stop.budget_s:
+            return "budget"
+        return None
+
+    def measurement(self, stop) -> Measurement:
+        reason = self.stop_reason(stop) or "budget"
+        return Measurement(self.region.name, tuple(self.samples), self.calls, self.warmup, self.rel_ci,
+                           self.rel_ci <= stop.target_rel_ci, reason, self.spent_s)
+
+
+class CellRun:
+    """One cell measured in this process: `prepare`, then `turn` as often as its bout (or
+    `sample_alone`) asks, then `finish`. A failure at any step ends it with its status."""
+
+    def __init__(self, cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
+                 artifact_path: str | None = None, kernels: dict | None = None, memory_scale: dict | None = None):
+        self.cell, self.settings, self.torch = cell, settings, torch
+        self.progress = progress or Progress()
+        self.artifact_path, self.kernels, self.memory_scale = artifact_path, kernels, memory_scale
+        self.outcome = CellOutcome()
+        self.states: list[RegionState] = []
+        self.places: list[Place] = []
+        self.windows: list[tuple] = []  # (before, after) disturbance readings around each turn
+        self.clocks_before = None
+        self.backend: Backend | None = None
+        self.host_inputs: list = []
+        self.op: Op | None = None
+        self.gpu_index = None
+        self.failed = False
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.states) and not self.failed
+
+    def prepare(self) -> bool:
+        """Inputs, compile, check and warm-up; True when the cell is ready to be sampled."""
+        with self.failures():
+            self._prepare()
+        return self.ready
+
+    def _prepare(self) -> None:
+        cell, settings, torch = self.cell, self.settings, self.torch
+        self.op = op = _prepare(self.outcome, cell, settings, torch, self.kernels, self.memory_scale)
+        self.gpu_index = torch.cuda.current_device() if cell.device == "cuda" else None
+        if self.gpu_index is not None:  # NVML's first call is slow: make it before warm-up, not after
+            system.gpu_clocks(self.gpu_index)
+        self.progress.enter("inputs")
+        self.backend = backend = Backend(cell, op, settings, torch)
+        self.host_inputs = backend.pin(make_host_inputs(op, cell, settings.random_state, torch))
+        if cell.compiled:
+            self.progress.enter("compile")
+            self.outcome.measured["compile"] = backend.first_calls(self.host_inputs)
+        self.progress.enter("check")
+        check, result = check_result(backend, self.host_inputs)
+        self.outcome.measured["check"] = check
+        self.outcome.measured["model"] = model_of(op, cell, self.host_inputs, result)
+        if not check["passed"]:
+            raise CellFailed("error", f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
+                                      f"tolerance {check['tolerance']:.2e}")
+        states = []
+        for name, region in build_regions(backend, self.host_inputs).items():
+            self.progress.enter(f"warm-up {name}")
+            states.append(RegionState(region, warm_up(region, settings.block, settings.warmup)))
+        if cell.is_gpu and backend.resident_reason:
+            self.outcome.measured["resident"] = {"reason": backend.resident_reason}
+        self.states = states
+
+    def turn(self, place: Place | None = None, pending_only: bool = False) -> bool:
+        """One turn: every region (every unfinished one, `pending_only`) sampled for at least
+        turn_s; True when every region has met its CI target. The collector stays off."""
+        if not self.ready:
+            return False
+        place = place or Place(cycle=len(self.places))
+        if self.clocks_before is None:
+            self.progress.enter("sampling")
+            self.clocks_before = self.clocks()
+        stop = self.settings.stop
+        with self.failures():
+            enabled = gc.isenabled()
+            gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
+            try:
+                before = disturbance.read(place.siblings)  # around the turn, never inside a timed region
+                for state in self.states:
+                    if pending_only and state.stop_reason(stop) is not None:
+                        continue
+                    state.take(self.settings.turn_s, place.cycle, stop.max_samples)
+                self.windows.append((before, disturbance.read(place.siblings)))
+            finally:
+                if enabled:
+                    gc.enable()
+            self.places.append(place)
+            for state in self.states:
+                state.update_ci(stop.confidence)
+        return self.ready and all(s.stop_reason(stop) == "ci" for s in self.states)
+
+    def sample_alone(self) -> None:
+        """Turns one after the other until every region may stop (its CI, budget or cap)."""
+        while self.ready and any(s.stop_reason(self.settings.stop) is None for s in self.states):
+            self.turn(pending_only=True)
+
+    def clocks(self) -> tuple:
+        return cpu_clocks_mhz(), system.gpu_clocks(self.gpu_index) if self.gpu_index is not None else None
+
+    def finish(self, stop_reason: str | None = None) -> CellOutcome:
+        """The noise checks, the peak memory of one untimed call, the rendering of an op that
+        plots, and every field of the record; `stop_reason` is why its bout ended."""
+        if self.ready:
+            with self.failures():
+                self._finish(stop_reason)
+        self.release()
+        return self.outcome
+
+    def _finish(self, stop_reason: str | None) -> None:
+        cell, settings, backend = self.cell, self.settings, self.backend
+        measurements = {s.region.name: s.measurement(settings.stop) for s in self.states}
+        seen = disturbance.across(self.windows)
+        measured = self.outcome.measured
+        measured.update(_sampling_fields(measurements, self.states, settings, stop_reason))
+        measured["turns"] = _turn_fields(self.places)
+        measured["disturbance"] = seen
+        measured["diagnostics"] = _diagnose(measurements, settings, self.clocks_before or self.clocks(),
+                                            self.clocks(), seen)
+        if cell.compiled:
+            measured["compile"]["recompiles"] = backend.recompiles()
+        self.progress.enter("memory")
+        measured["memory"] = peak_memory(backend, self.host_inputs)
+        if self.op.finish and self.artifact_path:
+            self.progress.enter("saving the rendering")
+            rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
+            write_bytes_atomic(self.artifact_path, rendered)
+            measured["artifact"] = os.path.basename(self.artifact_path)
+
+    @contextlib.contextmanager
+    def failures(self):
+        """A failure of the cell becomes its outcome (skipped, oom, error), never an exception."""
+        try:
+            yield
+        except CellFailed as failure:
+            self._fail(failure.status, failure.reason)
+        except correctness.WrongResult as wrong:
+            self._fail("error", f"wrong result: {wrong}")
+        except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
+            oom = devices.is_out_of_memory(error, self.torch)
+            what = "out of memory" if oom else type(error).__name__
+            self._fail("oom" if oom else "error",
+                       f"{what} during {self.progress.phase}: {_first_line(error)}{_user_frame(error, self.kernels)}")
+            with contextlib.suppress(Exception):  # a broken device must not hide the reason above
+                devices.release_memory(self.cell.device, self.torch)
+
+    def _fail(self, status: str, reason: str) -> None:
+        self.failed = True
+        self.outcome.status, self.outcome.reason = status, reason
+
+    def release(self) -> None:
+        """Drop the cell's arrays and compiled code before the next cell of this worker."""
+        self.states, self.host_inputs, self.backend = [], [], None
+
+
 def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
              artifact_path: str | None = None, kernels: dict | None = None,
              memory_scale: dict | None = None) -> CellOutcome:
-    """Measure `cell`; failures become outcomes, not exceptions. `kernels` holds the user
-    kernels by name (kernels.Kernel), for cells of a kernel; `memory_scale` what earlier
-    records of its series measured of its memory (the out-of-memory check calibrates on it).
-
-    For ops with a host finish (plotting), the last rendering is saved to `artifact_path`."""
-    progress = progress or Progress()
-    outcome = CellOutcome()
-    try:
-        _measure_into(outcome, cell, settings, torch, progress, artifact_path, kernels, memory_scale)
-    except CellFailed as failure:
-        outcome.status, outcome.reason = failure.status, failure.reason
-    except correctness.WrongResult as wrong:
-        outcome.status, outcome.reason = "error", f"wrong result: {wrong}"
-    except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
-        oom = devices.is_out_of_memory(error, torch)
-        outcome.status = "oom" if oom else "error"
-        what = "out of memory" if oom else type(error).__name__
-        outcome.reason = f"{what} during {progress.phase}: {_first_line(error)}{_user_frame(error, kernels)}"
-        with contextlib.suppress(Exception):  # a broken device must not hide the reason above
-            devices.release_memory(cell.device, torch)
-    return outcome
+    """Measure `cell` alone in this process; failures become outcomes, not exceptions.
+    `kernels` holds the user kernels by name (kernels.Kernel), for cells of a kernel;
+    `memory_scale` what earlier records of its series measured of its memory (the
+    out-of-memory check calibrates on it). For ops with a host finish (plotting), the last
+    rendering is saved to `artifact_path`."""
+    run = CellRun(cell, settings, torch, progress, artifact_path, kernels, memory_scale)
+    if run.prepare():
+        run.sample_alone()
+    return run.finish()
 
 
 def _first_line(error: BaseException) -> str:
@@ -440,6 +410,7 @@ def _user_frame(error: BaseException, kernels: dict | None) -> str:
 
 def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernels: dict | None,
              memory_scale: dict | None = None) -> Op:
+    """The cell's op, once its device, compiler and memory are known to suffice."""
     op = get_op(cell.op, kernels)
     uses_torch = cell.library == "torch" or cell.compiled
     reason = devices.unavailable_reason(cell.device, torch) if uses_torch else None
@@ -454,60 +425,6 @@ def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernel
         outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
     _memory_precheck(op, cell, settings, memory_scale, torch)
     return op
-
-
-def _measure_into(outcome: CellOutcome, cell: Cell, settings: Settings, torch, progress: Progress,
-                  artifact_path: str | None, kernels: dict | None, memory_scale: dict | None = None) -> None:
-    op = _prepare(outcome, cell, settings, torch, kernels, memory_scale)
-    gpu_index = torch.cuda.current_device() if cell.device == "cuda" else None
-    if gpu_index is not None:  # NVML's first call is slow: make it before warm-up, not after
-        system.gpu_clocks(gpu_index)
-
-    progress.enter("inputs")
-    backend = Backend(cell, op, settings, torch)
-    host_inputs = backend.pin(make_host_inputs(op, cell, settings.seed, torch))
-
-    if cell.compiled:
-        progress.enter("compile")
-        outcome.measured["compile"] = backend.first_calls(host_inputs)
-
-    progress.enter("check")
-    check, result = check_result(backend, host_inputs)
-    outcome.measured["check"] = check
-    outcome.measured["model"] = model_of(op, cell, host_inputs, result)
-    if not check["passed"]:
-        raise CellFailed(
-            "error",
-            f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
-            f"tolerance {check['tolerance']:.2e}",
-        )
-
-    warmed = []
-    for name, region in build_regions(backend, host_inputs).items():
-        progress.enter(f"warm-up {name}")
-        warmed.append((region, warm_up(region, settings.block, settings.warmup)))
-
-    if cell.is_gpu and backend.resident_reason:
-        outcome.measured["resident"] = {"reason": backend.resident_reason}
-    progress.enter("sampling")
-    clocks_before = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
-    watched = disturbance.read()  # around the sampling, never inside a timed region
-    sampled = sample_until_stable(warmed, settings.stop)
-    seen = disturbance.between(watched, disturbance.read())
-    clocks_after = (cpu_clocks_mhz(), system.gpu_clocks(gpu_index) if gpu_index is not None else None)
-
-    outcome.measured.update(_sampling_fields(sampled, settings))
-    outcome.measured["disturbance"] = seen
-    outcome.measured["diagnostics"] = _diagnose(sampled.measurements, settings, clocks_before, clocks_after, seen)
-    if cell.compiled:
-        outcome.measured["compile"]["recompiles"] = backend.recompiles()
-    progress.enter("memory")
-    outcome.measured["memory"] = peak_memory(backend, host_inputs)
-    if op.finish and artifact_path:
-        progress.enter("saving the rendering")
-        rendered = op.finish(backend.as_numpy(backend.round_trip(host_inputs)))
-        write_bytes_atomic(artifact_path, rendered)
-        outcome.measured["artifact"] = os.path.basename(artifact_path)
 
 
 def peak_memory(backend: Backend, host_inputs: list) -> dict:
@@ -528,9 +445,11 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
     return found
 
 
-def _phase_fields(m: Measurement) -> dict:
+def _phase_fields(m: Measurement, state: RegionState) -> dict:
     return {
         "samples_s": list(m.samples_s),
+        "cycles": list(state.cycles),
+        "faults_per_call": list(state.faults),
         "calls_per_sample": m.calls_per_sample,
         "warmup_s": list(m.warmup.blocks_s),
         "rel_ci": m.rel_ci,
@@ -540,8 +459,11 @@ def _phase_fields(m: Measurement) -> dict:
     }
 
 
-def _sampling_fields(sampled, settings: Settings) -> dict:
-    compute = sampled.measurements["compute"]
+def _sampling_fields(measurements: dict[str, Measurement], states: list[RegionState], settings: Settings,
+                     stop_reason: str | None) -> dict:
+    compute = measurements["compute"]
+    reasons = {m.stop_reason for m in measurements.values()}
+    own = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
     return {
         "samples_s": list(compute.samples_s),
         "calls_per_sample": compute.calls_per_sample,
@@ -550,16 +472,27 @@ def _sampling_fields(sampled, settings: Settings) -> dict:
             "samples_s": list(compute.warmup.blocks_s),
             "first_call_s": compute.warmup.first_call_s,
         },
-        "phases": {name: _phase_fields(m) for name, m in sampled.measurements.items()},
+        "phases": {name: _phase_fields(m, state) for (name, m), state in zip(measurements.items(), states, strict=True)},
         "stopping": {
-            "stop_reason": sampled.stop_reason,
-            "converged": all(m.converged for m in sampled.measurements.values()),
+            "stop_reason": stop_reason or own,
+            "converged": all(m.converged for m in measurements.values()),
             "rel_ci": compute.rel_ci,
             "n_samples": len(compute.samples_s),
-            "elapsed_s": sampled.elapsed_s,
-            "sweeps": sampled.sweeps,
+            "elapsed_s": sum(m.sampling_s for m in measurements.values()),
+            "sweeps": len({c for state in states for c in state.cycles}),
             "target_rel_ci": settings.stop.target_rel_ci,
         },
+    }
+
+
+def _turn_fields(places: list[Place]) -> dict:
+    """Each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)."""
+    return {
+        "cycle": [p.cycle for p in places],
+        "position": [p.position for p in places],
+        "after": [p.after for p in places],
+        "after_threads": [p.after_threads for p in places],
+        "pause_s": [p.pause_s for p in places],
     }
 
 

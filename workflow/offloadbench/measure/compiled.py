@@ -17,6 +17,7 @@ their first reason, and recompiles during sampling. torch is passed in, never im
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,31 @@ def unavailable_reason(device: str, torch) -> str | None:
         return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({text[0] if text else type(error).__name__}); "
                 "install g++ or set CXX")
     return None
+
+
+def vector_isa_probe(torch) -> dict:
+    """Which vector instructions Inductor's C++ code uses on this cpu, found the slow way (it
+    compiles and runs a small test per instruction set, seconds each, once per cache) and
+    the fast way (the cpu's flags alone). Where they agree, the workers may skip the slow
+    checks (TORCHINDUCTOR_VEC_ISA_OK=1): a program pays them once per machine, not per run."""
+    import tempfile
+
+    try:
+        from torch._inductor import config
+        from torch._inductor.cpu_vec_isa import pick_vec_isa, supported_vec_isa_list, x86_isa_checker
+
+        with tempfile.TemporaryDirectory(prefix="offloadbench-isa-") as cache, \
+                config.patch({"cpp.vec_isa_ok": None}):
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+            picked = str(pick_vec_isa())
+            flags = x86_isa_checker()
+            unchecked = next((str(isa) for isa in supported_vec_isa_list
+                              if all(flag in flags for flag in str(isa).split())), "")
+    except Exception as error:  # noqa: BLE001 - no probe: the workers check as Inductor does
+        return {"picked": None, "unchecked": None, "reason": short_reason(str(error))}
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    return {"picked": picked, "unchecked": unchecked}
 
 
 def cache_counts(torch) -> dict[str, int]:

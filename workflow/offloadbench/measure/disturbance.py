@@ -29,7 +29,9 @@ from dataclasses import dataclass
 # Others using more than this share of one core during the sampling flag the process
 # `disturbed`: about what a browser tab or an editor's indexer takes in bursts.
 DISTURBED_CORES = 0.10
-DISTURBED_PRESSURE = 0.10  # some task waited for a CPU during more than this share of the window
+# Some task waited for a CPU during more than this share of the window: a bout's own hand-offs (the
+# orchestrator waking, a sibling's pool spinning down) keep it near 0.1 on 2 cores.
+DISTURBED_PRESSURE = 0.25
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (not idle, iowait, guest)
 
 
@@ -86,41 +88,79 @@ class Reading:
     switches: int | None
     source: str | None
     pressure_us: int | None = None
+    siblings_s: float = 0.0  # CPU seconds of the bout's other workers (their pools spinning down)
 
 
-def read() -> Reading:
-    """One reading; cheap (a file read and two system calls), taken outside timed regions."""
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds of another process so far (/proc/<pid>/stat, in ticks; 0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def read(siblings: tuple[int, ...] = ()) -> Reading:
+    """One reading; cheap (a few file reads and two system calls), taken outside timed
+    regions. `siblings` are the bout's other workers: what they use is no disturbance from
+    outside, and is told apart."""
     busy, source = _proc_stat_busy_s(), "/proc/stat"
     if busy is None:
         busy, source = _psutil_busy_s(), "psutil"
     return Reading(time.monotonic(), busy, time.process_time(), _involuntary_switches(),
-                   source if busy is not None else None, _pressure_us())
+                   source if busy is not None else None, _pressure_us(),
+                   sum(_process_cpu_s(pid) for pid in siblings))
 
 
 def between(before: Reading, after: Reading, cpus: int | None = None) -> dict:
     """What other processes used between two readings, as the record keeps it."""
-    wall = max(after.wall_s - before.wall_s, 1e-9)
-    own = after.own_s - before.own_s
-    switches = (after.switches - before.switches
-                if after.switches is not None and before.switches is not None else None)
-    pressure = ((after.pressure_us - before.pressure_us) / 1e6 / wall
-                if after.pressure_us is not None and before.pressure_us is not None else None)
+    return across([(before, after)], cpus)
+
+
+def across(windows: list[tuple[Reading, Reading]], cpus: int | None = None) -> dict:
+    """What other processes used during several windows (a bout's turns of one cell) taken
+    as one: their seconds added up. Each window's count of busy ticks is off by up to a
+    tick per CPU at each end, at random, so the uncertainty of the sum grows as the square
+    root of the number of windows; the pressure is counted in microseconds."""
+    if not windows:
+        return {"window_s": 0.0, "own_cores": None, "others_cores": None, "cpu_pressure": None,
+                "involuntary_switches": None, "source": None, "disturbed": False}
+    wall = max(sum(after.wall_s - before.wall_s for before, after in windows), 1e-9)
+    own = sum(after.own_s - before.own_s for before, after in windows)
+    switches = _added(windows, "switches")
+    pressure_us = _added(windows, "pressure_us")
+    pressure = pressure_us / 1e6 / wall if pressure_us is not None else None
     waited = pressure is not None and pressure > DISTURBED_PRESSURE
-    if before.busy_s is None or after.busy_s is None:
+    busy = _added(windows, "busy_s")
+    if busy is None:
         return {"window_s": wall, "own_cores": own / wall, "others_cores": None, "cpu_pressure": pressure,
                 "involuntary_switches": switches, "source": None, "disturbed": waited}
-    others = max(0.0, (after.busy_s - before.busy_s) - own)
-    resolution = 2 * (cpus or os.cpu_count() or 1) * TICK_S  # a tick per CPU at each end
+    siblings = sum(after.siblings_s - before.siblings_s for before, after in windows)
+    others = max(0.0, busy - own - siblings)
+    resolution = 2 * (cpus or os.cpu_count() or 1) * TICK_S * len(windows) ** 0.5  # a tick per CPU at each end
     return {
         "window_s": wall,
         "own_cores": own / wall,
         "others_cores": others / wall,
+        "siblings_cores": siblings / wall,
         "resolution_cores": resolution / wall,
         "cpu_pressure": pressure,
         "involuntary_switches": switches,
-        "source": before.source,
+        "source": windows[0][0].source,
         "disturbed": others - resolution > DISTURBED_CORES * wall or waited,
     }
+
+
+def _added(windows: list[tuple[Reading, Reading]], name: str):
+    """The sum of a reading's differences over the windows, None where any reading lacks it."""
+    total = 0
+    for before, after in windows:
+        start, end = getattr(before, name), getattr(after, name)
+        if start is None or end is None:
+            return None
+        total += end - start
+    return total
 
 
 def describe(disturbance: dict) -> str:

@@ -18,7 +18,7 @@ from importlib import metadata
 
 from ..cells import usable_cores
 from ..machine import fingerprint
-from ..records import SCHEMA_VERSION
+from ..records import DOCUMENT_VERSION
 from . import compiled, devices, system
 from .threads import blas_tuning_env
 
@@ -163,15 +163,16 @@ def compile_availability(torch, usable: dict[str, str | None]) -> dict[str, str 
     return {device: reason or compiled.unavailable_reason(device, torch) for device, reason in usable.items()}
 
 
-def environment(torch, machine: str) -> dict:
-    """Everything `environment.json` records about this machine."""
+def environment(torch, machine: str, probe_compiler: bool = False) -> dict:
+    """Everything `environment.json` records about this machine; with `probe_compiler`, which
+    vector instructions compiled code uses on its cpu (compiled.vector_isa_probe)."""
     import numpy
     from threadpoolctl import threadpool_info
 
     tfacts = torch_facts(torch)
     facts = host_facts([g["name"] for g in tfacts["gpus"]])
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": DOCUMENT_VERSION,
         "machine": machine,
         "captured_at": utc_now(),
         **facts,
@@ -184,7 +185,9 @@ def environment(torch, machine: str) -> dict:
         "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
         **tfacts,
         "devices": (usable := device_availability(torch)),
-        "compile_devices": compile_availability(torch, usable),
+        "compile_devices": (compilable := compile_availability(torch, usable)),
+        **({"compile_vec_isa": compiled.vector_isa_probe(torch)} if probe_compiler and torch is not None
+           and compilable.get("cpu") is None else {}),
         "system": _checked(system.snapshot()),
         "packages": {name: package_version(name) for name in PACKAGES},
     }

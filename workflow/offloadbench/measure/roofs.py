@@ -1,5 +1,7 @@
 """The machine's roofs: memory bandwidth from a STREAM-style triad, and compute from a large
-matmul per dtype, in NumPy and PyTorch, on each device.
+matmul per dtype, in NumPy and PyTorch, on each device; and on the cpu what one fresh page
+costs (a minor page fault: the kernel maps a zeroed page on first touch), the price a call
+pays for every page its allocator gets anew from the system.
 
 The triad a = b + s·c counts three arrays of traffic per call, as STREAM does. PyTorch does
 it in one pass (`torch.add(..., alpha=s, out=a)`); NumPy has no fused form, so it runs in
@@ -9,6 +11,7 @@ three arrays too. Arrays are far larger than the caches.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +19,8 @@ import numpy as np
 from . import devices
 from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
+PAGE_BYTES = mmap.PAGESIZE
+FRESH_PAGES_BYTES = 16 * 2**20  # pages mapped per call of the fresh-page point
 TRIAD_SCALE = 3.0
 BLOCK_ELEMENTS = 1 << 17  # 1 MiB of float64: stays in L2/L3 while the block is added
 
@@ -61,6 +66,21 @@ def matmul_region(library: str, device: str, dtype: str, n: int, torch=None) -> 
         return Region("matmul", lambda: a @ b)
     a, b = (torch.from_numpy(x).to(device=device, dtype=getattr(torch, dtype)) for x in host)
     return Region("matmul", lambda: a @ b, devices.synchronizer(device, torch))
+
+
+def fresh_pages_region(nbytes: int = FRESH_PAGES_BYTES) -> Region:
+    """One call maps `nbytes` of anonymous memory, touches each page once (each a minor
+    fault: a fresh zeroed page) and unmaps it, as an allocator that returns large blocks to
+    the system makes every call do. An explicit mapping, since malloc may keep freed blocks."""
+
+    def touch():
+        block = mmap.mmap(-1, nbytes)
+        view = np.frombuffer(block, dtype=np.uint8)
+        view[::PAGE_BYTES] = 1
+        del view
+        block.close()
+
+    return Region("fresh pages", touch)
 
 
 def compute_roof_exists(library: str, device: str, dtype: str) -> bool:
@@ -109,4 +129,17 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
             finally:
                 devices.release_memory(device, torch)
             points.append(point)
+    if device == "cpu" and "numpy" in libraries:
+        points.append(fresh_pages_point(budget_s))
     return points
+
+
+def fresh_pages_point(budget_s: float) -> dict:
+    """The cost of fresh pages on the cpu: `size` pages per call of the region above."""
+    point = {"library": "numpy", "kind": "pages", "dtype": "uint8", "bytes": FRESH_PAGES_BYTES,
+             "size": FRESH_PAGES_BYTES // PAGE_BYTES, "status": "ok", "reason": ""}
+    try:
+        point["samples_s"] = _measure(fresh_pages_region(), min(budget_s, 0.2))
+    except (OSError, ValueError) as error:  # no anonymous mappings here
+        point.update(status="error", reason=str(error).strip().splitlines()[0][:300])
+    return point

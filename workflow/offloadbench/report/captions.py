@@ -4,6 +4,7 @@ from collections.abc import Iterable
 
 from ..catalogue import SPECS
 from ..layout import split_figure_name
+from ..verdicts import Judging
 
 
 def size_label(ops: Iterable[str], prefix: str = "size n") -> str:
@@ -16,7 +17,7 @@ CAPTIONS = {
     "speedup": (
         "Device-resident speedup over NumPy on the CPU of PyTorch, and of compiled code where the grid "
         "has it (baseline: NumPy eager at the same "
-        "thread count; GPU cells against NumPy on all cores). Bands: 95% CI of the ratio, across "
+        "thread count; GPU cells against NumPy on all cores). Bands: {ci} of the ratio, across "
         "processes where the cells were measured in several; dashed line: no difference."
     ),
     "copy_cost": (
@@ -30,10 +31,10 @@ CAPTIONS = {
     ),
     "bandwidth": (
         "Host-device copy bandwidth against copy size, per direction and host memory kind, with "
-        "the 95% CI; dotted line: the link's theoretical rate."
+        "the {ci}; dotted line: the link's theoretical rate."
     ),
     "throughput": (
-        "Achieved throughput (FLOP model ÷ time) with the 95% CI as error bars."
+        "Achieved throughput (FLOP model ÷ time) with the {ci} as error bars."
     ),
     "memory": (
         "Peak extra memory of one call against size, measured in an untimed call after the sampling: on the "
@@ -58,32 +59,39 @@ CAPTIONS = {
         "host-device copies and compare with NumPy on all cores; the CPU panel compares at the same "
         "(largest) thread count. Red: faster than NumPy, "
         "blue: slower, on a log colour scale centred at 1×; cells marked = are the same as NumPy within "
-        "the minimum effect, hatched cells marked ? are undecided (their 95% CI cannot tell yet, or spans more "
+        "the minimum effect, hatched cells marked ? are undecided (their {ci} cannot tell yet, or spans more "
         "than 2×) and show no number. n is each op's own size (the matrix or field "
         "side for most ops; see the catalogue)."
     ),
 }
 
-def caption_of(name: str) -> str:
-    """The caption of a figure file: its figure's, and for one page of a large grid which page."""
+def caption_of(name: str, judging: Judging) -> str:
+    """The caption of a figure file: its figure's, with its intervals' level, and for one
+    page of a large grid which page."""
     base, page = split_figure_name(name)
+    caption = CAPTIONS[base].format(ci=judging.ci)
     if not page:
-        return CAPTIONS[base]
-    return (f"{CAPTIONS[base]} Page {page}: the grid has more ops and dtypes than one page holds, so this "
+        return caption
+    return (f"{caption} Page {page}: the grid has more ops and dtypes than one page holds, so this "
             "figure is drawn in pages of whole op families (the title names them).")
+
+
+def compare_caption(name: str, judging: Judging) -> str:
+    """The caption of a figure of a comparison of machines."""
+    return COMPARE_CAPTIONS[name].format(ci=judging.ci)
 
 
 # The figures of a comparison of machines (results/compare/<A>-vs-<B>/figures/).
 COMPARE_CAPTIONS = {
     "speedups": "Speedup of PyTorch over NumPy on each machine's own CPU against size, every machine "
-                "overlaid in its colour, with 95% CI bands; above the dashed line at 1 PyTorch is faster. "
+                "overlaid in its colour, with {ci} bands; above the dashed line at 1 PyTorch is faster. "
                 "Solid lines run on a GPU, patterned ones on the CPU, with the thread count in the legend.",
-    "ratio": "Time of each cell on machine B divided by its time on the reference A, with the 95% CI of the "
+    "ratio": "Time of each cell on machine B divided by its time on the reference A, with the {ci} of the "
              "ratio; below 1 B is faster. Filled markers differ by more than the minimum effect, grey ones are "
              "the same within it, and pale ones undecided (the CI cannot tell yet, or a machine was unstable).",
     "break_even": "Smallest size from which each GPU series beats NumPy with the copies counted (the "
                   "end-to-end speedup's CI above 1), per machine. A hollow marker with an arrow was not reached "
                   "by the largest size measured; an arrow to the left means at or below the smallest size.",
     "bandwidth": "Host↔device copy bandwidth against copy size on each machine, per direction and host memory "
-                 "kind, with 95% CIs; the dotted line in a machine's colour is its link's nominal rate.",
+                 "kind, with {ci}s; the dotted line in a machine's colour is its link's nominal rate.",
 }

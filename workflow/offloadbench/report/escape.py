@@ -17,9 +17,12 @@ and the terminal (offloadbench.errors.printable and shown, for every message).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import pandas as pd
 
@@ -53,14 +56,18 @@ def md_text(value) -> str:
 
 
 def md_data(value):
-    """Every string in a JSON-like value (environment.json, a round record) through md_text,
-    keys included: a report may list a map's keys (the BLAS variables set, say)."""
+    """Every string in a record (environment.json, a round's record, as typed objects or
+    plain values) through md_text, keys included: a report may list a map's keys (the
+    BLAS variables set, say)."""
     if isinstance(value, str):
         return md_text(value)
-    if isinstance(value, dict):
-        return {md_text(key): md_data(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [md_data(item) for item in value]
+    if isinstance(value, Mapping):
+        return MappingProxyType({md_text(key): md_data(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return type(value)(md_data(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: md_data(getattr(value, f.name)) for f in dataclasses.fields(value)
+                                             if f.init})
     return value
 
 
@@ -137,3 +144,73 @@ def safe_html(markdown_text: str, figures: dict[str, Path], title: str, folded: 
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
+
+
+# --- LaTeX: every text cell, header, caption, comment and macro body -------------------------
+
+# ASCII-only output: these are the characters pdflatex cannot take as they are.
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "–": "--",
+    "—": "---",
+    "×": r"\ensuremath{\times}",
+    "±": r"\ensuremath{\pm}",
+    "µ": r"\textmu{}",
+    "μ": r"\textmu{}",
+    "≈": r"\ensuremath{\approx}",
+    "†": r"\textdagger{}",
+    "≤": r"\ensuremath{\leq}",
+    "≥": r"\ensuremath{\geq}",
+    "→": r"\ensuremath{\rightarrow}",
+    "÷": r"\ensuremath{\div}",
+    "’": "'",
+    "‘": "`",
+    "“": "``",
+    "”": "''",
+    "\u00a0": "~",
+}
+
+
+_BLANKS = re.compile(r"[\t\n\v\f\r]")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")  # ESC, NUL, DEL, ...: no engine takes them as text
+
+
+def _plain(text) -> str:
+    """Text with line breaks and tabs as spaces and every other ASCII control character left out."""
+    return _CONTROLS.sub("", _BLANKS.sub(" ", str(text)))
+
+
+def tex_escape(text) -> str:
+    """Text as LaTeX source that prints it; control characters are left out and other
+    non-ASCII characters become `?` (never a crash)."""
+    out = []
+    for ch in _plain(text):
+        if ch in _TEX_SPECIAL:
+            out.append(_TEX_SPECIAL[ch])
+        elif ch.isascii():
+            out.append(ch)
+        else:
+            out.append("?")
+    return "".join(out)
+
+
+_PLAIN = {"–": "-", "—": "-", "×": "x", "±": "+-", "µ": "u", "μ": "u", "≈": "~", "≤": "<=", "≥": ">=",
+          "→": "->", "÷": "/"}
+
+
+def tex_comment(text: str) -> str:
+    """Text for a `%` comment: one line, ASCII like the rest of the file."""
+    text = " ".join(_plain(text).split())
+    return "".join(ch if ch.isascii() else _PLAIN.get(ch, "?") for ch in text)

@@ -62,14 +62,15 @@ def fmt_sig(value, digits: int = 3) -> str:
     return f"{value:.{places}f}"
 
 
-def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", named: bool = False, ratio: bool = False,
+def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", ci: str | None = None, ratio: bool = False,
            word: str = "") -> str:
-    """The one way an estimate and its 95% CI are written. In a table whose header names the
+    """The one way an estimate and its CI are written. In a table whose header names the
     CI: "1.23 (1.20–1.26)", the bounds with as many decimals as the value so they line up;
-    `named`, in a sentence: "1.23 s (95% CI 1.20–1.26 s)". A `ratio` has two decimals and
-    "×" ("2.10× faster (95% CI 2.05–2.14)" with `word`), and one whose CI spans more than
-    MAX_CI_SPAN is no result and never a number: "undecided (its CI spans 3.5×)", or
-    "CI spans 3.5×" in a table."""
+    with its label `ci` (Judging.ci, "95% CI"), in a sentence: "1.23 s (95% CI 1.20–1.26 s)".
+    A `ratio` has two decimals and "×" ("2.10× faster (95% CI 2.05–2.14)" with `word`), and
+    one whose CI spans more than MAX_CI_SPAN is no result and never a number: "undecided
+    (its CI spans 3.5×)", or "CI spans 3.5×" in a table."""
+    named = ci is not None
     if not finite(value):
         return "–"
     bounded = finite(low) and finite(high)
@@ -82,28 +83,28 @@ def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", named: bool = F
         return f"{head} (CI unavailable)" if named else head
     places = len(text.split(".")[1]) if "." in text else 0
     bounds = f"{float(low):.{places}f}–{float(high):.{places}f}{'' if ratio else unit}"
-    return f"{head} (95% CI {bounds})" if named else f"{head} ({bounds})"
+    return f"{head} ({ci} {bounds})" if named else f"{head} ({bounds})"
 
 
-def fmt_ratio(value: float, lo: float, hi: float, compact: bool = False) -> str:
-    """ "2.10× (95% CI 2.05–2.14)" in a sentence, "2.10× (2.05–2.14)" `compact` in a table
-    (see fmt_ci: a CI over MAX_CI_SPAN gives no number)."""
-    return fmt_ci(value, lo, hi, named=not compact, ratio=True)
+def fmt_ratio(value: float, lo: float, hi: float, ci: str | None = None) -> str:
+    """ "2.10× (95% CI 2.05–2.14)" in a sentence (with the label `ci`), "2.10× (2.05–2.14)" in
+    a table whose header names the CI (see fmt_ci: a CI over MAX_CI_SPAN gives no number)."""
+    return fmt_ci(value, lo, hi, ci=ci, ratio=True)
 
 
-def ratio_of(row, column: str = "speedup") -> str:
+def ratio_of(row, column: str = "speedup", ci: str | None = None) -> str:
     """A ratio column of a table row with its CI, e.g. "2.10× (95% CI 2.05–2.14)"."""
-    return fmt_ratio(*interval(row, column))
+    return fmt_ratio(*interval(row, column), ci=ci)
 
 
-def fmt_time_ratio(ratio: float, lo: float, hi: float) -> str:
+def fmt_time_ratio(ratio: float, lo: float, hi: float, ci: str) -> str:
     """A time ratio B/A read as speed: "3.10× faster (95% CI 3.02–3.18)"."""
     if not finite(ratio) or ratio <= 0:
         return "–"
     if ratio <= 1:
-        return fmt_ci(1 / ratio, 1 / hi if finite(hi) else hi, 1 / lo if finite(lo) else lo, named=True, ratio=True,
+        return fmt_ci(1 / ratio, 1 / hi if finite(hi) else hi, 1 / lo if finite(lo) else lo, ci=ci, ratio=True,
                       word="faster")
-    return fmt_ci(ratio, lo, hi, named=True, ratio=True, word="slower")
+    return fmt_ci(ratio, lo, hi, ci=ci, ratio=True, word="slower")
 
 
 def fmt_speedup(value: float, decided: bool = False) -> str:
@@ -169,11 +170,12 @@ def fmt_seconds(value) -> str:
     return f"{value:.2g} s" if finite(value) else "–"
 
 
-def fmt_interval(lo: float, hi: float, scale: float = 1.0, unit: str = "") -> str:
-    """"95% CI 1.2–1.5 s": an interval alone, three significant digits (scaled, e.g. to %)."""
+def fmt_interval(lo: float, hi: float, ci: str, scale: float = 1.0, unit: str = "") -> str:
+    """"95% CI 1.2–1.5 s" (`ci` its label): an interval alone, three significant digits
+    (scaled, e.g. to %)."""
     if not (finite(lo) and finite(hi)):
         return "CI unavailable"
-    return f"95% CI {fmt_sig(lo * scale)}–{fmt_sig(hi * scale)}{unit}"
+    return f"{ci} {fmt_sig(lo * scale)}–{fmt_sig(hi * scale)}{unit}"
 
 
 def time_unit(seconds) -> tuple[str, float]:
@@ -287,11 +289,6 @@ VERDICT_WORDS = {  # a cell against the NumPy baseline
     SAME: "the same as NumPy within the minimum effect",
     UNDECIDED: "undecided against NumPy (its CI cannot tell yet)",
 }
-
-
-def verdict_phrase(word: str) -> str:
-    """A verdict as a sentence says it."""
-    return {SAME: "the same within the minimum effect", UNDECIDED: "undecided"}.get(word, word)
 
 
 def verdict_counts(verdicts: pd.Series, same: str = "the same") -> str:

@@ -9,9 +9,11 @@ from pathlib import Path
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
+from ..analysis.tables import write_judging
 from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
-from ..layout import TABLES, machine_figures
+from ..layout import JUDGING, TABLES, machine_figures
+from ..verdicts import Judging
 from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .figures.draw import draw
 from .text.comparison import write_comparison_report
@@ -28,7 +30,7 @@ def write_comparison(sources: list[Source], analysis: Analysis, out_dir: str) ->
     write_csv(comparison.provenance, out / "provenance_diff.csv")
     for name in COMPARE_FIGURES:
         draw_comparison_figure(name, comparison, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
-    write_comparison_latex(comparison.comparison, out, comparison.labels)
+    write_comparison_latex(comparison.comparison, out, comparison.labels, comparison.judging)
     write_comparison_report(comparison, str(out / "report.md"), str(out / "report.html"))
 
 
@@ -44,12 +46,19 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     file is read and checked before anything is drawn or written, so a bad one costs a
     second, not a whole rendering."""
     out = Path(out_dir)
+    settings = run_settings(source)
     tables = source.tables(analysis)
-    inputs = Inputs(source.label, source.environment(), tables, run_settings(source), source.rounds(), source.settle())
+    own = source.judging() or Judging.from_config(settings["analysis"])
+    rejudged = "" if own == analysis.judging else (
+        f"Re-judged here under {analysis.judging.describe()}: its own tables were judged under {own.describe()}.")
+    inputs = Inputs(source.label, source.environment(), tables, settings, analysis.judging, source.rounds(),
+                    source.settle(), rejudged)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:
         write_csv(tables[name], out / f"{name}.csv")
+    write_judging(analysis.judging, str(out / JUDGING))
     for name in machine_figures(tables):
-        draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"))
-    write_latex(tables, out, source.label)
+        draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"),
+             analysis.judging)
+    write_latex(tables, out, source.label, analysis.judging)
     write_report(inputs, str(out / "report.md"), str(out / "report.html"))

@@ -18,7 +18,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 
 from ...analysis.columns import weak_cells
-from ...analysis.compare import Comparison
+from ...analysis.compare import MachineComparison
 from ...layout import COMPARE_FIGURE_NAMES
 from ...verdicts import FASTER, SAME, SLOWER, UNDECIDED
 from ..captions import size_label
@@ -53,7 +53,7 @@ VERDICT_FILL = {
     UNDECIDED: "pale: undecided (CI too wide, or unstable on a machine)",
 }
 DIRECTIONS = {"h2d": ("host→device", "-"), "d2h": ("device→host", (0, (5, 2)))}
-RATIO_NOTE = ("error bars: 95% CI of the ratio from both machines' bootstraps; the points of one size are "
+RATIO_NOTE = ("error bars: {ci} of the ratio from both machines' bootstraps; the points of one size are "
               "spread sideways to stay apart")
 MEMORY_MARKERS = {"pageable": "o", "pinned": "s"}
 MEMORY_FILLED = {"pageable": False, "pinned": True}  # hollow pageable tells it apart from pinned at a glance
@@ -65,7 +65,7 @@ def machine_colours(labels: list[str]) -> dict[str, tuple]:
     return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
 
 
-def _names(comparison: Comparison) -> str:
+def _names(comparison: MachineComparison) -> str:
     first, *others = comparison.labels
     return f"A = {first} (reference), B = {', '.join(others)}"
 
@@ -125,8 +125,8 @@ def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
     return styles, markers
 
 
-def speedups_figure(comparison: Comparison) -> plt.Figure:
-    """Every machine's speedup over its own NumPy, overlaid, with 95% CI bands."""
+def speedups_figure(comparison: MachineComparison) -> plt.Figure:
+    """Every machine's speedup over its own NumPy, overlaid, with CI bands."""
     labels = comparison.labels
     colours = machine_colours(labels)
     parts = [with_series(comparison.tables[m]["speedups"].assign(machine=m))
@@ -184,8 +184,8 @@ def _verdict_marker(verdict: str, colour) -> dict:
     return {"markerfacecolor": "white"}
 
 
-def ratio_figure(comparison: Comparison) -> plt.Figure:
-    """Time on B ÷ time on A per cell with its 95% CI, one series per machine and library/device/threads."""
+def ratio_figure(comparison: MachineComparison) -> plt.Figure:
+    """Time on B ÷ time on A per cell with its CI, one series per machine and library/device/threads."""
     table = comparison.comparison
     if table.empty:
         return message_figure("Time ratio per cell", "No cell was measured with status ok on both machines.")
@@ -225,10 +225,11 @@ def ratio_figure(comparison: Comparison) -> plt.Figure:
             rows.append((Line2D([], [], color=sample, marker="o", linestyle="none", markersize=5,
                                 markeredgecolor=sample, **_verdict_marker(verdict, sample)), VERDICT_FILL[verdict]))
     return _ratio_page(frame, f"Time per cell, B against A — {_names(comparison)}", draw,
-                       "time on B ÷ time on A (×, log; below 1: B faster)", rows, [RATIO_NOTE])
+                       "time on B ÷ time on A (×, log; below 1: B faster)", rows,
+                       [RATIO_NOTE.format(ci=comparison.judging.ci)])
 
 
-def _break_even_rows(comparison: Comparison) -> pd.DataFrame:
+def _break_even_rows(comparison: MachineComparison) -> pd.DataFrame:
     """One row per machine and GPU series: where it breaks even and how far its grid went."""
     rows = []
     for machine in comparison.labels:
@@ -255,7 +256,7 @@ def _why_no_gpu(tables: dict[str, pd.DataFrame]) -> str:
     return textwrap.shorten("; ".join(reasons), 60, placeholder=" …") if reasons else "no NumPy baseline"
 
 
-def break_even_figure(comparison: Comparison) -> plt.Figure:
+def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     """Break-even size (copies counted) of each GPU series, one colour per machine."""
     frame = _break_even_rows(comparison)
     if frame.empty:
@@ -332,7 +333,7 @@ def _memory_marker(memory: str, colour) -> dict:
             "markerfacecolor": colour if MEMORY_FILLED.get(memory, True) else "white", "markeredgewidth": 1.0}
 
 
-def bandwidth_figure(comparison: Comparison) -> plt.Figure:
+def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
     """Host↔device copy bandwidth per machine against copy size, with each machine's link rate."""
     colours = machine_colours(comparison.labels)
     transfers = {m: comparison.tables[m]["transfer"] for m in comparison.labels}
@@ -400,11 +401,11 @@ def bandwidth_figure(comparison: Comparison) -> plt.Figure:
     rows += [(Line2D([], [], color="0.3", linestyle="none", **_memory_marker(m, "0.3")), m)
              for m in sorted(frame["memory"].unique())]
     _legend(page, rows)
-    page.add_notes(["error bars: 95% CI of the median copy time"])
+    page.add_notes([f"error bars: {comparison.judging.ci} of the median copy time"])
     return page.finish()
 
 
-COMPARE_FIGURES: dict[str, Callable[[Comparison], plt.Figure]] = {
+COMPARE_FIGURES: dict[str, Callable[[MachineComparison], plt.Figure]] = {
     "speedups": speedups_figure,
     "ratio": ratio_figure,
     "break_even": break_even_figure,
@@ -415,7 +416,7 @@ COMPARE_FIGURES: dict[str, Callable[[Comparison], plt.Figure]] = {
 assert tuple(COMPARE_FIGURES) == COMPARE_FIGURE_NAMES, "comparison figures and layout disagree"
 
 
-def draw_comparison_figure(name: str, comparison: Comparison, pdf_path: str, png_path: str) -> None:
+def draw_comparison_figure(name: str, comparison: MachineComparison, pdf_path: str, png_path: str) -> None:
     """Draw one comparison figure and save it as vector PDF and 300-dpi PNG; text from data is drawn literally."""
     comparison = replace(
         comparison,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from ...layout import FIGURE_NAMES, figure_parts, split_figure_name
+from ...verdicts import Judging
 from ..escape import literal, literal_frame
 from ..format import family_of
 from .figures import (
@@ -22,16 +23,16 @@ from .heatmap import draw_heatmap
 from .roofline import draw_roofline
 from .style import save_figure
 
-FIGURES: dict[str, Callable] = {
-    "heatmap": draw_heatmap,
-    "speedup": lambda tables, machine: speedup_figure(tables["speedups"], machine),
-    "copy_cost": lambda tables, machine: copy_cost_figure(tables["speedups"], machine),
-    "transfer_overhead": lambda tables, machine: transfer_overhead_figure(tables["timings"], machine),
-    "bandwidth": lambda tables, machine: bandwidth_figure(tables["transfer"], machine),
-    "roofline": draw_roofline,
-    "throughput": lambda tables, machine: throughput_figure(tables["timings"], machine),
-    "memory": lambda tables, machine: memory_figure(tables["timings"], tables["memory"], machine),
-    "round_trip": lambda tables, machine: round_trip_figure(tables["speedups"], machine),
+FIGURES: dict[str, Callable] = {  # each draws from (tables, machine label, judging policy)
+    "heatmap": lambda tables, machine, judging: draw_heatmap(tables, machine),
+    "speedup": lambda tables, machine, judging: speedup_figure(tables["speedups"], machine),
+    "copy_cost": lambda tables, machine, judging: copy_cost_figure(tables["speedups"], machine),
+    "transfer_overhead": lambda tables, machine, judging: transfer_overhead_figure(tables["timings"], machine),
+    "bandwidth": lambda tables, machine, judging: bandwidth_figure(tables["transfer"], machine, judging),
+    "roofline": lambda tables, machine, judging: draw_roofline(tables, machine),
+    "throughput": lambda tables, machine, judging: throughput_figure(tables["timings"], machine),
+    "memory": lambda tables, machine, judging: memory_figure(tables["timings"], tables["memory"], machine),
+    "round_trip": lambda tables, machine, judging: round_trip_figure(tables["speedups"], machine),
 }
 
 assert tuple(FIGURES) == FIGURE_NAMES, "figures and layout.FIGURE_NAMES disagree"
@@ -50,7 +51,9 @@ def page_of(name: str, tables: dict[str, pd.DataFrame], machine: str) -> tuple[d
     return shown, f"{machine} (page {page} of {len(parts)}: {families})"
 
 
-def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str) -> None:
-    """Draw one figure file and save it as vector PDF and 300-dpi PNG; text from data is drawn literally."""
+def draw(name: str, tables: dict[str, pd.DataFrame], machine: str, pdf_path: str, png_path: str,
+         judging: Judging) -> None:
+    """Draw one figure file and save it as vector PDF and 300-dpi PNG; text from data is drawn
+    literally, and intervals are labelled at `judging`'s level."""
     tables, label = page_of(name, {key: literal_frame(frame) for key, frame in tables.items()}, literal(machine))
-    save_figure(lambda: FIGURES[split_figure_name(name)[0]](tables, label), pdf_path, png_path)
+    save_figure(lambda: FIGURES[split_figure_name(name)[0]](tables, label, judging), pdf_path, png_path)

@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from ...analysis.columns import interval_frame, weak_cells, without_models
+from ...verdicts import Judging
 from ..captions import size_label
 from ..format import device_order, dtype_order, format_bytes, op_order, variant_of
 from .style import (
@@ -84,7 +85,7 @@ def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: b
 
 
 def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
-    """Device-resident speedup over numpy on the cpu, with 95% CI bands and a line at 1."""
+    """Device-resident speedup over numpy on the cpu, with CI bands and a line at 1."""
     if speedups.empty:
         return message_figure("Speedup over NumPy", f"No cell on {machine} has both a result and a NumPy baseline.")
     return _series_figure(speedups, "speedup", f"Speedup over NumPy on the CPU — {machine}",
@@ -92,7 +93,7 @@ def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
 
 
 def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
-    """Achieved GFLOP/s against size, with the 95% CI of the median as error bars."""
+    """Achieved GFLOP/s against size, with the CI of the median as error bars."""
     ok = timings[timings["status"] == "ok"]
     unmodelled = without_models(ok)
     ok = ok[ok["gflops"].gt(0)]
@@ -186,7 +187,7 @@ def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     return page.finish()
 
 
-def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:
+def bandwidth_figure(transfer: pd.DataFrame, machine: str, judging: Judging) -> plt.Figure:
     """Copy bandwidth against copy size, per direction and host memory kind, with the link rate."""
     ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
     if ok.empty:
@@ -223,7 +224,7 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str) -> plt.Figure:
     entries = dict.fromkeys(seen)
     page.add_legend([Line2D([], [], color=c, marker=m, markersize=3.5, linestyle=s) for _, c, m, s in entries],
                     [label for label, *_ in entries])
-    page.add_notes(["error bars: 95% CI of the median copy time"])
+    page.add_notes([f"error bars: {judging.ci} of the median copy time"])
     return page.finish()
 
 

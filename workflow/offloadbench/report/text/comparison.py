@@ -9,11 +9,11 @@ from dataclasses import replace
 import pandas as pd
 
 from ...analysis.columns import interval
-from ...analysis.compare import Comparison, reproducibility
+from ...analysis.compare import MachineComparison, reproducibility
 from ...cells import Cell, thread_sort_key
 from ...layout import COMPARE_FIGURE_NAMES
 from ...verdicts import FASTER, SAME, SLOWER
-from ..captions import COMPARE_CAPTIONS
+from ..captions import COMPARE_CAPTIONS, compare_caption
 from ..escape import md_data, md_frame
 from ..format import fmt_ci, fmt_percent, fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
 from .markdown import figure_lines, markdown_table, write_page
@@ -26,14 +26,14 @@ def _series_name(row) -> str:
     return f"{row['op']} with {variant_of(row)} on {where}{threads}, {row['dtype']}"
 
 
-def machines_section(comparison: Comparison) -> list[str]:
+def machines_section(comparison: MachineComparison) -> list[str]:
     rows = []
     for label in comparison.labels:
         env, timings = comparison.environments[label], comparison.tables[label]["timings"]
-        gpus = ", ".join(g.get("name", "") for g in env.get("gpus") or []) or "none"
+        gpus = ", ".join(g.name for g in env.gpus) or "none"
         processes = sorted({int(p) for p in timings.loc[timings["status"] == "ok", "processes"]})
-        rows.append({"machine": label, "CPU": env.get("cpu_model"), "cores": env.get("logical_cores"), "GPU": gpus,
-                     "PyTorch": env.get("torch_version"), "NumPy": env.get("numpy_version"),
+        rows.append({"machine": label, "CPU": env.cpu_model, "cores": env.logical_cores, "GPU": gpus,
+                     "PyTorch": env.torch_version, "NumPy": env.numpy_version,
                      "processes per cell": ", ".join(map(str, processes)) or "–"})
     lines = ["## Machines", "", markdown_table(pd.DataFrame(rows)), ""]
     for a, b in comparison.same_hardware:
@@ -42,26 +42,27 @@ def machines_section(comparison: Comparison) -> list[str]:
     return lines
 
 
-def faster_where(comparison: Comparison) -> list[str]:
+def faster_where(comparison: MachineComparison) -> list[str]:
     """Per other machine: the count of verdicts, the extremes, and one line per series."""
     lines = ["## Which machine is faster where", ""]
-    table = comparison.comparison
+    table, ci = comparison.comparison, comparison.judging.ci
     reference = comparison.labels[0]
     for other in comparison.labels[1:]:
         part = table[table["machine_b"] == other]
         summary = verdict_counts(part["verdict"], same=SAME)
         lines += [f"### {other} against {reference}", "",
                   (f"Of {len(part)} cells measured on both, {other} is: {summary}. "
-                  f"\"Same\" means the whole 95% CI of the time ratio lies within the minimum effect of 1."), ""]
+                  f"\"Same\" means the whole {comparison.judging.ci} of the time ratio lies within "
+                  f"{comparison.judging.delta} of 1."), ""]
         judged = part[part["verdict"].isin([FASTER, SLOWER])]
         if not judged.empty:
             best, worst = judged.loc[judged["ratio"].idxmin()], judged.loc[judged["ratio"].idxmax()]
             lines.append(f"- Largest advantage of {other}: {Cell.from_dict(best).key}, "
-                         f"{fmt_time_ratio(best['ratio'], best['ratio_ci_low'], best['ratio_ci_high'])} "
+                         f"{fmt_time_ratio(best['ratio'], best['ratio_ci_low'], best['ratio_ci_high'], ci)} "
                          f"({fmt_time(best['median_b_s'])} against {fmt_time(best['median_a_s'])}).")
             if worst["ratio"] > 1:
                 lines.append(f"- Largest advantage of {reference}: {Cell.from_dict(worst).key}, {other} is "
-                             f"{fmt_time_ratio(worst['ratio'], worst['ratio_ci_low'], worst['ratio_ci_high'])}.")
+                             f"{fmt_time_ratio(worst['ratio'], worst['ratio_ci_low'], worst['ratio_ci_high'], ci)}.")
         for _, group in part.groupby(["op", "library", "mode", "device", "dtype", "threads"], sort=True):
             group = group.sort_values("size")
             last = group.iloc[-1]
@@ -70,13 +71,13 @@ def faster_where(comparison: Comparison) -> list[str]:
             state = {SAME: "is the same"}.get(main, f"is {main}")
             lines.append(
                 f"- {_series_name(last)}: {other} {state} at {verdicts.iloc[0]} of {len(group)} sizes; at n = "
-                f"{int(last['size'])}: {fmt_time_ratio(last['ratio'], last['ratio_ci_low'], last['ratio_ci_high'])}."
+                f"{int(last['size'])}: {fmt_time_ratio(last['ratio'], last['ratio_ci_low'], last['ratio_ci_high'], ci)}."
             )
         lines.append("")
     return lines
 
 
-def break_even_section(comparison: Comparison) -> list[str]:
+def break_even_section(comparison: MachineComparison) -> list[str]:
     rows: dict[tuple, dict] = {}
     for label in comparison.labels:
         speedups = comparison.tables[label]["speedups"]
@@ -85,7 +86,7 @@ def break_even_section(comparison: Comparison) -> list[str]:
             rows.setdefault((op, variant, device, dtype), {})[label] = group["break_even"].iloc[0]
     lines = ["## Break-even sizes side by side", "",
              ("The size n from which offloading to the GPU pays with the copies counted (the end-to-end speedup's "
-             "95% CI above 1 from there on), per machine."), ""]
+             f"{comparison.judging.ci} above 1 from there on), per machine."), ""]
     if not rows:
         return lines + ["_No machine here has a GPU series, so there is no break-even size to compare._", ""]
     frame = pd.DataFrame([{"op": k[0], "run as": k[1], "device": k[2], "dtype": k[3],
@@ -93,7 +94,7 @@ def break_even_section(comparison: Comparison) -> list[str]:
     return lines + [markdown_table(frame), ""]
 
 
-def round_trip_section(comparison: Comparison) -> list[str]:
+def round_trip_section(comparison: MachineComparison) -> list[str]:
     """k*, the calls per round trip that make the copies pay, per GPU series and size, on each machine."""
     rows: dict[tuple, dict] = {}
     for label in comparison.labels:
@@ -110,26 +111,27 @@ def round_trip_section(comparison: Comparison) -> list[str]:
                            **{m: v.get(m, "–") for m in comparison.labels}} for k, v in sorted(rows.items())])
     return ["## Calls per round trip side by side", "",
             ("k*, the calls the data must stay on the device for one copy in and out to pay, (h2d + d2h) ÷ (NumPy's "
-             "time − the device's compute time), with its 95% CI; at most 1: a copy on every call pays."), "",
+             f"time − the device's compute time), with its {comparison.judging.ci}; at most 1: a copy on every call "
+             "pays."), "",
             markdown_table(frame), ""]
 
 
-def seed_section(comparison: Comparison) -> list[str]:
+def seed_section(comparison: MachineComparison) -> list[str]:
     lines = ["## Seed claims on each machine", ""]
     for label in comparison.labels:
         tables = comparison.tables[label]
-        lines += [f"### {label}", "", *check_seed_claims(tables["timings"], tables["speedups"]), ""]
+        lines += [f"### {label}", "", *check_seed_claims(tables["timings"], tables["speedups"], comparison.judging), ""]
     return lines
 
 
-def provenance_section(comparison: Comparison) -> list[str]:
+def provenance_section(comparison: MachineComparison) -> list[str]:
     lines = ["## What differs in provenance", ""]
     if comparison.provenance.empty:
         return lines + ["Nothing recorded differs: same hardware, same software, same settings.", ""]
     return lines + [markdown_table(comparison.provenance), ""]
 
 
-def reproducibility_section(comparison: Comparison) -> list[str]:
+def reproducibility_section(comparison: MachineComparison) -> list[str]:
     lines = []
     for a, b in comparison.same_hardware:
         if a != comparison.labels[0]:
@@ -139,7 +141,7 @@ def reproducibility_section(comparison: Comparison) -> list[str]:
         lines += [
             f"## Reproducibility: {b} against {a}", "",
             (f"- {r['inside']} of {r['cells']} medians of {b} ({fmt_percent(r['inside'] / max(1, r['cells']))}) lie inside the "
-            f"95% CI of {a}; the median CI half-width is ±{fmt_percent(r['median_rel_halfwidth'])}."),
+            f"{comparison.judging.ci} of {a}; the median CI half-width is ±{fmt_percent(r['median_rel_halfwidth'])}."),
             f"- The largest disagreement is {r['worst_ratio']:.2f}× ({r['worst_cell']}).",
             (f"- {r['verdicts_changed']} of {r['verdicts']} verdicts (speedups and thread scalings) change; "
              f"{r['contradictions']} contradict each other (faster against slower, or same against either)"
@@ -153,20 +155,20 @@ def reproducibility_section(comparison: Comparison) -> list[str]:
     return lines
 
 
-def cells_table(table: pd.DataFrame) -> str:
+def cells_table(table: pd.DataFrame, ci: str) -> str:
     shown = table.assign(_t=table["threads"].map(thread_sort_key)).sort_values(
         ["machine_b", "op", "library", "mode", "device", "dtype", "_t", "size"])
     frame = pd.DataFrame({
         "machine": shown["machine_b"], "cell": [Cell.from_dict(r).key for _, r in shown.iterrows()],
         "time A": shown["median_a_s"].map(fmt_time), "time B": shown["median_b_s"].map(fmt_time),
-        "B against A": [fmt_time_ratio(r, lo, hi) for r, lo, hi in
+        "B against A": [fmt_time_ratio(r, lo, hi, ci) for r, lo, hi in
                         zip(shown["ratio"], shown["ratio_ci_low"], shown["ratio_ci_high"], strict=True)],
         "verdict": shown["verdict"], "CI": shown["ci_scope"],
     })
     return markdown_table(frame)
 
 
-def escaped(comparison: Comparison) -> Comparison:
+def escaped(comparison: MachineComparison) -> MachineComparison:
     """The comparison with every string from data made literal Markdown (escape.md_text);
     the labels need not be, as the label rule lets no Markdown special into them."""
     return replace(
@@ -179,14 +181,17 @@ def escaped(comparison: Comparison) -> Comparison:
     )
 
 
-def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
+def build_markdown(comparison: MachineComparison, figure_dir: str = "figures") -> str:
     comparison = escaped(comparison)
     title = " vs ".join(comparison.labels)
     lines = [
         f"# {title}", "",
         (f"Every cell measured on {comparison.labels[0]} (the reference, A) and on another machine (B), compared: the "
-        "time on B divided by the time on A, with a 95% CI from both machines' two-level bootstraps (processes, "
-        "then samples within each). Cells flagged unstable on either machine are undecided."), "",
+        f"time on B divided by the time on A, with a {comparison.judging.ci} from both machines' two-level "
+        "bootstraps (processes, then samples within each). Two machines never take turns, so these ratios are "
+        "unpaired: each side's drift stays in its interval. Cells flagged unstable on either machine are "
+        f"undecided. Judged with {comparison.judging.describe()}."
+        + (f" {comparison.rejudged}" if comparison.rejudged else "")), "",
         *machines_section(comparison),
         *faster_where(comparison),
         *reproducibility_section(comparison),
@@ -196,11 +201,11 @@ def build_markdown(comparison: Comparison, figure_dir: str = "figures") -> str:
         *provenance_section(comparison),
         "## Figures", "",
     ]
-    lines += figure_lines(COMPARE_CAPTIONS, figure_dir)
-    lines += ["## Every cell", "", cells_table(comparison.comparison), ""]
+    lines += figure_lines({name: compare_caption(name, comparison.judging) for name in COMPARE_CAPTIONS}, figure_dir)
+    lines += ["## Every cell", "", cells_table(comparison.comparison, comparison.judging.ci), ""]
     return "\n".join(lines)
 
 
-def write_comparison_report(comparison: Comparison, md_path: str, html_path: str) -> None:
+def write_comparison_report(comparison: MachineComparison, md_path: str, html_path: str) -> None:
     write_page(build_markdown(comparison), md_path, html_path, " vs ".join(comparison.labels), COMPARE_FIGURE_NAMES)
 

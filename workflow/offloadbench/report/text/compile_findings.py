@@ -13,6 +13,7 @@ import pandas as pd
 from ...analysis.columns import falls_back
 from ...cells import COMPILED
 from ...kernels import FAMILY as KERNEL_FAMILY
+from ...verdicts import Judging
 from ..format import (
     by_variant,
     finite,
@@ -27,10 +28,10 @@ from ..format import (
 from .findings import caveat
 
 
-def _compile_time(row) -> str:
+def _compile_time(row, judging: Judging) -> str:
     text = fmt_seconds(row["compile_s"])
     if finite(row.get("compile_s_ci_low")) and finite(row.get("compile_s_ci_high")):
-        text += f" (95% CI {row['compile_s_ci_low']:.2g}–{row['compile_s_ci_high']:.2g} s)"
+        text += f" ({judging.ci} {row['compile_s_ci_low']:.2g}–{row['compile_s_ci_high']:.2g} s)"
     return text
 
 
@@ -40,7 +41,7 @@ def _where_full(row) -> str:
     return f"{place}, {row['dtype']}, n = {int(row['size'])}"
 
 
-def series_lines(speedups: pd.DataFrame) -> list[str]:
+def series_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """Per compiled series at its largest size: speedup, compile time, calls to amortize."""
     compiled = speedups[speedups["mode"] == COMPILED]
     frame, _ = widest_threads(compiled)
@@ -60,12 +61,13 @@ def series_lines(speedups: pd.DataFrame) -> list[str]:
             whole = row["amortize_calls"] * (row["compile_s"] + startup) / row["compile_s"]
             pays += (f"; after about {whole:,.0f} calls for a program's first compiled function, which also pays "
                      f"the compiler's start-up ({startup:.2g} s)")
-        lines.append(f"{head}: {ratio_of(row)}{caveat(row)} against NumPy; the compile takes {_compile_time(row)} "
+        lines.append(f"{head}: {ratio_of(row, ci=judging.ci)}{caveat(row)} against NumPy; the compile takes "
+                     f"{_compile_time(row, judging)} "
                      f"once per process and {pays}.")
     return lines
 
 
-def eager_against_compiled(speedups: pd.DataFrame) -> list[str]:
+def eager_against_compiled(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """What compiling changes: eager and compiled speedups side by side at the largest size,
     at each thread count that has compiled cells (each against NumPy at its own)."""
     lines = []
@@ -73,7 +75,7 @@ def eager_against_compiled(speedups: pd.DataFrame) -> list[str]:
         largest = group[group["size"] == group["size"].max()]
         if not (largest["mode"] == COMPILED).any():
             continue
-        parts = ["numpy 1×", *(f"{variant_of(r)} {ratio_of(r)}" for _, r in by_variant(largest).iterrows())]
+        parts = ["numpy 1×", *(f"{variant_of(r)} {ratio_of(r, ci=judging.ci)}" for _, r in by_variant(largest).iterrows())]
         first = largest.iloc[0]
         place = f"on the cpu, {threads_text(threads, first.get('threads_effective'))}" if device == "cpu" \
             else where_phrase(device)
@@ -112,7 +114,7 @@ def process_lines(timings: pd.DataFrame) -> list[str]:
     return lines
 
 
-def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """The section "What compiling costs" (nothing when the grid has no compiled cell)."""
     if "mode" not in timings or not (timings["mode"] == COMPILED).any():
         return []
@@ -124,8 +126,8 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
     for (status, reason), group in skipped.groupby(["status", "reason"]):
         lines.append(f"- {len(group)} compiled cells are {status}: {reason}.")
     if not speedups.empty and (speedups["mode"] == COMPILED).any():
-        lines += [*series_lines(speedups), "", "### Eager and compiled side by side", "",
-                  *eager_against_compiled(speedups)]
+        lines += [*series_lines(speedups, judging), "", "### Eager and compiled side by side", "",
+                  *eager_against_compiled(speedups, judging)]
     lines += ["", *process_lines(timings), ""]
     return lines
 

@@ -4,23 +4,26 @@ took against the estimate made before them."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from ...analysis.columns import sharing_cells
+from ...analysis.columns import has_text, sharing_cells
 from ...cells import Cell
-from ...verdicts import UNDECIDED
-from ..format import fmt_duration, fmt_percent
+from ...records import Environment, RoundRecord, SettleRecord
+from ...stats import binomial_interval
+from ...verdicts import UNDECIDED, Judging, percent
+from ..format import fmt_duration, fmt_percent, fmt_sig
 
 
-def advice_lines(environment: dict, rounds: list[dict]) -> list[str]:
+def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[str]:
     """What the read-only system check saw that may weaken the numbers: each warning once,
     with the checks that saw it."""
     seen: dict[str, tuple[list[str], list[str]]] = {}
-    for item in (environment.get("system") or {}).get("advice") or []:
+    for item in environment.advice:
         seen.setdefault(item, ([], []))[0].append("the environment check")
     for r in rounds:
-        for item in r.get("advice") or []:
-            seen.setdefault(item, ([], []))[1].append(str(r.get("round", "?")))
+        for item in r.advice:
+            seen.setdefault(item, ([], []))[1].append(str(r.round))
     lines = []
     for item, (checks, numbers) in list(seen.items())[:MOST_ADVICE]:
         if numbers:
@@ -69,45 +72,43 @@ def scope_lines(timings: pd.DataFrame) -> list[str]:
             "(the tables say `within-process only`).")]
 
 
-def duration_lines(rounds: list[dict]) -> list[str]:
-    measured = [r for r in rounds if r.get("measured_now")]
+def duration_lines(rounds: list[RoundRecord]) -> list[str]:
+    measured = [r for r in rounds if r.measured_now]
     if not measured:
         return []
-    estimated = sum(r.get("estimated_s") or 0.0 for r in measured)
-    took = sum(r.get("took_s") or 0.0 for r in measured)
+    estimated = sum(r.estimated_s or 0.0 for r in measured)
+    took = sum(r.took_s or 0.0 for r in measured)
     per_round = "; ".join(
-        f"round {r['round']}: {r['measured_now']} cells in {fmt_duration(r.get('took_s') or 0)} "
-        f"(estimated {fmt_duration(r.get('estimated_s') or 0)})" for r in measured
+        f"round {r.round}: {r.measured_now} cells in {fmt_duration(r.took_s or 0)} "
+        f"(estimated {fmt_duration(r.estimated_s or 0)})" for r in measured
     )
     ratio = f", {took / estimated:.2f}× the estimate" if estimated > 0 else ""
     return [(f"- Measuring took {fmt_duration(took)} against {fmt_duration(estimated)} estimated before each round"
             f"{ratio} ({per_round}).")]
 
 
-def settle_lines(settle: dict | None, timings: pd.DataFrame) -> list[str]:
+def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str]:
     """What the extra rounds did: how many comparisons needed them, what stayed undecided,
     and every process replaced, with why."""
     lines = []
     if settle:
-        extra = settle.get("extra_rounds") or []
-        needed = settle.get("rounds_needed") or {}
-        still = settle.get("undecided_at_end") or []
+        extra, needed, still = settle.extra_rounds, settle.rounds_needed, settle.undecided_at_end
         most = max(needed.values(), default=0)
         lines.append(
-            f"- After the planned rounds, {len(settle.get('undecided_at_start') or [])} of "
-            f"{settle.get('comparisons', 0)} comparisons were undecided. "
+            f"- After the planned rounds, {len(settle.undecided_at_start)} of "
+            f"{settle.comparisons} comparisons were undecided. "
             + (f"{len(needed)} comparisons needed up to {most} more round{'s' if most != 1 else ''} "
-               f"({len(extra)} extra rounds, {fmt_duration(settle.get('spent_s') or 0)} of a "
-               f"{fmt_duration(settle.get('budget_s') or 0)} budget); " if extra else "No extra round was run; ")
-            + f"{len(still)} stayed undecided ({settle.get('stopped', '')}).")
-    cannot = (settle or {}).get("cannot_decide") or {}
+               f"({len(extra)} extra rounds, {fmt_duration(settle.spent_s)} of a "
+               f"{fmt_duration(settle.budget_s)} budget); " if extra else "No extra round was run; ")
+            + f"{len(still)} stayed undecided ({settle.stopped}).")
+    cannot = settle.cannot_decide if settle else {}
     if cannot:
         shown = "; ".join(f"{name}: {why}" for name, why in list(cannot.items())[:6])
         more = f"; and {len(cannot) - 6} more" if len(cannot) > 6 else ""
         lines.append(f"- {len(cannot)} comparisons cannot be decided on this machine within "
-                     f"measure.max_processes ({(settle or {}).get('max_processes', '?')} processes per cell), so no "
+                     f"measure.max_processes ({settle.max_processes} processes per cell), so no "
                      f"extra round went to them: {shown}{more}.")
-    replaced = timings[timings["replaced"].fillna("") != ""] if "replaced" in timings else timings.iloc[0:0]
+    replaced = timings[has_text(timings, "replaced")]
     if not replaced.empty:
         lines.append(f"- {len(replaced)} cells had a process replaced by an extra one, never averaged in: "
                      + "; ".join(f"`{Cell.from_dict(r).key}`: {r['replaced']}" for _, r in replaced.head(8).iterrows())
@@ -115,16 +116,15 @@ def settle_lines(settle: dict | None, timings: pd.DataFrame) -> list[str]:
     return lines
 
 
-def conditions_section(environment: dict, rounds: list[dict], timings: pd.DataFrame,
-                       settle: dict | None = None) -> list[str]:
+def conditions_section(environment: Environment, rounds: list[RoundRecord], timings: pd.DataFrame,
+                       settle: SettleRecord | None = None) -> list[str]:
     lines = [*scope_lines(timings), *sharing_lines(timings), *advice_lines(environment, rounds), *duration_lines(rounds),
              *settle_lines(settle, timings)]
     return ["## How the measurement went", "", *lines, ""] if lines else []
 
 
-# Two-sided 95% CIs: a ratio whose truth is 1 lies wholly above 1 at most 2.5% of the time,
-# and below at most 2.5%; the minimum effect δ (faster needs at least 1 + δ) makes it rarer.
-PROMISED_FALSE = 0.05
+# A ratio whose truth is 1 lies wholly above 1 at most half the CI's error rate of the time
+# (2.5% at 95%), and below at most as often; the minimum effect δ makes it rarer still.
 
 
 def controls_summary(controls: pd.DataFrame) -> tuple[int, int]:
@@ -135,28 +135,55 @@ def controls_summary(controls: pd.DataFrame) -> tuple[int, int]:
     return len(controls), int(false.sum())
 
 
-def controls_line(controls: pd.DataFrame, min_effect: float) -> list[str]:
-    """The self-comparisons in one line: how many, how many called faster or slower, and
-    what the CIs promise."""
+def false_rate_text(false: int, count: int, judging: Judging) -> str:
+    """"1 of 16 (6.2%; 95% CI 0.16–30%)": the run's false-verdict rate with its exact binomial interval."""
+    low, high = binomial_interval(false, count, judging.confidence)
+    return f"{false} of {count} ({fmt_percent(false / count)}; {judging.ci} {fmt_percent(low)}–{fmt_percent(high)})"
+
+
+def controls_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
+    """The self-comparisons in one line: how many, how many called faster or slower (the
+    run's false-verdict rate, with its exact binomial interval), what the CIs promise, and
+    what a multi-threaded worker's spinning pool left behind for the next one."""
     count, false = controls_summary(controls)
     if not count:
         return []
-    said = "none called faster or slower" if not false else \
-        f"{false} called faster or slower ({fmt_percent(false / count)}), each a false verdict"
+    said = "none called faster or slower" if not false else "called faster or slower, each a false verdict"
     undecided = int((controls["verdict"] == UNDECIDED).sum())
-    return [(f"- {count} self-comparisons (a cell measured again as a cell of its own, whose ratio is 1 in truth): "
-             f"{said}; {count - false - undecided} the same, {undecided} undecided. The 95% CIs promise at most "
-             f"{fmt_percent(PROMISED_FALSE / 2)} each way ({fmt_percent(PROMISED_FALSE)} in all), less with the "
-             f"minimum effect of {fmt_percent(min_effect)}.")]
+    promised = 1 - judging.confidence
+    lines = [(f"- {count} self-comparisons (a cell measured again in a second worker process, taking its turns in "
+              f"the same bouts, whose ratio is 1 in truth): {false_rate_text(false, count, judging)} {said}; "
+              f"{count - false - undecided} the same, {undecided} undecided. The {judging.ci}s promise at most "
+              f"{judging.each_way()} each way ({percent(promised)} in all), less with the minimum effect of "
+              f"{judging.delta}.")]
+    return lines + carry_over_line(controls, judging)
 
 
-def controls_warning(controls: pd.DataFrame) -> str:
+def carry_over_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
+    """What the pause between turns left of a multi-threaded OpenMP worker's spinning pool, as
+    the self-comparisons saw it: their cycles right after such a turn against the others."""
+    if "carry_over" not in controls:
+        return []
+    seen = controls.dropna(subset=["carry_over"])
+    if seen.empty:
+        return []
+    values = np.log(seen["carry_over"].astype(float))
+    middle = float(np.exp(np.median(values)))
+    decided = seen[(seen["carry_over_ci_low"] > 1) | (seen["carry_over_ci_high"] < 1)]
+    return [(f"- Carry-over between turns: in the self-comparisons' bouts, cycles right after a multi-threaded torch "
+             f"or compiled worker's turn ran {middle:.3f}× as long as the others (the median over {len(seen)} "
+             f"cells, {fmt_sig(float(np.exp(values.min())))}–{fmt_sig(float(np.exp(values.max())))}); "
+             f"{len(decided)} of them tell it from 1 at {judging.level}.")]
+
+
+def controls_warning(controls: pd.DataFrame, judging: Judging) -> str:
     """A warning for every verdict of the run, where the self-comparisons were called faster
     or slower more often than the CIs promise ("" when they were not)."""
     count, false = controls_summary(controls)
-    if not count or false / count <= PROMISED_FALSE:
+    promised = 1 - judging.confidence
+    if not count or false / count <= promised:
         return ""
-    return (f"Warning: {false} of {count} self-comparisons were called faster or slower ({fmt_percent(false / count)}, "
-            f"above the {fmt_percent(PROMISED_FALSE)} the CIs promise): on this machine, in this run, a verdict is "
-            "wrong more often than its CI says, so read every verdict of this report with care, and measure again "
-            "on a quieter machine.")
+    return (f"Warning: {false_rate_text(false, count, judging)} self-comparisons were called faster or slower, "
+            f"above the {percent(promised)} the CIs promise: on this machine, in this run, a verdict is wrong more "
+            "often than its CI says, so read every verdict of this report with care, and measure again on a quieter "
+            "machine.")

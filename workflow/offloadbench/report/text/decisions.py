@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from ...analysis.decisions import STAY, UNSURE, USE
-from ...verdicts import SAME, SLOWER
+from ...verdicts import SAME, SLOWER, Judging
 from ..format import finite, fmt_calls, fmt_ratio, fmt_size, text_of, threads_text, where_phrase
 
 WEAK_MARK = "†"
@@ -51,11 +51,12 @@ def where_cell(row) -> str:
     return f"cpu, {_threads(row)}" if row["device"] == "cpu" else str(row["device"])
 
 
-def speedup_text(row, compact: bool = False) -> str:
-    """The stated speedup with its CI and the weak mark, or why it is no number (a CI over 2×)."""
+def speedup_text(row, ci: str | None = None) -> str:
+    """The stated speedup with its CI (labelled `ci` in a sentence) and the weak mark, or why
+    it is no number (a CI over 2×)."""
     if not finite(row.get("speedup")):
         return "–"
-    text = fmt_ratio(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"], compact)
+    text = fmt_ratio(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"], ci)
     return text + (WEAK_MARK if is_weak(row) else "")
 
 
@@ -130,25 +131,31 @@ def _trip(row) -> str:
     return f"; with the data kept on the device between calls, it {words}{exact}"
 
 
-def answer(row) -> str:
+def why_text(row) -> str:
+    """"; why the others lose: torch maps 4.06k fresh pages (15.9 MiB) per call against …"."""
+    why = text_of(row.get("why"))
+    return f"; why the others lose: {why}" if why else ""
+
+
+def answer(row, judging: Judging) -> str:
     """The decision of one row as a sentence, without naming the row."""
     decision, size = str(row["decision"]), int(row["size"])
     alternative = text_of(row.get("compared_variant"))
-    trip = _trip(row)
+    trip, why, speedup = _trip(row), why_text(row), speedup_text(row, judging.ci)
     if decision.startswith(USE):
         payback = payback_text(row)
-        return (f"{decision} {from_text(row)}: at n = {size} it is {speedup_text(row)} as fast as NumPy, "
-                f"{_how(row)}{'; ' + payback if payback else ''}{trip}{_fits(row)}{_below(row)}.")
+        return (f"{decision} {from_text(row)}: at n = {size} it is {speedup} as fast as NumPy, "
+                f"{_how(row)}{'; ' + payback if payback else ''}{trip}{_fits(row)}{_below(row)}{why}.")
     if decision == STAY:
         if not alternative:
             return f"stay with NumPy: nothing else ran at n = {size}{_below(row)}."
         said = {SLOWER: "slower", SAME: "the same within the minimum effect"}.get(
             str(row["verdict"]), "not faster by the minimum effect")
         return (f"stay with NumPy: at n = {size} the best alternative, {alternative}, is {said}, "
-                f"{speedup_text(row)} {_how(row)}{trip}{_below(row)}.")
+                f"{speedup} {_how(row)}{trip}{_below(row)}{why}.")
     if decision == UNSURE:
-        return (f"cannot tell yet: at n = {size} {alternative} is {speedup_text(row)} {_how(row)}; "
-                f"{processes_text(row)}{_below(row)}.")
+        return (f"cannot tell yet: at n = {size} {alternative} is {speedup} {_how(row)}; "
+                f"{processes_text(row)}{_below(row)}{why}.")
     return f"{decision}."
 
 
@@ -158,9 +165,14 @@ def answer(row) -> str:
 OPTIONAL = ("compile pays back after", "fits up to n", "to decide")  # left out where no row has one
 
 
-def table_rows(decisions: pd.DataFrame, compact_where: bool = False) -> pd.DataFrame:
+def speedup_header(judging: Judging) -> str:
+    return f"speedup ({judging.ci})"
+
+
+def table_rows(decisions: pd.DataFrame, judging: Judging, compact_where: bool = False) -> pd.DataFrame:
     """The decision table's cells as text, one row per decision, in the table's order; the
     payback and to-decide columns only where a row has one."""
+    speedup = speedup_header(judging)
     rows = []
     for _, row in decisions.iterrows():
         where = where_cell(row)
@@ -169,13 +181,12 @@ def table_rows(decisions: pd.DataFrame, compact_where: bool = False) -> pd.DataF
                 if row["device"] == "cpu" else str(row["device"])
         rows.append({
             "op": row["op"], "where": where, "dtype": row["dtype"], "decision": row["decision"],
-            "from n": _from_cell(row), "at n": str(int(row["size"])), "speedup (95% CI)": speedup_text(row, True),
+            "from n": _from_cell(row), "at n": str(int(row["size"])), speedup: speedup_text(row),
             "compile pays back after": _payback_cell(row),
             "fits up to n": fmt_size(row["fits_up_to"]) if finite(row.get("fits_up_to")) else "–",
             "to decide": _decide_cell(row),
         })
-    frame = pd.DataFrame(rows, columns=["op", "where", "dtype", "decision", "from n", "at n", "speedup (95% CI)",
-                                        *OPTIONAL])
+    frame = pd.DataFrame(rows, columns=["op", "where", "dtype", "decision", "from n", "at n", speedup, *OPTIONAL])
     return frame.drop(columns=[c for c in OPTIONAL if (frame[c] == "–").all()])
 
 
@@ -202,13 +213,13 @@ def _decide_cell(row) -> str:
     return "not by processes" if needed == math.inf else "more processes"
 
 
-def table_legend(columns=OPTIONAL) -> str:
+def table_legend(judging: Judging, columns=OPTIONAL) -> str:
     """What the decision table's columns mean, in one paragraph: the optional columns only
     where the table (`columns`) has them."""
     text = ("Each row is one op (or kernel of yours) where it runs: *decision* is what to use at the largest size "
             "measured, against NumPy end to end (on a GPU with the copies counted), and *from n* the size from which "
-            "it holds; *speedup* is its speedup over NumPy there, with the 95% CI (for stay with NumPy: the best "
-            "alternative's). The rule: the fastest variant decided faster than NumPy, but a simpler one (NumPy, "
+            f"it holds; *speedup* is its speedup over NumPy there, with the {judging.ci} (for stay with NumPy: the "
+            "best alternative's). The rule: the fastest variant decided faster than NumPy, but a simpler one (NumPy, "
             "torch, numpy compiled, torch compiled) where the two cannot be told apart.")
     optional = {
         "compile pays back after": "*Compile pays back after*: the calls that pay a compile back, and in "
@@ -221,14 +232,15 @@ def table_legend(columns=OPTIONAL) -> str:
     return " ".join([text, *(optional[c] for c in OPTIONAL if c in columns)])
 
 
-def plain_table(decisions: pd.DataFrame, width: int = 100) -> list[str]:
+def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> list[str]:
     """The decision table as plain text for the terminal: one line per row, at most `width`
-    characters; the dtype column is left out (and said once) when every row has one."""
-    cells = table_rows(decisions, compact_where=True)
+    characters; the dtype column is left out (and said once) when every row has one; then,
+    wrapped, why the variants that lose do, where the records say."""
+    cells = table_rows(decisions, judging, compact_where=True)
     if cells.empty:
         return ["no decision: no variant other than NumPy has both a result and a NumPy baseline"]
     cells["note"] = [_note(row) for _, row in decisions.iterrows()]
-    columns = ["op", "where", "dtype", "decision", "from n", "at n", "speedup (95% CI)", "note"]
+    columns = ["op", "where", "dtype", "decision", "from n", "at n", speedup_header(judging), "note"]
     lines = []
     if cells["dtype"].nunique() == 1:
         columns.remove("dtype")
@@ -240,7 +252,10 @@ def plain_table(decisions: pd.DataFrame, width: int = 100) -> list[str]:
     def line(values) -> str:
         return "  ".join(_fit(str(values[c]), widths[c]) for c in columns).rstrip()[:width]
 
-    return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows())]
+    why = [f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}: {text_of(row.get('why'))}"
+           for i, (_, row) in enumerate(decisions.iterrows()) if text_of(row.get("why"))]
+    return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows()),
+                    *(["why the others lose:"] + [w for text in why for w in _wrap(text, width)] if why else [])]
 
 
 def _note(row) -> str:
@@ -273,7 +288,7 @@ def _wrap(text: str, width: int) -> list[str]:
 # --- the paragraph that answers the question ------------------------------------------------
 
 
-def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None) -> str:
+def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Judging) -> str:
     """What to do on this machine, in a few sentences: what pays and where it pays most,
     where NumPy stays, what is still open."""
     if decisions.empty:
@@ -288,7 +303,7 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None) -> str:
         parts.append(f"Moving work off NumPy pays in {len(use)} of the {len(decisions)} cases measured here: "
                      f"use {groups}.")
         best = use.loc[pd.to_numeric(use["speedup"], errors="coerce").idxmax()]
-        parts.append(f"It pays most for {who(best)}: {speedup_text(best)} at n = {int(best['size'])}, "
+        parts.append(f"It pays most for {who(best)}: {speedup_text(best, judging.ci)} at n = {int(best['size'])}, "
                      f"{_how(best)}.")
     if not stay.empty:
         parts.append(f"Stay with NumPy for {_ops(stay, decisions)}: nothing else is faster there by the minimum "

@@ -1,4 +1,5 @@
-"""Findings in sentences: numbers with their 95% CIs, and plain words where data is missing.
+"""Findings in sentences: numbers with their CIs (at the run's confidence level), and plain words where
+data is missing.
 
 Each function takes tidy tables and returns Markdown bullet lines; the report arranges them.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analysis.columns import ci_columns, compile_fallbacks, interval, is_weak_row, unstable_cells
-from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED
+from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, Judging
 from ..format import (
     cell_phrase,
     finite,
@@ -35,7 +36,7 @@ def caveat(row) -> str:
     return WEAK_MARK if is_weak_row(row) else ""
 
 
-def speedup_findings(speedups: pd.DataFrame) -> list[str]:
+def speedup_findings(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
     lines = []
@@ -49,7 +50,7 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if not faster.empty:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
-            f"- The largest speedup over NumPy is **{ratio_of(best)}**{caveat(best)}, "
+            f"- The largest speedup over NumPy is **{ratio_of(best, ci=judging.ci)}**{caveat(best)}, "
             f"for {cell_phrase(best)} ({times_of(best)})."
         )
     else:
@@ -58,7 +59,8 @@ def speedup_findings(speedups: pd.DataFrame) -> list[str]:
     if not slower.empty:
         worst = slower.loc[slower["speedup"].idxmin()]
         lines.append(
-            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst)}{caveat(worst)}, {times_of(worst)}."
+            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst, ci=judging.ci)}{caveat(worst)}, "
+            f"{times_of(worst)}."
         )
     lines.append(f"- Of {len(speedups)} cells against NumPy: {verdict_counts(verdicts)}.")
     lines += undecided_lines(speedups, "speedup")
@@ -78,7 +80,7 @@ def no_gpu_reason(timings: pd.DataFrame) -> str | None:
     return "; ".join(sorted(gpu_rows["reason"].dropna().astype(str).unique())) or "no GPU cell succeeded"
 
 
-def break_even_lines(speedups: pd.DataFrame) -> list[str]:
+def break_even_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     lines = []
     gpu = speedups[speedups["device"] != "cpu"]
     for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
@@ -86,7 +88,8 @@ def break_even_lines(speedups: pd.DataFrame) -> list[str]:
         lines.append(
             f"- {op}, {dtype} on {device}: with the copies counted, offloading pays from "
             f"{largest['break_even']}; at n = {int(largest['size'])} the end-to-end speedup is "
-            f"{ratio_of(largest, 'end_to_end_speedup')} against {ratio_of(largest)} with the data already on the device."
+            f"{ratio_of(largest, 'end_to_end_speedup', judging.ci)} against {ratio_of(largest, ci=judging.ci)} with "
+            "the data already on the device."
         )
     return lines
 
@@ -105,7 +108,7 @@ def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
     ]
 
 
-def round_trip_lines(speedups: pd.DataFrame) -> list[str]:
+def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """Per GPU series and size: how many calls the data must stay on the device for one copy
     in and out to pay (k*), with its interval."""
     gpu = speedups[(speedups["device"] != "cpu") & speedups["calls_per_round_trip"].notna()] \
@@ -117,7 +120,7 @@ def round_trip_lines(speedups: pd.DataFrame) -> list[str]:
         parts = []
         for _, row in group.sort_values("size").iterrows():
             value, low, high = interval(row, "calls_per_round_trip")
-            exact = f" (k* = {fmt_sig(value, 2)}, {fmt_interval(low, high)})" if finite(value) else ""
+            exact = f" (k* = {fmt_sig(value, 2)}, {fmt_interval(low, high, judging.ci)})" if finite(value) else ""
             parts.append(f"n = {int(row['size'])} {row['round_trip']}{exact}")
         lines.append(f"- {op} with {variant} on {device} ({dtype}): " + "; ".join(parts) + ".")
     return lines
@@ -149,7 +152,7 @@ def phase_share_lines(timings: pd.DataFrame) -> list[str]:
     return lines
 
 
-def bandwidth_lines(transfer: pd.DataFrame) -> list[str]:
+def bandwidth_lines(transfer: pd.DataFrame, judging: Judging) -> list[str]:
     if transfer is None or transfer.empty:
         return ["- The copy-bandwidth sweep is off (`transfer.devices` is empty)."]
     ok = transfer[transfer["status"] == "ok"]
@@ -161,7 +164,8 @@ def bandwidth_lines(transfer: pd.DataFrame) -> list[str]:
         row = group.loc[group["bytes"].idxmax()]
         arrow = "host→device" if direction == "h2d" else "device→host"
         line = (
-            f"- {device} {arrow}, {memory} memory: {row['gbs']:.1f} GB/s (95% CI {row['gbs_ci_low']:.1f}–{row['gbs_ci_high']:.1f}) "
+            f"- {device} {arrow}, {memory} memory: {row['gbs']:.1f} GB/s ({judging.ci} {row['gbs_ci_low']:.1f}–"
+            f"{row['gbs_ci_high']:.1f}) "
             f"for {format_bytes(row['bytes'])}"
         )
         if finite(row["link_gbs"]):
@@ -174,7 +178,8 @@ def bandwidth_lines(transfer: pd.DataFrame) -> list[str]:
     return lines
 
 
-def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.DataFrame) -> list[str]:
+def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.DataFrame, judging: Judging
+                    ) -> list[str]:
     """The section "Does offloading pay?": break-even sizes, where the time goes, bandwidth
     (the compute-then-plot saving is a seed claim, checked in its own section)."""
     lines = ["## Does offloading pay?", ""]
@@ -187,22 +192,22 @@ def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.
             "",
             "### Copy bandwidth",
             "",
-            *bandwidth_lines(transfer),
+            *bandwidth_lines(transfer, judging),
             "",
         ]
         return lines
     sections = [
-        ("Break-even sizes", "", break_even_lines(speedups)),
+        ("Break-even sizes", "", break_even_lines(speedups, judging)),
         ("How long the data must stay on the device",
          ("A program that copies its data to the GPU once, calls the op k times there and copies the result back "
           "gains once k > k* = (h2d + d2h) ÷ (NumPy's time − the device's compute time): the copies then cost less "
-          "than the calls save."), round_trip_lines(speedups)),
+          "than the calls save."), round_trip_lines(speedups, judging)),
         ("Where the time goes", "", phase_share_lines(timings)),
         ("Data kept on the device, measured",
          ("Resident trips: one copy in, k calls chained on the device (each output the next input, as a time loop "
           "does), one copy out, timed as one region, against what the phases predict, h2d + k·compute + d2h."),
          resident_lines(timings)),
-        ("Copy bandwidth", "", bandwidth_lines(transfer)),
+        ("Copy bandwidth", "", bandwidth_lines(transfer, judging)),
     ]
     for title, lead, found in sections:
         if found:  # a subsection with nothing to say is left out
@@ -227,7 +232,7 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
         for size in sizes:
             cell = by_size.get(size)
             row[f"n = {size}"] = "–" if cell is None else (
-                f"{fmt_ratio(*interval(cell, 'scaling'), compact=True)}{caveat(cell)}, {cell.get('verdict')}")
+                f"{fmt_ratio(*interval(cell, 'scaling'))}{caveat(cell)}, {cell.get('verdict')}")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -242,7 +247,7 @@ def undecided_lines(frame: pd.DataFrame, column: str) -> list[str]:
         return []
     names = "; ".join(cell_phrase(row) for _, row in wide.head(5).iterrows())
     more = f" and {len(wide) - 5} more" if len(wide) > 5 else ""
-    return [(f"- {len(wide)} ratios are undecided because their 95% CI spans more than {MAX_CI_SPAN:g}× "
+    return [(f"- {len(wide)} ratios are undecided because their CI spans more than {MAX_CI_SPAN:g}× "
             f"(too wide to be a result): {names}{more}.")]
 
 

@@ -19,7 +19,7 @@ def fit_lines(memory: pd.DataFrame) -> list[str]:
         parts = []
         for _, row in group.iterrows():
             fits = (f"fits up to n ≈ {fmt_size(row['largest_size'])}" if finite(row["largest_size"])
-                    else "its fit is unknown: the device's memory was not recorded")
+                    else no_fit(row))
             parts.append(f"{row['variant']} {format_bytes(row['peak_bytes'])} at n = {int(row['largest_measured'])} "
                          f"({row['scale']:.2g} outputs of results and temporaries), {fits}")
         where = "host memory" if device == "cpu" else f"{device} memory"
@@ -27,6 +27,18 @@ def fit_lines(memory: pd.DataFrame) -> list[str]:
         of = f" of {format_bytes(total.iloc[0])}" if not total.empty else ""
         lines.append(f"- {op} {where_phrase(device)} ({dtype}, {where}{of}): " + "; ".join(parts) + ".")
     return lines
+
+
+def no_fit(row) -> str:
+    """Why a row has no largest size (analysis/memory_fit.py leaves it empty): the device's
+    memory was not recorded, no peak gave a scale to fit, or not even n = 1 fits."""
+    if not finite(row.get("memory_bytes")):
+        return "its fit is unknown: the device's memory was not recorded"
+    if not finite(row.get("scale")):
+        return "its fit is unknown: no measured peak gave a scale to fit the model to"
+    headroom = row.get("headroom")
+    kept = f", with {fmt_percent(headroom)} kept free" if finite(headroom) and headroom > 0 else ""
+    return f"not even n = 1 fits in its {format_bytes(row['memory_bytes'])}{kept}"
 
 
 def model_line(memory: pd.DataFrame) -> list[str]:

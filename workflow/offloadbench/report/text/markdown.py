@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...analysis.columns import unstable_cells
-from ...analysis.decisions import decisions_table
+from ...analysis.columns import texts, unstable_cells
 from ...cells import Cell
 from ...layout import TABLES, machine_figures
-from ...verdicts import DEFAULT_MIN_EFFECT
+from ...logs import stage
+from ...records import Environment, RoundRecord, SettleRecord
+from ...verdicts import Judging
 from ..captions import caption_of
 from ..escape import md_data, md_frame, safe_html
 from ..format import finite, fmt_percent, fmt_ratio, fmt_time, format_bytes, op_order, ratio_of
@@ -37,18 +38,20 @@ from .findings import (
     stability_findings,
 )
 from .fit import fit_section
-from .ops_findings import bound_lines, bound_notes, missing_baseline_lines, payoff_lines
+from .ops_findings import bound_lines, bound_notes, missing_baseline_lines, payoff_lines, unplaced_line
 from .seed import SEED_CLAIM, check_seed_claims
 
 
 @dataclass
 class Inputs:
     machine: str
-    environment: dict
+    environment: Environment
     tables: dict[str, pd.DataFrame]  # layout.TABLES
-    settings: dict  # the validated config
-    rounds: list[dict] = field(default_factory=list)  # raw/rounds/p<k>.json
-    settle: dict | None = None  # raw/rounds/settle.json: the extra rounds
+    settings: dict  # the validated config of the run (its measure settings)
+    judging: Judging  # the policy the tables were judged with (judging.json): every label's level
+    rounds: list[RoundRecord] = field(default_factory=list)  # raw/rounds/round-<k>.json
+    settle: SettleRecord | None = None  # raw/rounds/settle.json: the extra rounds
+    rejudged: str = ""  # where a bundle's own policy differed from the one its tables were built with
 
     def table(self, name: str) -> pd.DataFrame:
         return self.tables.get(name, pd.DataFrame())
@@ -81,31 +84,28 @@ class Inputs:
 
     @property
     def decisions(self) -> pd.DataFrame:
-        """decisions.csv, or made from the speedups where the tables are older than it."""
-        if "decisions" in self.tables:
-            return self.tables["decisions"]
-        min_effect = (self.settings.get("analysis") or {}).get("min_effect", DEFAULT_MIN_EFFECT)
-        return decisions_table(self.speedups, self.timings, min_effect, self.machine)
+        return self.table("decisions")
 
 
-def machine_section(env: dict, machine: str) -> list[str]:
-    gpus = env.get("gpus") or []
-    gpu = ", ".join(f"{g['name']} ({g['total_memory_bytes'] / 2**30:.0f} GiB)" if g.get("total_memory_bytes") else g["name"] for g in gpus) or "none visible to torch"
-    blas = env.get("numpy_blas") or {}
-    lines = [
+def machine_section(env: Environment, machine: str) -> list[str]:
+    gpu = ", ".join(f"{g.name} ({g.total_memory_bytes / 2**30:.0f} GiB)" if g.total_memory_bytes else g.name
+                    for g in env.gpus) or "none visible to torch"
+    return [
         "### Machine",
         "",
-        f"- Label: `{machine}` (host `{env.get('hostname')}`), {env.get('os')}",
-        f"- CPU: {env.get('cpu_model')}, {env.get('logical_cores')} logical cores ({env.get('usable_cores')} usable), governor {env.get('cpu_governor') or 'not readable'}",
-        f"- GPU: {gpu}" + (f", driver {env['nvidia_driver']}" if env.get("nvidia_driver") else ""),
-        f"- Software: Python {env.get('python')}, NumPy {env.get('numpy_version')} ({blas.get('name', 'BLAS unknown')} {blas.get('version') or ''}), PyTorch {env.get('torch_version') or 'not installed'}"
-        + (f" (CUDA {env['torch_cuda_build']})" if env.get("torch_cuda_build") else ""),
-        f"- TF32 for float32 matmuls: {'allowed' if env.get('tf32_matmul_default') else 'off'} by default; cells record their own setting",
-        f"- BLAS/OpenMP environment: {', '.join(f'{k}={v}' for k, v in (env.get('blas_env') or {}).items()) or 'nothing set'}",
-        f"- Captured at {env.get('captured_at')}",
+        f"- Label: `{machine}` (host `{env.hostname}`), {env.os}",
+        (f"- CPU: {env.cpu_model}, {env.logical_cores} logical cores ({env.usable_cores} usable), "
+        f"governor {env.cpu_governor or 'not readable'}"),
+        f"- GPU: {gpu}" + (f", driver {env.nvidia_driver}" if env.nvidia_driver else ""),
+        f"- Software: Python {env.python}, NumPy {env.numpy_version} ({env.blas_name or 'BLAS unknown'} "
+        f"{env.blas_version or ''}), PyTorch {env.torch_version or 'not installed'}"
+        + (f" (CUDA {env.torch_cuda_build})" if env.torch_cuda_build else ""),
+        (f"- TF32 for float32 matmuls: {'allowed' if env.tf32_matmul_default else 'off'} by default; cells record "
+        "their own setting"),
+        f"- BLAS/OpenMP environment: {', '.join(f'{k}={v}' for k, v in env.blas_env.items()) or 'nothing set'}",
+        f"- Captured at {env.captured_at}",
         "",
     ]
-    return lines
 
 
 def status_section(timings: pd.DataFrame) -> list[str]:
@@ -127,36 +127,37 @@ def status_section(timings: pd.DataFrame) -> list[str]:
     return lines
 
 
-def timings_markdown(timings: pd.DataFrame) -> str:
+def timings_markdown(timings: pd.DataFrame, judging: Judging) -> str:
     ok = timings.copy()
     table = pd.DataFrame({
         "op": ok["op"], "library": ok.get("variant", ok["library"]), "device": ok["device"], "dtype": ok["dtype"],
         "n": ok["size"].astype(int), "threads": ok["threads"], "status": ok["status"],
         "median": ok["median_s"].map(fmt_time),
-        "95% CI": [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–" for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
+        judging.ci: [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–"
+                     for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
         "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if finite(v) else "–"),
         "end to end": ok["end_to_end_s"].map(fmt_time),
         "copies": ok["transfer_fraction"].map(fmt_percent),
         "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if finite(v) else "–"),
         "samples": ok["n_samples"].astype(int),
         "stable": [("no" if flags else "yes") if status == "ok" else "–"
-                   for flags, status in zip(ok["unstable"].fillna(""), ok["status"])],
+                   for flags, status in zip(texts(ok["unstable"]), ok["status"])],
     })
     return markdown_table(table)
 
 
-def speedups_markdown(speedups: pd.DataFrame) -> str:
+def speedups_markdown(speedups: pd.DataFrame, judging: Judging) -> str:
     if speedups.empty:
         return "_No speedups: no PyTorch cell has a NumPy baseline._"
     table = pd.DataFrame({
         "op": speedups["op"], "library": speedups.get("variant", speedups["library"]), "device": speedups["device"],
         "dtype": speedups["dtype"], "n": speedups["size"].astype(int), "threads": speedups["threads"],
-        "speedup": [ratio_of(row) for _, row in speedups.iterrows()],
+        f"speedup ({judging.ci})": [ratio_of(row) for _, row in speedups.iterrows()],
         "verdict": speedups["speedup_verdict"],
-        "end-to-end speedup": [ratio_of(row, "end_to_end_speedup") for _, row in speedups.iterrows()],
+        f"end-to-end speedup ({judging.ci})": [ratio_of(row, "end_to_end_speedup") for _, row in speedups.iterrows()],
         "end-to-end verdict": speedups["end_to_end_verdict"],
         "break-even (copies counted)": speedups["break_even"],
-        **({"compile pays back after": speedups["amortize"].fillna("")}
+        **({"compile pays back after": texts(speedups["amortize"])}
            if "mode" in speedups and (speedups["mode"] == "compiled").any() else {}),
     })
     return markdown_table(table)
@@ -196,7 +197,7 @@ def processes_held(timings: pd.DataFrame) -> str:
     return "the records hold " + ", ".join(parts)
 
 
-def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
+def method_section(settings: dict, timings: pd.DataFrame, judging: Judging, rejudged: str = "") -> list[str]:
     m, a = settings["measure"], settings["analysis"]
     memory = (
         "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
@@ -204,27 +205,30 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
         if m["pinned_memory"] else "pageable. "
     )
     measuring = (
-        f"As the records show, {processes_held(timings)}. The run goes in rounds, "
-        "and every round measures every cell once, in fresh worker processes (one per library, device and thread "
-        "count), alone on the machine (a host-wide lock). Within a round, the variants that are compared with each "
-        "other (NumPy and PyTorch at the same threads; GPUs and NumPy on all cores) take adjacent turns, in an order "
-        "that reverses from round to round, so slow drift of the machine hits both sides of a ratio alike. "
-        "Every worker reads, just before and after a cell's sampling, how much CPU time other processes used "
-        "(the machine's busy time minus its own); a process that saw more than a tenth of a core used by others "
-        "is disturbed. A disturbed process, or one whose median lies far from the cell's others (beyond 20% and "
-        "four times the spread its worker's cells typically show), is replaced by a process of an extra round, "
-        "and recorded as replaced; "
-        f"extra rounds also measure both sides of every comparison still undecided, up to {m['max_processes']} "
+        f"As the records show, {processes_held(timings)}. The run goes in rounds, and every round measures every "
+        "cell once, in fresh worker processes (one per library, device, thread count and mode), alone on the machine "
+        "(a host-wide lock). Within a round, the cells compared with each other (one op, dtype and size: every "
+        "variant, device and thread count, and a self-comparison's twin) are measured in one *bout*: every worker "
+        "first gets ready for its cell (imports, warm-up, compile, inputs, check), then the workers take turns, one "
+        "computing at a time, in a fresh random order each cycle in which every cell goes first equally often; after "
+        "a multi-threaded worker's turn the bout pauses while its thread pool spins down. A machine whose speed "
+        "drifts over seconds so slows both sides of a ratio alike. Every worker reads, around each of its turns, "
+        "how much CPU time other processes used (the machine's busy time minus its own) and how long tasks waited "
+        "for a CPU; a process that saw more than a tenth of a core used by others is disturbed. A disturbed process, "
+        "or one whose median lies far from the cell's others (beyond 20% and four times the spread its worker's "
+        "cells typically show), is replaced by a process of an extra round, and recorded as replaced; "
+        f"extra rounds also run the bouts of every comparison still undecided, up to {m['max_processes']} "
         f"processes per cell and {fmt_percent(m['extra_time_fraction'])} of the planned rounds' time. "
         "Thread counts are set before NumPy and PyTorch load and read back afterwards. "
         "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
         "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
         f"A region first runs until two consecutive blocks agree within 5% (warm-up), then repeats calls within a "
         f"sample until a sample lasts at least {m['min_sample_s'] * 1e3:g} ms and the timer's own cost is below 0.1%. "
-        f"Samples are taken in interleaved rounds over the regions of a cell until the distribution-free 95% CI of "
-        f"every median within the process is within ±{fmt_percent(m['target_rel_ci'])} (after at least {m['min_samples']} "
-        f"samples and {m['min_sampling_s']:g} s, so that cheap cells also feed the noise checks) or the region's "
-        f"{m['budget_s']:g} s budget is spent; every sample is kept in `raw/`. "
+        f"A turn samples each region of its cell for at least {m['turn_s'] * 1e3:g} ms, after about a millisecond of "
+        f"untimed calls that bring back the steady state the other workers' turns disturbed; a bout runs at least "
+        f"{m['min_samples']} cycles, then until every cell's median is within ±{fmt_percent(m['target_rel_ci'])} "
+        f"or its cells' {m['budget_s']:g} s per region are spent; every sample is kept in `raw/` with its cycle and "
+        "the fresh pages its calls mapped. "
         "Cells are flagged unstable when the CI target is not met, the samples have two modes, the second half drifts "
         "from the first, a readable CPU/GPU clock moved by more than 10%, or a process failed. "
         f"Each result is checked against a float64 NumPy reference on {m['check_rows']} sampled rows with a "
@@ -234,17 +238,20 @@ def method_section(settings: dict, timings: pd.DataFrame) -> list[str]:
         "the bandwidth sweep copies into reused buffers, so it shows what the link itself sustains."
     )
     intervals = (
-        "A cell's time is the geometric mean of its process medians. Its 95% CI, and the CI of every ratio "
-        "(speedups, thread scaling, break-even), come from a two-level bootstrap "
-        f"({a['bootstrap_resamples']} resamples, seed {a['seed']}): processes are resampled, then samples within each. "
-        "Where the processes disagree more than their own noise explains, that spread sets the interval, with "
-        "Student's t on the processes' degrees of freedom; otherwise the noise within each process does. "
-        "A cell measured in one process has a CI of its within-process noise only, and the tables say so "
-        "(`ci_scope`). "
-        f"Every ratio gets one of four verdicts, with the minimum effect δ = {fmt_percent(a['min_effect'])}: *faster* when "
+        f"Every interval is a {judging.ci}. A cell's time is the geometric mean of its process medians; its CI comes "
+        f"from a two-level bootstrap ({a['bootstrap_resamples']} resamples, random state {a['random_state']}): "
+        "processes are resampled, then samples within each. Where the processes disagree more than their own noise "
+        "explains, that spread sets the interval, with Student's t on the processes' degrees of freedom; otherwise "
+        "the noise within each process does. A cell measured in one process has a CI of its within-process noise "
+        "only, and the tables say so (`ci_scope`). A ratio of two cells that took turns in a bout in three rounds or "
+        "more is *paired in time*: per round, the median over the bout's cycles of the log of their times' ratio, "
+        "then a t-interval on the rounds' medians with rounds − 1 degrees of freedom, so what a moment shares "
+        "cancels and what a process does not (its memory, its pages) stays in the interval; the tables say which "
+        "ratios were paired (`pairing`). "
+        f"Every ratio gets one of four verdicts, with the minimum effect δ = {judging.delta}: *faster* when "
         "its CI lies above 1 and it is at least 1 + δ; *slower*, the mirror image; *the same* when the whole CI "
         "lies within ±δ of 1 (an equivalence test); *undecided* otherwise, and always when the CI spans more "
-        "than 2×, which is never stated as a result."
+        f"than 2×, which is never stated as a result.{' ' + rejudged if rejudged else ''}"
     )
     return ["## Method", "", measuring, "", intervals, ""]
 
@@ -279,18 +286,18 @@ def op_section(op: str, inputs: Inputs) -> list[str]:
     pick = {name: frame[frame["op"] == op] if "op" in frame else frame
             for name, frame in (("t", inputs.timings), ("s", inputs.speedups), ("d", inputs.decisions))}
     lines = [f"### {op}", ""]
-    lines += [f"- {where_cell(r)}, {r['dtype']}: {answer(r)}" for _, r in pick["d"].iterrows()]
+    lines += [f"- {where_cell(r)}, {r['dtype']}: {answer(r, inputs.judging)}" for _, r in pick["d"].iterrows()]
     if not pick["s"].empty:
-        lines += payoff_lines(pick["s"])
-    lines += bound_lines(pick["t"], inputs.table("roofs"))
+        lines += payoff_lines(pick["s"], inputs.judging)
+    lines += bound_lines(pick["t"], inputs.table("roofs")) or unplaced_line(op, pick["t"], inputs.table("roofs"))
     lines += kernel_lines(pick["t"]) + missing_baseline_lines(pick["t"])
-    table = op_speedups_table(pick["s"])
+    table = op_speedups_table(pick["s"], inputs.judging)
     if table:
         lines += ["", table]
     return lines + [""]
 
 
-def op_speedups_table(speedups: pd.DataFrame) -> str:
+def op_speedups_table(speedups: pd.DataFrame, judging: Judging) -> str:
     """One op's end-to-end speedups: a row per variant and place, a column per size."""
     if speedups.empty:
         return ""
@@ -304,31 +311,35 @@ def op_speedups_table(speedups: pd.DataFrame) -> str:
         for size in sizes:
             cell = by_size.get(size)
             row[f"n = {size}"] = "–" if cell is None else (
-                f"{fmt_ratio(cell['end_to_end_speedup'], cell['end_to_end_speedup_ci_low'], cell['end_to_end_speedup_ci_high'], compact=True)}, "
+                f"{fmt_ratio(cell['end_to_end_speedup'], cell['end_to_end_speedup_ci_low'], cell['end_to_end_speedup_ci_high'])}, "
                 f"{cell['end_to_end_verdict']}")
         rows.append(row)
-    return "End-to-end speedup over NumPy (95% CI), verdict:\n\n" + markdown_table(pd.DataFrame(rows))
+    return f"End-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(pd.DataFrame(rows))
 
 
 def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     inputs = inputs.escaped()
     t, s, d = inputs.timings, inputs.speedups, inputs.decisions
-    figures = {name: caption_of(name) for name in machine_figures(inputs.tables)}
+    figures = {name: caption_of(name, inputs.judging) for name in machine_figures(inputs.tables)}
     glance = {name: text for name, text in figures.items() if name.startswith("heatmap")}
-    min_effect = (inputs.settings.get("analysis") or {}).get("min_effect", DEFAULT_MIN_EFFECT)
-    findings = speedup_findings(s) + gpu_findings(t, s) + controls_line(inputs.controls, min_effect) + \
-        stability_findings(t)
-    warning = controls_warning(inputs.controls)
-    cells = table_rows(d)
-    legend = table_legend(cells.columns)
-    scaling = scaling_table(inputs.thread_scaling)
+    judging = inputs.judging
+    with stage("the key findings"):
+        findings = speedup_findings(s, judging) + gpu_findings(t, s) + controls_line(inputs.controls, judging) + \
+            stability_findings(t)
+        warning = controls_warning(inputs.controls, judging)
+    with stage("the decision table"):
+        cells = table_rows(d, judging)
+        legend = table_legend(judging, cells.columns)
+        lead = lead_paragraph(d, no_gpu_reason(t), judging)
+    with stage("the thread scaling table"):
+        scaling = scaling_table(inputs.thread_scaling)
     ops = op_order(pd.concat([t["op"], d["op"]]) if not d.empty else t["op"])
     lines = [
         f"# NumPy vs PyTorch on `{inputs.machine}`",
         "",
         QUESTION,
         "",
-        lead_paragraph(d, no_gpu_reason(t)),
+        lead,
         "",
         *([f"**{warning}**", ""] if warning else []),
         f"## {ANSWER}",
@@ -346,7 +357,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
         "## Thread scaling",
         "",
-        (f"How much faster each CPU library runs on its most threads than on one, with the 95% CI:\n\n"
+        (f"How much faster each CPU library runs on its most threads than on one, with the {judging.ci}:\n\n"
          f"{markdown_table(scaling)}" if not scaling.empty else "_No CPU series was measured at one thread and more._"),
         "",
         f"## {PER_OP}",
@@ -355,28 +366,26 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
     ]
     for op in ops:
-        lines += op_section(op, inputs)
-    lines += [
-        *compile_section(t, s),
-        *conditions_section(inputs.environment, inputs.rounds, t, inputs.settle),
-        *offload_section(t, s, inputs.transfer),
-        *fit_section(inputs.table("memory")),
-        "## Seed claims checked",
-        "",
-        f"> {SEED_CLAIM}",
-        "",
-        *check_seed_claims(t, s),
-        "",
-        "## Figures",
-        "",
-        *figure_lines({name: text for name, text in figures.items() if name not in glance}, figure_dir),
-        *status_section(t),
-        "## Speedups", "", speedups_markdown(s), "",
-        "## Timings", "", timings_markdown(t), "",
-        "## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), "",
-        *method_section(inputs.settings, t),
-        *machine_section(inputs.environment, inputs.machine),
+        with stage(f"the section of op {op}"):
+            lines += op_section(op, inputs)
+    details = [
+        ("what compiling costs", lambda: compile_section(t, s, judging)),
+        ("how the measurement went", lambda: conditions_section(inputs.environment, inputs.rounds, t, inputs.settle)),
+        ("does offloading pay", lambda: offload_section(t, s, inputs.transfer, judging)),
+        ("does it fit", lambda: fit_section(inputs.table("memory"))),
+        ("the seed claims", lambda: ["## Seed claims checked", "", f"> {SEED_CLAIM}", "", *check_seed_claims(t, s, judging), ""]),
+        ("the figures", lambda: ["## Figures", "", *figure_lines(
+            {name: text for name, text in figures.items() if name not in glance}, figure_dir)]),
+        ("the cells", lambda: status_section(t)),
+        ("the tables", lambda: ["## Speedups", "", speedups_markdown(s, judging), "", "## Timings", "",
+                                timings_markdown(t, judging), "",
+                                "## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]),
+        ("the method", lambda: method_section(inputs.settings, t, judging, inputs.rejudged)),
+        ("the machine", lambda: machine_section(inputs.environment, inputs.machine)),
     ]
+    for name, section in details:
+        with stage(name):
+            lines += section()
     text = "\n".join(lines)
     if WEAK_MARK in text:  # the mark is explained once, under the table it first appears in
         text = text.replace(legend, f"{legend}\n\n{WEAK_NOTE}", 1)
@@ -424,12 +433,14 @@ def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
 
 
 def load_inputs(paths, machine: str, settings: dict) -> Inputs:
-    """Read the tables, environment.json and round records named by `paths` (an object with
-    attributes, as Snakemake's input)."""
+    """Read the tables, the policy they were judged with, environment.json and the round
+    records named by `paths` (an object with attributes, as Snakemake's input)."""
     from ...analysis.tables import read_tables
-    from ...records import load_environment, load_round, load_settle
+    from ...records import load_environment, load_judging, load_round, load_settle
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
     settle = getattr(paths, "settle", None)
-    return Inputs(machine, load_environment(paths.environment), tables, settings,
+    judging = load_judging(paths.judging) if getattr(paths, "judging", None) else Judging.from_config(
+        settings["analysis"])
+    return Inputs(machine, load_environment(paths.environment), tables, settings, judging,
                   [load_round(p) for p in getattr(paths, "rounds", [])], load_settle(settle) if settle else None)

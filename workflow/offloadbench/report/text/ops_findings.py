@@ -1,6 +1,6 @@
 """Findings per op in sentences: where offloading pays with the copies counted, what bounds
 each op, and the verdict at the largest size. Same style as `findings`: Markdown bullets,
-numbers with their 95% CIs, a weak mark after a number from a weak cell, plain words where
+numbers with their CIs, a weak mark after a number from a weak cell, plain words where
 data is missing. The report gives each op's lines in its own section (report.text.markdown).
 """
 
@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.breakeven import break_even
-from ...analysis.columns import ci_columns, falls_back, without_models
+from ...analysis.columns import falls_back, without_models
 from ...analysis.roofline import bounds, device_roofs
-from ...verdicts import FASTER
+from ...verdicts import FASTER, Judging
 from ..format import (
     VERDICT_WORDS,
     by_variant,
@@ -32,7 +31,7 @@ from .findings import caveat
 E2E = "end_to_end_speedup"
 
 
-def payoff_lines(speedups: pd.DataFrame) -> list[str]:
+def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """Per op, variant, device and dtype: does it pay with the copies counted, and from which n."""
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no payoff can be stated."]
@@ -44,7 +43,7 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
     for (op, variant, device, dtype), group in report_groups(frame, ["op", "variant", "device", "dtype"]):
         group = group.sort_values("size")
         largest = group.iloc[-1]
-        at_largest = ratio_of(largest, E2E) + caveat(largest)
+        at_largest = ratio_of(largest, E2E, judging.ci) + caveat(largest)
         words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
         n_max = int(largest["size"])
         if falls_back(largest):
@@ -57,15 +56,15 @@ def payoff_lines(speedups: pd.DataFrame) -> list[str]:
             lines.append(f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {n_max}, the largest "
                          f"size measured: {at_largest} end to end.")
             continue
-        result = break_even(group["size"].tolist(), group[ci_columns(E2E)[0]].tolist())
+        status, said = largest.get("break_even_status"), largest.get("break_even")  # the table's, per series
         head = f"- {op} with {variant} {where_phrase(device)} ({dtype})" if several_variants else \
             f"- {op} {where_phrase(device)} ({dtype})"
-        if result.status == "from the smallest size":
-            lines.append(f"{head} pays at every size measured (from n = {result.above}) with the copies counted; "
+        if status == "from the smallest size":
+            lines.append(f"{head} pays at every size measured (from n = {int(group.iloc[0]['size'])}) with the "
+                         "copies counted; "
                          f"at n = {n_max} it is {at_largest}.")
-        elif result.status == "reached":
-            lines.append(f"{head} pays from n ≈ {result.size:.0f} with the copies counted (between {result.below} "
-                         f"and {result.above}); at n = {n_max} it is {at_largest}.")
+        elif status == "reached":
+            lines.append(f"{head} pays from {said} with the copies counted; at n = {n_max} it is {at_largest}.")
         else:
             paying = group.loc[group["end_to_end_verdict"] == FASTER, "size"].astype(int).tolist()
             if paying:
@@ -103,9 +102,29 @@ NO_ROOFS_LINE = ("- The roofs (each device's memory bandwidth and peak GFLOP/s) 
 def _placed(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str]]:
     """The ok cells that can be placed against a roof, and the devices that have no roofs."""
     placed = bounds(timings, roofs)
-    placed = placed[placed["intensity"].map(finite)] if "intensity" in placed else placed
+    if placed.empty or "intensity" not in placed:  # no ok cell, or tables older than the models
+        return placed.iloc[0:0], []
+    # .loc with booleans: an empty object Series in [] would select columns, not rows
+    placed = placed.loc[placed["intensity"].map(finite).astype(bool)]
     without = [d for d in device_order(placed["device"]) if placed.loc[placed["device"] == d, "memory_gbs"].isna().all()]
-    return placed[~placed["device"].isin(without)], without
+    return placed.loc[~placed["device"].isin(without)], without
+
+
+def unplaced_line(op: str, timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
+    """Why one op gets no "what bounds it" line, where it gets none and the roofs exist: no
+    cell of it finished ok (each failure said with its count), or it has no FLOP and byte model."""
+    if device_roofs(roofs).empty or timings.empty:
+        return []
+    ok = timings[timings["status"] == "ok"]
+    if ok.empty:
+        failures = "; ".join(f"{len(group)} {status}: {reason}" for (status, reason), group
+                             in timings.groupby(["status", "reason"], sort=True, dropna=False))
+        return [(f"- No cell of {op} finished ok ({failures}), so what bounds it is not known and no speedup "
+                "is stated.")]
+    if op in without_models(timings):
+        return [(f"- {op} gives no FLOP and byte model, so it has no place on the roofline and what bounds it is "
+                "not said (`@kernel(flops=..., bytes=...)` adds it).")]
+    return []
 
 
 def bound_notes(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:

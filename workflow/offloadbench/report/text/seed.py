@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from ...analysis.columns import interval
-from ...verdicts import MAX_CI_SPAN, ci_span
+from ...verdicts import MAX_CI_SPAN, Judging, ci_span
 from ..format import fmt_interval, fmt_percent, fmt_ratio, threads_phrase, widest_threads
 
 SEED_SIZE = 10000
@@ -50,7 +50,7 @@ def eager(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["mode"] == "eager"] if "mode" in frame else frame
 
 
-def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
     timings, speedups = eager(timings), eager(speedups)
     ok = timings[(timings["op"] == "matmul") & (timings["dtype"] == SEED_DTYPE) & (timings["status"] == "ok")]
     if ok.empty:
@@ -66,7 +66,8 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
             f"so the seed's seconds are not compared directly. Run `config/paper.yaml` to measure n = {SEED_SIZE}."
         )
     if base is not None:
-        line = f"- NumPy on the CPU ({threads}) takes {base['median_s']:.4g} s at n = {n} ({fmt_interval(base['ci_low_s'], base['ci_high_s'], unit=' s')})"
+        line = (f"- NumPy on the CPU ({threads}) takes {base['median_s']:.4g} s at n = {n} "
+                f"({fmt_interval(base['ci_low_s'], base['ci_high_s'], judging.ci, unit=' s')})")
         if n == SEED_SIZE:
             line += f", against the seed's {SEED_CPU_S} s: this CPU is {SEED_CPU_S / base['median_s']:.2f}× as fast as the seed's"
         lines.append(line + ".")
@@ -80,11 +81,11 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
         lines.append(line + ".")
         speed = speedups[(speedups["op"] == "matmul") & (speedups["device"] == row.device) & (speedups["dtype"] == SEED_DTYPE) & (speedups["size"] == n)]
         if not speed.empty:
-            lines.append(speedup_claim(speed.iloc[0], n))
+            lines.append(speedup_claim(speed.iloc[0], n, judging))
     return lines
 
 
-def speedup_claim(s: pd.Series, n: int) -> str:
+def speedup_claim(s: pd.Series, n: int, judging: Judging) -> str:
     """The "more than 10x" claim, judged separately with the data on the device and with
     the copies counted: it can hold for one and not the other."""
     where = "" if n == SEED_SIZE else f" at n = {n}"
@@ -92,7 +93,7 @@ def speedup_claim(s: pd.Series, n: int) -> str:
     for label, column in (("with the data already on the device", "speedup"), ("with the copies counted", "end_to_end_speedup")):
         value, low, high = interval(s, column)
         verdict = judge(low, high, SEED_SPEEDUP)
-        parts.append(f"{label}, {fmt_ratio(value, low, high)}: it **{verdict}**")
+        parts.append(f"{label}, {fmt_ratio(value, low, high, judging.ci)}: it **{verdict}**")
     return f"- \"More than {SEED_SPEEDUP:g}× faster than NumPy\"{where}: " + "; ".join(parts) + "."
 
 
@@ -107,7 +108,7 @@ def judge_up_to(lo: float, hi: float, claim: float) -> str:
     return f"is consistent with this machine (the CI includes {fmt_percent(claim)})"
 
 
-def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
+def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging) -> list[str]:
     timings, speedups = eager(timings), eager(speedups)
     plot_gpu = speedups[(speedups["op"] == "compute_then_plot") & (speedups["device"] != "cpu")]
     if plot_gpu.empty:
@@ -130,7 +131,7 @@ def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
                       f"and the plotting {fmt_percent(c['finish_s'] / c['end_to_end_s'])}.")
         lines.append(
             f"- Compute then plot, {dtype} on {device}: the largest total-time saving over NumPy is {fmt_percent(s)} "
-            f"({fmt_interval(lo, hi, 100, '%')}) at n = {int(best['size'])}, copies and plotting included. "
+            f"({fmt_interval(lo, hi, judging.ci, 100, '%')}) at n = {int(best['size'])}, copies and plotting included. "
             f"The seed's \"saves up to {fmt_percent(SEED_SAVING)}\" **{verdict}**.{shares}"
         )
         steps = steps_for_saving(group, timings[(timings["op"] == "compute_then_plot") & (timings["device"] == device)
@@ -162,5 +163,5 @@ def steps_for_saving(speedups: pd.DataFrame, timings: pd.DataFrame, saving: floa
     return "; ".join(parts)
 
 
-def check_seed_claims(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
-    return matmul_claims(timings, speedups) + saving_claims(speedups, timings)
+def check_seed_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
+    return matmul_claims(timings, speedups, judging) + saving_claims(speedups, timings, judging)

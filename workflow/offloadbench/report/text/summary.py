@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...analysis.columns import has_text
 from ...analysis.measured import Analysis
 from ...analysis.sources import Source
 from ...analysis.tables import read_table, read_tables
 from ...bundles import BUNDLE_SUFFIX, source_label, unpack
 from ...cells import Cell
 from ...errors import UserError, one_line, shown
+from ...verdicts import Judging
 from ..escape import terminal_frame
 from ..format import finite, fmt_percent, format_bytes
 from .conditions import controls_warning
@@ -34,26 +36,30 @@ WIDTH = 100
 USAGE = "usage: python -m offloadbench.report.text.summary [results/<machine> | <machine>.tar.gz] [--cells]"
 
 
-def answer_tables(folder: Path, label: str, rebuild: bool = False) -> dict[str, pd.DataFrame]:
-    """A results folder's decisions and self-comparisons: its CSV tables, or rebuilt from its
-    raw records where it has none (results of an older version) or where `rebuild` says to
+def answer_tables(folder: Path, label: str, rebuild: bool = False) -> tuple[dict[str, pd.DataFrame], Judging]:
+    """A results folder's decisions and self-comparisons, with the policy they were judged
+    with: its CSV tables and judging.json, or rebuilt from its raw records under the default
+    policy where it has no tables (results of an older version) or where `rebuild` says to
     (a bundle, whose tables are only what someone else wrote; its records are checked one
     by one)."""
     names = ("decisions", "controls")
+    source = Source(label, folder)
     if (folder / "decisions.csv").is_file() and not rebuild:
-        return {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
-                else pd.DataFrame() for name in names}
-    tables = Source(label, folder).tables(Analysis())
-    return {name: tables[name] for name in names}
+        tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
+                  else pd.DataFrame() for name in names}
+        return tables, source.judging() or Judging()
+    analysis = Analysis()
+    tables = source.tables(analysis)
+    return {name: tables[name] for name in names}, analysis.judging
 
 
-def summary_lines(tables: dict[str, pd.DataFrame], label: str, report: Path | None) -> list[str]:
+def summary_lines(tables: dict[str, pd.DataFrame], judging: Judging, label: str, report: Path | None) -> list[str]:
     """The decision table and where the report is, every text from data made safe to print;
     the self-comparisons' warning first, where they were called faster or slower more often
     than the CIs promise."""
-    warning = controls_warning(tables.get("controls", pd.DataFrame()))
+    warning = controls_warning(tables.get("controls", pd.DataFrame()), judging)
     lines = [f"offloadbench: the answer for {shown(label)}", *(textwrap.wrap(warning, WIDTH) if warning else []),
-             *plain_table(terminal_frame(tables["decisions"]), WIDTH), "", *plain_legend()]
+             *plain_table(terminal_frame(tables["decisions"]), judging, WIDTH), "", *plain_legend()]
     if report is not None:
         lines.append(f"report: {shown(report)}")
     return lines
@@ -66,12 +72,12 @@ def summarize(path: Path) -> list[str]:
         label = source_label(path.name[: -len(BUNDLE_SUFFIX)], f"bundle {shown(path)}")
         with tempfile.TemporaryDirectory(prefix="offloadbench-summary-") as tmp:
             folder = unpack(path, Path(tmp) / "bundle")
-            return summary_lines(answer_tables(folder, label, rebuild=True), label, None)
+            return summary_lines(*answer_tables(folder, label, rebuild=True), label, None)
     if not (path / "environment.json").is_file():
         raise UserError(f"{shown(path)}: neither a results folder (no environment.json) nor a "
                         f"{BUNDLE_SUFFIX} bundle")
     report = path / "report.html"
-    return summary_lines(answer_tables(path, path.resolve().name), path.resolve().name,
+    return summary_lines(*answer_tables(path, path.resolve().name), path.resolve().name,
                          report if report.is_file() else None)
 
 
@@ -88,13 +94,13 @@ def cells_summary(folder: Path) -> str:
         "copies": rows["transfer_fraction"].map(fmt_percent),
         "processes": rows["processes"],
         "spread": rows["process_spread"].map(fmt_percent),
-        "unstable": rows["unstable"].fillna("").map(lambda v: "yes" if v else ""),
+        "unstable": has_text(rows, "unstable").map({True: "yes", False: ""}),
         **({"peak host": rows["peak_host_bytes"].map(_bytes), "peak device": rows["peak_device_bytes"].map(_bytes)}
            if "peak_host_bytes" in rows else {}),
     })
     spread = rows["process_spread"].dropna()
     lines = [f"{shown(folder)}: cells {counts}", "", markdown_table(terminal_frame(brief)), ""]
-    resident = rows[rows["resident"].fillna("") != ""] if "resident" in rows else rows.iloc[0:0]
+    resident = rows[has_text(rows, "resident")]
     lines += [f"{Cell.from_dict(r).key}: resident trips: {r['resident']}" for _, r in resident.iterrows()]
     if not spread.empty:
         lines.append(f"spread between processes (slowest process median ÷ fastest − 1): median "

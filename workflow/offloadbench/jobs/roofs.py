@@ -1,6 +1,6 @@
 """The roofs job: memory bandwidth and peak matmul rate of one device, alone on the machine.
 
-    python -m offloadbench.jobs.calibrate --devices cpu,cuda --machine laptop --settings '{...}' --out-dir raw/roofs
+    python -m offloadbench.jobs.roofs --devices cpu,cuda --machine laptop --settings '{...}' --out-dir raw/roofs
 
 It uses every core of the machine, as the "all" thread cells do, so the roofs bound them.
 """

@@ -1,6 +1,6 @@
 """The transfer job: the copy-bandwidth sweep of one device, alone on the machine.
 
-    python -m offloadbench.jobs.sweep --devices cuda,mps --machine laptop --settings '{...}' --out-dir raw/transfer
+    python -m offloadbench.jobs.transfer --devices cuda,mps --machine laptop --settings '{...}' --out-dir raw/transfer
 """
 
 from __future__ import annotations

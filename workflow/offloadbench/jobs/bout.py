@@ -1,0 +1,134 @@
+"""One bout: the cells of one group measured taking turns, each in its own worker process.
+
+First every cell's worker gets ready for it (imported, warmed, compiled, inputs made,
+checked, its regions warmed up). Then the bout hands out turns, one worker computing at a
+time: in each cycle every cell takes one turn, in a fresh random order, each cell going
+first equally often (schedule.Cycles), with a pause after a multi-threaded worker while
+its pool spins down (schedule.pause_s). The bout ends once it has run `measure.min_samples`
+cycles and either every cell's median has met its CI target or the group's budget is spent
+(`measure.budget_s` per timed region of each cell), or at `measure.max_samples` cycles. Then
+every worker finishes its cell and writes its record, which keeps each sample's cycle and
+each turn's place, so the pairs can be rebuilt from the raw data.
+
+A cell that fails, times out or runs out of memory ends as its own record and leaves the
+bout; the others go on.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from .. import schedule
+from ..catalogue import SPECS
+from ..cells import Cell, WorkerSpec
+
+TURN_OVERHEAD_S = 0.001  # a command and its answer through the pipes, per turn
+
+
+@dataclass
+class BoutResult:
+    """What one bout did, for the round's record."""
+
+    group: str
+    cells: int
+    cycles: int = 0
+    stop_reason: str = ""
+    sampling_s: float = 0.0
+    paused_s: float = 0.0
+    failed: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"group": self.group, "cells": self.cells, "cycles": self.cycles, "stop_reason": self.stop_reason,
+                "sampling_s": self.sampling_s, "paused_s": self.paused_s, "failed": self.failed}
+
+
+class Bout:
+    """Run by the round job (`round.Round`), which owns the workers and the records."""
+
+    def __init__(self, round_job, cells: list[Cell]):
+        self.job = round_job
+        self.cells = cells
+        self.name = cells[0].group_name
+        self.id = uuid.uuid4().hex[:12]  # a rerun of an interrupted round is another bout
+        self.regions: dict[Cell, int] = {}
+        self.converged: dict[Cell, bool] = {}
+        self.result = BoutResult(self.name, len(cells))
+        self.last: WorkerSpec | None = None
+
+    def run(self) -> BoutResult:
+        settings = self.job.settings
+        for cell in self.cells:
+            reason = self.job.device_reason(cell)
+            if reason:
+                self.job.write_failure(cell, "skipped", reason, None, None)
+                self.job.cell_done(cell)
+            else:
+                regions = self.prepare(cell)
+                if regions:
+                    self.regions[cell] = regions
+        cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
+        budget = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
+        min_cycles, max_cycles = int(settings["min_samples"]), int(settings["max_samples"])
+        pause = settings.get("pause_s")
+        while cycles.cells:
+            order = cycles.next()
+            for position, cell in enumerate(order):
+                if cell not in cycles.cells:
+                    continue
+                wait = schedule.pause_s(self.last, cell.worker, pause)
+                if wait:
+                    time.sleep(wait)
+                    self.result.paused_s += wait
+                began = time.monotonic()
+                if not self.turn(cell, cycles.count - 1, position, wait):
+                    cycles.drop(cell)
+                self.result.sampling_s += time.monotonic() - began
+                self.last = cell.worker
+            done = cycles.count >= min_cycles
+            if done and all(self.converged.get(c) for c in cycles.cells):
+                self.result.stop_reason = "ci"
+            elif done and self.result.sampling_s >= budget:
+                self.result.stop_reason = "budget"
+            elif cycles.count >= max_cycles:
+                self.result.stop_reason = "max_samples"
+            if self.result.stop_reason:
+                break
+        self.result.cycles = cycles.count
+        for cell in cycles.cells:
+            self.finish(cell)
+        return self.result
+
+    def info(self) -> dict:
+        """What a record keeps of its bout: which bout, its cells' workers, its cycles."""
+        return {"id": self.id, "group": self.name, "workers": sorted(c.worker.name for c in self.regions),
+                "cycles": self.result.cycles, "stop_reason": self.result.stop_reason or "budget"}
+
+    def prepare(self, cell: Cell) -> int:
+        """Get the cell's worker ready for it; its timed regions, 0 when the cell failed."""
+        artifact = cell.op in SPECS and SPECS[cell.op].finish is not None
+        answer = self.job.command(cell, {"prepare": cell.key, "out": str(self.job.partial(cell)), "artifact": artifact,
+                                         "memory_scale": self.job.memory_scale(cell)}, expect="prepared")
+        self.last = cell.worker  # its warm-up left its pool spinning, as a turn does
+        if answer is None:
+            self.result.failed.append(cell.key)
+            return 0
+        return int(answer.get("regions") or 1)
+
+    def turn(self, cell: Cell, cycle: int, position: int, pause: float) -> bool:
+        before = self.last
+        answer = self.job.command(cell, {
+            "turn": cell.key, "cycle": cycle, "position": position,
+            "after": before.name if before else None, "after_threads": before.host_threads if before else None,
+            "pause_s": pause, "siblings": self.job.sibling_pids(cell, self.regions),
+        }, expect="turned")
+        if answer is None:
+            self.result.failed.append(cell.key)
+            return False
+        self.converged[cell] = bool(answer.get("converged"))
+        return True
+
+    def finish(self, cell: Cell) -> None:
+        self.job.command(cell, {"finish": cell.key, "stop_reason": self.result.stop_reason or "budget",
+                                "bout": self.info()}, expect="done")

@@ -1,0 +1,233 @@
+"""How a library moves data and runs one cell's op on one device, eager or compiled, and
+the regions a cell times with it.
+
+The regions of a cell:
+- compute: the op on inputs already where it runs (device-resident time);
+- h2d / d2h (cuda, mps): inputs host->device, result device->host;
+- finish (ops with host work, e.g. plotting): that work on the host result;
+- end_to_end: host inputs in, host result out (and finished), as one region;
+- resident_<k> (GPU cells of ops that chain): one copy in, k calls on the device, one copy out.
+numpy cells have no copies, and their end-to-end region is the compute region when the op
+has no host finish; torch cells on the cpu wrap and unwrap numpy arrays without copying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..cells import Cell
+from . import compiled, devices, memory
+from .ops import Op
+from .settings import Settings
+from .timing import Region
+
+TORCH_ONLY_DTYPES = ("bfloat16",)
+PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
+
+
+def np_dtype(dtype: str):
+    """The NumPy dtype that holds a cell's inputs on the host (float32 for bfloat16)."""
+    return np.dtype(dtype) if dtype not in TORCH_ONLY_DTYPES else np.dtype("float32")
+
+
+def make_host_inputs(op: Op, cell: Cell, random_state: int, torch=None) -> list:
+    """The op's random inputs on the host, rounded to the cell's dtype: numpy arrays, or
+    CPU tensors for bfloat16."""
+    arrays = [a.astype(np_dtype(cell.dtype)) for a in op.make_inputs(np.random.default_rng(random_state), cell.size)]
+    if cell.dtype in TORCH_ONLY_DTYPES:
+        return [torch.from_numpy(a).to(getattr(torch, cell.dtype)) for a in arrays]
+    return arrays
+
+
+def as_float64(x) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x if x.dtype in (np.float64, np.complex128) else x.astype(np.float64)
+    return x.detach().to("cpu").double().numpy()
+
+
+class Backend:
+    """How a library moves data and runs the op on one device, eager or compiled."""
+
+    def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
+        self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
+        self.lib = torch if cell.library == "torch" else np
+        self.sync = devices.synchronizer(cell.device, torch)
+        # numpy compiled on a GPU moves its data as torch does: device tensors in the
+        # device-resident form, host arrays copied by the compiled code end to end.
+        self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
+        self.compiled_fn = self.end_to_end_fn = None
+        self.watch, self.graphs_at_compile = None, 0  # set by first_calls
+        self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
+        if cell.compiled:
+            self._compile()
+
+    def _compile(self) -> None:
+        torch, op, lib = self.torch, self.op, self.lib
+
+        def code(*inputs):
+            return op.compute(lib, *inputs)
+
+        if self.cell.library == "numpy" and self.cell.is_gpu:
+            self.compiled_fn = compiled.compile_function(compiled.numpy_on_device(code, torch), torch, self.settings)
+            plain = compiled.compile_function(code, torch, self.settings)
+            self.end_to_end_fn = compiled.under_device(plain, self.cell.device, torch)
+        else:
+            self.compiled_fn = compiled.compile_function(code, torch, self.settings)
+
+    def to_device(self, host):
+        if not self.tensors:
+            return host
+        torch = self.torch
+        tensor = host if isinstance(host, torch.Tensor) else torch.from_numpy(host)
+        if self.cell.device == "cpu":
+            return tensor
+        return tensor.to(self.cell.device, non_blocking=self.settings.pinned_memory)
+
+    def to_host(self, result):
+        """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples."""
+        if isinstance(result, tuple):
+            return tuple(self.to_host(part) for part in result)
+        if not self.tensors or isinstance(result, np.ndarray | np.generic):
+            return result
+        if self.cell.device == "cpu":
+            host = result
+        elif self.settings.pinned_memory and self.cell.device == "cuda":
+            host = self.torch.empty(result.shape, dtype=result.dtype, pin_memory=True)
+            host.copy_(result, non_blocking=True)
+            self.sync()
+        else:
+            host = result.to("cpu")
+        return host if host.dtype == self.torch.bfloat16 else host.numpy()
+
+    def as_numpy(self, host):
+        """A host result as numpy arrays (bfloat16 is widened)."""
+        if isinstance(host, tuple):
+            return tuple(self.as_numpy(part) for part in host)
+        if isinstance(host, np.ndarray | np.generic):
+            return np.asarray(host)
+        return host.float().numpy() if host.dtype == self.torch.bfloat16 else host.numpy()
+
+    def compute(self, inputs):
+        if self.compiled_fn is not None:
+            return self.compiled_fn(*inputs)
+        return self.op.compute(self.lib, *inputs)
+
+    def round_trip(self, host_inputs: list):
+        """Host inputs in, the host result out: what a user's code does."""
+        if self.end_to_end_fn is not None:
+            return self.end_to_end_fn(*host_inputs)
+        return self.to_host(self.compute([self.to_device(x) for x in host_inputs]))
+
+    def first_calls(self, host_inputs: list) -> dict:
+        """The compile phase: the first call of each compiled form, timed, and what Dynamo
+        did meanwhile."""
+        watch = compiled.CompileWatch(self.torch)
+        self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
+        watch.begin()
+        device_inputs = [self.to_device(x) for x in host_inputs]
+        with memory.watching_first_call(self.cell.device, self.torch) as peak:  # reset before, read after
+            phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
+        phase["memory"] = peak
+        found = watch.since()  # of the device-resident form, which every compiled cell has
+        if self.end_to_end_fn is not None:
+            try:
+                phase["end_to_end_first_call_s"] = compiled.timed_first_call(self.end_to_end_fn, host_inputs, self.sync)
+                phase["end_to_end_form"] = "the NumPy function under torch.device, host arrays in and out"
+            except Exception as error:  # noqa: BLE001 - some torch versions fail here; the copies still count
+                self.end_to_end_fn = None
+                phase["end_to_end_form"] = ("host arrays copied around the device-resident code: under torch.device "
+                                            f"the compiled NumPy function failed ({compiled.short_reason(str(error))})")
+        self.watch = watch
+        self.graphs_at_compile = watch.since()["graphs"]
+        settings = self.settings
+        return {
+            **phase, **found, "fallback": compiled.fallback_of(found),
+            "backend": settings.compile_backend, "mode": settings.compile_mode, "dynamic": False,
+            "torch_version": self.torch.__version__,
+            "cache": {"cold": settings.cold_cache, "hits": found["cache_hits"], "misses": found["cache_misses"],
+                      "warm": found["cache_hits"] > 0},
+        }
+
+    def recompiles(self) -> int:
+        """Graphs compiled after the compile phase: guards that failed while sampling."""
+        return max(0, self.watch.since()["graphs"] - self.graphs_at_compile)
+
+    def pin(self, host_inputs: list) -> list:
+        """With pinned_memory, the inputs live in pinned memory from the start, as when an
+        application allocates its buffers pinned; copying them there is not timed."""
+        if not (self.settings.pinned_memory and self.cell.device == "cuda"):
+            return host_inputs
+        torch = self.torch
+        return [(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)).pin_memory() for x in host_inputs]
+
+
+def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
+    """The timed regions of the cell, keyed by phase name, in phase order."""
+    op, cell, sync = backend.op, backend.cell, backend.sync
+    device_inputs = [backend.to_device(x) for x in host_inputs]
+    sync()
+    result = backend.compute(device_inputs)
+    host_array = backend.as_numpy(backend.to_host(result)) if op.finish else None
+
+    def compute():
+        return backend.compute(device_inputs)
+
+    def end_to_end():
+        out = backend.round_trip(host_inputs)
+        if op.finish:
+            op.finish(backend.as_numpy(out))
+        return out
+
+    regions = {"compute": Region("compute", compute, sync)}
+    if cell.is_gpu:
+        regions["h2d"] = Region("h2d", lambda: [backend.to_device(x) for x in host_inputs], sync)
+        regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
+    if op.finish:
+        regions["finish"] = Region("finish", lambda: op.finish(host_array))
+    if backend.tensors or op.finish:
+        regions["end_to_end"] = Region("end_to_end", end_to_end, sync)
+    ordered = {name: regions[name] for name in PHASES if name in regions}
+    backend.resident_reason = resident_reason(backend, device_inputs, result)
+    if backend.resident_reason is None:
+        for k in backend.settings.resident_calls:
+            ordered[f"resident_{k}"] = Region(f"resident_{k}", resident_trip(backend, host_inputs, k), sync)
+    return ordered
+
+
+CHAINED_FAMILIES = ("elementwise",)  # ops whose output can be the next call's input, as a time loop's
+
+
+def resident_reason(backend: Backend, device_inputs: list, result) -> str | None:
+    """Why a cell has no resident trips, or None: they need a GPU, an op that chains (an
+    elementwise op or a kernel of yours) and a result shaped and typed like its first input."""
+    op, cell = backend.op, backend.cell
+    if not cell.is_gpu:
+        return "no device to keep the data on: the data are always on the host"
+    if op.kernel is None and op.spec.family not in CHAINED_FAMILIES:
+        return f"{cell.op} does not chain (only elementwise ops and kernels of yours do)"
+    first = device_inputs[0] if device_inputs else None
+    same = (first is not None and not isinstance(result, tuple) and getattr(result, "shape", None) == first.shape
+            and getattr(result, "dtype", None) == first.dtype)
+    return None if same else "its result is not shaped and typed like its first input, so calls cannot chain"
+
+
+def resident_trip(backend: Backend, host_inputs: list, calls: int) -> Callable[[], object]:
+    """One copy in, `calls` calls chained on the device (each output the next call's first
+    input, the rest kept), one copy out: a time loop that keeps its field on the device."""
+    def trip():
+        inputs = [backend.to_device(x) for x in host_inputs]
+        for _ in range(calls):
+            inputs = [backend.compute(inputs), *inputs[1:]]
+        return backend.to_host(inputs[0])
+
+    return trip
+
+
+def configure_torch(torch, settings: Settings) -> dict:
+    """TF32 for CUDA matmuls only, as configured. set_float32_matmul_precision would also let
+    oneDNN lower the precision of CPU matmuls, which the CPU tolerance does not allow for."""
+    torch.backends.cuda.matmul.allow_tf32 = settings.allow_tf32
+    torch.backends.cudnn.allow_tf32 = settings.allow_tf32
+    return {"tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32)}

@@ -1,0 +1,52 @@
+"""How a cell is measured: the `measure` and `compile` sections of the config as one
+typed object, read once in the worker and passed to everything that times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..catalogue import MEMORY_HEADROOM
+from .timing import BlockRule, StopRule, WarmupRule
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Measurement settings; `from_config` reads the `measure` section of the config."""
+
+    stop: StopRule = field(default_factory=StopRule)
+    warmup: WarmupRule = field(default_factory=WarmupRule)
+    block: BlockRule = field(default_factory=BlockRule)
+    random_state: int = 0  # of the inputs
+    check_rows: int = 32
+    pinned_memory: bool = False
+    allow_tf32: bool = False
+    memory_headroom: float = MEMORY_HEADROOM
+    compile_backend: str = "inductor"
+    compile_mode: str = "default"
+    cold_cache: bool = True
+    resident_calls: tuple[int, ...] = (1, 16)  # the k of each resident trip (GPU cells that chain)
+    turn_s: float = 0.02  # a bout's turn: each region sampled at least this long (one sample at least)
+
+    @classmethod
+    def from_config(cls, section: dict, compile_section: dict | None = None) -> Settings:
+        compile_section = compile_section or {}
+        return cls(
+            stop=StopRule(
+                target_rel_ci=float(section["target_rel_ci"]),
+                min_samples=int(section["min_samples"]),
+                min_sampling_s=float(section["min_sampling_s"]),
+                max_samples=int(section["max_samples"]),
+                budget_s=float(section["budget_s"]),
+            ),
+            warmup=WarmupRule(budget_s=float(section["warmup_budget_s"])),
+            block=BlockRule(min_sample_s=float(section["min_sample_s"])),
+            random_state=int(section["random_state"]),
+            check_rows=int(section["check_rows"]),
+            pinned_memory=bool(section["pinned_memory"]),
+            allow_tf32=bool(section["allow_tf32"]),
+            compile_backend=str(compile_section.get("backend", "inductor")),
+            compile_mode=str(compile_section.get("mode", "default")),
+            cold_cache=bool(compile_section.get("cold_cache", True)),
+            resident_calls=tuple(int(k) for k in section.get("resident_calls", (1, 16))),
+            turn_s=float(section.get("turn_s", 0.02)),
+        )

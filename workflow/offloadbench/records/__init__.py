@@ -1,0 +1,84 @@
+"""Records: what a run writes and reads back, the boundary between measuring and analysing.
+
+- `documents`: JSON read within bounds (finite numbers, depth, text lengths) and written atomically;
+- `schemas`: every file's schema and the one-line refusal of a file that breaks it;
+- `types`: the typed, frozen objects a record becomes when it is read (`CellRecord`,
+  `RoundRecord`, `SettleRecord`, `DeviceRecord`, `Environment`): the analysis and the
+  report read their attributes, never the documents' keys;
+- `store`: the one builder of a cell's record, and the readers, older versions included.
+"""
+
+from .documents import write_bytes_atomic, write_json_atomic
+from .schemas import (
+    CELL_SCHEMA,
+    ENVIRONMENT_SCHEMA,
+    ROOFS_SCHEMA,
+    ROUND_SCHEMA,
+    SETTLE_SCHEMA,
+    TRANSFER_SCHEMA,
+    MalformedRecord,
+    validate_record,
+)
+from .store import (
+    DOCUMENT_VERSION,
+    FAILED,
+    MAX_ENVIRONMENT_BYTES,
+    MAX_JSON_BYTES,
+    MAX_ROUND_BYTES,
+    SCHEMA_VERSION,
+    cell_record,
+    check_cell_content,
+    check_record_path,
+    device_samples,
+    load_device_record,
+    load_document,
+    load_environment,
+    load_judging,
+    load_record,
+    load_round,
+    load_settle,
+    read_json,
+    recovery_hint,
+    samples_held,
+    settings_differ,
+)
+from .types import CellRecord, DeviceRecord, Environment, RoundRecord, SettleRecord
+
+__all__ = [
+    "CELL_SCHEMA",
+    "DOCUMENT_VERSION",
+    "ENVIRONMENT_SCHEMA",
+    "FAILED",
+    "MAX_ENVIRONMENT_BYTES",
+    "MAX_JSON_BYTES",
+    "MAX_ROUND_BYTES",
+    "ROOFS_SCHEMA",
+    "ROUND_SCHEMA",
+    "SCHEMA_VERSION",
+    "SETTLE_SCHEMA",
+    "TRANSFER_SCHEMA",
+    "CellRecord",
+    "DeviceRecord",
+    "Environment",
+    "MalformedRecord",
+    "RoundRecord",
+    "SettleRecord",
+    "cell_record",
+    "check_cell_content",
+    "check_record_path",
+    "device_samples",
+    "load_device_record",
+    "load_document",
+    "load_environment",
+    "load_judging",
+    "load_record",
+    "load_round",
+    "load_settle",
+    "read_json",
+    "recovery_hint",
+    "samples_held",
+    "settings_differ",
+    "validate_record",
+    "write_bytes_atomic",
+    "write_json_atomic",
+]

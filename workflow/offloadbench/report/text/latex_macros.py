@@ -1,0 +1,261 @@
+"""Claim macros in LaTeX (`claims.tex`), so that a paper's numbers follow a rerun: one
+`\\newcommand` per headline number of a machine, or of a comparison of machines, each with
+a comment saying what it holds; every body goes through `escape.tex_escape`.
+
+Macro names. A LaTeX control word is letters only, so a macro name is built from words:
+
+- the text is split into runs of letters and runs of digits (anything else separates);
+- a run of letters keeps its spelling with its first letter upper-cased;
+- a run of digits is spelt out in English, each word capitalised: "32" -> "ThirtyTwo",
+  "200" -> "TwoHundred", "4096" -> "FourThousandNinetySix"; leading zeros are spelt one
+  by one, so "007" -> "ZeroZeroSeven" stays apart from "7" -> "Seven".
+
+A machine's prefix is "ob" followed by its label so spelt: `machine_prefix("h200-lab")` is
+`obHTwoHundredLab`, `machine_prefix("laptop")` is `obLaptop`; a comparison's prefix is
+"ob", the reference machine, "Vs", the other machine (`obLaptopVsHTwoHundredLab`). A macro
+is the prefix followed by what it holds, e.g. `\\obHTwoHundredLabMatmulCudaFloatThirtyTwoBreakEven`.
+Labels that differ only in punctuation ("a-b", "a_b", "ab") give the same prefix, and op
+names such as "mat-mul" and "mat_mul" the same words: every macro set checks its names
+and fails with `MacroCollision` naming both sources rather than write a file that LaTeX
+would reject, or worse, accept with the wrong number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ...analysis.columns import compile_fallbacks, interval
+from ...cells import EAGER
+from ...errors import UserError
+from ...verdicts import DECIDED, VERDICTS, Judging
+from ..escape import tex_comment, tex_escape
+from ..format import cell_phrase, finite, fmt_sig, format_bytes, times_of
+from .decisions import answer, who
+from .latex_tables import NA, break_even_text, comparison_pairs, machine_of, range_text, with_machines
+
+_ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
+         "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
+_TENS = ["", "", "Twenty", "Thirty", "Forty", "Fifty", "Sixty", "Seventy", "Eighty", "Ninety"]
+_SCALES = [(10**9, "Billion"), (10**6, "Million"), (10**3, "Thousand"), (10**2, "Hundred")]
+
+
+def number_words(digits: str) -> str:
+    """A run of digits in capitalised English words: "32" -> "ThirtyTwo", "007" -> "ZeroZeroSeven"."""
+    if not digits.isdigit() or not digits.isascii():
+        raise ValueError(f"not a run of digits: {digits!r}")
+    stripped = digits.lstrip("0")
+    zeros = "Zero" * (len(digits) - len(stripped))
+    if not stripped:
+        return zeros
+    if len(stripped) > 12:  # past the billions, read it digit by digit
+        return zeros + "".join(_ONES[int(d)] for d in stripped)
+    return zeros + _spell(int(stripped))
+
+
+def _spell(n: int) -> str:
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + (_ONES[n % 10] if n % 10 else "")
+    for scale, word in _SCALES:
+        if n >= scale:
+            head, rest = divmod(n, scale)
+            return _spell(head) + word + (_spell(rest) if rest else "")
+    raise AssertionError(n)
+
+
+def camel_words(text) -> str:
+    """Text as a run of capitalised words, letters only (see the module docstring)."""
+    words = []
+    for run in re.findall(r"[A-Za-z]+|[0-9]+", str(text)):
+        words.append(number_words(run) if run.isdigit() else run[0].upper() + run[1:])
+    return "".join(words)
+
+
+def machine_prefix(machine: str) -> str:
+    """The macro prefix of a machine label: "h200-lab" -> "obHTwoHundredLab"."""
+    words = camel_words(machine)
+    if not words:
+        raise ValueError(f"machine label {machine!r} has no letter or digit to name its LaTeX macros by")
+    return "ob" + words
+
+
+def pair_prefix(reference: str, other: str) -> str:
+    """The macro prefix of a comparison: "laptop", "h200-lab" -> "obLaptopVsHTwoHundredLab"."""
+    return machine_prefix(reference) + "Vs" + machine_prefix(other)[2:]
+
+
+class MacroCollision(UserError):
+    """Two claims would be written under one macro name (labels that differ only in
+    punctuation, "remote1" and "remote-1"): one line, naming them."""
+
+
+@dataclass
+class Macros:
+    """`\\newcommand` lines under one prefix, each with a comment; names checked as they come."""
+
+    prefix: str
+    lines: list[tuple[str, str, str]] = field(default_factory=list)  # name, body, what it is
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[A-Za-z]+", self.prefix or ""):
+            raise ValueError(f"macro prefix {self.prefix!r} must be letters only (see machine_prefix)")
+
+    def add(self, name: str, body, what: str) -> None:
+        full = self.prefix + name
+        if not re.fullmatch(r"[A-Za-z]+", full):
+            raise ValueError(f"macro name \\{full} must be letters only")
+        for other, _, other_what in self.lines:
+            if other == full:
+                raise MacroCollision(
+                    f"two claims would both be \\{full}: {other_what!r} and {what!r}; "
+                    "rename one of the labels so they differ in more than punctuation"
+                )
+        text = tex_escape(body if str(body).strip() else NA)
+        self.lines.append((full, text, what))
+
+    def text(self) -> str:
+        return "".join(f"% {tex_comment(what)}\n\\newcommand{{\\{name}}}{{{body}}}\n" for name, body, what in self.lines)
+
+
+def _add_ratio(macros: Macros, name: str, row, column: str, verdict: str, what: str, judging: Judging) -> None:
+    """Value, CI bounds, verdict, cell and the two times behind the largest ratio in `column`."""
+    if row is None:
+        for suffix in ("", "Low", "High", "Verdict", "Cell"):
+            macros.add(name + suffix, NA, f"{what}{' ' + suffix.lower() if suffix else ''}: nothing measured")
+        return
+    value, low, high = interval(row, column)
+    macros.add(name, fmt_sig(value), f"{what} (ratio of times)")
+    macros.add(name + "Low", fmt_sig(low), f"{what}: lower end of the {judging.ci}")
+    macros.add(name + "High", fmt_sig(high), f"{what}: upper end of the {judging.ci}")
+    said = str(row.get(verdict, NA))
+    macros.add(name + "Verdict", said, f"{what}: verdict")
+    macros.add(name + "Cell", cell_phrase(row), f"{what}: the cell it was measured in")
+
+
+def _extreme(frame: pd.DataFrame, column: str, largest: bool = True):
+    """The row with the largest (or smallest) finite value in `column`, None when there is none."""
+    if frame.empty or column not in frame.columns:
+        return None
+    values = pd.to_numeric(frame[column], errors="coerce")
+    if not values.notna().any():
+        return None
+    return frame.loc[values.idxmax() if largest else values.idxmin()]
+
+
+def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.DataFrame, judging: Judging,
+                  prefix: str = "", machine: str = "", decisions: pd.DataFrame | None = None) -> str:
+    """`\\newcommand` macros for one machine's headline numbers.
+
+    `prefix` is the macro prefix itself; left empty, it is `machine_prefix` of `machine`,
+    or of the tables' machine column. Claims with no data (no speedup, no GPU) still get their macros, saying
+    "n/a", so a paper keeps compiling after a rerun on a machine without them.
+    """
+    machine = machine or machine_of(timings) or machine_of(speedups) or machine_of(transfer)
+    if not prefix:
+        if not machine:
+            raise ValueError("claims_macros: no machine column to derive the prefix from; pass prefix=")
+        prefix = machine_prefix(machine)
+    macros = Macros(prefix)
+    macros.add("Machine", machine or NA, "the machine label these numbers were measured on")
+
+    ok = timings[timings["status"] == "ok"] if "status" in timings.columns else timings.iloc[0:0]
+    macros.add("Cells", len(ok), "the number of cells measured (status ok)")
+    macros.add("CellsInGrid", len(timings), "the number of cells in the grid, measured or not")
+    processes = sorted({int(p) for p in ok.get("processes", []) if finite(p)})
+    macros.add("ProcessesPerCell", range_text(processes), "the number of processes each cell was measured in")
+
+    speedups = speedups[~compile_fallbacks(speedups)]  # code that did not all compile is no compiled speedup
+    # A headline is a decided ratio: an undecided one (its CI spans more than 2×, say) is no result.
+    best = _extreme(speedups[speedups["speedup_verdict"].isin(DECIDED)], "speedup")
+    _add_ratio(macros, "LargestSpeedup", best, "speedup", "speedup_verdict",
+               "the largest device-resident speedup over NumPy", judging)
+    macros.add("LargestSpeedupTimes", times_of(best) if best is not None else NA,
+               "the two medians behind the largest speedup")
+    best = _extreme(speedups[speedups["end_to_end_verdict"].isin(DECIDED)], "end_to_end_speedup")
+    _add_ratio(macros, "LargestEndToEndSpeedup", best, "end_to_end_speedup", "end_to_end_verdict",
+               "the largest end-to-end speedup over NumPy, copies counted", judging)
+
+    gpu = speedups[speedups["device"] != "cpu"] if "device" in speedups.columns else speedups.iloc[0:0]
+    keys = ["op", "library", "mode", "device", "dtype"] if "mode" in gpu.columns else ["op", "library", "device", "dtype"]
+    for values, group in gpu.groupby(keys):
+        named = dict(zip(keys, values, strict=True))
+        op, device, dtype, mode = named["op"], named["device"], named["dtype"], named.get("mode", EAGER)
+        row = group.loc[group["size"].idxmax()]
+        variant = "" if mode == EAGER else camel_words(named["library"]) + camel_words(mode)  # eager names as before
+        macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
+                   break_even_text(row),
+                   f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted "
+                   f"({row.get('break_even')})")
+
+    _add_decisions(macros, decisions, judging)
+
+    copies = transfer[transfer["status"] == "ok"] if "status" in transfer.columns else transfer.iloc[0:0]
+    copies = copies[copies["gbs"].map(finite)] if not copies.empty else copies
+    words = {"h2d": "HostToDevice", "d2h": "DeviceToHost"}
+    for (device, memory, direction), group in copies.groupby(["device", "memory", "direction"]):
+        row = group.loc[group["gbs"].idxmax()]
+        name = camel_words(device) + camel_words(memory) + words.get(direction, camel_words(direction)) + "Bandwidth"
+        what = f"the best {memory} copy bandwidth {direction} on {device} (GB/s)"
+        macros.add(name, fmt_sig(row["gbs"]), what)
+        macros.add(name + "Low", fmt_sig(row["gbs_ci_low"]), f"{what}: lower end of the {judging.ci}")
+        macros.add(name + "High", fmt_sig(row["gbs_ci_high"]), f"{what}: upper end of the {judging.ci}")
+        macros.add(name + "Size", format_bytes(row["bytes"]), f"{what}: the copy size it was reached at")
+    if copies.empty:
+        macros.add("CopyBandwidth", NA, "no copy bandwidth was measured on this machine")
+    return macros.text()
+
+
+def decision_macro(row) -> str:
+    """The macro name of one decision, after the prefix: op, device, dtype, and on the CPU its
+    threads, then Decision: `MatmulCpuFloatThirtyTwoThreadsOneDecision`."""
+    threads = f"Threads{camel_words(row['threads'])}" if row["device"] == "cpu" else ""
+    return camel_words(row["op"]) + camel_words(row["device"]) + camel_words(row["dtype"]) + threads + "Decision"
+
+
+def _add_decisions(macros: Macros, decisions: pd.DataFrame | None, judging: Judging) -> None:
+    """One macro per decision: its sentence, as the report and the terminal say it."""
+    if decisions is None or decisions.empty:
+        macros.add("Decisions", NA, "no decision: nothing but NumPy has a result and a baseline")
+        return
+    for _, row in decisions.iterrows():
+        macros.add(decision_macro(row), answer(row, judging), f"the decision for {who(row)}")
+
+
+def comparison_macros(comparison: pd.DataFrame, judging: Judging, machines: Sequence[str] = ()) -> str:
+    """Per machine pair: how many cells are faster, slower, same, undecided, and the extreme ratios."""
+    frame = with_machines(comparison, machines)
+    pairs = comparison_pairs(frame, machines)
+    parts = []
+    for a, b in pairs:
+        macros = Macros(pair_prefix(a, b))
+        rows = frame[(frame["machine_a"].astype(str) == a) & (frame["machine_b"].astype(str) == b)]
+        macros.add("Reference", a, "the reference machine a of this comparison")
+        macros.add("Other", b, "the machine b compared with it")
+        macros.add("Cells", len(rows), "cells measured on both machines")
+        verdicts = rows["verdict"].astype(str).value_counts() if not rows.empty else pd.Series(dtype=int)
+        for verdict in VERDICTS:
+            macros.add(camel_words(verdict), int(verdicts.get(verdict, 0)), f"cells whose verdict is {verdict}")
+        _add_ratio(macros, "LargestRatio", _extreme(rows, "ratio"), "ratio", "verdict",
+                   f"the largest time ratio {b}/{a}", judging)
+        _add_ratio(macros, "SmallestRatio", _extreme(rows, "ratio", largest=False), "ratio", "verdict",
+                   f"the smallest time ratio {b}/{a}", judging)
+        parts.append(f"% {tex_comment(b)} against {tex_comment(a)}\n" + macros.text())
+    if not parts:
+        return "% No machine pair to compare.\n"
+    _check_disjoint(parts, [f"{b} against {a}" for a, b in pairs])
+    return "\n".join(parts)
+
+
+def _check_disjoint(parts: Sequence[str], names: Sequence[str]) -> None:
+    seen: dict[str, int] = {}
+    for k, part in enumerate(parts):
+        for name in re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", part):
+            first = seen.setdefault(name, k)
+            if first != k:
+                raise MacroCollision(f"\\{name} would be defined by two machine pairs, {names[first]} and {names[k]}: "
+                                     "their labels spell the same; rename one so they differ in more than punctuation")
