@@ -72,6 +72,10 @@ bench-pyperf: $(STAMP)
 bench-overhead: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py
 
+# Bouts (cells taking turns) against cells sampled alone: ratios, half-widths and seconds.
+bench-paired: $(STAMP)
+	$(BIN)/python benchmarks/paired.py
+
 # How often the ratio intervals hold the true ratio on a simulated drifting machine, paired and not.
 bench-coverage: $(STAMP)
 	$(BIN)/python benchmarks/coverage.py

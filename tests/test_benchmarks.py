@@ -61,3 +61,12 @@ def test_pyperf_reference_smoke(capsys):
     ratio = float(row.rstrip(" |").split("|")[-1])
     assert 0.5 < ratio < 2.0, row  # the two harnesses time the same call
     assert out.strip().splitlines()[-1].startswith("seconds: ours ")
+
+
+@pytest.mark.pipeline
+def test_paired_smoke(capsys):
+    assert load("paired").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "| matmul, n = 64, torch / numpy |" in out and "| seconds measuring |" in out
+    # each method analysed as it was measured: alone, paired by round; in bouts, paired in time
+    assert "separate: paired by round" in out and "bouts: paired in time" in out

@@ -62,6 +62,12 @@ def test_a_round_measures_every_cell_once_in_the_bout_of_its_group():
             assert len({c.group for c in bout}) == 1 and len({c.worker for c in bout}) == len(bout)
 
 
+def test_measured_separately_each_cell_is_a_bout_of_its_own_in_the_same_order():
+    cells = grid.expand(GRID)
+    together, apart = schedule.groups(cells, 2), schedule.groups(cells, 2, separate=True)
+    assert all(len(bout) == 1 for bout in apart) and [b[0] for b in apart] == [c for b in together for c in b]
+
+
 def test_the_groups_order_turns_from_round_to_round():
     first, second = [b[0].group for b in _groups(1)], [b[0].group for b in _groups(2)]
     assert sorted(first) == sorted(second) and second == first[1:] + first[:1]

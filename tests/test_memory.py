@@ -112,3 +112,22 @@ def test_no_fit_where_not_even_one_fits_says_so_with_the_memory():
 def test_no_fit_without_a_scale_says_no_peak_gave_one():
     line = _fit_line({"memory_bytes": 64 * 2**30}, scale=math.nan, largest_size=math.nan)
     assert line.endswith("its fit is unknown: no measured peak gave a scale to fit the model to."), line
+
+
+def test_the_fresh_pages_a_call_maps_are_said_with_what_they_cost():
+    from offloadbench.report.text.fit import pages_lines
+
+    cell = {"op": "heat_step", "device": "cpu", "dtype": "float32", "threads": "1", "mode": "eager", "status": "ok"}
+    timings = pd.DataFrame([
+        {**cell, "library": "numpy", "size": 2048, "faults_per_call": 1008.0, "median_s": 12e-3},
+        {**cell, "library": "torch", "size": 2048, "faults_per_call": 4064.0, "median_s": 18.3e-3},
+        {**cell, "library": "torch", "size": 256, "faults_per_call": 40.0, "median_s": 1e-4},  # not the largest size
+        {**cell, "op": "matmul", "library": "numpy", "size": 2048, "faults_per_call": 2.0, "median_s": 1e-2},
+    ])
+    intro, _, line = pages_lines(timings, page_s=0.25e-6)
+    assert "One fresh page costs 250 ns here" in intro
+    assert line == ("- heat_step (float32) at n = 2048: fresh pages per call: numpy 1,008 (3.94 MiB, about 252 µs of "
+                    "its 12 ms); torch 4,064 (15.9 MiB, about 1.02 ms of its 18.3 ms).")  # matmul maps too few for a line
+    assert "costs" not in pages_lines(timings, page_s=math.nan)[0]  # no pages roof measured: counts only
+    older = pages_lines(timings.assign(faults_per_call=math.nan), page_s=math.nan)
+    assert older == ["- No fresh pages were counted in these records (they are older than page counts)."]

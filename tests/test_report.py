@@ -128,3 +128,14 @@ def test_cells_of_one_process_are_said_to_have_within_process_cis(gpu_tables):
     t["processes"] = 1
     text = build_markdown(inputs({**gpu_tables, "timings": t}))
     assert "were measured in one process only: **their CIs cover the noise within that process" in text
+
+
+def test_the_report_says_how_its_ratios_were_paired(gpu_tables):
+    speedups = gpu_tables["speedups"].assign(pairing="paired in time")
+    speedups.loc[speedups.index[0], "pairing"] = "paired by round"
+    scaling = gpu_tables["thread_scaling"].assign(pairing="unpaired")
+    text = build_markdown(inputs({**gpu_tables, "speedups": speedups, "thread_scaling": scaling}))
+    section = text.split("## How the measurement went")[1].split("\n## ")[0]
+    total = len(speedups) + len(scaling)
+    assert f"- {len(speedups) - 1} of {total} ratios were paired in time: their two cells took turns" in section
+    assert f"; 1 paired by round; {len(scaling)} unpaired (records without a shared bout" in section

@@ -32,15 +32,17 @@ SPIN_S = {"numpy": 0.1, "torch": 0.03}
 SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool barely slows
 
 
-def groups(cells: list[Cell], round_index: int) -> list[list[Cell]]:
+def groups(cells: list[Cell], round_index: int, separate: bool = False) -> list[list[Cell]]:
     """The round's groups, each a bout's cells, in an order that turns from round to round
-    (round 1 starts with the first group, round 2 with the second, ...)."""
+    (round 1 starts with the first group, round 2 with the second, ...). `separate`
+    (measure.pairing: separate): each cell a bout of its own, one after another."""
     by_group: dict[tuple, list[Cell]] = {}
     for cell in cells:
         by_group.setdefault((cell.op, dtype_sort_key(cell.dtype), cell.dtype, cell.size), []).append(cell)
     order = sorted(by_group)
     shift = (round_index - 1) % len(order) if order else 0
-    return [sorted(by_group[key], key=_in_group) for key in order[shift:] + order[:shift]]
+    bouts = [sorted(by_group[key], key=_in_group) for key in order[shift:] + order[:shift]]
+    return [[cell] for bout in bouts for cell in bout] if separate else bouts
 
 
 def _in_group(cell: Cell) -> tuple:

@@ -254,7 +254,8 @@ class Round:
                 before = system.snapshot()
                 self.began = self.last_report = time.monotonic()
                 try:
-                    for cells in schedule.groups(self.todo, self.args.round):
+                    separate = self.settings.get("pairing") == "separate"
+                    for cells in schedule.groups(self.todo, self.args.round, separate):
                         self.bouts.append(Bout(self, cells).run().as_dict())
                 finally:
                     for worker in list(self.workers.values()):

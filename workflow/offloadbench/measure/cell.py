@@ -142,10 +142,12 @@ def model_of(op: Op, cell: Cell, host_inputs: list, host_result) -> dict:
     }
 
 
-def warm_process(library: str, torch=None, seconds: float = 0.5) -> float:
+def warm_process(library: str, torch=None, seconds: float = 0.2) -> float:
     """Bring a fresh worker to a steady state before its first cell: its thread pool awake,
     its allocator holding reusable memory, its clocks up. Without this a worker's first
-    cells ran about 15% slower than its later ones on our 2-core test machine."""
+    cells ran about 15% slower than its later ones on our 2-core test machine. A fifth of a
+    second is enough since each cell also warms its own regions and every turn starts with
+    untimed calls; the cells it compares then take turns, so what is left hits both sides."""
     lib = torch if library == "torch" else np
     rng = np.random.default_rng(0)
     square = rng.random((256, 256)).astype("float32")

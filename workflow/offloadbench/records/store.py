@@ -50,7 +50,7 @@ FAILED = ("oom", "error", "timeout")
 # Measure settings that change what a record holds; the others (processes, timeout_s) do not.
 MEASUREMENT_KEYS = (
     "target_rel_ci", "budget_s", "warmup_budget_s", "min_samples", "min_sampling_s",
-    "max_samples", "min_sample_s", "random_state", "check_rows", "pinned_memory", "allow_tf32", "turn_s",
+    "max_samples", "min_sample_s", "random_state", "check_rows", "pinned_memory", "allow_tf32", "turn_s", "pairing",
 )
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis.columns import has_text, sharing_cells
+from ...analysis.measured import PAIRED_IN_TIME
 from ...cells import Cell
 from ...records import Environment, RoundRecord, SettleRecord
 from ...stats import binomial_interval
@@ -116,10 +117,35 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
     return lines
 
 
+def pairing_lines(comparisons: dict[str, pd.DataFrame]) -> list[str]:
+    """How the run's ratios were paired (the tables' `pairing`): in time, where the two cells
+    took turns in one bout in three rounds or more; else by round, or not at all."""
+    counts: dict[str, int] = {}
+    for frame in comparisons.values():
+        if frame is not None and "pairing" in frame:
+            for pairing in frame["pairing"].dropna():
+                if pairing:
+                    counts[str(pairing)] = counts.get(str(pairing), 0) + 1
+    total = sum(counts.values())
+    if not total:
+        return []
+    in_time = counts.pop(PAIRED_IN_TIME, 0)
+    line = (f"- {in_time} of {total} ratios were paired in time: their two cells took turns in one bout, so the "
+            "machine's drift cancels in them")
+    others = "; ".join(f"{count} {pairing}" for pairing, count in sorted(counts.items()))
+    if others:
+        line += (f"; {others} (records without a shared bout in three rounds or more, such as results from before "
+                 "bouts, or cells measured with `measure.pairing: separate`)")
+    return [line + "."]
+
+
 def conditions_section(environment: Environment, rounds: list[RoundRecord], timings: pd.DataFrame,
-                       settle: SettleRecord | None = None) -> list[str]:
-    lines = [*scope_lines(timings), *sharing_lines(timings), *advice_lines(environment, rounds), *duration_lines(rounds),
-             *settle_lines(settle, timings)]
+                       settle: SettleRecord | None = None, comparisons: dict[str, pd.DataFrame] | None = None
+                       ) -> list[str]:
+    """How the measurement went; `comparisons` are the tables of ratios (speedups, thread
+    scaling, self-comparisons), for how they were paired."""
+    lines = [*scope_lines(timings), *pairing_lines(comparisons or {}), *sharing_lines(timings),
+             *advice_lines(environment, rounds), *duration_lines(rounds), *settle_lines(settle, timings)]
     return ["## How the measurement went", "", *lines, ""] if lines else []
 
 

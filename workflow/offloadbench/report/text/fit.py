@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..format import finite, fmt_percent, fmt_size, format_bytes, report_groups, where_phrase
+from ...analysis.decisions import PAGE_BYTES
+from ...units import fmt_count, fmt_time
+from ..format import finite, fmt_percent, fmt_size, format_bytes, report_groups, variant_of, where_phrase
+
+MANY_PAGES = 64  # fresh pages per call below which a call's page faults are not worth a line
 
 
 def fit_lines(memory: pd.DataFrame) -> list[str]:
@@ -52,10 +56,45 @@ def model_line(memory: pd.DataFrame) -> list[str]:
              "The next run's out-of-memory check uses the measured scale of each series.")]
 
 
-def fit_section(memory: pd.DataFrame) -> list[str]:
+def pages_lines(timings: pd.DataFrame, page_s: float) -> list[str]:
+    """Per op and dtype on the cpu, at its largest size: the fresh pages each variant's call
+    maps (its minor page faults), and what they cost where the cost of a page was measured.
+    Memory a call takes from the system afresh is zeroed and mapped a page at a time, which
+    no bout cancels: it differs from process to process with where the allocator stands."""
+    if timings.empty or "faults_per_call" not in timings:
+        return []
+    ok = timings[(timings["status"] == "ok") & (timings["device"] == "cpu") & timings["faults_per_call"].map(finite)]
+    if ok.empty:
+        return ["- No fresh pages were counted in these records (they are older than page counts)."]
+    lines = []
+    for (op, dtype), group in report_groups(ok, ["op", "dtype"]):
+        largest = group[group["size"] == group["size"].max()]
+        parts = []
+        for variant, rows in largest.groupby(largest.apply(variant_of, axis=1), sort=False):
+            pages = float(rows["faults_per_call"].median())
+            if pages < MANY_PAGES:
+                parts.append(f"{variant} {fmt_count(pages)}")
+                continue
+            cost = (f", about {fmt_time(pages * page_s)} of its {fmt_time(float(rows['median_s'].median()))}"
+                    if finite(page_s) else "")
+            parts.append(f"{variant} {fmt_count(pages)} ({format_bytes(pages * PAGE_BYTES)}{cost})")
+        if any(float(r) >= MANY_PAGES for r in largest["faults_per_call"]):
+            lines.append(f"- {op} ({dtype}) at n = {int(largest['size'].iloc[0])}: fresh pages per call: "
+                         + "; ".join(parts) + ".")
+    if not lines:
+        return [f"- No call maps {MANY_PAGES} fresh pages or more: the allocators reuse what earlier calls freed."]
+    priced = f" One fresh page costs {fmt_time(page_s)} here (roofs.csv)." if finite(page_s) else ""
+    intro = (f"Fresh pages a call maps (its minor page faults, in `faults_per_call`): memory taken from the system "
+             f"afresh on every call, zeroed and mapped a page at a time.{priced} Their count varies from process to "
+             "process with where the allocator stands, so the pairing of a bout cannot cancel it.")
+    return [intro, "", *lines]
+
+
+def fit_section(memory: pd.DataFrame, timings: pd.DataFrame, page_s: float) -> list[str]:
     headroom = memory["headroom"].iloc[0] if memory is not None and not memory.empty else 0.1
+    pages = pages_lines(timings, page_s)
     return ["## Does it fit?", "",
             (f"Peak extra memory of one call, measured in an untimed call after the sampling (host memory with NumPy "
              f"arrays in and out on the cpu; device memory of the device-resident call on a GPU), and the largest "
              f"size n whose inputs, results and temporaries fit the device's memory with {fmt_percent(headroom)} "
-             "kept free."), "", *fit_lines(memory), *model_line(memory), ""]
+             "kept free."), "", *fit_lines(memory), *model_line(memory), "", *([*pages, ""] if pages else [])]

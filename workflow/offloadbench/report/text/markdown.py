@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...analysis.columns import texts, unstable_cells
+from ...analysis.roofline import page_cost_s
 from ...cells import Cell
 from ...layout import TABLES, machine_figures
 from ...logs import stage
@@ -370,9 +371,11 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
             lines += op_section(op, inputs)
     details = [
         ("what compiling costs", lambda: compile_section(t, s, judging)),
-        ("how the measurement went", lambda: conditions_section(inputs.environment, inputs.rounds, t, inputs.settle)),
+        ("how the measurement went", lambda: conditions_section(
+            inputs.environment, inputs.rounds, t, inputs.settle,
+            {name: inputs.table(name) for name in ("speedups", "thread_scaling", "controls")})),
         ("does offloading pay", lambda: offload_section(t, s, inputs.transfer, judging)),
-        ("does it fit", lambda: fit_section(inputs.table("memory"))),
+        ("does it fit", lambda: fit_section(inputs.table("memory"), t, page_cost_s(inputs.table("roofs")))),
         ("the seed claims", lambda: ["## Seed claims checked", "", f"> {SEED_CLAIM}", "", *check_seed_claims(t, s, judging), ""]),
         ("the figures", lambda: ["## Figures", "", *figure_lines(
             {name: text for name, text in figures.items() if name not in glance}, figure_dir)]),
