@@ -175,3 +175,29 @@ def test_measurement_jobs_never_overlap(box):
     (_, a_end), (b_start, _) = sorted(spans)
     assert a_end <= b_start, "the two rounds measured at the same time"
     assert max(read_json(box / name / "rounds" / "round-1.json")["lock_wait_s"] for name in ("raw-a", "raw-b")) > 0
+
+
+# Three 4 MiB arrays freed together: under glibc's adaptive thresholds the heap's top is
+# trimmed after every call, so the next one maps its pages afresh.
+FRESH_PAGES = """
+import resource, numpy as np
+def call():
+    a = np.ones(2**19); b = a * 2.0; c = a + b; return float(c[0])
+for _ in range(3): call()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10): call()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the thresholds are glibc's")
+def test_the_steady_allocator_keeps_a_calls_temporaries_on_the_heap():
+    from offloadbench.measure.allocator import ADAPTIVE, STEADY, allocator_env
+
+    def fresh_pages(mode):
+        env = {**os.environ, **allocator_env(mode)}
+        return float(subprocess.run([sys.executable, "-c", FRESH_PAGES], env=env, capture_output=True, text=True,
+                                    check=True).stdout)
+
+    assert allocator_env(ADAPTIVE) == {}
+    assert fresh_pages(ADAPTIVE) > 1000 and fresh_pages(STEADY) < 10  # 3 × 1,024 pages per call, or none

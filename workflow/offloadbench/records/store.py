@@ -51,6 +51,7 @@ FAILED = ("oom", "error", "timeout")
 MEASUREMENT_KEYS = (
     "target_rel_ci", "budget_s", "warmup_budget_s", "min_samples", "min_sampling_s",
     "max_samples", "min_sample_s", "random_state", "check_rows", "pinned_memory", "allow_tf32", "turn_s", "pairing",
+    "allocator",
 )
 
 

@@ -1,0 +1,34 @@
+"""The C allocator's state in a measuring process: where glibc's malloc gets large blocks.
+
+glibc serves a block at or above its mmap threshold with fresh pages from the kernel, and
+gives the top of its heap back once more than its trim threshold lies free there. Both
+thresholds start low (128 KiB) and rise as the process frees large blocks, up to 32 MiB.
+So whether a call maps fresh pages (a minor page fault per 4 KiB, each zeroed by the
+kernel) depends on every block the process freed before: a worker that measured a large
+cell first runs the next cell's calls from its heap, a fresh one maps and zeroes every
+temporary on every call. Between two processes of one cell this moved times by 2 to 3
+times on our test machine (torch's heat step at n = 1024: 2.8 ms with 1,024 fresh pages
+per call, 0.9 ms without), which no pairing in time can cancel.
+
+`measure.allocator` chooses the state:
+- steady: the thresholds held where they settle in a long-running program once it has
+  freed one large array (mmap at 32 MiB, trim at 64 MiB), in every worker from its start;
+  every process of a cell is then in the same state, whatever it measured before. Blocks
+  above 32 MiB still map fresh pages on every call, as they do in any program.
+- adaptive: glibc's own rising thresholds, each process in the state its history left.
+The fresh pages each call maps are counted in both (`faults_per_call`).
+"""
+
+from __future__ import annotations
+
+STEADY, ADAPTIVE = "steady", "adaptive"
+MMAP_THRESHOLD = 32 * 2**20  # glibc's largest dynamic mmap threshold on 64-bit hosts
+TRIM_THRESHOLD = 2 * MMAP_THRESHOLD  # what glibc sets beside it when it raises the threshold
+
+
+def allocator_env(mode: str) -> dict[str, str]:
+    """The variables that put a process's glibc malloc in `mode`'s state (read by glibc at
+    start-up; other C libraries ignore them)."""
+    if mode == ADAPTIVE:
+        return {}
+    return {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}
