@@ -307,6 +307,13 @@ def print_answers():
                     f"warning: no decision table for {machine}: {error}",
                     file=sys.stderr,
                 )
+            # The run's files are written: never end it in a traceback.
+            except Exception as error:
+                print(
+                    f"warning: could not print the decision table of {folder}: "
+                    f"{type(error).__name__}: {error}; `make summary FROM={folder}` retries it",
+                    file=sys.stderr,
+                )
 
     atexit.register(show)
 

@@ -25,12 +25,18 @@ def fit_lines(memory: pd.DataFrame) -> list[str]:
             fits = (f"fits up to n ≈ {fmt_size(row['largest_size'])}" if finite(row["largest_size"])
                     else no_fit(row))
             parts.append(f"{row['variant']} {format_bytes(row['peak_bytes'])} at n = {int(row['largest_measured'])} "
-                         f"({row['scale']:.2g} outputs of results and temporaries), {fits}")
+                         f"({outputs(row['scale'])} of results and temporaries), {fits}")
         where = "host memory" if device == "cpu" else f"{device} memory"
         total = group["memory_bytes"].dropna()
         of = f" of {format_bytes(total.iloc[0])}" if not total.empty else ""
         lines.append(f"- {op} {where_phrase(device)} ({dtype}, {where}{of}): " + "; ".join(parts) + ".")
     return lines
+
+
+def outputs(scale: float, spec: str = ".2g") -> str:
+    """A peak in outputs' worth: "1 output", "2.5 outputs"."""
+    text = format(scale, spec)
+    return f"{text} output" if text == "1" else f"{text} outputs"
 
 
 def no_fit(row) -> str:
@@ -51,7 +57,7 @@ def model_line(memory: pd.DataFrame) -> list[str]:
         return []
     error = memory["model_error"].dropna()
     return [(f"- Where nothing was measured, the model takes a call's results and temporaries as "
-             f"{memory['model_scale'].iloc[0]:.0f} outputs; against the measurements that is "
+             f"{outputs(memory['model_scale'].iloc[0], '.0f')}; against the measurements that is "
              f"{fmt_percent(error.min())} to {fmt_percent(error.max())} too much (less than 0: too little). "
              "The next run's out-of-memory check uses the measured scale of each series.")]
 
