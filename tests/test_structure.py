@@ -142,3 +142,36 @@ def private_imports(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_imports_another_modules_private_names(path):
     assert not private_imports(path), f"{path.relative_to(PACKAGE)} imports {private_imports(path)}"
+
+
+# Keys that exist only in raw records: outside records/, they are read as typed attributes
+# (records/types.py), never as dict keys, so that one reader knows every record version.
+RECORD_ONLY_KEYS = {"samples_s", "phases", "stopping", "diagnostics", "provenance", "warmup", "op_info", "sharing",
+                    "turns", "heavy_modules"}
+
+
+def record_key_reads(path: Path) -> list[str]:
+    """`x.get("samples_s")` and `x["samples_s"]` of a record-only key, as "line: key"."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        key = None
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            key = node.args[0].value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        if key in RECORD_ONLY_KEYS:
+            found.append(f"{node.lineno}: {key}")
+    return found
+
+
+@pytest.mark.parametrize("stage", ["analysis", "report"])
+def test_the_analysis_and_report_read_records_as_typed_objects(stage):
+    reads = {str(p.relative_to(PACKAGE)): r for p in sorted((PACKAGE / stage).rglob("*.py")) if (r := record_key_reads(p))}
+    assert not reads, f"record keys read as dict keys outside records/: {reads}"
+
+
+def test_the_record_key_check_finds_a_dict_read(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f(record):\n    return record.get('samples_s', {}), record['warmup']\n")
+    assert record_key_reads(sample) == ["2: samples_s", "2: warmup"]

@@ -1,7 +1,7 @@
 """Two or more machines compared cell by cell, the first being the reference (A).
 
 For every cell measured on both A and B: each machine's time with its CI, the ratio of
-B's time to A's with a 95% CI from both machines' two-level bootstraps, and a verdict:
+B's time to A's with a CI (at the judging's level) from both machines' two-level bootstraps, and a verdict:
 B is faster, slower, the same (the whole CI within the minimum effect of 1) or undecided
 (verdicts.py). A cell flagged unstable on either machine is undecided. Comparing two runs of one
 machine under two labels is the reproducibility view: it says which medians of the

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..catalogue import SPECS
 from ..cells import CELL_COLUMNS, thread_sort_key
+from ..compared import control_pairs, scaling_pairs, speedup_pairs
 from ..csvsafe import read_csv_text, write_csv
 from ..errors import one_line
 from ..kernels import FAMILY as KERNEL_FAMILY
@@ -50,16 +51,7 @@ from .compile_cost import amortization, compile_interval
 from .decisions import decisions_table
 from .measured import Analysis, MeasuredCell, carry_over, load_cells
 from .memory_fit import memory_table
-from .pairs import (
-    CONTROL,
-    SCALING,
-    SPEEDUP,
-    Comparison,
-    compared,
-    control_pairs,
-    scaling_pairs,
-    speedup_pairs,
-)
+from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, compared
 from .roofline import page_cost_s
 from .round_trip import NOT_MEASURED, calls_per_round_trip
 

@@ -5,8 +5,11 @@ checked, its regions warmed up). Then the bout hands out turns, one worker compu
 time: in each cycle every cell takes one turn, in a fresh random order, each cell going
 first equally often (schedule.Cycles), with a pause after a multi-threaded worker while
 its pool spins down (schedule.pause_s). The bout ends once it has run `measure.min_samples`
-cycles and either every cell's median has met its CI target or the group's budget is spent
-(`measure.budget_s` per timed region of each cell), or at `measure.max_samples` cycles. Then
+cycles and either its comparisons are precise (`precise_pairs`: each ratio the tables will
+judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or the
+group's budget is spent (`measure.budget_s` per timed region of each cell), or at
+`measure.max_samples` cycles. So a group of steady ops ends after a few cycles and gives
+its time to a noisy one, whose ratios need many. Then
 every worker finishes its cell and writes its record, which keeps each sample's cycle and
 each turn's place, so the pairs can be rebuilt from the raw data.
 
@@ -23,8 +26,25 @@ from dataclasses import dataclass, field
 from .. import schedule
 from ..catalogue import SPECS
 from ..cells import Cell, WorkerSpec
+from ..compared import planned_comparisons
+from ..stats import median_ci_rel_halfwidth
 
 TURN_OVERHEAD_S = 0.001  # a command and its answer through the pipes, per turn
+STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
+
+
+def precise_pairs(turns: dict[Cell, dict[str, dict[int, float]]], pairs: list[tuple[Cell, Cell]],
+                  target: float) -> bool:
+    """Whether every pair's ratio, in every region both timed, is known within `target`
+    (relative half-width of the CI of its median over the cycles both took a turn in).
+    `turns`: each cell's median per region and cycle."""
+    for a, b in pairs:
+        for region in set(turns.get(a, {})) & set(turns.get(b, {})):
+            mine, theirs = turns[a][region], turns[b][region]
+            ratios = [mine[c] / theirs[c] for c in mine.keys() & theirs.keys() if theirs[c] > 0]
+            if median_ci_rel_halfwidth(ratios, STOP_CONFIDENCE) > target:
+                return False
+    return True
 
 
 @dataclass
@@ -54,6 +74,7 @@ class Bout:
         self.id = uuid.uuid4().hex[:12]  # a rerun of an interrupted round is another bout
         self.regions: dict[Cell, int] = {}
         self.converged: dict[Cell, bool] = {}
+        self.turns: dict[Cell, dict[str, dict[int, float]]] = {}  # median per region and cycle
         self.result = BoutResult(self.name, len(cells))
         self.last: WorkerSpec | None = None
 
@@ -71,6 +92,9 @@ class Bout:
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
         budget = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
         min_cycles, max_cycles = int(settings["min_samples"]), int(settings["max_samples"])
+        target = float(settings["target_rel_ci"])
+        pairs = planned_comparisons(list(self.regions))
+        alone = [cell for cell in self.regions if not any(cell in pair for pair in pairs)]
         pause = settings.get("pause_s")
         while cycles.cells:
             order = cycles.next()
@@ -87,7 +111,9 @@ class Bout:
                 self.result.sampling_s += time.monotonic() - began
                 self.last = cell.worker
             done = cycles.count >= min_cycles
-            if done and all(self.converged.get(c) for c in cycles.cells):
+            live = set(cycles.cells)
+            if (done and all(self.converged.get(c) for c in alone if c in live)
+                    and precise_pairs(self.turns, [p for p in pairs if set(p) <= live], target)):
                 self.result.stop_reason = "ci"
             elif done and self.result.sampling_s >= budget:
                 self.result.stop_reason = "budget"
@@ -127,6 +153,8 @@ class Bout:
             self.result.failed.append(cell.key)
             return False
         self.converged[cell] = bool(answer.get("converged"))
+        for region, seconds in (answer.get("medians") or {}).items():
+            self.turns.setdefault(cell, {}).setdefault(region, {})[cycle] = float(seconds)
         return True
 
     def finish(self, cell: Cell) -> None:

@@ -10,7 +10,8 @@ Commands arrive on stdin, one JSON object per line; events go back on the file d
   check and warm-up (`measure.cell.CellRun.prepare`); answers {"prepared": key}, or, when
   the cell failed, writes its record and answers {"done": key, "status", "reason"};
 - {"turn": key, "cycle", "position", "after", "after_threads", "pause_s"}: one turn of the
-  bout; answers {"turned": key, "converged"}, or {"done": ...} when the cell failed;
+  bout; answers {"turned": key, "converged", "medians"} (each region's median over the
+  turn), or {"done": ...} when the cell failed;
 - {"finish": key, "stop_reason", "bout"}: the noise checks and peak memory, then the
   record; answers {"done": key, "status", "reason"}.
 Before the first command it answers {"ready": ...} (or {"refused": why}). The round job set
@@ -177,7 +178,7 @@ class Worker:
         if run.failed:
             self.finish({"finish": key})
         else:
-            self.send(turned=key, converged=converged)
+            self.send(turned=key, converged=converged, medians=run.turn_medians())
 
     def finish(self, command: dict) -> None:
         from ..measure.provenance import utc_now

@@ -37,8 +37,12 @@ from .provenance import cpu_clocks_mhz
 from .settings import Settings
 from .timing import Measurement, Region, Warmup, warm_up
 
-PREROLL_S = 0.001  # untimed calls before a turn's first sample, where a call is shorter than
-PREROLL_UP_TO_S = 0.01  # this: longer calls are their own steady state
+# Another worker's turn leaves this one's caches, TLB and thread pool cold: the first call of a
+# turn ran 10-25% slower here (a 12 ms matmul on two threads). So a turn starts with untimed
+# calls, about PREROLL_S of them and at least one, for calls up to PREROLL_UP_TO_S; a longer
+# call refills what it needs within a small part of itself.
+PREROLL_S = 0.002
+PREROLL_UP_TO_S = 0.05
 
 
 @dataclass
@@ -186,24 +190,33 @@ class RegionState:
     cycles: list[int] = field(default_factory=list)
     spent_s: float = 0.0
     rel_ci: float = math.inf
+    turn_from: int = 0  # where the last turn's samples begin
+
+    def turn_median(self) -> float | None:
+        """The median of the last turn's samples: the value the bout pairs (None: no turn)."""
+        taken = self.samples[self.turn_from:]
+        return float(np.median(taken)) if taken else None
 
     @property
     def calls(self) -> int:
         return self.warmup.calls_per_sample
 
     def preroll_calls(self) -> int:
-        """Untimed calls before a turn: about a millisecond of them, none for long calls."""
+        """Untimed calls before a turn: about PREROLL_S of them, none for long calls."""
         call_s = min(self.warmup.blocks_s) if self.warmup.blocks_s else self.warmup.first_call_s
         if call_s >= PREROLL_UP_TO_S:
             return 0
         return max(1, math.ceil(PREROLL_S / max(call_s, 1e-9)))
 
     def take(self, turn_s: float, cycle: int, max_samples: int, now: Callable[[], float] = time.perf_counter) -> None:
-        """One turn of this region: the pre-roll, then samples until `turn_s` has passed."""
+        """One turn of this region: the pre-roll, then samples until `turn_s` has passed. Short
+        turns and many cycles resolve a ratio best here: the machine's speed wanders at every
+        time scale, so a longer turn averages little of it and leaves fewer pairs."""
         preroll = self.preroll_calls()
         if preroll:
             self.region.time_block(preroll)
         began = now()
+        self.turn_from = len(self.samples)
         while len(self.samples) < max_samples:
             sample = self.region.sample(self.calls)
             self.samples.append(sample.seconds)
@@ -318,6 +331,10 @@ class CellRun:
             for state in self.states:
                 state.update_ci(stop.confidence)
         return self.ready and all(s.stop_reason(stop) == "ci" for s in self.states)
+
+    def turn_medians(self) -> dict[str, float]:
+        """Each region's median over the last turn, for the bout's judging of its pairs."""
+        return {s.region.name: m for s in self.states if (m := s.turn_median()) is not None} if self.ready else {}
 
     def sample_alone(self) -> None:
         """Turns one after the other until every region may stop (its CI, budget or cap)."""
