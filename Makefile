@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
+.PHONY: setup run test test-bench browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -35,8 +35,12 @@ compare: $(STAMP)
 bundle: $(STAMP)
 	$(SNAKEMAKE) bundle --cores $(CORES) --configfile $(CONFIG)
 
+# The benchmarks' smoke runs take minutes of their own: `make test-bench` (CI runs both).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not bench"
+
+test-bench: $(STAMP)
+	$(BIN)/python -m pytest -m bench
 
 # Chromium for the browser test of report.html (Debian's, with apt-get as root; elsewhere one
 # line says how to get it, and the test skips with that line).

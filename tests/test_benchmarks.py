@@ -1,5 +1,6 @@
 """Smoke tests of the benchmarks: they run on a tiny setting and print their tables.
-Their full runs (`make bench-fidelity`, `make bench-overhead`) stay out of CI."""
+`make test-bench` runs them (CI does, after `make test`); their full runs (`make
+bench-fidelity`, `make bench-paired`, ...) stay out of CI."""
 
 import importlib.util
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.bench
 
 
 def load(name):

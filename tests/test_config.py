@@ -125,9 +125,9 @@ def test_only_lists_the_user_left_unset_are_inherited():
     from offloadbench.config import inherited_lists
 
     assert inherited_lists(merged({"kernels": []}), {"kernels": []}) == {
-        "grid.ops", "grid.modes", "grid.compiled.ops", "grid.compiled.threads"}
+        "grid.ops", "grid.modes", "grid.compiled.ops", "grid.compiled.sizes", "grid.compiled.threads"}
     mine = {"grid": {"ops": ["matmul"], "modes": ["eager", "compiled"], "compiled": {"ops": ["matmul"]}}}
-    assert inherited_lists(merged(mine), mine) == {"grid.compiled.threads"}
+    assert inherited_lists(merged(mine), mine) == {"grid.compiled.sizes", "grid.compiled.threads"}
     replaced = {"grid": {"ops": ["matmul"], "modes": ["eager"], "compiled": None}}
     assert inherited_lists(merged(replaced), replaced) == set()
     assert inherited_lists(merged({}), DEFAULT) == set()  # `--configfile config/config.yaml`: all of it written
