@@ -232,14 +232,9 @@ class RegionState:
 
     def stop_reason(self, stop) -> str | None:
         """Why this region could stop: its CI, the sample cap, or its budget (None: go on)."""
-        n = len(self.samples)
-        if n >= stop.min_samples and self.spent_s >= stop.min_sampling_s and self.rel_ci <= stop.target_rel_ci:
-            return "ci"
-        if n >= stop.max_samples:
-            return "max_samples"
-        if n >= stop.floor_samples and self.spent_s >= stop.budget_s:
-            return "budget"
-        return None
+        converged = (len(self.samples) >= stop.min_samples and self.spent_s >= stop.min_sampling_s
+                     and self.rel_ci <= stop.target_rel_ci)
+        return stop.reason(len(self.samples), self.spent_s, converged)
 
     def measurement(self, stop) -> Measurement:
         reason = self.stop_reason(stop) or "budget"

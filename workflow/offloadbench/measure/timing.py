@@ -43,6 +43,17 @@ class StopRule:
     confidence: float = 0.95
     slice_s: float = 0.05  # time a region is sampled before the next region's turn
 
+    def reason(self, samples: int, spent_s: float, converged: bool) -> str | None:
+        """Why a region with `samples` taken in `spent_s` could stop: its CI (`converged`),
+        the sample cap, or its budget; None: go on."""
+        if converged:
+            return "ci"
+        if samples >= self.max_samples:
+            return "max_samples"
+        if samples >= self.floor_samples and spent_s >= self.budget_s:
+            return "budget"
+        return None
+
 
 @dataclass(frozen=True)
 class WarmupRule:
@@ -186,14 +197,7 @@ class _Sampling:
     converged: bool = False
 
     def stop_reason(self, rule: StopRule) -> str | None:
-        n = len(self.samples)
-        if self.converged:
-            return "ci"
-        if n >= rule.max_samples:
-            return "max_samples"
-        if n >= rule.floor_samples and self.spent_s >= rule.budget_s:
-            return "budget"
-        return None
+        return rule.reason(len(self.samples), self.spent_s, self.converged)
 
     def update_ci(self, rule: StopRule) -> None:
         n = len(self.samples)

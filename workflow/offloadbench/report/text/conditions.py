@@ -104,11 +104,16 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
             + f"{len(still)} stayed undecided ({settle.stopped}).")
     cannot = settle.cannot_decide if settle else {}
     if cannot:
-        shown = "; ".join(f"{name}: {why}" for name, why in list(cannot.items())[:6])
+        # Each comparison's advice is "<count>; <why>": the count per comparison, each why once.
+        split = {name: why.partition("; ") for name, why in cannot.items()}
+        notes = list(dict.fromkeys(note for _, _, note in split.values() if note))
+        marks = {note: f"({'abcdefgh'[i % 8]})" for i, note in enumerate(notes)}
+        shown = "; ".join(f"{name}: {count}{' ' + marks[note] if note else ''}" for name, (count, _, note) in list(split.items())[:6])
         more = f"; and {len(cannot) - 6} more" if len(cannot) > 6 else ""
+        why = "".join(f" {mark} {note[0].upper()}{note[1:]}." for note, mark in marks.items())
         lines.append(f"- {len(cannot)} comparisons cannot be decided on this machine within "
                      f"measure.max_processes ({settle.max_processes} processes per cell), so no "
-                     f"extra round went to them: {shown}{more}.")
+                     f"extra round went to them: {shown}{more}.{why}")
     replaced = timings[has_text(timings, "replaced")]
     if not replaced.empty:
         lines.append(f"- {len(replaced)} cells had a process replaced by an extra one, never averaged in: "
