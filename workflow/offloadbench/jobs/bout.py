@@ -29,7 +29,6 @@ from ..cells import Cell, WorkerSpec
 from ..compared import planned_comparisons
 from ..stats import median_ci_rel_halfwidth
 
-TURN_OVERHEAD_S = 0.001  # a command and its answer through the pipes, per turn
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
 
 
