@@ -41,7 +41,7 @@ from ..kernels import read_kernel_files
 from ..logs import run_job, tell
 from ..machine import mismatch
 from ..measure import system
-from ..measure.allocator import ADAPTIVE, allocator_env
+from ..measure.allocator import STEADY, allocator_env
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import thread_env
 from ..records import (
@@ -285,7 +285,7 @@ class Round:
             return self.workers[spec]
         read_fd, write_fd = os.pipe()
         threads = spec.host_threads  # the label resolved once, here, for the environment and the worker
-        env = {**os.environ, **thread_env(threads), **allocator_env(str(self.settings.get("allocator", ADAPTIVE)))}
+        env = {**os.environ, **thread_env(threads), **allocator_env(str(self.settings.get("allocator", STEADY)))}
         cache_dir = None
         if spec.compiled and self.compile_settings.get("cold_cache", True):
             # an empty compile cache per process: its compiles cost what a user's first one does

@@ -11,17 +11,19 @@ times on our test machine (torch's heat step at n = 1024: 2.8 ms with 1,024 fres
 per call, 0.9 ms without), which no pairing in time can cancel.
 
 `measure.allocator` chooses the state:
-- adaptive (the default): glibc's own rising thresholds, as every program gets them. A
-  process's first large calls map fresh pages, then its threshold rises past them and
-  they come from the heap; where a process's history leaves it mapping fresh pages on
-  every call, `faults_per_call` shows it and the report says what it costs.
-- steady: the thresholds held where they settle in a long-running program once it has
-  freed one large array (mmap at 32 MiB, trim at 64 MiB), in every worker from its start,
-  so every process of a cell maps the same pages whatever it measured before. It removes
-  the fresh pages, but it also moves where arrays land in memory, and that cost some ops
-  as much: NumPy's heat step at n = 1024 ran 7-10 ms under it against 2.8-4.5 ms under
-  glibc's own thresholds, with no page faults in either (arrays placed so that they
-  contend for the same cache sets, most likely). So it is a diagnosis, not a default.
+- steady (the default): the thresholds held where they settle in a long-running program
+  once it has freed one large array (mmap at 32 MiB, trim at 64 MiB), in every worker from
+  its start, so every process of a cell maps the same pages whatever it measured before.
+  Only blocks of 32 MiB and more still come as fresh pages, in every process alike.
+- adaptive: glibc's own rising thresholds. A process's first large calls map fresh pages,
+  then its threshold rises past them and they come from the heap, or not, with its
+  history: NumPy's fft2 at n = 1024 ran 14.7 ms with no fresh pages in three processes of
+  one run and 21-28 ms with 2,519 per call in the other three.
+Which is faster is not fixed: on one day on our test machine NumPy's heat step at
+n = 1024 ran 7-10 ms under steady against 2.8-4.5 ms under adaptive (no faults in either);
+on another both ran 8.0-8.7 ms, and steady made no one-thread cell slower while it cut
+the cells whose processes mapped different numbers of pages from 11 to 4 of 83. So the
+default is the state that is the same in every process.
 The fresh pages each call maps are counted in both (`faults_per_call`).
 """
 

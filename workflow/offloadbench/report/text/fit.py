@@ -65,8 +65,9 @@ def model_line(memory: pd.DataFrame) -> list[str]:
 def pages_lines(timings: pd.DataFrame, page_s: float) -> list[str]:
     """Per op and dtype on the cpu, at its largest size: the fresh pages each variant's call
     maps (its minor page faults), and what they cost where the cost of a page was measured.
-    Memory a call takes from the system afresh is zeroed and mapped a page at a time, which
-    no bout cancels: it differs from process to process with where the allocator stands."""
+    Memory a call takes from the system afresh is zeroed and mapped a page at a time; with
+    glibc's own thresholds (measure.allocator: adaptive) its count differs from process to
+    process with what each freed before, which no bout cancels."""
     if timings.empty or "faults_per_call" not in timings:
         return []
     ok = timings[(timings["status"] == "ok") & (timings["device"] == "cpu") & timings["faults_per_call"].map(finite)]
@@ -91,8 +92,10 @@ def pages_lines(timings: pd.DataFrame, page_s: float) -> list[str]:
         return [f"- No call maps {MANY_PAGES} fresh pages or more: the allocators reuse what earlier calls freed."]
     priced = f" One fresh page costs {fmt_time(page_s)} here (roofs.csv)." if finite(page_s) else ""
     intro = (f"Fresh pages a call maps (its minor page faults, in `faults_per_call`): memory taken from the system "
-             f"afresh on every call, zeroed and mapped a page at a time.{priced} Their count varies from process to "
-             "process with where the allocator stands, so the pairing of a bout cannot cancel it.")
+             f"afresh on every call, zeroed and mapped a page at a time.{priced} With glibc's thresholds held "
+             "(`measure.allocator: steady`, the default) only blocks of 32 MiB or more come so, in every process "
+             "alike; with its own (`adaptive`) the count varies from process to process with what each freed "
+             "before, which the pairing of a bout cannot cancel.")
     return [intro, "", *lines]
 
 
