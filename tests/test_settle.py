@@ -60,6 +60,26 @@ def test_a_disturbed_process_is_replaced_and_the_replacement_recorded():
     assert mc.disturbed_cores == 0.9
 
 
+def test_a_verdict_never_rests_on_a_cell_disturbed_in_half_its_processes():
+    """Disturbed processes that could not be replaced (the cap reached) stay counted; where
+    they are half or more, the cell's comparisons are undecided whatever their CI, and the
+    reason names the disturbance. One disturbed process of four leaves the verdict alone."""
+    def speedup(disturbed_rounds):
+        base = processes(1e-3, n=4, rounds=4)
+        for r in base:
+            if r["process"]["round"] in disturbed_rounds:
+                r["disturbance"] = {"disturbed": True, "others_cores": 0.61, "window_s": 1.0}
+        cells = grouped(base, processes(0.5e-3, n=4, library="torch", seed=5, rounds=6))
+        return speedups_table(list(cells.values()), "m").iloc[0], cells[NUMPY]
+
+    row, numpy = speedup({1, 2})
+    assert row["speedup_verdict"] == "undecided"
+    assert "2 of 4 processes disturbed (other processes used up to 0.61 cores" in row["speedup_undecided"]
+    assert len(numpy.counted) == 4  # kept, for lack of replacements: the verdict, not the data, gives way
+    row, numpy = speedup({1})
+    assert row["speedup_verdict"] == "faster" and not numpy.unsettled
+
+
 def test_an_outlier_makes_a_plan_that_replaces_it_beside_its_partner():
     base = processes(1e-3)
     base[1]["samples_s"] = [s * 1600 for s in base[1]["samples_s"]]  # the disturbed matmul of the issue

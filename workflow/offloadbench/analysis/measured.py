@@ -157,6 +157,14 @@ class MeasuredCell:
         return self.judgement.disagree
 
     @property
+    def unsettled(self) -> str:
+        """Why no verdict may rest on this cell yet: its processes disagree, or half or more of
+        them were disturbed ("" when neither)."""
+        if self.disagree:
+            return f"processes disagree ({self.disagree})"
+        return self.judgement.disturbed
+
+    @property
     def status(self) -> str:
         """ok when any process measured it; otherwise the failure the processes share."""
         if self.ok:

@@ -53,11 +53,11 @@ class Comparison:
 
 def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str = "compute") -> Comparison:
     """`base`'s time over `contender`'s, judged; undecided whatever its CI says where a side's
-    processes still disagree after replacing what could be."""
+    processes still disagree after replacing what could be, or half or more of them were
+    disturbed."""
     ratio = base.ratio(contender, phase)
-    disagree = next((f"{mc.cell.key}: processes disagree ({mc.disagree})" for mc in (contender, base)
-                     if mc.disagree), "")
-    word, why = contender.analysis.judging.judged(ratio.low, ratio.high, ratio.value, unstable=disagree)
+    unsettled = next((f"{mc.cell.key}: {mc.unsettled}" for mc in (contender, base) if mc.unsettled), "")
+    word, why = contender.analysis.judging.judged(ratio.low, ratio.high, ratio.value, unstable=unsettled)
     return Comparison(kind, contender, base, phase, ratio, word, why)
 
 

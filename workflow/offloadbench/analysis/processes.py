@@ -14,7 +14,11 @@ rest, so one wild process cannot hide another.
 A left-out process is *replaced* when the cell still has the planned number of processes
 without it: the settling stage measures extra processes for this (jobs/settle.py). Where
 it could not (its cap reached, or results from before settling existed), every process is
-kept; a cell whose processes then disagree is flagged, and its verdicts are undecided.
+kept; a cell whose processes then disagree is flagged, and its verdicts are undecided. So
+are the verdicts of a cell that counts disturbed processes in half or more of its count:
+a busy process beside a bout slows a multi-threaded turn far more than a one-thread one,
+so pairing does not cancel it, and on our 2-core VM a one-core busy loop turned a thread
+scaling of 1.28× (1.17-1.40) into 0.71× (0.52-0.97).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Judgement:
     left_out: tuple[tuple[int, str], ...]  # (index, why) of processes that are not counted
     wanted: tuple[tuple[int, str], ...]  # (index, why) that should be replaced but are not yet
     disagree: str = ""  # why the counted processes still disagree ("" when they agree)
+    disturbed: str = ""  # "5 of 6 processes disturbed (...)" when half or more of the counted were
 
     @property
     def needs_more(self) -> bool:
@@ -83,14 +88,19 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
         why[i] = f"its median lies {factor:.2f}× from the other processes'"
     kept = [i for i in range(len(records)) if i not in why]
     reasons = tuple(sorted(why.items()))
+    counted = kept if why and len(kept) >= planned else list(range(len(records)))
+    disturbed = [i for i in counted if records[i].disturbance.disturbed]
+    busiest = max((records[i].disturbance.others_cores or 0.0 for i in disturbed), default=0.0)
+    weak = (f"{len(disturbed)} of {len(counted)} processes disturbed (other processes used up to {busiest:.2f} "
+            "cores while they sampled)" if disturbed and 2 * len(disturbed) >= len(counted) else "")
     disagree = ""
     if len(clean) == 2:
         gap = abs(log_medians[min(clean)] - log_medians[max(clean)])
         if gap > limit:
             disagree = f"its two undisturbed processes differ by {math.exp(gap):.2f}×"
     if why and len(kept) >= planned:
-        return Judgement(tuple(kept), reasons, (), disagree)
+        return Judgement(tuple(kept), reasons, (), disagree, weak)
     outlying = [text for _, text in reasons if text.startswith("its median")]
     if outlying and not disagree:
         disagree = f"{len(outlying)} of {len(records)} processes disagree ({outlying[0]})"
-    return Judgement(tuple(range(len(records))), (), reasons, disagree)
+    return Judgement(tuple(range(len(records))), (), reasons, disagree, weak)
