@@ -79,6 +79,17 @@ def _outliers(logs: dict[int, float], limit: float) -> dict[int, float]:
     return found
 
 
+def disturbed_share(records: list[CellRecord], counted: list[int]) -> str:
+    """"5 of 6 processes disturbed (…)" where half or more of the counted processes were
+    disturbed, else ""."""
+    disturbed = [i for i in counted if records[i].disturbance.disturbed]
+    if not disturbed or 2 * len(disturbed) < len(counted):
+        return ""
+    busiest = max(records[i].disturbance.others_cores or 0.0 for i in disturbed)
+    return (f"{len(disturbed)} of {len(counted)} processes disturbed (other processes used up to {busiest:.2f} "
+            "cores while they sampled)")
+
+
 def judge(records: list[CellRecord], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
     """Which of `records` (a cell's ok processes, with their log medians) count."""
     why = {i: record.disturbance.describe() for i, record in enumerate(records) if record.disturbance.disturbed}
@@ -88,19 +99,16 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
         why[i] = f"its median lies {factor:.2f}× from the other processes'"
     kept = [i for i in range(len(records)) if i not in why]
     reasons = tuple(sorted(why.items()))
-    counted = kept if why and len(kept) >= planned else list(range(len(records)))
-    disturbed = [i for i in counted if records[i].disturbance.disturbed]
-    busiest = max((records[i].disturbance.others_cores or 0.0 for i in disturbed), default=0.0)
-    weak = (f"{len(disturbed)} of {len(counted)} processes disturbed (other processes used up to {busiest:.2f} "
-            "cores while they sampled)" if disturbed and 2 * len(disturbed) >= len(counted) else "")
+    replaced = bool(why) and len(kept) >= planned
+    counted = kept if replaced else list(range(len(records)))
     disagree = ""
     if len(clean) == 2:
         gap = abs(log_medians[min(clean)] - log_medians[max(clean)])
         if gap > limit:
             disagree = f"its two undisturbed processes differ by {math.exp(gap):.2f}×"
-    if why and len(kept) >= planned:
-        return Judgement(tuple(kept), reasons, (), disagree, weak)
+    if replaced:
+        return Judgement(tuple(counted), reasons, (), disagree, disturbed_share(records, counted))
     outlying = [text for _, text in reasons if text.startswith("its median")]
     if outlying and not disagree:
         disagree = f"{len(outlying)} of {len(records)} processes disagree ({outlying[0]})"
-    return Judgement(tuple(range(len(records))), (), reasons, disagree, weak)
+    return Judgement(tuple(counted), (), reasons, disagree, disturbed_share(records, counted))
