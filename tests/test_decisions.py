@@ -92,6 +92,20 @@ def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
     assert "estimated from the spread between processes seen, 3 now" in text
 
 
+def test_an_open_case_whose_cell_was_disturbed_waits_for_a_quieter_machine_not_more_processes():
+    speed, timing = cell("torch", 1024, 1.12, 0.95, 1.32)
+    row = only(decide((speed | {"disturbed": True}, timing)))
+    assert row["decision"] == UNSURE and row["needs_quieter_machine"] and math.isnan(row["processes_to_decide"])
+    text = answer(row, DELTA)
+    assert "a quieter machine would decide it" in text and "processes per cell would" not in text
+    assert "a quieter machine" in "\n".join(plain_table(pd.DataFrame([row]), DELTA))
+    # an undisturbed open option is the likelier to decide, and says what processes would
+    quiet = cell("torch compiled", 1024, 1.10, 0.96, 1.26)
+    row = only(decide((speed | {"disturbed": True}, timing), quiet))
+    assert row["compared_variant"] == "torch compiled" and not row["needs_quieter_machine"]
+    assert 3 < row["processes_to_decide"] < 100
+
+
 def test_a_ratio_whose_ci_spans_more_than_twice_is_no_number_anywhere():
     row = only(decide(cell("torch", 1024, 2.7, 0.33, 22.9)))
     assert row["decision"] == UNSURE

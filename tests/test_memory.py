@@ -131,3 +131,18 @@ def test_the_fresh_pages_a_call_maps_are_said_with_what_they_cost():
     assert "costs" not in pages_lines(timings, page_s=math.nan)[0]  # no pages roof measured: counts only
     older = pages_lines(timings.assign(faults_per_call=math.nan), page_s=math.nan)
     assert older == ["- No fresh pages were counted in these records (they are older than page counts)."]
+
+
+def test_the_fresh_pages_say_which_allocator_state_the_run_used():
+    from offloadbench.report.text.fit import pages_lines
+
+    cell = {"op": "heat_step", "device": "cpu", "dtype": "float32", "threads": "1", "mode": "eager", "status": "ok",
+            "library": "torch", "size": 2048, "faults_per_call": 4064.0, "median_s": 18.3e-3}
+    intro = {used: pages_lines(pd.DataFrame([{**cell, "allocator": used}]), page_s=math.nan)[0]
+             for used in ("steady", "adaptive", "")}
+    assert "This run held glibc's thresholds (`measure.allocator: steady`)" in intro["steady"]
+    assert "This run left glibc its own thresholds (`measure.allocator: adaptive`)" in intro["adaptive"]
+    assert "do not all say which" in intro[""] and "steady" in intro[""] and "adaptive" in intro[""]
+    mixed = pd.DataFrame([{**cell, "allocator": "steady"}, {**cell, "allocator": "adaptive", "library": "numpy"}])
+    assert "do not all say which" in pages_lines(mixed, page_s=math.nan)[0]
+    assert "do not all say which" in pages_lines(pd.DataFrame([cell]), page_s=math.nan)[0]  # no column: older tables

@@ -121,6 +121,8 @@ TIMINGS = {
     "shares_cores": boolean("whether the cell's threads used every core, shared with the orchestrator"),
     "faults_per_call": number("fresh pages one call maps (minor page faults per call): the median of its samples, "
                               "then over its processes", minimum=0),
+    "allocator": text("glibc's malloc state in its workers (measure.allocator: steady or adaptive; empty: "
+                      "records from before the setting)"),
     "measure_s": number("wall time the cell's processes spent measuring it (s)"),
     "import_s": number("mean time the worker took to import its libraries (s)"),
     "host": text("the measuring hosts"),
@@ -185,6 +187,8 @@ SPEEDUPS = {
     "end_to_end_s": number("this cell's time with the copies (s)"),
     "baseline_end_to_end_s": number("NumPy's time for the same region (s)"),
     "shares_cores": boolean("whether either cell shared its cores with the orchestrator"),
+    "disturbed": boolean("whether either cell still counts disturbed processes in half or more of its count: its "
+                         "verdict waits for a quieter machine"),
     "unstable": text("noise flags of the cell, then of the baseline"),
     "compile_s": number("compiled cells: the compile phase (s)"),
     "compile_s_ci_low": TIMINGS["compile_s_ci_low"],
@@ -260,6 +264,8 @@ DECISIONS = {
     "undecided_sizes": text("the sizes where it cannot tell yet"),
     "processes_to_decide": number("processes per cell that would likely decide the largest of them, estimated "
                                   "from the spread between processes seen"),
+    "needs_quieter_machine": boolean("whether that size waits for a quieter machine rather than more processes: "
+                                     "half or more of a cell's processes were disturbed by other programs"),
     "weak": boolean("whether a cell behind the decision is weak (flagged unstable, or sharing its cores)"),
     "why": text("why the variants that lose do, where the records say: fresh pages mapped per call, a graph "
                 "break, the copies"),
@@ -475,10 +481,16 @@ def weak_cells(frame: pd.DataFrame) -> pd.Series:
     return unstable_cells(frame) | sharing_cells(frame)
 
 
+def flag(row, column: str) -> bool:
+    """A boolean column of one row, as written or read back as text; False where the table
+    is older than the column."""
+    return str(row.get(column)).lower() in ("true", "1", "1.0")
+
+
 def is_weak_row(row) -> bool:
     """One row of a table: weak as `weak_cells` says (tables read back hold text)."""
     flags = row.get("unstable")
-    return (isinstance(flags, str) and flags != "") or str(row.get("shares_cores")).lower() in ("true", "1", "1.0")
+    return (isinstance(flags, str) and flags != "") or flag(row, "shares_cores")
 
 
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:

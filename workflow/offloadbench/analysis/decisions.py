@@ -35,7 +35,7 @@ from ..kernels import FAMILY as KERNEL_FAMILY
 from ..stats import independent_ratio, processes_to_decide
 from ..units import fmt_count, fmt_time, format_bytes
 from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
-from .columns import DECISIONS, compile_fallbacks, interval, weak_cells
+from .columns import DECISIONS, compile_fallbacks, flag, interval, weak_cells
 
 USE, STAY, UNSURE = "use", "stay with NumPy", "cannot tell yet"
 NUMPY = "numpy"
@@ -60,6 +60,11 @@ class Option:
     processes: int
     row: pd.Series  # its row of speedups.csv
 
+    @property
+    def disturbed(self) -> bool:
+        """Its verdict waits for a quieter machine (False for tables from before the column)."""
+        return flag(self.row, "disturbed")
+
     def may_pay(self, judging: Judging) -> bool:
         """Undecided, and its CI still reaches a speedup of 1 + δ."""
         high = self.speedup[2]
@@ -75,6 +80,7 @@ class Choice:
     state: str  # USE, STAY or UNSURE
     option: Option | None = None
     processes_needed: float = math.nan
+    needs_quieter_machine: bool = False  # its likeliest option was disturbed: more processes here would not do
 
     @property
     def variant(self) -> str:
@@ -100,8 +106,10 @@ def choose(size: int, options: list[Option], judging: Judging) -> Choice:
         return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]) if options else None)
     needed = {o.variant: processes_to_decide(o.speedup[1], o.speedup[2], o.speedup[0], o.processes, judging,
                                              MAX_CI_SPAN) for o in open_}
-    likely = min(open_, key=lambda o: (needed[o.variant] if math.isfinite(needed[o.variant]) else math.inf,
-                                       -o.speedup[0]))
+    likely = min(open_, key=lambda o: (o.disturbed, needed[o.variant] if math.isfinite(needed[o.variant])
+                                       else math.inf, -o.speedup[0]))
+    if likely.disturbed:
+        return Choice(size, UNSURE, likely, needs_quieter_machine=True)
     return Choice(size, UNSURE, likely, needed[likely.variant])
 
 
@@ -263,6 +271,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "round_trip": text_of(shown.row.get("round_trip")) if shown else "",
         "undecided_sizes": ", ".join(str(c.size) for c in unsure),
         "processes_to_decide": unsure[-1].processes_needed if unsure else math.nan,
+        "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "weak": bool(weak.loc[shown.row.name]) if shown else False,
         "why": why,
     }

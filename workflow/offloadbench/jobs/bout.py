@@ -8,8 +8,8 @@ its pool spins down (schedule.pause_s). The bout ends once it has run `measure.m
 cycles and either its comparisons are precise (`precise_pairs`: each ratio the tables will
 judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or the
 group's budget is spent (`measure.budget_s` per timed region of each cell), or at
-`measure.max_samples` cycles. So a group of steady ops ends after a few cycles and gives
-its time to a noisy one, whose ratios need many. Then
+`measure.max_samples` cycles. So a group of steady ops ends after a few cycles, and the
+round spends its time on the noisy ones, whose ratios need many. Then
 every worker finishes its cell and writes its record, which keeps each sample's cycle and
 each turn's place, so the pairs can be rebuilt from the raw data.
 

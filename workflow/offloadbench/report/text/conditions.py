@@ -108,7 +108,8 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
         split = {name: why.partition("; ") for name, why in cannot.items()}
         notes = list(dict.fromkeys(note for _, _, note in split.values() if note))
         marks = {note: f"({'abcdefgh'[i % 8]})" for i, note in enumerate(notes)}
-        shown = "; ".join(f"{name}: {count}{' ' + marks[note] if note else ''}" for name, (count, _, note) in list(split.items())[:6])
+        shown = "; ".join(f"{name}: {count}{' ' + marks[note] if note else ''}"
+                          for name, (count, _, note) in list(split.items())[:6])
         more = f"; and {len(cannot) - 6} more" if len(cannot) > 6 else ""
         why = "".join(f" {mark} {note[0].upper()}{note[1:]}." for note, mark in marks.items())
         lines.append(f"- {len(cannot)} comparisons cannot be decided on this machine within "

@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from ...analysis.columns import flag
 from ...analysis.decisions import STAY, UNSURE, USE
 from ...verdicts import SAME, SLOWER, Judging
 from ..format import finite, fmt_calls, fmt_ratio, fmt_size, text_of, threads_text, where_phrase
@@ -18,7 +19,7 @@ WEAK_NOTE = (f"{WEAK_MARK} marks a number from a weak cell: one that shared its 
 
 
 def is_weak(row) -> bool:
-    return str(row.get("weak")).lower() in ("true", "1", "1.0")
+    return flag(row, "weak")
 
 
 def by_size(row) -> list[tuple[int, str]]:
@@ -102,6 +103,9 @@ def payback_text(row) -> str:
 
 def processes_text(row) -> str:
     """"about 9 processes per cell would likely decide it (…, 4 now)", from the spread seen."""
+    if flag(row, "needs_quieter_machine"):
+        return ("a quieter machine would decide it: other programs disturbed half or more of a cell's processes, "
+                "which more processes here would not change")
     needed = row.get("processes_to_decide")
     if needed == math.inf:
         return "more processes would hardly decide it: the ratio sits on a boundary of the minimum effect"
@@ -207,6 +211,8 @@ def _payback_cell(row) -> str:
 def _decide_cell(row) -> str:
     if not text_of(row.get("undecided_sizes")):
         return "–"
+    if flag(row, "needs_quieter_machine"):
+        return "a quieter machine"
     needed = row.get("processes_to_decide")
     if finite(needed):
         return f"≈{int(needed)} processes"
@@ -227,7 +233,8 @@ def table_legend(judging: Judging, columns=OPTIONAL) -> str:
         "fits up to n": "*Fits up to n*: the largest size whose call fits the memory of its device (the host's for "
                         "the cpu), from the measured peaks.",
         "to decide": "*To decide*: where some size cannot tell yet, the processes per cell that would likely "
-                     "decide it, estimated from the spread between processes seen.",
+                     "decide it, estimated from the spread between processes seen, or a quieter machine where other "
+                     "programs disturbed half or more of a cell's processes.",
     }
     return " ".join([text, *(optional[c] for c in OPTIONAL if c in columns)])
 

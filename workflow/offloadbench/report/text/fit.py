@@ -62,6 +62,22 @@ def model_line(memory: pd.DataFrame) -> list[str]:
              "The next run's out-of-memory check uses the measured scale of each series.")]
 
 
+STEADY = "only blocks of 32 MiB or more come so, in every process alike"
+ADAPTIVE = "the count varies from process to process with what each freed before, which a bout's pairing cannot cancel"
+
+
+def allocator_text(timings: pd.DataFrame) -> str:
+    """What the allocator state of these cells' workers means for their fresh pages: the
+    state this run used, or both where its cells differ or their records do not say."""
+    used = set(timings["allocator"].fillna("")) if "allocator" in timings else {""}
+    if used == {"steady"}:
+        return f"This run held glibc's thresholds (`measure.allocator: steady`): {STEADY}."
+    if used == {"adaptive"}:
+        return f"This run left glibc its own thresholds (`measure.allocator: adaptive`): {ADAPTIVE}."
+    return (f"With glibc's thresholds held (`measure.allocator: steady`) {STEADY}; with its own (`adaptive`) "
+            f"{ADAPTIVE}. These records do not all say which their workers used.")
+
+
 def pages_lines(timings: pd.DataFrame, page_s: float) -> list[str]:
     """Per op and dtype on the cpu, at its largest size: the fresh pages each variant's call
     maps (its minor page faults), and what they cost where the cost of a page was measured.
@@ -92,10 +108,7 @@ def pages_lines(timings: pd.DataFrame, page_s: float) -> list[str]:
         return [f"- No call maps {MANY_PAGES} fresh pages or more: the allocators reuse what earlier calls freed."]
     priced = f" One fresh page costs {fmt_time(page_s)} here (roofs.csv)." if finite(page_s) else ""
     intro = (f"Fresh pages a call maps (its minor page faults, in `faults_per_call`): memory taken from the system "
-             f"afresh on every call, zeroed and mapped a page at a time.{priced} With glibc's thresholds held "
-             "(`measure.allocator: steady`, the default) only blocks of 32 MiB or more come so, in every process "
-             "alike; with its own (`adaptive`) the count varies from process to process with what each freed "
-             "before, which the pairing of a bout cannot cancel.")
+             f"afresh on every call, zeroed and mapped a page at a time.{priced} {allocator_text(ok)}")
     return [intro, "", *lines]
 
 
