@@ -481,10 +481,13 @@ def weak_cells(frame: pd.DataFrame) -> pd.Series:
     return unstable_cells(frame) | sharing_cells(frame)
 
 
+TRUE_TEXTS = ("true", "1", "1.0")  # a boolean column's true value, as written or read back as text
+
+
 def flag(row, column: str) -> bool:
     """A boolean column of one row, as written or read back as text; False where the table
     is older than the column."""
-    return str(row.get(column)).lower() in ("true", "1", "1.0")
+    return str(row.get(column)).lower() in TRUE_TEXTS
 
 
 def is_weak_row(row) -> bool:

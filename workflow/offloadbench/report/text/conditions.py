@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...analysis.columns import has_text, sharing_cells
+from ...analysis.columns import TRUE_TEXTS, has_text, sharing_cells
 from ...analysis.measured import PAIRED_IN_TIME
 from ...cells import Cell
 from ...records import Environment, RoundRecord, SettleRecord
@@ -163,7 +163,7 @@ def controls_summary(controls: pd.DataFrame) -> tuple[int, int]:
     """(self-comparisons judged, how many were called faster or slower)."""
     if controls is None or controls.empty or "false_verdict" not in controls:
         return 0, 0
-    false = controls["false_verdict"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    false = controls["false_verdict"].astype(str).str.lower().isin(TRUE_TEXTS)
     return len(controls), int(false.sum())
 
 

@@ -75,7 +75,7 @@ def allocator_text(timings: pd.DataFrame) -> str:
     if used == {"adaptive"}:
         return f"This run left glibc its own thresholds (`measure.allocator: adaptive`): {ADAPTIVE}."
     return (f"With glibc's thresholds held (`measure.allocator: steady`) {STEADY}; with its own (`adaptive`) "
-            f"{ADAPTIVE}. These records do not all say which their workers used.")
+            f"{ADAPTIVE}. These records do not all say which their workers used, or name different ones.")
 
 
 def pages_lines(timings: pd.DataFrame, page_s: float) -> list[str]:
