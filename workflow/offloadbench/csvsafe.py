@@ -18,6 +18,8 @@ import re
 
 import pandas as pd
 
+from .textcells import map_text
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -35,18 +37,9 @@ def _unquoted(text: str) -> str:
     return text[1:] if text.startswith("'") and csv_cell(text[1:]) == text else text
 
 
-def _map_text(frame: pd.DataFrame, change) -> pd.DataFrame:
-    out = frame.rename(columns=lambda c: change(c) if isinstance(c, str) else c)
-    for column in out.columns:
-        values = out[column]
-        if values.dtype == object or pd.api.types.is_string_dtype(values):
-            out[column] = values.map(lambda v: change(v) if isinstance(v, str) else v)
-    return out
-
-
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of `frame` with every text cell, and every column name, through csv_cell."""
-    return _map_text(frame, csv_cell)
+    return map_text(frame, csv_cell, names=True)
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -57,4 +50,4 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 def read_csv_text(data: bytes, **options) -> pd.DataFrame:
     """A CSV that write_csv wrote, parsed by pandas (`options` as for read_csv), with the
     `'` that csv_cell put before formula-like cells taken off."""
-    return _map_text(pd.read_csv(io.BytesIO(data), **options), _unquoted)
+    return map_text(pd.read_csv(io.BytesIO(data), **options), _unquoted, names=True)

@@ -27,6 +27,7 @@ from types import MappingProxyType
 import pandas as pd
 
 from ..errors import one_line
+from ..textcells import map_text
 from .page import STYLE, Folding, structure
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]!|{}])")
@@ -71,26 +72,15 @@ def md_data(value):
     return value
 
 
-def _map_text(frame: pd.DataFrame, change) -> pd.DataFrame:
-    """A copy of `frame` with `change` applied to every text cell (numbers and missing values unchanged)."""
-    if frame is None or frame.empty:
-        return frame
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(lambda v: change(v) if isinstance(v, str) else v)
-    return out
-
-
 def md_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A table with every text cell through md_text."""
-    return _map_text(frame, md_text)
+    return map_text(frame, md_text)
 
 
 def terminal_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A table whose text cells are safe to print: one line each, every control character
     escaped as `repr` writes it, long values cut (errors.one_line, the terminal's rule)."""
-    return _map_text(frame, one_line)
+    return map_text(frame, one_line)
 
 
 def literal(text) -> str:
@@ -102,7 +92,7 @@ def literal(text) -> str:
 
 def literal_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A table whose text cells are drawn literally (see `literal`)."""
-    return _map_text(frame, literal)
+    return map_text(frame, literal)
 
 
 _SAFE_LINK = re.compile(r"^(https?://|#)", re.IGNORECASE)
