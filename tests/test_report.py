@@ -139,3 +139,23 @@ def test_the_report_says_how_its_ratios_were_paired(gpu_tables):
     total = len(speedups) + len(scaling)
     assert f"- {len(speedups) - 1} of {total} ratios were paired in time: their two cells took turns" in section
     assert f"; 1 paired by round; {len(scaling)} unpaired (records without a shared bout" in section
+
+
+def test_the_largest_speedup_says_what_it_is_end_to_end_where_that_differs(gpu_tables):
+    """The headline is the compute-only speedup; where NumPy arrays in and out cost more (a
+    cpu cell's conversions, a GPU cell's copies) it also gives the end-to-end one the
+    decisions use, so the two cannot be read as contradicting each other."""
+    from offloadbench.report.text.findings import speedup_findings
+
+    speedups = gpu_tables["speedups"]
+    best = speedups[speedups["speedup_verdict"] == "faster"]["speedup"].idxmax()
+    same = speedups.copy()
+    same.loc[best, "end_to_end_s"] = same.loc[best, "median_s"]
+    assert "end to end" not in speedup_findings(same, Judging())[0]
+    slower = speedups.copy()
+    slower.loc[best, ["end_to_end_s", "end_to_end_speedup", "end_to_end_speedup_ci_low",
+                      "end_to_end_speedup_ci_high", "end_to_end_verdict"]] = [
+        2 * slower.loc[best, "median_s"], 0.5, 0.45, 0.55, "slower"]
+    line = speedup_findings(slower, Judging())[0]
+    assert "end to end, NumPy arrays in and out (as the decisions count it), it is 0.50× (95% CI 0.45–0.55)" in line
+    assert line.endswith("slower than NumPy.")

@@ -11,6 +11,7 @@ import pandas as pd
 from ...analysis.columns import ci_columns, compile_fallbacks, interval, is_weak_row, unstable_cells
 from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, Judging
 from ..format import (
+    VERDICT_WORDS,
     cell_phrase,
     finite,
     fmt_interval,
@@ -36,6 +37,20 @@ def caveat(row) -> str:
     return WEAK_MARK if is_weak_row(row) else ""
 
 
+def end_to_end_clause(row, judging: Judging) -> str:
+    """Where a cell's end-to-end time (NumPy arrays in and out: on a GPU the copies, on the cpu
+    the conversions) differs from its compute time, what the speedup is end to end, the one the
+    decisions use; empty where the two are one time (NumPy compiled)."""
+    compute, whole = row.get("median_s"), row.get("end_to_end_s")
+    if not (finite(compute) and finite(whole) and finite(row.get("end_to_end_speedup"))) or whole == compute:
+        return ""
+    arrays = "on the device" if row["device"] != "cpu" else f"in {row['library']}'s arrays"
+    verdict = row.get("end_to_end_verdict")
+    said = VERDICT_WORDS.get(verdict, "") if isinstance(verdict, str) else ""
+    return (f", with the data already {arrays}; end to end, NumPy arrays in and out (as the decisions count it), "
+            f"it is {ratio_of(row, 'end_to_end_speedup', judging.ci)}{', ' + said if said else ''}")
+
+
 def speedup_findings(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
@@ -51,7 +66,7 @@ def speedup_findings(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
             f"- The largest speedup over NumPy is **{ratio_of(best, ci=judging.ci)}**{caveat(best)}, "
-            f"for {cell_phrase(best)} ({times_of(best)})."
+            f"for {cell_phrase(best)} ({times_of(best)}){end_to_end_clause(best, judging)}."
         )
     else:
         lines.append("- Nothing is faster than NumPy by the minimum effect or more.")
