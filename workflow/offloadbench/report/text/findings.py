@@ -45,8 +45,7 @@ def end_to_end_clause(row, judging: Judging) -> str:
     if not (finite(compute) and finite(whole) and finite(row.get("end_to_end_speedup"))) or whole == compute:
         return ""
     arrays = "on the device" if row["device"] != "cpu" else f"in {row['library']}'s arrays"
-    verdict = row.get("end_to_end_verdict")
-    said = VERDICT_WORDS.get(verdict, "") if isinstance(verdict, str) else ""
+    said = VERDICT_WORDS.get(row.get("end_to_end_verdict"))
     return (f", with the data already {arrays}; end to end, NumPy arrays in and out (as the decisions count it), "
             f"it is {ratio_of(row, 'end_to_end_speedup', judging.ci)}{', ' + said if said else ''}")
 
