@@ -12,24 +12,37 @@ two cells' samples of one cycle cancels the drift. The groups' order turns from 
 round. Orders come from a generator seeded by the round and the group, so a rerun of an
 interrupted round takes the same turns.
 
-Between two workers the bout pauses while the last one's thread pool spins down: OpenBLAS
-threads spin about 0.1 s after their last call (2^28 cycles), OpenMP's (torch, and the
-code torch.compile makes) a few ms to 30 ms. A busy pool slows the next worker's
-multi-threaded calls by up to 60% on a 2-core machine, a single-threaded one's by much
-less; what remains is measured by the twins and reported.
+Between two turns the bout waits until the other workers' thread pools have stopped
+spinning: it reads their CPU time every few milliseconds and hands the next turn out once
+they are quiet (`wait_until_quiet`). Measured on a 2-core VM, OpenBLAS's pool spins about
+0.135 s after a BLAS call (2^28 TSC cycles) and none after NumPy's other calls; OpenMP's
+(torch, and the code torch.compile makes) 10-20 ms. A fixed pause by library either wastes
+that time or falls short of it, and a pool still spinning beside the next worker slows
+its multi-threaded calls by up to 60% on a 2-core machine. Where a worker's CPU time
+cannot be read, a fixed pause by library (`pause_s`) stands in. What remains is measured
+by the twins and reported.
 """
 
 from __future__ import annotations
 
 import random
+import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .cells import Cell, WorkerSpec, dtype_sort_key, thread_sort_key
 
-# Seconds a worker's idle thread pool keeps spinning after its last call, by library.
-SPIN_S = {"numpy": 0.1, "torch": 0.03}
-SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool barely slows
+# Seconds a worker's idle thread pool keeps spinning after its last call, by library: the
+# fixed pause where CPU time cannot be read (OpenBLAS: 0.135 s measured on a 2.x GHz EPYC).
+SPIN_S = {"numpy": 0.15, "torch": 0.03}
+SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool slows less
+# Waiting for quiet: the other workers' CPU time is read every QUIET_POLL_S; the next turn
+# starts once two readings in a row found them using under QUIET_SHARE of a core (a pool that
+# busy-waits without system calls shows its time at the scheduler's tick, every 1-4 ms), and
+# after QUIET_CAP_S whatever they do (a pool told to spin forever).
+QUIET_POLL_S = 0.005
+QUIET_SHARE = 0.1
+QUIET_CAP_S = 0.5
 
 
 def groups(cells: list[Cell], round_index: int, separate: bool = False) -> list[list[Cell]]:
@@ -94,3 +107,31 @@ def pause_s(before: WorkerSpec | None, after: WorkerSpec, configured: float | No
 def _blas_only(worker: WorkerSpec) -> bool:
     """NumPy eager runs its threads in OpenBLAS; torch and compiled code in OpenMP."""
     return worker.library == "numpy" and not worker.compiled
+
+
+def may_spin(last_active: dict[WorkerSpec, float], after: WorkerSpec, now: float) -> list[WorkerSpec]:
+    """The workers whose pool may still spin when `after` takes a turn: the other
+    multi-threaded workers of `last_active` (those not found quiet since their last
+    command, with the time it ended) that finished it less than QUIET_CAP_S ago."""
+    return [worker for worker, at in last_active.items()
+            if worker != after and worker.host_threads > 1 and now - at < QUIET_CAP_S]
+
+
+def wait_until_quiet(cpu_s: Callable[[], float | None], sleep: Callable[[float], None] = time.sleep,
+                     clock: Callable[[], float] = time.monotonic) -> float | None:
+    """Sleep until the processes `cpu_s` reads (their CPU seconds together) have used under
+    QUIET_SHARE of a core during two polls in a row, or QUIET_CAP_S has passed; the seconds
+    waited, None where their CPU time cannot be read."""
+    began = clock()
+    last = cpu_s()
+    if last is None:
+        return None
+    quiet_polls = 0
+    while quiet_polls < 2 and clock() - began < QUIET_CAP_S:
+        sleep(QUIET_POLL_S)
+        now = cpu_s()
+        if now is None:
+            return None
+        quiet_polls = quiet_polls + 1 if now - last < QUIET_SHARE * QUIET_POLL_S else 0
+        last = now
+    return clock() - began

@@ -3,8 +3,10 @@
 First every cell's worker gets ready for it (imported, warmed, compiled, inputs made,
 checked, its regions warmed up). Then the bout hands out turns, one worker computing at a
 time: in each cycle every cell takes one turn, in a fresh random order, each cell going
-first equally often (schedule.Cycles), with a pause after a multi-threaded worker while
-its pool spins down (schedule.pause_s). The bout ends once it has run `measure.min_samples`
+first equally often (schedule.Cycles). Before each turn the bout waits until the other
+multi-threaded workers' pools have stopped spinning (schedule.wait_until_quiet, on their
+CPU time; a fixed pause by library where it cannot be read, or `measure.pause_s` where the
+config sets one). The bout ends once it has run `measure.min_samples`
 cycles and either its comparisons are precise (`precise_pairs`: each ratio the tables will
 judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or the
 group's budget is spent (`measure.budget_s` per timed region of each cell), or at
@@ -27,6 +29,7 @@ from .. import schedule
 from ..catalogue import SPECS
 from ..cells import Cell, WorkerSpec
 from ..compared import planned_comparisons
+from ..measure.disturbance import processes_cpu_s
 from ..stats import median_ci_rel_halfwidth
 
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
@@ -76,6 +79,7 @@ class Bout:
         self.turns: dict[Cell, dict[str, dict[int, float]]] = {}  # median per region and cycle
         self.result = BoutResult(self.name, len(cells))
         self.last: WorkerSpec | None = None
+        self.active: dict[WorkerSpec, float] = {}  # when each worker not yet found quiet last finished a command
 
     def run(self) -> BoutResult:
         settings = self.job.settings
@@ -100,10 +104,8 @@ class Bout:
             for position, cell in enumerate(order):
                 if cell not in cycles.cells:
                     continue
-                wait = schedule.pause_s(self.last, cell.worker, pause)
-                if wait:
-                    time.sleep(wait)
-                    self.result.paused_s += wait
+                wait = self.hand_off(cell.worker, pause)
+                self.result.paused_s += wait
                 began = time.monotonic()
                 if not self.turn(cell, cycles.count - 1, position, wait):
                     cycles.drop(cell)
@@ -130,12 +132,30 @@ class Bout:
         return {"id": self.id, "group": self.name, "workers": sorted(c.worker.name for c in self.regions),
                 "cycles": self.result.cycles, "stop_reason": self.result.stop_reason or "budget"}
 
+    def hand_off(self, after: WorkerSpec, pause: float | None) -> float:
+        """Wait before `after`'s turn until no other worker's pool spins; the seconds waited."""
+        if pause is None:
+            spinning = schedule.may_spin(self.active, after, time.monotonic())
+            pids = self.job.pids(spinning)
+            if not pids:
+                return 0.0
+            waited = schedule.wait_until_quiet(lambda: processes_cpu_s(pids))
+            if waited is not None:
+                for worker in spinning:  # quiet until their next command: not polled again before it
+                    self.active.pop(worker, None)
+                return waited
+        wait = schedule.pause_s(self.last, after, pause)
+        if wait:
+            time.sleep(wait)
+        return wait
+
     def prepare(self, cell: Cell) -> int:
         """Get the cell's worker ready for it; its timed regions, 0 when the cell failed."""
         artifact = cell.op in SPECS and SPECS[cell.op].finish is not None
         answer = self.job.command(cell, {"prepare": cell.key, "out": str(self.job.partial(cell)), "artifact": artifact,
                                          "memory_scale": self.job.memory_scale(cell)}, expect="prepared")
         self.last = cell.worker  # its warm-up left its pool spinning, as a turn does
+        self.active[cell.worker] = time.monotonic()
         if answer is None:
             self.result.failed.append(cell.key)
             return 0
@@ -148,6 +168,7 @@ class Bout:
             "after": before.name if before else None, "after_threads": before.host_threads if before else None,
             "pause_s": pause, "siblings": self.job.sibling_pids(cell, self.regions),
         }, expect="turned")
+        self.active[cell.worker] = time.monotonic()
         if answer is None:
             self.result.failed.append(cell.key)
             return False

@@ -364,10 +364,14 @@ class Round:
         self.cell_done(cell)
         return None
 
+    def pids(self, specs) -> list[int]:
+        """The pids of those of these workers that are running, each once."""
+        return [worker.pid for spec in dict.fromkeys(specs)
+                if (worker := self.workers.get(spec)) is not None and worker.proc.poll() is None]
+
     def sibling_pids(self, cell: Cell, cells) -> list[int]:
         """The pids of the running workers of `cells` other than `cell`'s."""
-        return [worker.pid for other in cells if other.worker != cell.worker
-                and (worker := self.workers.get(other.worker)) is not None and worker.proc.poll() is None]
+        return self.pids(other.worker for other in cells if other.worker != cell.worker)
 
     def ended(self, cell: Cell, event: dict) -> None:
         """The cell's worker wrote its record."""

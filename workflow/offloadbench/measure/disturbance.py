@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 # Others using more than this share of one core during the sampling flag the process
 # `disturbed`: about what a browser tab or an editor's indexer takes in bursts.
@@ -43,6 +44,7 @@ def _ticks_per_second() -> float:
 
 
 TICK_S = 1.0 / _ticks_per_second()
+_PROC_TASKS = Path("/proc/self/task").is_dir()  # Linux: each thread's CPU time, in nanoseconds
 
 
 def _proc_stat_busy_s() -> float | None:
@@ -99,6 +101,43 @@ def _process_cpu_s(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def _threads_cpu_s(pid: int) -> float | None:
+    """CPU seconds of all of a process's threads so far, to the nanosecond
+    (/proc/<pid>/task/*/schedstat); 0 for a process gone, None without such a folder."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0.0 if _PROC_TASKS else None
+    total = 0
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text(encoding="ascii").split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended between the listing and the read
+    return total / 1e9
+
+
+def processes_cpu_s(pids: list[int]) -> float | None:
+    """CPU seconds of these processes together, all threads, as finely as the system
+    counts them (schedstat; psutil where /proc is absent); None where neither can read
+    them. A process that ended counts 0."""
+    found = [_threads_cpu_s(pid) for pid in pids]
+    if all(value is not None for value in found):
+        return float(sum(found))
+    try:
+        import psutil
+    except ImportError:
+        return None
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def read(siblings: tuple[int, ...] = ()) -> Reading:
