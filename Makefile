@@ -36,8 +36,12 @@ bundle: $(STAMP)
 	$(SNAKEMAKE) bundle --cores $(CORES) --configfile $(CONFIG)
 
 # The benchmarks' smoke runs take minutes of their own: `make test-bench` (CI runs both).
+# The tests run on every core (at most 4 workers; the tests of the tiny pipeline run share one
+# worker, which runs it once), then those that need the machine to themselves.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not bench"
+	$(BIN)/python -m pytest -m "not bench and not alone" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup
+	$(BIN)/python -m pytest -m "alone and not bench"
 
 test-bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench

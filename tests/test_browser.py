@@ -19,7 +19,7 @@ ARTIFACTS = Path(os.environ.get("OFFLOADBENCH_ARTIFACTS", ROOT / "test-artifacts
 # As root on a closed network: no sandbox, and none of Chromium's own connections.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("tiny_run")]  # one worker runs the tiny grid once
 
 
 def chromium() -> str:

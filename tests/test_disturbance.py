@@ -27,6 +27,7 @@ def busy_child() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"])
 
 
+@pytest.mark.alone
 def test_a_busy_process_beside_the_worker_flags_the_cell_with_its_share():
     child = busy_child()
     try:
@@ -44,6 +45,7 @@ def test_a_busy_process_beside_the_worker_flags_the_cell_with_its_share():
     assert any(flag.startswith("disturbed: other processes used") for flag in record["diagnostics"]["flags"])
 
 
+@pytest.mark.alone
 def test_a_quiet_machine_is_not_flagged():
     record = run_cell_record(CELL, WATCHED)
     seen = record["disturbance"]

@@ -24,7 +24,7 @@ BIN = Path(sys.executable).parent
 # and heat_step compiled on the cpu at n = 64: numpy 1 + torch 1; and the twins of 2 self-comparisons
 # (analysis.controls)
 CELLS = 8 * 3 + 2 + 2
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("tiny_run")]  # one worker runs the tiny grid once
 
 
 @pytest.fixture(scope="module")
