@@ -54,6 +54,7 @@ def test_a_quiet_machine_is_not_flagged():
     assert not any(flag.startswith("disturbed") for flag in record["diagnostics"]["flags"])
 
 
+@pytest.mark.alone
 def test_readings_need_no_proc_where_psutil_has_the_counters(monkeypatch):
     monkeypatch.setattr(disturbance, "_proc_stat_busy_s", lambda: None)
     before = disturbance.read()

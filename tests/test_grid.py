@@ -101,62 +101,6 @@ def test_a_pause_follows_a_multi_threaded_worker_long_enough_for_its_pool_to_spi
     assert schedule.pause_s(torch_all, one, configured=0.5) == 0.05
 
 
-class FakeClock:
-    """A clock that sleeping advances, and the CPU seconds of a pool that spins until `stops`."""
-
-    def __init__(self, stops: float):
-        self.now, self.stops, self.cpu = 0.0, stops, 0.0
-
-    def sleep(self, seconds: float) -> None:
-        spinning = max(0.0, min(self.now + seconds, self.stops) - self.now)
-        self.cpu += spinning  # one thread busy while it spins
-        self.now += seconds
-
-    def cpu_s(self) -> float:
-        return self.cpu
-
-
-def test_the_next_turn_waits_until_the_other_pools_stop_spinning_and_no_longer():
-    pool = FakeClock(stops=0.135)  # OpenBLAS after a BLAS call, as measured on the 2-core VM
-    waited = schedule.wait_until_quiet(pool.cpu_s, pool.sleep, lambda: pool.now)
-    assert 0.135 < waited <= 0.135 + 3 * schedule.QUIET_POLL_S  # two quiet polls after the spinning ends
-    idle = FakeClock(stops=0.0)  # a pool that does not spin (NumPy after exp: no BLAS call)
-    assert schedule.wait_until_quiet(idle.cpu_s, idle.sleep, lambda: idle.now) == 2 * schedule.QUIET_POLL_S
-    forever = FakeClock(stops=float("inf"))  # OMP_WAIT_POLICY=active: the cap ends the wait
-    waited = schedule.wait_until_quiet(forever.cpu_s, forever.sleep, lambda: forever.now)
-    assert schedule.QUIET_CAP_S <= waited < schedule.QUIET_CAP_S + schedule.QUIET_POLL_S + 1e-9
-    assert schedule.wait_until_quiet(lambda: None, idle.sleep, lambda: idle.now) is None  # cannot read: a fixed pause
-
-
-def test_only_other_multi_threaded_workers_active_lately_are_waited_for():
-    from offloadbench.cells import WorkerSpec
-
-    one, numpy_all, torch_all = WorkerSpec("numpy", "cpu", "1"), WorkerSpec("numpy", "cpu", "2"), \
-        WorkerSpec("torch", "cpu", "2")
-    active = {one: 10.0, numpy_all: 10.0, torch_all: 10.0 - schedule.QUIET_CAP_S}
-    assert schedule.may_spin(active, one, now=10.01) == [numpy_all]  # one thread never spins; torch long idle
-    assert schedule.may_spin(active, numpy_all, now=10.01) == []  # its own pool is part of its turn
-
-
-def test_the_cpu_time_of_other_processes_is_read_while_they_run():
-    import subprocess
-    import sys
-
-    from offloadbench.measure import disturbance
-
-    busy = subprocess.Popen([sys.executable, "-c", "import sys\nfor _ in range(3_000_000): pass\nsys.stdin.read()"],
-                            stdin=subprocess.PIPE)
-    try:
-        before = disturbance.processes_cpu_s([busy.pid])
-        assert before is not None
-        while busy.poll() is None and disturbance.processes_cpu_s([busy.pid]) == before:
-            pass  # it runs its loop meanwhile
-        assert disturbance.processes_cpu_s([busy.pid]) > before
-    finally:
-        busy.communicate(b"")
-    assert disturbance.processes_cpu_s([busy.pid]) == 0.0  # a process gone counts nothing
-
-
 def test_twins_take_their_groups_numpy_cell_at_the_thread_counts_in_turn():
     cells = grid.expand({**GRID, "controls": "all"})
     twins = [c for c in cells if c.twin]

@@ -37,10 +37,11 @@ from .cells import Cell, WorkerSpec, dtype_sort_key, thread_sort_key
 SPIN_S = {"numpy": 0.15, "torch": 0.03}
 SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool slows less
 # Waiting for quiet: the other workers' CPU time is read every QUIET_POLL_S; the next turn
-# starts once two readings in a row found them using under QUIET_SHARE of a core (a pool that
-# busy-waits without system calls shows its time at the scheduler's tick, every 1-4 ms), and
-# after QUIET_CAP_S whatever they do (a pool told to spin forever).
+# starts once they used under QUIET_SHARE of a core over a stretch of at least QUIET_STRETCH_S
+# (a pool that busy-waits without system calls shows its time only at the scheduler's tick,
+# every 1-10 ms), and after QUIET_CAP_S whatever they do (a pool told to spin forever).
 QUIET_POLL_S = 0.005
+QUIET_STRETCH_S = 0.012
 QUIET_SHARE = 0.1
 QUIET_CAP_S = 0.5
 
@@ -118,20 +119,23 @@ def may_spin(last_active: dict[WorkerSpec, float], after: WorkerSpec, now: float
 
 
 def wait_until_quiet(cpu_s: Callable[[], float | None], sleep: Callable[[float], None] = time.sleep,
-                     clock: Callable[[], float] = time.monotonic) -> float | None:
+                     clock: Callable[[], float] = time.monotonic) -> tuple[float, bool] | None:
     """Sleep until the processes `cpu_s` reads (their CPU seconds together) have used under
-    QUIET_SHARE of a core during two polls in a row, or QUIET_CAP_S has passed; the seconds
-    waited, None where their CPU time cannot be read."""
-    began = clock()
-    last = cpu_s()
-    if last is None:
+    QUIET_SHARE of a core over QUIET_STRETCH_S, or QUIET_CAP_S has passed; the seconds
+    waited and whether they were quiet (False: the cap ended the wait), None where their
+    CPU time cannot be read."""
+    began = stretch_began = clock()
+    stretch_cpu = cpu_s()
+    if stretch_cpu is None:
         return None
-    quiet_polls = 0
-    while quiet_polls < 2 and clock() - began < QUIET_CAP_S:
+    while True:
         sleep(QUIET_POLL_S)
-        now = cpu_s()
-        if now is None:
+        now, used = clock(), cpu_s()
+        if used is None:
             return None
-        quiet_polls = quiet_polls + 1 if now - last < QUIET_SHARE * QUIET_POLL_S else 0
-        last = now
-    return clock() - began
+        if used - stretch_cpu >= QUIET_SHARE * (now - stretch_began):
+            stretch_began, stretch_cpu = now, used  # still busy: a new stretch starts here
+        elif now - stretch_began >= QUIET_STRETCH_S:
+            return now - began, True
+        if now - began >= QUIET_CAP_S:
+            return now - began, False

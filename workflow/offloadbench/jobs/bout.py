@@ -59,11 +59,13 @@ class BoutResult:
     stop_reason: str = ""
     sampling_s: float = 0.0
     paused_s: float = 0.0
+    still_spinning: int = 0  # hand-offs whose wait for quiet pools ended at the cap
     failed: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"group": self.group, "cells": self.cells, "cycles": self.cycles, "stop_reason": self.stop_reason,
-                "sampling_s": self.sampling_s, "paused_s": self.paused_s, "failed": self.failed}
+                "sampling_s": self.sampling_s, "paused_s": self.paused_s, "still_spinning": self.still_spinning,
+                "failed": self.failed}
 
 
 class Bout:
@@ -133,7 +135,8 @@ class Bout:
                 "cycles": self.result.cycles, "stop_reason": self.result.stop_reason or "budget"}
 
     def hand_off(self, after: WorkerSpec, pause: float | None) -> float:
-        """Wait before `after`'s turn until no other worker's pool spins; the seconds waited."""
+        """Wait before `after`'s turn until no other worker's pool spins; the seconds waited.
+        A pool still spinning at the cap is counted in the bout's `still_spinning`."""
         if pause is None:
             spinning = schedule.may_spin(self.active, after, time.monotonic())
             pids = self.job.pids(spinning)
@@ -141,9 +144,11 @@ class Bout:
                 return 0.0
             waited = schedule.wait_until_quiet(lambda: processes_cpu_s(pids))
             if waited is not None:
-                for worker in spinning:  # quiet until their next command: not polled again before it
+                seconds, quiet = waited
+                self.result.still_spinning += not quiet
+                for worker in spinning:  # not polled again before their next command
                     self.active.pop(worker, None)
-                return waited
+                return seconds
         wait = schedule.pause_s(self.last, after, pause)
         if wait:
             time.sleep(wait)

@@ -22,6 +22,7 @@ busy process, which made it 5 times slower.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -105,27 +106,41 @@ def _process_cpu_s(pid: int) -> float:
 
 def _threads_cpu_s(pid: int) -> float | None:
     """CPU seconds of all of a process's threads so far, to the nanosecond
-    (/proc/<pid>/task/*/schedstat); 0 for a process gone, None without such a folder."""
+    (/proc/<pid>/task/*/schedstat); 0 for a process gone, None where it cannot be read."""
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return 0.0 if _PROC_TASKS else None
-    total = 0
+    total, read = 0, False
     for task in tasks:
         try:
             total += int((task / "schedstat").read_text(encoding="ascii").split()[0])
+            read = True
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended between the listing and the read
-    return total / 1e9
+    return total / 1e9 if read else None
+
+
+@functools.cache
+def _schedstat_counts() -> bool:
+    """Whether this kernel's schedstat counts run time at all (some print zeros: no
+    CONFIG_SCHED_INFO); checked once, on a few milliseconds of this process's own work."""
+    before = _threads_cpu_s(os.getpid())
+    end = time.perf_counter() + 0.005
+    while time.perf_counter() < end:
+        pass
+    after = _threads_cpu_s(os.getpid())
+    return before is not None and after is not None and after > before
 
 
 def processes_cpu_s(pids: list[int]) -> float | None:
     """CPU seconds of these processes together, all threads, as finely as the system
-    counts them (schedstat; psutil where /proc is absent); None where neither can read
-    them. A process that ended counts 0."""
-    found = [_threads_cpu_s(pid) for pid in pids]
-    if all(value is not None for value in found):
-        return float(sum(found))
+    counts them (schedstat; psutil where that is absent or counts nothing); None where
+    neither can read them. A process that ended counts 0."""
+    if _PROC_TASKS and _schedstat_counts():
+        found = [_threads_cpu_s(pid) for pid in pids]
+        if all(value is not None for value in found):
+            return float(sum(found))
     try:
         import psutil
     except ImportError:
@@ -134,8 +149,10 @@ def processes_cpu_s(pids: list[int]) -> float | None:
     for pid in pids:
         try:
             times = psutil.Process(pid).cpu_times()
-        except psutil.Error:
+        except psutil.NoSuchProcess:
             continue
+        except psutil.Error:
+            return None  # not allowed to read it: no reading rather than a quiet one
         total += times.user + times.system
     return total
 
