@@ -94,23 +94,13 @@ class Reading:
     siblings_s: float = 0.0  # CPU seconds of the bout's other workers (their pools spinning down)
 
 
-def _process_cpu_s(pid: int) -> float:
-    """CPU seconds of another process so far (/proc/<pid>/stat, in ticks; 0 where unreadable)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def _threads_cpu_s(pid: int) -> float | None:
     """CPU seconds of all of a process's threads so far, to the nanosecond
-    (/proc/<pid>/task/*/schedstat); 0 for a process gone, None where it cannot be read."""
+    (/proc/<pid>/task/*/schedstat); 0 for a process gone, None where no thread's could be read."""
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return 0.0 if _PROC_TASKS else None
+        return 0.0
     total, read = 0, False
     for task in tasks:
         try:
@@ -137,6 +127,8 @@ def processes_cpu_s(pids: list[int]) -> float | None:
     """CPU seconds of these processes together, all threads, as finely as the system
     counts them (schedstat; psutil where that is absent or counts nothing); None where
     neither can read them. A process that ended counts 0."""
+    if not pids:
+        return 0.0
     if _PROC_TASKS and _schedstat_counts():
         found = [_threads_cpu_s(pid) for pid in pids]
         if all(value is not None for value in found):
@@ -161,12 +153,12 @@ def read(siblings: tuple[int, ...] = ()) -> Reading:
     """One reading; cheap (a few file reads and two system calls), taken outside timed
     regions. `siblings` are the bout's other workers: what they use is no disturbance from
     outside, and is told apart."""
+    siblings_s = processes_cpu_s(list(siblings)) or 0.0  # first: its one-time check stays out of the window
     busy, source = _proc_stat_busy_s(), "/proc/stat"
     if busy is None:
         busy, source = _psutil_busy_s(), "psutil"
     return Reading(time.monotonic(), busy, time.process_time(), _involuntary_switches(),
-                   source if busy is not None else None, _pressure_us(),
-                   sum(_process_cpu_s(pid) for pid in siblings))
+                   source if busy is not None else None, _pressure_us(), siblings_s)
 
 
 def between(before: Reading, after: Reading, cpus: int | None = None) -> dict:
