@@ -4,6 +4,7 @@ any faster or slower verdict on one is a false verdict, and the report states th
 false-verdict rate with an exact binomial interval against what the CIs promise."""
 
 import copy
+from collections import Counter
 
 import pandas as pd
 from conftest import group_typed, make_processes
@@ -29,12 +30,13 @@ def test_a_twin_is_a_cell_of_its_own_name_that_reads_back():
     assert Cell.from_dict(twin.as_dict()) == twin
 
 
-def test_every_group_gets_a_twin_of_its_numpy_cell_by_default():
+def test_every_group_gets_a_twin_of_its_numpy_cell_at_each_thread_count_by_default():
     cells = grid.expand({**GRID, "controls": "all"}, usable={"cpu"})
     twins = [c for c in cells if c.twin]
-    assert len(twins) == len({c.group for c in cells}) == 6 and all(t.original in cells for t in twins)
+    assert len({c.group for c in cells}) == 6 and len(twins) == 12 and all(t.original in cells for t in twins)
+    assert {(t.group, t.threads) for t in twins} == {(c.group, c.threads) for c in cells
+                                                      if c.library == "numpy" and not c.twin}
     assert {t.size for t in twins} == {256, 1024, 2048} and {t.library for t in twins} == {"numpy"}
-    assert {t.threads for t in twins} == {"1", "all"}  # the thread counts in turn from group to group
     assert {t.device for t in twins} == {"cpu"} and all(t.mode == "eager" for t in twins)
     assert grid.expand({**GRID, "controls": "all"}, usable={"cpu"}) == cells  # the same in every job
     assert not [c for c in grid.expand(GRID) if c.twin]
@@ -43,6 +45,17 @@ def test_every_group_gets_a_twin_of_its_numpy_cell_by_default():
 def test_a_count_of_controls_spreads_them_over_the_groups_by_size():
     twins = [c for c in grid.expand({**GRID, "controls": 3}, usable={"cpu"}) if c.twin]
     assert len(twins) == 3 and {t.size for t in twins} == {256, 1024, 2048}
+    assert {t.threads for t in twins} == {"1", "all"}  # the thread counts in turn over the chosen groups
+
+
+def test_controls_beyond_one_per_group_give_groups_their_other_thread_count():
+    six = [c for c in grid.expand({**GRID, "controls": 6}, usable={"cpu"}) if c.twin]
+    assert len({t.group for t in six}) == 6 and {t.threads for t in six} == {"1", "all"}
+    nine = [c for c in grid.expand({**GRID, "controls": 9}, usable={"cpu"}) if c.twin]
+    assert set(six) < set(nine) and len(nine) == 9  # the first pass kept, three groups given their second
+    assert sorted(Counter(t.group for t in nine).values()) == [1, 1, 1, 2, 2, 2]
+    assert all(len({t.threads for t in nine if t.group == g}) == n for g, n in Counter(t.group for t in nine).items())
+    assert len([c for c in grid.expand({**GRID, "controls": 50}, usable={"cpu"}) if c.twin]) == 12  # at most all
 
 
 def test_the_config_key_reaches_the_grid_the_jobs_expand():

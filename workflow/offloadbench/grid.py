@@ -5,8 +5,8 @@ numpy on a GPU (but numpy compiled, which torch.compile runs there), bfloat16 in
 float64 on mps, torch cells of a kernel that takes plain NumPy arrays (no `xp`), and
 thread counts for GPU cells (measured once, with one host thread: cells.thread_labels);
 so are sizes above an op's `op_max_size`, and compiled cells outside `grid.compiled`. A
-grid that asks for self-comparisons (`controls`, from analysis.controls) gets a twin in
-that many groups (`control_cells`). Pure Python, so measurement jobs can expand the same grid as the
+grid that asks for self-comparisons (`controls`, from analysis.controls) gets that many
+twins, one per group and thread count at most (`control_cells`). Pure Python, so measurement jobs can expand the same grid as the
 Snakefile.
 """
 
@@ -74,27 +74,43 @@ ALL_GROUPS = "all"
 
 
 def control_cells(cells: list[Cell], count: int | str, usable: Collection[str] | None = None) -> list[Cell]:
-    """The cells measured twice, each copy a cell of its own (an A/A control): in `count`
-    groups ("all": every group), spread evenly over the groups sorted by size then op, the
-    group's NumPy cell (else its first eager cell) on a usable device, at the grid's thread
-    counts in turn from group to group, so the twins span sizes and thread counts. Compiled
-    cells are left out: each copy would compile again in every process."""
+    """The cells measured twice, each copy a cell of its own (an A/A control). A group's
+    twins copy its NumPy cell (else its first eager cell) on a usable device, one twin per
+    thread count. `count` twins ("all": every group at each of its thread counts) are
+    chosen in passes: the first gives one twin to each group (to `count` of them, spread
+    evenly over the groups sorted by size then op), at the grid's thread counts in turn from
+    group to group; the next pass gives each group a twin at its next thread count, and so
+    on, so the twins span sizes and thread counts whatever their number. Compiled cells are
+    left out: each copy would compile again in every process."""
     eligible = [c for c in cells if c.mode == EAGER and not c.twin and (usable is None or c.device in usable)]
     groups: dict[tuple, list[Cell]] = {}
     for cell in sorted(eligible, key=lambda c: (c.size, c.op, dtype_sort_key(c.dtype))):
         groups.setdefault(cell.group, []).append(cell)
+    copied = {key: _copied_cells(members) for key, members in groups.items()}
+    slots = sum(map(len, copied.values()))
+    left = slots if count == ALL_GROUPS else min(int(count), slots)
     keys = list(groups)
-    wanted = len(keys) if count == ALL_GROUPS else min(int(count), len(keys))
-    step = len(keys) / wanted if wanted else 0
-    chosen = [keys[int(i * step + step / 2)] for i in range(wanted)]
-    twins = []
-    for i, key in enumerate(chosen):
-        members = sorted(groups[key], key=lambda c: (c.library != "numpy", c.device != "cpu"))
-        first = members[0]
-        same = [c for c in members if (c.library, c.device) == (first.library, first.device)]
-        same.sort(key=lambda c: thread_sort_key(c.threads))
-        twins.append(same[i % len(same)])
+    twins: list[Cell] = []
+    offset: dict[tuple, int] = {}  # where a group's thread counts start: set by the first pass
+    for turn in range(max(map(len, copied.values()), default=0)):
+        open_groups = [key for key in keys if turn < len(copied[key])]
+        take = min(left, len(open_groups))
+        step = len(open_groups) / take if take else 0
+        for j in range(take):
+            key = open_groups[int(j * step + step / 2)]
+            offset.setdefault(key, j)
+            twins.append(copied[key][(offset[key] + turn) % len(copied[key])])
+        left -= take
     return twins
+
+
+def _copied_cells(members: list[Cell]) -> list[Cell]:
+    """A group's cells a twin may copy: its NumPy cells on the cpu (else its first eager
+    library and device's), by thread count."""
+    members = sorted(members, key=lambda c: (c.library != "numpy", c.device != "cpu"))
+    first = members[0]
+    same = [c for c in members if (c.library, c.device) == (first.library, first.device)]
+    return sorted(same, key=lambda c: thread_sort_key(c.threads))
 
 
 def sort_key(cell: Cell) -> tuple:
