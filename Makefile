@@ -99,10 +99,12 @@ estimate: $(STAMP)
 	  $(if $(ROOFS),--roofs $(ROOFS)) $(if $(GPU),--gpu)
 
 # The same grid run twice (two labels), compared cell by cell; CONFIG picks the grid, and
-# DISTURB=1 runs the second run beside a one-core busy loop switched on and off.
+# DISTURB=1 runs the second run beside a one-core busy loop switched on and off; KEEP=<folder>
+# keeps both runs' results there (else they go with their temporary folder).
 DISTURB ?=
+KEEP ?=
 bench-reproducibility: $(STAMP)
-	$(BIN)/python benchmarks/reproducibility.py --config $(CONFIG) $(if $(DISTURB),--disturb)
+	$(BIN)/python benchmarks/reproducibility.py --config $(CONFIG) $(if $(DISTURB),--disturb) $(if $(KEEP),--keep $(KEEP))
 
 # The GPU check: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
 gpu-check:
