@@ -6,8 +6,8 @@ float64 on mps, torch cells of a kernel that takes plain NumPy arrays (no `xp`),
 thread counts for GPU cells (measured once, with one host thread: cells.thread_labels);
 so are sizes above an op's `op_max_size`, and compiled cells outside `grid.compiled`. A
 grid that asks for self-comparisons (`controls`, from analysis.controls) gets that many
-twins, one per group and thread count at most (`control_cells`). Pure Python, so measurement jobs can expand the same grid as the
-Snakefile.
+twins, one per group and thread count at most (`control_cells`). Pure Python, so
+measurement jobs can expand the same grid as the Snakefile.
 """
 
 from __future__ import annotations
@@ -89,11 +89,10 @@ def control_cells(cells: list[Cell], count: int | str, usable: Collection[str] |
     copied = {key: _copied_cells(members) for key, members in groups.items()}
     slots = sum(map(len, copied.values()))
     left = slots if count == ALL_GROUPS else min(int(count), slots)
-    keys = list(groups)
     twins: list[Cell] = []
     offset: dict[tuple, int] = {}  # where a group's thread counts start: set by the first pass
     for turn in range(max(map(len, copied.values()), default=0)):
-        open_groups = [key for key in keys if turn < len(copied[key])]
+        open_groups = [key for key, copies in copied.items() if turn < len(copies)]
         take = min(left, len(open_groups))
         step = len(open_groups) / take if take else 0
         for j in range(take):
