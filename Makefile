@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test test-bench browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
+.PHONY: setup run test test-bench browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
@@ -69,7 +69,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check workflow tests benchmarks tools
 
 # Benchmarks of the method (numbers, not tests): fidelity against torch.utils.benchmark,
-# and the pipeline's own overhead.
+# the rounds' time split, and the cells against their functions timed alone.
 bench-fidelity: $(STAMP)
 	$(BIN)/python benchmarks/fidelity.py
 
@@ -77,8 +77,14 @@ bench-fidelity: $(STAMP)
 bench-pyperf: $(STAMP)
 	$(BIN)/python benchmarks/pyperf_reference.py
 
+# Where the rounds of the last `make run` (or FROM=<results folder>) spent their time.
 bench-overhead: $(STAMP)
-	$(BIN)/python benchmarks/overhead.py
+	$(BIN)/python benchmarks/overhead.py --config $(CONFIG) $(if $(FROM),--results $(FROM))
+
+# Every one-thread eager CPU cell of the last `make run` (or FROM=<results folder>) against its
+# function timed alone, in fresh processes of its own taking turns A B A B.
+bench-alone: $(STAMP)
+	$(BIN)/python benchmarks/alone.py --config $(CONFIG) $(if $(FROM),--results $(FROM))
 
 # Bouts (cells taking turns) against cells sampled alone: ratios, half-widths and seconds.
 bench-paired: $(STAMP)

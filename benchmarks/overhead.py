@@ -1,21 +1,22 @@
-"""Overhead benchmark: what the pipeline costs beyond the measurement itself.
+"""Overhead benchmark: where a run's measuring time goes, and what the pipeline costs beside it.
 
-It runs a small grid through the real pipeline (a disposable copy of the workflow) and
-reports, per round job, its wall time (Snakemake's `benchmark:` file), the time inside the
-measurements (the bouts' turns and the pauses between them, and each worker getting ready
-for its cell and finishing it), the workers' library imports, their warm-up (a deliberate
-part of the method), and the remainder: the pipeline's own overhead (job and
-worker launch, the system check, writing records), also per cell. It then times
-`snakemake -n` on a generated grid of at least 5,000 cells.
+Each round records its wall time split by what it went to (`split_s` in
+raw/rounds/round-<k>.json): starting the workers (imports, the compiler), the cells'
+preparation (setup, inputs, compile, warm-up), the bouts' sampling and the pauses between
+their turns, the cells' finish (check, memory, record), handing commands over, and the
+rest. This prints that split per round and over the run, with sampling's share, for a
+finished run (by default this machine's run of config/config.yaml: `make run` first),
+then the heavy modules each cell's worker loaded and how long `snakemake -n` takes on a
+generated grid of at least 5,000 cells.
 
-    python benchmarks/overhead.py            # full run (about a minute)
-    python benchmarks/overhead.py --smoke    # two cells and a 200-cell dry run (the test suite)
+    python benchmarks/overhead.py                      # the default run's rounds (results/<machine>)
+    python benchmarks/overhead.py --results results/vm
+    python benchmarks/overhead.py --smoke              # a two-cell grid through the pipeline (the test suite)
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,23 +25,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
+import yaml
 from offloadbench import layout, sandbox
+from offloadbench.config import resolve_machine, validate
 from offloadbench.grid import expand
 from offloadbench.records import load_record, load_round
 
-GOAL_OVERHEAD_S = 0.5
+ROOT = Path(__file__).resolve().parents[1]
+GOAL_SAMPLING_SHARE = 0.70
 GOAL_DRY_RUN_S = 20.0
+# The split's parts, in the order a cell meets them.
+PARTS = ("start", "setup", "inputs", "compile", "warm-up", "handover", "sampling", "paused", "check", "memory",
+         "record", "other")
+NAMES = {"starting": "setup"}  # what the cells' processes call a part, where the table names it otherwise
 
 
-def small_grid(smoke: bool) -> dict:
+def small_grid() -> dict:
     return {
         "machine": "overhead",
         "grid": {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
-                 "sizes": [64] if smoke else [64, 256, 1024], "threads": [1] if smoke else [1, "all"]},
-        "measure": {"budget_s": 0.1 if smoke else 0.3, "warmup_budget_s": 0.05, "min_samples": 6, "processes": 2},
+                 "sizes": [64], "threads": [1]},
+        "measure": {"budget_s": 0.1, "warmup_budget_s": 0.05, "min_samples": 6, "processes": 2},
         "analysis": {"bootstrap_resamples": 200},
-        # the smoke test checks the rounds only: no roofs, copies, figures or report
-        **({"roofs": {"devices": []}, "transfer": {"devices": []}} if smoke else {}),
+        "roofs": {"devices": []}, "transfer": {"devices": []},
     }
 
 
@@ -53,84 +60,100 @@ def big_grid(target_cells: int) -> dict:
     return {"machine": "dryrun", "grid": grid}
 
 
-def interpreter_import_s(statement: str, repeats: int = 3) -> float:
-    """Seconds a fresh interpreter spends on `statement` beyond starting up."""
+def splits(raw: Path) -> list[tuple[str, float, dict[str, float]]]:
+    """(round, wall seconds, seconds per part) of every round of a run that recorded its split."""
+    found = []
+    for kind in ("planned", "extra"):
+        for path in layout.round_records(raw, kind):
+            record = load_round(path)
+            if record.split_s:
+                parts: dict[str, float] = {}
+                for name, seconds in record.split_s.items():
+                    parts[NAMES.get(name, name)] = parts.get(NAMES.get(name, name), 0.0) + float(seconds)
+                found.append((path.stem, float(record.took_s or 0.0), parts))
+    return found
+
+
+def print_splits(rows: list[tuple[str, float, dict[str, float]]]) -> float:
+    """The split per round and in all; returns sampling's share of the rounds' wall time."""
+    shown = [p for p in PARTS if any(parts.get(p) for _, _, parts in rows)]
+    extra = sorted({p for _, _, parts in rows for p in parts} - set(PARTS))
+    columns = shown + extra
+    print("where each round's wall time went (seconds)")
+    print("| round | wall | " + " | ".join(columns) + " | sampling share |")
+    print("|---|---|" + "---|" * len(columns) + "---|")
+    total: dict[str, float] = {}
+    wall = 0.0
+    for name, took, parts in rows:
+        wall += took
+        for part, seconds in parts.items():
+            total[part] = total.get(part, 0.0) + seconds
+        share = parts.get("sampling", 0.0) / took if took > 0 else 0.0
+        print(f"| {name} | {took:.1f} | " + " | ".join(f"{parts.get(c, 0.0):.1f}" for c in columns) + f" | {share:.0%} |")
+    share = total.get("sampling", 0.0) / wall if wall > 0 else 0.0
+    print(f"| all {len(rows)} | {wall:.1f} | " + " | ".join(f"{total.get(c, 0.0):.1f}" for c in columns)
+          + f" | {share:.0%} |")
+    print(f"sampling: {share:.0%} of the rounds' wall time (goal: at least {GOAL_SAMPLING_SHARE:.0%})")
+    return share
+
+
+def heavy_modules(raw: Path, round_index: int = 1) -> None:
+    print()
+    print("| cell | heavy modules loaded by its worker |")
+    print("|---|---|")
+    for path in sorted(raw.rglob(f"p{round_index}.json")):
+        if path.parent.name != layout.ROUNDS_DIR and layout.PARTIAL_DIR not in path.parts:
+            record = load_record(path)
+            if record.ok:
+                print(f"| {record.cell.key} | {','.join(record.heavy_modules) or 'none'} |")
+
+
+def dry_run(workdir: Path, cells_wanted: int) -> None:
+    dry = big_grid(cells_wanted)
+    cells = len(expand(dry["grid"]))
+    start = time.perf_counter()
+    result = sandbox.snakemake(workdir, "-n", "--quiet", "all", config=dry)
+    if result.returncode != 0:
+        raise SystemExit(result.stderr[-3000:])
+    print(f"snakemake -n on {cells} cells: {time.perf_counter() - start:.1f} s (goal: within {GOAL_DRY_RUN_S:g} s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(ROOT / "config" / "config.yaml"), help="the run's config file")
+    parser.add_argument("--results", help="the run's results folder (default: results/<machine> of the config)")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="offloadbench-overhead-") as tmp:
+        workdir = sandbox.copy_workflow(Path(tmp) / "wf")
+        if args.smoke:
+            result = sandbox.snakemake(workdir, "--until", "aggregate", config=small_grid())
+            if result.returncode != 0:
+                print(result.stderr[-3000:], file=sys.stderr)
+                return 1
+            results = workdir / "results" / "overhead"
+        else:
+            config = validate(yaml.safe_load(Path(args.config).read_text()))
+            results = Path(args.results or ROOT / config["results_dir"] / resolve_machine(config))
+        rows = splits(results / "raw")
+        if not rows:
+            raise SystemExit(f"error: no round in {results} recorded its time split: run `make run` first, "
+                             "or give --results")
+        print_splits(rows)
+        heavy_modules(results / "raw")
+        print(f"bare imports in a fresh interpreter: numpy+torch {interpreter_s('import numpy, torch'):.2f} s")
+        dry_run(workdir, 200 if args.smoke else 5000)
+    return 0
+
+
+def interpreter_s(statement: str) -> float:
+    """Seconds a fresh interpreter spends on `statement` beyond starting up (the least of 3)."""
     def run(code: str) -> float:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True)
         return time.perf_counter() - start
 
-    bare = statistics.median(run("pass") for _ in range(repeats))
-    return statistics.median(run(statement) for _ in range(repeats)) - bare
-
-
-def round_rows(out: Path) -> list[dict]:
-    """Per round job: its wall time (Snakemake's `benchmark:` file) split into the time inside
-    the measurements, the workers' library imports, and the rest (the pipeline's own cost)."""
-    rows = []
-    for manifest_path in layout.round_records(out / "raw", "planned"):
-        manifest = load_round(manifest_path)
-        bench = out / "benchmarks" / "rounds" / f"{manifest_path.stem}.tsv"
-        header, values = bench.read_text().splitlines()[:2]
-        wall = float(dict(zip(header.split("\t"), values.split("\t")))["s"])
-        records = [load_record(p) for p in (out / "raw").rglob(f"p{manifest.round}.json") if p.parent.name != "rounds"]
-        # bouts: the turns and the pauses between them; cells: each worker getting ready and finishing
-        measured = sum((b.get("sampling_s") or 0.0) + (b.get("paused_s") or 0.0) for b in manifest.bouts) + \
-            sum((r.prepare_s or 0.0) + (r.finish_s or 0.0) for r in records)
-        processes = manifest.worker_processes
-        imports = sum(p.get("import_s") or 0.0 for p in processes)
-        warm = sum(p.get("warm_s") or 0.0 for p in processes)
-        rows.append({"round": manifest_path.stem, "cells": len(records), "workers": len(processes), "wall": wall,
-                     "measure": measured, "imports": imports, "warm": warm,
-                     "overhead": wall - measured - imports - warm, "records": records})
-    return rows
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="offloadbench-overhead-") as tmp:
-        workdir = sandbox.copy_workflow(Path(tmp) / "wf")
-        start = time.perf_counter()
-        until = ["--until", "aggregate"] if args.smoke else []
-        result = sandbox.snakemake(workdir, *until, config=small_grid(args.smoke))
-        total = time.perf_counter() - start
-        if result.returncode != 0:
-            print(result.stderr[-3000:], file=sys.stderr)
-            return 1
-        rows = round_rows(workdir / "results" / "overhead")
-        repeats = 1 if args.smoke else 3
-        print("overhead: per round job (seconds)")
-        print("| round | cells | workers | job wall | measurement | worker imports | worker warm-ups | overhead | overhead per cell |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            print(f"| {r['round']} | {r['cells']} | {r['workers']} | {r['wall']:.2f} | {r['measure']:.2f} | "
-                  f"{r['imports']:.2f} | {r['warm']:.2f} | {r['overhead']:.2f} | {r['overhead'] / max(1, r['cells']):.2f} |")
-        print()
-        print("| cell | heavy modules loaded by its worker |")
-        print("|---|---|")
-        for record in rows[0]["records"]:
-            print(f"| {record.cell.key} | {','.join(record.heavy_modules) or 'none'} |")
-        print(f"bare imports in a fresh interpreter: numpy {interpreter_import_s('import numpy', repeats):.2f} s, "
-              f"numpy+torch {interpreter_import_s('import numpy, torch', repeats):.2f} s")
-        what = "pipeline up to the tables" if args.smoke else "whole pipeline (incl. environment, tables, figures, report)"
-        print(f"{what}: {total:.1f} s for {rows[0]['cells'] if rows else 0} cells "
-              f"in {len(rows)} rounds")
-
-        dry = big_grid(200 if args.smoke else 5000)
-        cells = len(expand(dry["grid"]))
-        start = time.perf_counter()
-        result = sandbox.snakemake(workdir, "-n", "--quiet", "all", config=dry)
-        dry_s = time.perf_counter() - start
-        if result.returncode != 0:
-            print(result.stderr[-3000:], file=sys.stderr)
-            return 1
-        per_cell = [r["overhead"] / max(1, r["cells"]) for r in rows]
-        print(f"snakemake -n on {cells} cells: {dry_s:.1f} s (goal: within {GOAL_DRY_RUN_S:g} s)")
-        print(f"overhead per cell: median {statistics.median(per_cell):.2f} s, "
-              f"worst {max(per_cell):.2f} s (goal: at most {GOAL_OVERHEAD_S} s on top of the imports and warm-ups)")
-    return 0
+    return min(run(statement) for _ in range(3)) - min(run("pass") for _ in range(3))
 
 
 if __name__ == "__main__":

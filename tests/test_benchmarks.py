@@ -33,12 +33,26 @@ def test_fidelity_smoke(capsys):
 def test_overhead_smoke(capsys):
     assert load("overhead").main(["--smoke"]) == 0
     out = capsys.readouterr().out
-    assert "| matmul/numpy-cpu-float32-n64-t1 |" in out and "| round-2 |" in out
-    assert "snakemake -n on " in out and "overhead per cell: median" in out
-    numpy_row = next(line for line in out.splitlines() if "numpy-cpu-float32-n64-t1" in line)
+    assert "| round-1 | " in out and "| round-2 | " in out and "| all 2 | " in out
+    header = next(line for line in out.splitlines() if line.startswith("| round | wall |"))
+    for part in ("start", "inputs", "warm-up", "sampling", "check", "record", "other"):
+        assert f"| {part} |" in header, part
+    assert "sampling: " in out and "of the rounds' wall time" in out
+    assert "snakemake -n on " in out
+    numpy_row = next(line for line in out.splitlines() if "| matmul/numpy-cpu-float32-n64-t1 |" in line)
     assert numpy_row.rstrip(" |").endswith("none"), "a numpy cell loaded a heavy module"
     torch_row = next(line for line in out.splitlines() if "torch-cpu-float32-n64-t1" in line)
     assert "torch" in torch_row and "pandas" not in torch_row and "snakemake" not in torch_row
+
+
+@pytest.mark.pipeline
+def test_alone_smoke(capsys):
+    assert load("alone").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "| sum_rows/numpy-cpu-float32-n128-t1 | " in out and "| sum_rows/torch-cpu-float32-n128-t1 | " in out
+    row = next(line for line in out.splitlines() if line.startswith("| sum_rows n = 128 |"))
+    assert row.count("(") == 2  # the pipeline's CI and the alone one
+    assert out.strip().splitlines()[-1].startswith("speedups neither inside the pipeline's CI nor within 10% of it: ")
 
 
 @pytest.mark.pipeline

@@ -3,6 +3,8 @@ and whether each is precise as the median over the bout's cycles; and how it han
 turn: once the other workers' thread pools are quiet."""
 
 import random
+import sys
+import time
 
 import pytest
 from offloadbench import schedule
@@ -82,6 +84,36 @@ def test_the_next_turn_waits_until_the_other_pools_stop_spinning_and_no_longer()
     assert schedule.wait_until_quiet(lambda: None, idle.sleep, idle.clock) is None  # cannot read: a fixed pause
 
 
+def test_the_next_turn_waits_while_a_thread_of_the_other_pools_runs_and_no_longer():
+    pool = Pools(stops=0.0135)  # torch's OpenMP threads spin 10-20 ms after a parallel call
+    waited, still = schedule.wait_until_still(lambda: pool.now < pool.stops, pool.sleep, pool.clock)
+    assert still and 0.0135 <= waited < 0.0135 + schedule.STILL_POLL_S + 1e-9
+    assert schedule.wait_until_still(lambda: False, pool.sleep, pool.clock) == (0.0, True)  # asleep: no wait
+    forever = Pools(stops=float("inf"))
+    waited, still = schedule.wait_until_still(lambda: True, forever.sleep, forever.clock)
+    assert not still and schedule.QUIET_CAP_S <= waited < schedule.QUIET_CAP_S + schedule.STILL_POLL_S + 1e-9
+    assert schedule.wait_until_still(lambda: None, pool.sleep, pool.clock) is None  # no thread states: CPU time
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread states come from /proc")
+def test_a_spinning_thread_reads_as_running_and_a_sleeping_one_not():
+    import subprocess
+
+    from offloadbench.measure.disturbance import processes_running
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    asleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        assert processes_running([asleep.pid]) is False
+        assert any(processes_running([busy.pid]) for _ in range(20))  # it may wait for a core now and then
+        assert processes_running([busy.pid, asleep.pid]) in (True, False)
+        assert processes_running([2**22 + 12345]) is False  # a process gone runs nothing
+    finally:
+        busy.kill()
+        asleep.kill()
+
+
 def test_only_other_multi_threaded_workers_active_lately_are_waited_for():
     from offloadbench.cells import WorkerSpec
 
@@ -119,13 +151,13 @@ def test_a_hand_off_polls_the_spinning_workers_then_leaves_them_until_their_next
 
     numpy_all, torch_all = WorkerSpec("numpy", "cpu", "2"), WorkerSpec("torch", "cpu", "2")
     polled = []
-    readings = iter([0.0, 0.004, 0.008] + [0.010] * 20)  # spinning, then quiet
+    readings = iter([True, True, True] + [False] * 20)  # a thread running (spinning), then none
 
-    def cpu_s(pids):
+    def running(pids):
         polled.append(tuple(pids))
         return next(readings)
 
-    monkeypatch.setattr(bout_module, "processes_cpu_s", cpu_s)
+    monkeypatch.setattr(bout_module, "processes_running", running)
     now = time.monotonic()
     bout, after = hand_off_bout({numpy_all: 101, torch_all: 102}, {numpy_all: now, torch_all: now})
     assert bout.hand_off(after, None) > 0
@@ -142,6 +174,7 @@ def test_a_hand_off_falls_back_to_the_pause_by_library_where_cpu_time_cannot_be_
 
     numpy_all = WorkerSpec("numpy", "cpu", "2")
     slept = []
+    monkeypatch.setattr(bout_module, "processes_running", lambda pids: None)
     monkeypatch.setattr(bout_module, "processes_cpu_s", lambda pids: None)
     monkeypatch.setattr(bout_module.time, "sleep", slept.append)
     bout, after = hand_off_bout({numpy_all: 101}, {numpy_all: time.monotonic()}, last=numpy_all)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from offloadbench.analysis.columns import DECISIONS
-from offloadbench.analysis.decisions import STAY, UNSURE, decisions_table
+from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, decisions_table
 from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table, table_legend
 from offloadbench.report.text.latex_macros import decision_macro
 from offloadbench.report.text.latex_tables import decisions_tex
@@ -258,3 +258,34 @@ def test_counts_of_calls_in_the_terminal_keep_three_digits_rounded_up():
     assert [fmt_calls(v, compact=True) for v in (1090, 35_325, 402_456, 1_234_567)] == ["1,090", "35.4k", "403k",
                                                                                        "1.24M"]
     assert fmt_calls(35_325) == "35,325"  # the report and LaTeX keep every digit
+
+
+def test_a_tie_at_the_boundary_is_an_answer_that_asks_for_no_more_processes():
+    """A CI within ±δ of its point that straddles 1 + δ: torch is about 5% faster, as close as it
+    will get; NumPy stays, and the row, the sentence and the terminal say it is a tie."""
+    row = only(decide(cell("torch", 1024, 1.045, 1.015, 1.075)))
+    assert row["verdict"] == "undecided" and row["decision"] == STAY
+    assert row["tie"] == "torch about 4.5% faster; too close to δ = 5% to call"
+    assert row["undecided_sizes"] == "" and math.isnan(row["processes_to_decide"])
+    assert "the best alternative, torch, is about 4.5% faster; too close to δ = 5% to call, 1.04×" in answer(row, DELTA)
+    frame = decide(cell("torch", 1024, 1.045, 1.015, 1.075))
+    assert any("about 4.5% faster" in line for line in plain_table(frame, DELTA))
+    # wider than ±δ around its point: still open, with what would decide it
+    assert only(decide(cell("torch", 1024, 1.05, 0.97, 1.14)))["decision"] == UNSURE
+
+
+def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
+    speed, timing = cell("torch", 2048, 1.1, 0.8, 1.5)
+    states = ("depends on the state: 1.35× where numpy-cpu-float32-n2048-t1 ran 32 ms (5 of 8 rounds); "
+              "0.77× where numpy-cpu-float32-n2048-t1 ran 20 ms (3 of 8 rounds)")
+    row = only(decide((speed | {"end_to_end_verdict": "undecided", "states": states}, timing)))
+    assert row["decision"] == DEPENDS and row["states"] == states
+    text = answer(row, DELTA)
+    assert text.startswith("it depends on the state of the process: at n = 2048 torch against NumPy is 1.35× where")
+    assert "two states" in plain_table(decide((speed | {"end_to_end_verdict": "undecided", "states": states},
+                                               timing)), DELTA)[2]
+    # where both states give the same answer, the verdict stands
+    holds = "holds in both states: 2.1× where …; 1.8× where …"
+    assert only(decide(cell("torch", 2048, 2.0, 1.9, 2.1)))["decision"] == "use torch"
+    speed, timing = cell("torch", 2048, 2.0, 1.9, 2.1)
+    assert only(decide((speed | {"states": holds}, timing)))["decision"] == "use torch"

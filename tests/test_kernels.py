@@ -144,7 +144,7 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
     for name in names[:-1]:
         assert records[name].status == "error" and "\n" not in reasons[name], name
     line = next(i for i, text in enumerate(Path(BAD).read_text().splitlines(), 1) if "gave up" in text)
-    assert reasons["raises"] == f"ValueError during check: the kernel gave up (at bad.py:{line})"
+    assert reasons["raises"] == f"ValueError during warm-up compute: the kernel gave up (at bad.py:{line})"
     assert reasons["wrong_shape"] == "wrong result: kernel wrong_shape returns shape (8, 1), not (8, 8) as in float64 NumPy"
     assert reasons["wrong_dtype"].startswith("wrong result: kernel wrong_dtype returns float64, not float32")
     assert reasons["wrong_values"].startswith("wrong result: relative error") and "tolerance 1.00e-09" in reasons["wrong_values"]

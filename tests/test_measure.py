@@ -35,10 +35,10 @@ def test_numpy_cell_is_measured_and_checked():
     assert list(record["phases"]) == ["compute"]
 
 
-def test_torch_cpu_cell_records_compute_and_end_to_end():
+def test_a_torch_cpu_cell_times_one_region_numpy_arrays_in_and_out():
     record = run_cell(Cell("matmul", "torch", "cpu", "float32", 64, "1"), FAST, torch)
     assert record["status"] == "ok", record["reason"]
-    assert set(record["phases"]) == {"compute", "end_to_end"}
+    assert set(record["phases"]) == {"compute"}  # its end to end: torch wraps NumPy's arrays without a copy
     assert record["settings"]["tf32_matmul"] is False
     assert record["device"]["name"] == "cpu"
 
@@ -79,8 +79,8 @@ def test_a_wrong_result_is_an_error_not_a_speedup(monkeypatch):
 @pytest.mark.parametrize(
     "error, status, reason",
     [
-        (RuntimeError("kernel exploded\nsecond line"), "error", "RuntimeError during check: kernel exploded"),
-        (MemoryError("Unable to allocate 3 TiB"), "oom", "out of memory during check: Unable to allocate 3 TiB"),
+        (RuntimeError("kernel exploded\nsecond line"), "error", "RuntimeError during warm-up compute: kernel exploded"),
+        (MemoryError("Unable to allocate 3 TiB"), "oom", "out of memory during warm-up compute: Unable to allocate 3 TiB"),
     ],
 )
 def test_an_exception_becomes_a_record(monkeypatch, error, status, reason):
@@ -139,3 +139,29 @@ def test_cublas_allocation_failures_count_as_out_of_memory():
 
     assert is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), None)
     assert not is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"), None)
+
+
+def test_a_cells_progress_counts_the_seconds_of_each_kind_of_phase_but_not_the_bouts():
+    from offloadbench.measure.cell import Progress
+
+    now = iter([1.0, 1.5, 2.0, 2.25, 7.0, 9.0, 9.5, 9.75])
+    progress = Progress(clock=lambda: next(now), began=0.0)
+    for phase in ("inputs", "warm-up compute", "warm-up end_to_end", "waiting", "sampling", "check", "memory"):
+        progress.enter(phase)
+    # starting 1.0, inputs 0.5, warm-up 0.5 + 0.25, waiting and sampling (the bout's) left out, check 0.5
+    assert progress.spent() == {"starting": 1.0, "inputs": 0.5, "warm-up": 0.75, "check": 0.5, "memory": 0.25}
+
+
+def test_a_carried_check_is_not_measured_again(monkeypatch):
+    carried = {"round": 1, "check": {"rel_err": 1e-9, "tolerance": 1e-5, "passed": True},
+               "model": {"flops": 1.0, "traffic_bytes": 1.0, "h2d_bytes": 8, "d2h_bytes": 8, "itemsize": 4},
+               "memory": {"host": {"peak_bytes": 123, "method": "tracemalloc"}}}
+    monkeypatch.setattr(measure_cell, "check_result", lambda *a: pytest.fail("checked again"))
+    monkeypatch.setattr(measure_cell, "peak_memory", lambda *a: pytest.fail("peak measured again"))
+    run = measure_cell.CellRun(Cell("matmul", "numpy", "cpu", "float32", 32, "1"), FAST, carried=carried)
+    assert run.prepare()
+    run.sample_alone()
+    outcome = run.finish()
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.measured["check"] == {**carried["check"], "from_round": 1}
+    assert outcome.measured["memory"] == carried["memory"] and outcome.measured["model"] == carried["model"]

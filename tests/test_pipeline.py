@@ -107,7 +107,9 @@ def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
     compiled = timings[timings["mode"] == "compiled"]
     assert len(compiled) == 2 and set(compiled["op"]) == {"heat_step"} and set(compiled["status"]) == {"ok"}
     assert (compiled["compile_s"] > 0).all() and (compiled["compiler_startup_s"] > 0).all()
-    assert set(compiled["compile_cache"]) == {"cold"} and (compiled["graph_breaks"] == 0).all()
+    # the first round compiles cold; the later rounds reuse its cache (compile time is never a sample)
+    assert all(c.startswith("cold in 1, the run's own in ") for c in compiled["compile_cache"])
+    assert (compiled["graph_breaks"] == 0).all()
     assert set(timings.loc[timings["op"] == "heat_step", "family"]) == {"user kernels"}
     speedups = pd.read_csv(run["out"] / "speedups.csv", dtype={"threads": str})
     assert speedups.loc[speedups["mode"] == "compiled", "amortize"].notna().all()
@@ -116,6 +118,7 @@ def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
     text = (run["out"] / "report.md").read_text()
     assert "## What compiling costs" in text and "heat_step with numpy compiled" in text
     assert not list(run["scratch"].glob("offloadbench-compile-cache-*")), "a worker's compile cache was left behind"
+    assert not (run["out"] / "raw" / ".compile-cache").exists(), "the run's compile cache outlived its last round"
 
 
 def test_the_self_comparisons_are_measured_and_judged(run):

@@ -123,6 +123,51 @@ def test_a_dying_worker_still_leaves_a_record_and_the_round_goes_on(box, sig, st
     assert record(box, "numpy-cpu-float32-n32-t1").ok
     failure_lines = [line for line in err.splitlines() if "n=24" in line]
     assert len(failure_lines) == 1 and status in failure_lines[0]
+    # the cell's own process died; its worker lived on and forked the next cell's
+    processes = read_json(box / "raw" / "rounds" / "round-1.json")["workers"]["numpy-cpu-t1"]["processes"]
+    assert len(processes) == 1
+
+
+def test_each_cell_runs_in_a_fresh_process_forked_from_its_worker(box):
+    code, err = run_round(box)
+    assert code == 0, err
+    manifest = read_json(box / "raw" / "rounds" / "round-1.json")
+    (worker,) = manifest["workers"]["numpy-cpu-t1"]["processes"]
+    records = [record(box, f"numpy-cpu-float32-n{n}-t1") for n in (16, 24, 32)]
+    pids = {read_json(r.source)["process"]["pid"] for r in records}
+    assert len(pids) == 3 and worker["pid"] not in pids and worker["forks_cells"] is True
+    assert all(read_json(r.source)["own_process"] for r in records)
+    # the round says where its time went, and its parts add up to its wall time
+    split = manifest["split_s"]
+    assert {"start", "inputs", "warm-up", "sampling", "check", "record", "other"} <= set(split)
+    assert split["sampling"] > 0 and sum(split.values()) == pytest.approx(manifest["took_s"], rel=0.01)
+    assert manifest["bouts"][0]["pairs"] == {} and manifest["bouts"][0]["process_s"] > 0
+
+
+def test_the_check_and_the_peak_memory_are_measured_once_per_run(box):
+    assert run_round(box)[0] == 0
+    assert run_round(box, round_index=2)[0] == 0
+    first, second = record(box, "numpy-cpu-float32-n24-t1"), record(box, "numpy-cpu-float32-n24-t1", 2)
+    assert second.ok and len(second.samples("compute").seconds) >= 6
+    one, two = read_json(first.source), read_json(second.source)
+    assert "from_round" not in one["check"] and two["check"] == {**one["check"], "from_round": 1}
+    assert two["memory"] == one["memory"] and two["model"] == one["model"]
+    assert read_json(box / "raw" / "rounds" / "round-2.json")["split_s"]["check"] < \
+        read_json(box / "raw" / "rounds" / "round-1.json")["split_s"]["check"]
+
+
+def test_a_cell_that_failed_its_check_is_not_measured_again(box):
+    kernels = [str(ROOT / "tests" / "kernels" / "bad.py")]
+    grid = {**GRID, "ops": ["wrong_values", "fine"], "sizes": [8]}
+    assert run_round(box, grid=grid, kernels=kernels)[0] == 0
+    assert run_round(box, grid=grid, kernels=kernels, round_index=2)[0] == 0
+    raw = box / "raw" / "wrong_values" / "numpy-cpu-float32-n8-t1"
+    first, second = load_record(raw / "p1.json"), load_record(raw / "p2.json")
+    assert first.status == "error" and first.reason.startswith("wrong result: relative error")
+    assert second.status == "error" and second.reason == f"{first.reason} (round 1, not measured again)"
+    assert not second.samples("compute").seconds
+    assert load_record(box / "raw" / "fine" / "numpy-cpu-float32-n8-t1" / "p2.json").ok
+    assert read_json(box / "raw" / "rounds" / "round-2.json")["measured_now"] == 1
 
 
 def test_another_machines_label_is_refused_in_one_line_without_records(box):

@@ -35,18 +35,65 @@ def grouped(*sets):
     return {mc.cell: mc for mc in group_typed([r for s in sets for r in s], FAST)}
 
 
+def drifting(record: dict) -> dict:
+    return {**record, "diagnostics": {"unstable": True, "flags": ["drift: second half 40.0% slower than the first"]}}
+
+
 def test_the_rule_picks_the_outlying_process_and_a_minority_at_most():
     logs = [math.log(v) for v in (1.00e-3, 1.02e-3, 15e-3)]
-    records = typed([make_record() for _ in logs])
+    records = typed([make_record(), make_record(), drifting(make_record())])
     verdict = judge(records, logs, planned=3, typical_spread=0.02)
     assert verdict.wanted and verdict.wanted[0][0] == 2 and "14.85× from the other" in verdict.wanted[0][1]
     assert verdict.counted == (0, 1, 2)  # not replaced yet: nothing is dropped without a replacement
     assert "disagree" in verdict.disagree
-    replaced = judge(typed([make_record()] * 4), [*logs, math.log(0.99e-3)], planned=3, typical_spread=0.02)
+    replaced = judge(typed([make_record(), make_record(), drifting(make_record()), make_record()]),
+                     [*logs, math.log(0.99e-3)], planned=3, typical_spread=0.02)
     assert replaced.counted == (0, 1, 3) and replaced.left_out[0][0] == 2 and not replaced.disagree
     # agreeing processes within 20% are never outliers, however small the typical spread
     assert not judge(records, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).left_out
     assert not judge(records, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).wanted
+
+
+def test_a_process_far_from_the_others_for_no_reason_of_its_own_is_kept_as_a_state():
+    """The issue's NumPy heat step: one process at 3.1 ms a call, seven at 7-8 ms, each steady.
+    The fast one is the function's speed in a program of its own: kept, and the cell has two
+    states, whichever side the majority is on."""
+    logs = [math.log(v) for v in (7.2e-3, 7.5e-3, 3.1e-3, 7.9e-3, 7.4e-3, 7.0e-3, 7.7e-3, 7.3e-3)]
+    verdict = judge(typed([make_record() for _ in logs]), logs, planned=8, typical_spread=0.02)
+    assert not verdict.left_out and not verdict.wanted and not verdict.disagree
+    assert verdict.counted == tuple(range(8)) and verdict.states == ((2,), (0, 1, 3, 4, 5, 6, 7))
+    # close processes are one state; two far apart disagree (which is right cannot be told)
+    assert judge(typed([make_record()] * 3), [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).states is None
+    two = judge(typed([make_record()] * 2), [math.log(v) for v in (1.0, 2.0)], 2, 0.01)
+    assert two.disagree and two.states is None
+
+
+def test_a_cell_in_two_states_reports_both_and_judges_its_comparisons_in_each():
+    base = processes(1e-3, n=6, rounds=6)
+    for k, r in enumerate(base):  # rounds 1 and 2: NumPy in a slow state, mapping fresh pages
+        slow = k < 2
+        r["samples_s"] = [s * (1.6 if slow else 1.0) for s in r["samples_s"]]
+        r["phases"] = {"compute": {"samples_s": r["samples_s"], "calls_per_sample": 1, "warmup_s": [],
+                                   "faults_per_call": [4096.0 if slow else 0.0] * len(r["samples_s"]),
+                                   "rel_ci": 0.01, "converged": True}}
+    torch = processes(1.2e-3, n=6, library="torch", seed=5, rounds=6)  # faster than the slow state only
+    cells = grouped(base, torch)
+    states = cells[NUMPY].states
+    assert [r.round for r in states.fast] == [3, 4, 5, 6] and [r.round for r in states.slow] == [1, 2]
+    text = cells[NUMPY].states.describe(lambda s: f"{s * 1e3:.2f} ms")
+    assert text.startswith("two states: 1.00 ms in 4 of 6 processes (rounds 3, 4, 5, 6), 1.60 ms in 2 (rounds 1, 2)")
+    assert "fresh pages per call: 0 in the fast state, 4,096 in the slow" in text
+    row = speedups_table(list(cells.values()), "m").iloc[0]
+    assert row["speedup_verdict"] == "undecided" and row["states"].startswith("depends on the state: ")
+    fast, slow = row["states"].removeprefix("depends on the state: ").split("; ")
+    assert slow.startswith("1.3") and slow.endswith("(2 of 6 rounds)") and "numpy-cpu-float32-n256-t1 ran" in slow
+    assert fast.startswith("0.8") and fast.endswith("(4 of 6 rounds)")
+    # a speedup that holds in both states keeps its verdict
+    faster = processes(0.3e-3, n=6, library="torch", seed=5, rounds=6)
+    row = speedups_table(list(grouped(base, faster).values()), "m").iloc[0]
+    assert row["speedup_verdict"] == "faster" and row["states"].startswith("holds in both states: ")
+    plan = plan_round(list(cells.values()), max_processes=8)
+    assert not plan.undecided  # more processes would not change that it depends on the state
 
 
 def test_a_disturbed_process_is_replaced_and_the_replacement_recorded():
@@ -83,6 +130,7 @@ def test_a_verdict_never_rests_on_a_cell_disturbed_in_half_its_processes():
 def test_an_outlier_makes_a_plan_that_replaces_it_beside_its_partner():
     base = processes(1e-3)
     base[1]["samples_s"] = [s * 1600 for s in base[1]["samples_s"]]  # the disturbed matmul of the issue
+    base[1] = drifting(base[1])  # its own samples show why
     torch = processes(0.5e-3, library="torch", seed=5)
     cells = list(grouped(base, torch).values())
     plan = plan_round(cells, max_processes=6)
@@ -140,6 +188,7 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     raw = tmp_path / "raw"
     base = processes(1e-3)
     base[2]["samples_s"] = [s * 40 for s in base[2]["samples_s"]]
+    base[2] = drifting(base[2])
     write(raw, base + processes(0.5e-3, library="torch", seed=4))
     (raw / "rounds").mkdir(parents=True)
     for k in (1, 2, 3):

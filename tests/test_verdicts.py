@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from offloadbench.verdicts import FASTER, SAME, SLOWER, UNDECIDED, Judging, contradicts, percent
+from offloadbench.verdicts import FASTER, SAME, SLOWER, UNDECIDED, Judging, contradicts, is_tie, percent
 
 D = Judging(min_effect=0.05, confidence=0.95)
 LO, HI = 1 / 1.05, 1.05  # the equivalence band of δ = 5%
@@ -46,7 +46,7 @@ def test_a_time_ratio_is_judged_as_the_speedup_it_implies():
 def test_a_wide_ci_says_why_it_is_undecided():
     assert "spans 20000.0×" in D.undecided_reason(0.01, 200.0, 9.95)
     assert "includes 1" in D.undecided_reason(0.9, 1.2, 1.0)
-    assert "smaller than 5%" in D.undecided_reason(1.01, 1.08, 1.04)
+    assert "smaller than 5%" in D.undecided_reason(1.01, 1.20, 1.04)
 
 
 def test_contradictions_are_two_different_decided_verdicts():
@@ -67,3 +67,20 @@ def test_one_unstable_rule_makes_any_ratio_undecided_with_its_reason():
     assert judged == (UNDECIDED, "numpy: processes disagree")
     assert D.judged(1.5, 1.7, 1.6) == (FASTER, "")
     assert D.judged(0.5, 0.6, 0.55, time_ratio=True) == (FASTER, "")
+
+
+@pytest.mark.parametrize("low, high, point, tie", [
+    (1.015, 1.075, 1.045, True),  # straddles 1 + δ, within ±δ of its point
+    (0.93, 0.985, 0.955, True),  # straddles 1/(1 + δ)
+    (0.97, 1.14, 1.05, False),  # wider than ±δ around its point: more data would tell
+    (1.06, 1.09, 1.07, False),  # decided faster
+    (0.98, 1.03, 1.0, False),  # decided same
+])
+def test_a_tie_at_the_boundary_is_a_narrow_ci_across_one_plus_delta(low, high, point, tie):
+    judging = Judging(min_effect=0.05)
+    assert judging.tie(low, high, point) is tie
+    reason = judging.undecided_reason(low, high, point)
+    assert is_tie(reason) is tie
+    if tie:
+        way = "about 4.5% faster" if point > 1 else "about 4.5% slower"
+        assert reason.endswith(f"{way}; too close to δ = 5% to call")

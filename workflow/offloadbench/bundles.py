@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError, shown
-from .layout import PARTIAL_DIR
+from .layout import COMPILE_CACHE_DIR, PARTIAL_DIR
 from .machine import LABEL_RULE, is_label
 from .reading import UnreadableFile, read_regular
 
@@ -50,7 +50,7 @@ def bundle_members(folder: Path) -> list[Path]:
     members += sorted(folder.glob("*.csv"))
     members += sorted(
         p for p in (folder / "raw").rglob("*.json")
-        if PARTIAL_DIR not in p.relative_to(folder).parts  # records of an unfinished round
+        if not {PARTIAL_DIR, COMPILE_CACHE_DIR} & set(p.relative_to(folder).parts)  # an unfinished round; caches
     )
     return members
 

@@ -106,7 +106,7 @@ def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[
     finish = PLOT_S + PLOT_PIXEL_S * n * n if spec.finish else 0.0
     if finish:
         regions["finish"] = finish
-    if cell.library == "torch" or finish or (gpu and cell.mode == COMPILED):
+    if (gpu and (cell.library == "torch" or cell.mode == COMPILED)) or finish:
         regions["end_to_end"] = regions["compute"] + copies + finish
     return regions
 

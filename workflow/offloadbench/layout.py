@@ -23,7 +23,8 @@ LATEX_TABLES = ("timings", "speedups", "transfer", "decisions")  # tables/<name>
 DEVICE_RECORD_DIRS = ("roofs", "transfer")
 ROUNDS_DIR = "rounds"
 PARTIAL_DIR = ".partial"
-NOT_CELL_DIRS = (*DEVICE_RECORD_DIRS, ROUNDS_DIR, PARTIAL_DIR)
+COMPILE_CACHE_DIR = ".compile-cache"  # the compiled workers' caches, shared by a run's rounds
+NOT_CELL_DIRS = (*DEVICE_RECORD_DIRS, ROUNDS_DIR, PARTIAL_DIR, COMPILE_CACHE_DIR)
 
 
 def figure_parts(ops, dtypes) -> dict[str, list[str]]:

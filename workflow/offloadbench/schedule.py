@@ -13,8 +13,9 @@ round. Orders come from a generator seeded by the round and the group, so a reru
 interrupted round takes the same turns.
 
 Between two turns the bout waits until the other workers' thread pools have stopped
-spinning: it reads their CPU time every few milliseconds and hands the next turn out once
-they are quiet (`wait_until_quiet`). Measured on a 2-core VM, OpenBLAS's pool spins about
+spinning: it reads their threads' states every millisecond and hands the next turn out once
+none runs (`wait_until_still`; where thread states cannot be read, their CPU time every few
+milliseconds until it has stopped rising, `wait_until_quiet`). Measured on a 2-core VM, OpenBLAS's pool spins about
 0.135 s after a BLAS call (2^28 TSC cycles) and none after NumPy's other calls; OpenMP's
 (torch, and the code torch.compile makes) 10-20 ms. A fixed pause by library either wastes
 that time or falls short of it, and a pool still spinning beside the next worker slows
@@ -42,6 +43,7 @@ SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool slows
 # every 1-10 ms), and after QUIET_CAP_S whatever they do (a pool told to spin forever).
 QUIET_POLL_S = 0.005
 QUIET_STRETCH_S = 0.012
+STILL_POLL_S = 0.001  # between two reads of the pools' thread states (wait_until_still)
 QUIET_SHARE = 0.1
 QUIET_CAP_S = 0.5
 
@@ -116,6 +118,24 @@ def may_spin(last_active: dict[WorkerSpec, float], after: WorkerSpec, now: float
     command, with the time it ended) that finished it less than QUIET_CAP_S ago."""
     return [worker for worker, at in last_active.items()
             if worker != after and worker.host_threads > 1 and now - at < QUIET_CAP_S]
+
+
+def wait_until_still(running: Callable[[], bool | None], sleep: Callable[[float], None] = time.sleep,
+                     clock: Callable[[], float] = time.monotonic) -> tuple[float, bool] | None:
+    """Sleep until no thread of the processes `running` reads runs (their pools have gone
+    to sleep), polling every STILL_POLL_S, or QUIET_CAP_S has passed; the seconds waited and
+    whether they were still (False: the cap ended the wait); None where thread states
+    cannot be read (then `wait_until_quiet` reads their CPU time instead)."""
+    began = clock()
+    while True:
+        now = running()
+        if now is None:
+            return None
+        if not now:
+            return clock() - began, True
+        if clock() - began >= QUIET_CAP_S:
+            return clock() - began, False
+        sleep(STILL_POLL_S)
 
 
 def wait_until_quiet(cpu_s: Callable[[], float | None], sleep: Callable[[float], None] = time.sleep,

@@ -171,7 +171,7 @@ class Interval:
 NO_INTERVAL = Interval(math.nan, math.nan, math.nan, 0, math.nan)
 
 
-def _t_quantile(p: float, dof: float) -> float:
+def t_quantile(p: float, dof: float) -> float:
     """Student's t quantile; degrees of freedom to two decimals are plenty for a CI."""
     if not math.isfinite(dof) or dof > 1e6:
         return NormalDist().inv_cdf(p)
@@ -231,7 +231,7 @@ def _interval(log_value: float, parts: list[tuple[float, float]], processes: int
     # Satterthwaite: the degrees of freedom of a sum of independently estimated variances.
     denominator = sum(v * v / dof for v, dof in parts if v > 0)
     dof = variance * variance / denominator if denominator > 0 else math.inf
-    half = _t_quantile(1 - (1 - confidence) / 2, dof) * math.sqrt(variance)
+    half = t_quantile(1 - (1 - confidence) / 2, dof) * math.sqrt(variance)
     return Interval(value, math.exp(log_value - half), math.exp(log_value + half), processes, dof)
 
 
@@ -328,13 +328,13 @@ def processes_to_decide(low: float, high: float, value: float, processes: int, j
     if processes < 2 or not all(math.isfinite(v) and v > 0 for v in (low, high, value)):
         return math.nan
     confidence, min_effect = judging.confidence, judging.min_effect
-    t_now = _t_quantile(1 - (1 - confidence) / 2, processes - 1)
+    t_now = t_quantile(1 - (1 - confidence) / 2, processes - 1)
     spread = (math.log(high) - math.log(low)) / 2 / t_now * math.sqrt(processes)
     distance, band = abs(math.log(value)), math.log(1 + min_effect)
     target = min(distance if distance >= band else band - distance, math.log(max_span) / 2)
     if target <= 0:
         return math.inf
     for count in range(processes + 1, cap + 1):
-        if _t_quantile(1 - (1 - confidence) / 2, count - 1) * spread / math.sqrt(count) < target:
+        if t_quantile(1 - (1 - confidence) / 2, count - 1) * spread / math.sqrt(count) < target:
             return float(count)
     return math.inf

@@ -17,6 +17,11 @@ R > 1 means "faster" (a speedup; for time ratios use `time_ratio_verdict`):
   tell), or it excludes 1 but the effect is smaller than δ while the CI is not inside ±δ,
   or the CI spans more than a factor of 2 whatever it includes: such a ratio is no result.
 
+A *tie at the boundary* is an undecided ratio whose CI is as narrow as a verdict needs
+(within ±δ of its own point) but straddles 1 + δ or 1/(1 + δ): the ratio is known to be
+about δ from 1, and no number of processes would put it on one side. It is an answer, said
+as one ("about 5% slower; too close to δ to call"), and never asks for more processes.
+
 Edge cases, precisely: a CI above 1 that is also inside ±δ (1.01–1.04) is *same*, since the
 equivalence test passes; a small effect that is real is the same for practical purposes.
 The bounds are inclusive (a CI of exactly [1/(1+δ), 1+δ] is same). A CI above 1 whose
@@ -33,6 +38,7 @@ FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
 VERDICTS = (FASTER, SLOWER, SAME, UNDECIDED)
 DECIDED = (FASTER, SLOWER, SAME)
 MAX_CI_SPAN = 2.0  # a ratio whose CI spans more than this factor is never a headline number
+TIE = "tie at the boundary"  # how the reason of an undecided ratio that is a tie begins
 
 
 def _finite_positive(*values: float) -> bool:
@@ -114,17 +120,35 @@ class Judging:
             return UNDECIDED
         return self.verdict(1 / high, 1 / low, 1 / point)
 
+    def tie(self, low: float, high: float, point: float) -> bool:
+        """Undecided, but a tie at the boundary: the CI lies within ±δ of its point."""
+        if not _finite_positive(low, high, point) or self.verdict(low, high, point) != UNDECIDED:
+            return False
+        return high <= point * (1 + self.min_effect) and low >= point / (1 + self.min_effect)
+
+    def tie_words(self, point: float) -> str:
+        """"about 5% slower; too close to δ to call" (above 1: faster)."""
+        way = "faster" if point >= 1 else "slower"
+        share = point - 1 if point >= 1 else 1 - point
+        return f"about {percent(round(share, 3))} {way}; too close to δ = {self.delta} to call"
+
     def undecided_reason(self, low: float, high: float, point: float) -> str:
         """Why a ratio is undecided, in words ("" when it is decided)."""
         if self.verdict(low, high, point) != UNDECIDED:
             return ""
         if not _finite_positive(low, high, point):
             return "no CI"
+        if self.tie(low, high, point):
+            return f"{TIE}: {self.tie_words(point)}"
         if ci_span(low, high) > MAX_CI_SPAN:
             return f"its CI spans {ci_span(low, high):.1f}×, too wide to be a result"
         if low <= 1 <= high:
             return f"its CI includes 1 and reaches beyond ±{self.delta}"
         return f"the difference is real but may be smaller than {self.delta}"
+
+    def time_ratio_tie(self, low: float, high: float, point: float) -> bool:
+        """`tie` of a time ratio (below 1: B faster)."""
+        return _finite_positive(low, high, point) and self.tie(1 / high, 1 / low, 1 / point)
 
     def time_ratio_undecided_reason(self, low: float, high: float, point: float) -> str:
         """Why the verdict of a time ratio (below 1: B faster) is undecided ("" when decided)."""
@@ -151,3 +175,8 @@ def contradicts(first: str, second: str) -> bool:
 
 def is_decided(word: str) -> bool:
     return word in DECIDED
+
+
+def is_tie(reason: str) -> bool:
+    """Whether an undecided ratio's reason (a table's `_undecided` column) says it is a tie."""
+    return isinstance(reason, str) and reason.startswith(TIE)

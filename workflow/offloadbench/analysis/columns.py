@@ -116,6 +116,8 @@ TIMINGS = {
     "tolerance": number("the dtype-aware tolerance of that error"),
     "unstable": text("noise flags (each kind once, its strongest case, in how many processes)"),
     "replaced": text("processes left out and replaced, and why"),
+    "states": text("where its processes fall into two groups far apart: both times, how many processes and "
+                   "which rounds each, and what the records show differs between them"),
     "disturbed_cores": number("the most CPU (in cores) other processes used while the cell sampled"),
     "precision_notes": text("regions whose CI target was not reached in their budget"),
     "shares_cores": boolean("whether the cell's threads used every core, shared with the orchestrator"),
@@ -190,6 +192,7 @@ SPEEDUPS = {
     "disturbed": boolean("whether either cell still counts disturbed processes in half or more of its count: its "
                          "verdict waits for a quieter machine"),
     "unstable": text("noise flags of the cell, then of the baseline"),
+    "states": text("where a side has two states: the speedup in each, and whether the verdict holds in both"),
     "compile_s": number("compiled cells: the compile phase (s)"),
     "compile_s_ci_low": TIMINGS["compile_s_ci_low"],
     "compile_s_ci_high": TIMINGS["compile_s_ci_high"],
@@ -225,6 +228,7 @@ THREAD_SCALING = {
     "verdict_undecided": text("why the scaling is undecided"),
     "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its one-thread cell"),
+    "states": text("where a side has two states: the scaling in each, and whether the verdict holds in both"),
 }
 
 DECISIONS = {
@@ -236,8 +240,8 @@ DECISIONS = {
     "threads": text("the CPU thread label the decision is for; for a GPU, the host threads of its cells"),
     "threads_effective": TIMINGS["threads_effective"],
     "baseline_threads": text("the thread label of the NumPy baseline (all cores for a GPU)"),
-    "decision": text("use <variant>, stay with NumPy, or cannot tell yet, at the largest size measured",
-                     empty=False),
+    "decision": text("use <variant>, stay with NumPy, depends on the state, or cannot tell yet, at the largest "
+                     "size measured", empty=False),
     "variant": text("the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell "
                     "yet)"),
     "by_size": text("the variant each measured size recommends, as 'n: variant; …' ('?': cannot tell yet)"),
@@ -269,6 +273,10 @@ DECISIONS = {
     "weak": boolean("whether a cell behind the decision is weak (flagged unstable, or sharing its cores)"),
     "why": text("why the variants that lose do, where the records say: fresh pages mapped per call, a graph "
                 "break, the copies"),
+    "tie": text("where the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across "
+                "1 ± δ): how far from 1 it is, in words; no number of processes would decide it"),
+    "states": text("where a cell behind the stated speedup has two states: the speedup in each, and whether the "
+                   "decision holds in both"),
 }
 
 CONTROLS = {
@@ -284,6 +292,7 @@ CONTROLS = {
     "false_verdict": boolean("whether the verdict is faster or slower: a false one"),
     "shares_cores": boolean("whether either copy shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its twin"),
+    "states": text("where a side has two states: the ratio in each, and whether the verdict holds in both"),
     "twin_measure_s": number("wall time the twin's processes spent measuring it (s): what the control cost"),
     "carry_over": number("the cell's and its twin's time in the cycles of their bouts that came right after a "
                          "multi-threaded OpenMP worker (torch, compiled code) ÷ their time in the other cycles: "

@@ -2,8 +2,9 @@
 amortize it against the baseline.
 
 A compiled cell is compiled once in every process that measures it (its first call, never
-a sample), so its processes give one compile time each: their geometric mean with a
-Student's t interval on the logs. The calls to amortize the compile are compile time ÷
+a sample); the processes that compiled with an empty cache (a run's first round; later
+rounds reuse its cache) give one compile time each: their geometric mean with a Student's
+t interval on the logs (none with one such process). The calls to amortize the compile are compile time ÷
 (baseline time − compiled time): the number of calls after which the compiled code has
 paid its compile back. Its interval combines the ends of the compile time's interval and
 of the per-call saving's (from the baseline's time and the speedup's CI), so it covers at
@@ -21,8 +22,12 @@ from .measured import MeasuredCell
 
 
 def compile_interval(mc: MeasuredCell, confidence: float) -> Interval:
-    """The compile phase (first call of the device-resident code) over the cell's processes."""
-    times = [r.compile.first_call_s for r in mc.ok if r.compile and (r.compile.first_call_s or 0) > 0]
+    """The compile phase (first call of the device-resident code) over the cell's processes
+    whose compile found nothing in its cache: a run's first round compiles cold, its later
+    rounds reuse that round's cache, and a program's first compile is the cold one."""
+    compiled = [r.compile for r in mc.ok if r.compile and (r.compile.first_call_s or 0) > 0]
+    cold = [c for c in compiled if c.cache_hits == 0] or compiled
+    times = [c.first_call_s for c in cold]
     return log_t_interval(times, confidence) if times else NO_INTERVAL
 
 

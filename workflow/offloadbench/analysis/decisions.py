@@ -10,8 +10,12 @@ out. The rule:
   (in the order NumPy, torch eager, numpy compiled, torch compiled) is also decided
   faster and is not distinguishably slower than it (the ratio of their times, with an
   unpaired CI from each cell's own, is *same* or *undecided*), use the simpler one;
+- **depends on the state** when no candidate is faster and one is faster in one state of
+  a cell and not in the other (analysis/pairs.py: a cell whose processes fall into two
+  groups far apart); the row gives the speedup in each state;
 - **stay with NumPy** when no candidate is faster and none can still be: each is slower,
-  the same, or undecided with its CI's upper end below 1 + δ;
+  the same, a tie at the boundary (its CI within ±δ of its point, about δ from 1, which
+  no number of processes would decide), or undecided with its CI's upper end below 1 + δ;
 - **cannot tell yet** otherwise, with the processes per cell that would likely decide
   the most promising candidate, estimated from the spread seen (`stats.processes_to_decide`).
 
@@ -36,8 +40,9 @@ from ..stats import independent_ratio, processes_to_decide
 from ..units import fmt_count, fmt_time, format_bytes
 from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
 from .columns import DECISIONS, compile_fallbacks, flag, interval, weak_cells
+from .pairs import DEPENDS as STATE_DEPENDS
 
-USE, STAY, UNSURE = "use", "stay with NumPy", "cannot tell yet"
+USE, STAY, UNSURE, DEPENDS = "use", "stay with NumPy", "cannot tell yet", "depends on the state"
 NUMPY = "numpy"
 E2E = "end_to_end_speedup"
 
@@ -65,10 +70,20 @@ class Option:
         """Its verdict waits for a quieter machine (False for tables from before the column)."""
         return flag(self.row, "disturbed")
 
+    @property
+    def depends(self) -> bool:
+        """Faster in one state of a cell behind it and not in the other (analysis/pairs.py)."""
+        return text_of(self.row.get("states")).startswith(STATE_DEPENDS)
+
+    def tie(self, judging: Judging) -> bool:
+        """Undecided, but a tie at the boundary: about δ from 1, as close as it will get."""
+        return self.verdict == UNDECIDED and judging.tie(self.speedup[1], self.speedup[2], self.speedup[0])
+
     def may_pay(self, judging: Judging) -> bool:
-        """Undecided, and its CI still reaches a speedup of 1 + δ."""
+        """Undecided, no tie, and its CI still reaches a speedup of 1 + δ."""
         high = self.speedup[2]
-        return self.verdict == UNDECIDED and not (math.isfinite(high) and high < 1 + judging.min_effect)
+        return self.verdict == UNDECIDED and not self.tie(judging) and not self.depends \
+            and not (math.isfinite(high) and high < 1 + judging.min_effect)
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,9 @@ def choose(size: int, options: list[Option], judging: Judging) -> Choice:
         simpler = sorted((o for o in faster if o.rank < best.rank), key=lambda o: o.rank)
         pick = next((o for o in simpler if _contrast(o, best, judging) != FASTER), best)
         return Choice(size, USE, pick)
+    depends = [o for o in options if o.depends and o.verdict == UNDECIDED]
+    if depends:
+        return Choice(size, DEPENDS, max(depends, key=lambda o: o.speedup[0]))
     open_ = [o for o in options if o.may_pay(judging)]
     if not open_:
         return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]) if options else None)
@@ -239,7 +257,7 @@ def _payback(row: pd.Series) -> tuple[float, float, float, float]:
 
 
 def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str,
-                 fits: dict | None = None, why: str = "") -> dict:
+                 fits: dict | None = None, why: str = "", judging: Judging | None = None) -> dict:
     """One row of decisions.csv from the choices at each size, smallest first."""
     op, device, dtype, threads = key
     headline = choices[-1]
@@ -274,6 +292,8 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "weak": bool(weak.loc[shown.row.name]) if shown else False,
         "why": why,
+        "tie": f"{shown.variant} {judging.tie_words(speedup[0])}" if shown and judging and shown.tie(judging) else "",
+        "states": text_of(shown.row.get("states")) if shown else "",
     }
 
 
@@ -300,7 +320,8 @@ def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
         headline = choices[-1]
         here = fallen[[_series_key(r) == key and int(r["size"]) == headline.size for _, r in fallen.iterrows()]]
         why = loss_reasons(by_size[headline.size], headline, here, cells)
-        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, why))
+        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, why,
+                                 judging))
     frame = pd.DataFrame(rows, columns=list(DECISIONS))
     order = {op: i for i, op in enumerate(op_order(frame["op"]))}
     key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),

@@ -108,6 +108,58 @@ def paired_rounds(mine: CellRecord, theirs: CellRecord, phase: str) -> float | N
     return float(np.median([a[c] - b[c] for c in shared]))
 
 
+@dataclass(frozen=True)
+class States:
+    """A cell whose counted processes fall into two groups far apart (analysis/processes.py):
+    each group's records, fast first."""
+
+    fast: tuple[CellRecord, ...]
+    slow: tuple[CellRecord, ...]
+
+    @staticmethod
+    def _time(records) -> float:
+        return math.exp(float(np.mean([math.log(float(np.median(r.samples("compute").seconds))) for r in records])))
+
+    @property
+    def fast_s(self) -> float:
+        return self._time(self.fast)
+
+    @property
+    def slow_s(self) -> float:
+        return self._time(self.slow)
+
+    def of_round(self, round_index: int) -> str | None:
+        """"fast" or "slow": the state of the cell's process of that round (None: none counted)."""
+        if any(r.round == round_index for r in self.fast):
+            return "fast"
+        return "slow" if any(r.round == round_index for r in self.slow) else None
+
+    def differs(self) -> str:
+        """What the records show differs between the two groups ("" where nothing does)."""
+        def pages(records) -> float:
+            found = [float(np.median(f)) for r in records
+                     if (f := [v for v in r.samples("compute").faults_per_call or () if v is not None])]
+            return float(np.median(found)) if found else math.nan
+
+        fast, slow = pages(self.fast), pages(self.slow)
+        if math.isfinite(fast) and math.isfinite(slow) and abs(slow - fast) >= 1:
+            return f"fresh pages per call: {fast:,.0f} in the fast state, {slow:,.0f} in the slow"
+        return ""
+
+    def describe(self, fmt_time) -> str:
+        """"two states: 13.2 ms in 5 of 8 processes (rounds 1, 2, 4, 6, 7), 19.8 ms in 3 (rounds
+        3, 5, 8); <what differs>"."""
+        total = len(self.fast) + len(self.slow)
+
+        def rounds(records) -> str:
+            return ", ".join(str(r.round) for r in sorted(records, key=lambda r: r.round))
+
+        differs = self.differs() or "nothing the records show differs between them"
+        return (f"two states: {fmt_time(self.fast_s)} in {len(self.fast)} of {total} processes "
+                f"(rounds {rounds(self.fast)}), {fmt_time(self.slow_s)} in {len(self.slow)} "
+                f"(rounds {rounds(self.slow)}); {differs}")
+
+
 @dataclass
 class MeasuredCell:
     cell: Cell
@@ -150,6 +202,14 @@ class MeasuredCell:
             return ""
         rounds = ", ".join(f"round {self.ok[i].round}: {why}" for i, why in left)
         return f"{len(left)} of {len(self.ok)} processes replaced ({rounds})"
+
+    @cached_property
+    def states(self) -> States | None:
+        """The two states its counted processes fall into (None: one)."""
+        split = self.judgement.states
+        if split is None:
+            return None
+        return States(tuple(self.ok[i] for i in split[0]), tuple(self.ok[i] for i in split[1]))
 
     @property
     def disagree(self) -> str:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..compared import control_pairs, scaling_pairs, speedup_pairs
 from ..stats import Interval, processes_to_decide
-from ..verdicts import MAX_CI_SPAN, UNDECIDED
-from .measured import MeasuredCell
+from ..units import fmt_time
+from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, Judging
+from .measured import MeasuredCell, paired_rounds
 
 SPEEDUP, SCALING, CONTROL = "speedup", "thread scaling", "self-comparison"
 
@@ -30,14 +33,27 @@ class Comparison:
     ratio: Interval
     verdict: str
     why: str  # why it is undecided ("" when decided)
+    states: str = ""  # where a side has two states: the ratio in each, and whether the answer holds in both
 
     @property
     def name(self) -> str:
         return f"{self.kind} of {self.cell.cell.key}"
 
+    @property
+    def tie(self) -> bool:
+        """Undecided, but known to lie about δ from 1: an answer, for which nothing is measured again."""
+        r = self.ratio
+        return self.verdict == UNDECIDED and self.cell.analysis.judging.tie(r.low, r.high, r.value)
+
+    @property
+    def depends(self) -> bool:
+        """The answer differs between a side's two states: more processes would not change that."""
+        return self.states.startswith(DEPENDS)
+
     def processes_needed(self) -> float:
-        """Processes per cell that would likely decide it (NaN: nothing known of the spread)."""
-        if self.verdict != UNDECIDED:
+        """Processes per cell that would likely decide it (NaN: nothing known of the spread;
+        0: nothing more to measure, decided, a tie, or an answer that depends on a state)."""
+        if self.verdict != UNDECIDED or self.tie or self.depends:
             return 0.0
         r = self.ratio
         return processes_to_decide(r.low, r.high, r.value, r.processes, self.cell.analysis.judging, MAX_CI_SPAN)
@@ -51,14 +67,60 @@ class Comparison:
         return count
 
 
+DEPENDS, HOLDS = "depends on the state", "holds in both states"
+
+
+def point_word(ratio: float, judging: Judging) -> str:
+    """A ratio's verdict from its value alone: faster, slower, or same (within ±δ)."""
+    if ratio >= 1 + judging.min_effect:
+        return FASTER
+    return SLOWER if ratio <= 1 / (1 + judging.min_effect) else SAME
+
+
+def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> str:
+    """Where a side has two states: the ratio (base over contender) of the rounds in each,
+    and whether its verdict holds in both ("holds in both states: 1.30× where torch …; 1.52×
+    where …") or not ("depends on the state: …"); "" where neither side has two."""
+    split = [(mc, mc.states) for mc in (base, contender) if mc.states is not None]
+    if not split:
+        return ""
+    theirs = {r.round: r for r in contender.counted}
+    logs: dict[tuple, list[float]] = {}
+    for mine in base.counted:
+        other = theirs.get(mine.round)
+        if other is None:
+            continue
+        value = paired_rounds(mine, other, phase)
+        if value is None:
+            value = math.log(float(np.median(mine.samples(phase).seconds or [math.nan]))
+                             / float(np.median(other.samples(phase).seconds or [math.nan])))
+        label = tuple(states.of_round(mine.round) for _, states in split)
+        if math.isfinite(value) and None not in label:
+            logs.setdefault(label, []).append(value)
+    if len(logs) < 2:
+        return ""
+    judging = base.analysis.judging
+    parts, words = [], set()
+    for label, values in sorted(logs.items()):
+        ratio = math.exp(float(np.mean(values)))
+        words.add(point_word(ratio, judging))
+        where = " and ".join(f"{mc.cell.key.split('/', 1)[1]} ran {fmt_time(states.fast_s if state == 'fast' else states.slow_s)}"
+                             for (mc, states), state in zip(split, label, strict=True))
+        parts.append(f"{ratio:.3g}× where {where} ({len(values)} of {sum(map(len, logs.values()))} rounds)")
+    return f"{DEPENDS if len(words) > 1 else HOLDS}: " + "; ".join(parts)
+
+
 def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str = "compute") -> Comparison:
     """`base`'s time over `contender`'s, judged; undecided whatever its CI says where a side's
     processes still disagree after replacing what could be, or half or more of them were
-    disturbed."""
+    disturbed, or where the answer differs between a side's two states."""
     ratio = base.ratio(contender, phase)
+    states = by_state(base, contender, phase)
     unsettled = next((f"{mc.cell.key}: {mc.unsettled}" for mc in (contender, base) if mc.unsettled), "")
+    if not unsettled and states.startswith(DEPENDS):
+        unsettled = states
     word, why = contender.analysis.judging.judged(ratio.low, ratio.high, ratio.value, unstable=unsettled)
-    return Comparison(kind, contender, base, phase, ratio, word, why)
+    return Comparison(kind, contender, base, phase, ratio, word, why, states)
 
 
 def comparisons(cells: list[MeasuredCell]) -> list[Comparison]:

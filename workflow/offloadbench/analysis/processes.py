@@ -1,15 +1,15 @@
-"""Which of a cell's processes count: the ones that were neither disturbed nor far from the
-others, when enough are left; never a silent drop.
+"""Which of a cell's processes count, and whether they fall into states; never a silent drop.
 
 A process is left out when the worker saw other processes use the machine while it
-sampled (`disturbance.disturbed`), or when its median lies far from the median of the
-cell's other processes. Far is judged on log medians, against the larger of a fixed 20%
-and four typical spreads between processes of the same worker (the median over its cells
-of a robust spread, 1.4826 × MAD). Four spreads: with the spread estimated from many
-cells, an honest process lies beyond 4σ about once in 16,000; 20%: this VM's processes
-differ by up to ~10% when nothing is wrong, so smaller gaps are noise, not a fault. At
-most a minority is left out, the worst first, and each decision is made again with the
-rest, so one wild process cannot hide another.
+sampled (`disturbance.disturbed`), or when its median lies far from the others' *for a
+reason its own record shows*: its samples drifted or split in two, or its CPU clock moved
+while it sampled. A process is never left out for being fast, or slow, alone: on our
+2-core test VM one NumPy process of the heat-step kernel (n = 1024) ran 3.1 ms a call and
+seven ran 7-8 ms, each steady in itself; the fast one was the function's speed in a
+program of its own, and the rule that dropped it kept the majority's state, whichever
+state that was. Far is judged on log medians, against the larger of a fixed 20% and four
+typical spreads between processes of the same worker (the median over its cells of a
+robust spread, 1.4826 × MAD). At most a minority is left out, the worst first.
 
 A left-out process is *replaced* when the cell still has the planned number of processes
 without it: the settling stage measures extra processes for this (jobs/settle.py). Where
@@ -19,10 +19,17 @@ are the verdicts of a cell that counts disturbed processes in half or more of it
 a busy process beside a bout slows a multi-threaded turn far more than a one-thread one,
 so pairing does not cancel it, and on our 2-core VM a one-core busy loop turned a thread
 scaling of 1.28× (1.17-1.40) into 0.71× (0.52-0.97).
+
+Where the counted processes fall into two groups far apart (a gap between their sorted log
+medians beyond the same threshold), the cell has two *states* (`States`): both are kept,
+both times are reported with what the records show differs between them (fresh pages per
+call, the rounds), and each comparison of the cell is judged in each state
+(analysis/pairs.py), so that the answer says whether it holds in both.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -44,6 +51,7 @@ class Judgement:
     wanted: tuple[tuple[int, str], ...]  # (index, why) that should be replaced but are not yet
     disagree: str = ""  # why the counted processes still disagree ("" when they agree)
     disturbed: str = ""  # "5 of 6 processes disturbed (...)" when half or more of the counted were
+    states: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # the counted split into fast and slow
 
     @property
     def needs_more(self) -> bool:
@@ -90,13 +98,40 @@ def disturbed_share(records: list[CellRecord], counted: list[int]) -> str:
             "cores while they sampled)")
 
 
+# What a process's own record may show that makes its distance from the others a fault of
+# its own, not a state of the function: the diagnostics' flags of its compute samples.
+OWN_FAULTS = ("drift", "bimodal samples", "CPU clock changed", "GPU clock changed")
+
+
+def own_fault(record: CellRecord) -> str:
+    """The first flag of the process's own compute samples that explains a distance ("")."""
+    return next((flag for flag in record.flags if flag.startswith(OWN_FAULTS)), "")
+
+
+def split_states(log_medians: dict[int, float], limit: float) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The processes in two groups, fast then slow, where the largest gap between their
+    sorted log medians exceeds `limit` (None: one state; fewer than three processes never
+    show two)."""
+    if len(log_medians) < 3:
+        return None
+    ordered = sorted(log_medians, key=lambda i: log_medians[i])
+    gaps = [log_medians[b] - log_medians[a] for a, b in itertools.pairwise(ordered)]
+    at = max(range(len(gaps)), key=lambda k: gaps[k])
+    if gaps[at] <= limit:
+        return None
+    return tuple(sorted(ordered[:at + 1])), tuple(sorted(ordered[at + 1:]))
+
+
 def judge(records: list[CellRecord], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
-    """Which of `records` (a cell's ok processes, with their log medians) count."""
+    """Which of `records` (a cell's ok processes, with their log medians) count, and the
+    states the counted ones fall into."""
     why = {i: record.disturbance.describe() for i, record in enumerate(records) if record.disturbance.disturbed}
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
     limit = threshold(typical_spread)
     for i, factor in _outliers(clean, limit).items():
-        why[i] = f"its median lies {factor:.2f}× from the other processes'"
+        fault = own_fault(records[i])
+        if fault:  # far for a reason of its own; far alone is a state
+            why[i] = f"its median lies {factor:.2f}× from the other processes' ({fault})"
     kept = [i for i in range(len(records)) if i not in why]
     reasons = tuple(sorted(why.items()))
     replaced = bool(why) and len(kept) >= planned
@@ -106,9 +141,11 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
         gap = abs(log_medians[min(clean)] - log_medians[max(clean)])
         if gap > limit:
             disagree = f"its two undisturbed processes differ by {math.exp(gap):.2f}×"
+    states = split_states({i: log_medians[i] for i in counted}, limit)
     if replaced:
-        return Judgement(tuple(counted), reasons, (), disagree, disturbed_share(records, counted))
+        return Judgement(tuple(counted), reasons, (), disagree, disturbed_share(records, counted), states)
     outlying = [text for _, text in reasons if text.startswith("its median")]
     if outlying and not disagree:
         disagree = f"{len(outlying)} of {len(records)} processes disagree ({outlying[0]})"
-    return Judgement(tuple(counted), (), reasons, disagree, disturbed_share(records, counted))
+    return Judgement(tuple(counted), (), reasons, disagree, disturbed_share(records, counted),
+                     None if disagree else states)

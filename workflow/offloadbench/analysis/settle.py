@@ -5,6 +5,8 @@ After the planned rounds (`measure.processes`), an extra round goes only to:
   together with the cells they are compared with, so that the pair keeps a shared round;
 - both sides of the undecided comparisons (speedups over NumPy, thread scalings,
   self-comparisons) that more processes can likely decide within `measure.max_processes`,
+  other than ties at the boundary and answers that depend on a side's state (which more
+  processes would not change),
   ranked by the processes each would need (`stats.processes_to_decide`, from its CI and
   the spread between processes seen): the most likely first, so that a time budget too
   small for all of them buys the most decisions.
@@ -77,8 +79,8 @@ def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
                 plan.cells.setdefault(partner, f"compared with {cell.key}")
     ranked = []
     for comparison in found:
-        if comparison.verdict != UNDECIDED:
-            continue
+        if comparison.verdict != UNDECIDED or comparison.tie or comparison.depends:
+            continue  # decided, or an answer no further process changes (a tie, or a state's)
         a, b = comparison.cell.cell, comparison.other.cell
         needed = comparison.processes_needed()
         if not (room[a] and room[b]):

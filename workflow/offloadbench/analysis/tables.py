@@ -84,7 +84,11 @@ def compile_columns(mc: MeasuredCell) -> dict:
     compile_time = compile_interval(mc, mc.analysis.confidence)
     hits = sum(p.cache_hits for p in phases)
     cold = all(p.cache_cold for p in phases)
-    startups = [r.compiler_startup_s for r in mc.ok if r.compiler_startup_s is not None]
+    first = [r for r in mc.ok if r.compile is not None and r.compile.cache_hits == 0] or mc.ok
+    startups = [r.compiler_startup_s for r in first if r.compiler_startup_s is not None]
+    reused = sum(p.cache_hits > 0 for p in phases)
+    cache = "your cache" if not cold else \
+        "cold" if not reused else f"cold in {len(phases) - reused}, the run's own in {reused} later"
     return {
         "compile_s": compile_time.value, "compile_s_ci_low": compile_time.low, "compile_s_ci_high": compile_time.high,
         "compiler_startup_s": float(np.mean(startups)) if startups else math.nan,
@@ -94,7 +98,7 @@ def compile_columns(mc: MeasuredCell) -> dict:
         "recompiles": max(p.recompiles for p in phases),
         "compile_fallback": next((p.fallback for p in phases if p.fallback), ""),
         "compile_backend": f"{phases[0].backend} ({phases[0].mode})",
-        "compile_cache": ("cold" if cold else "your cache") + (f", {hits} hits" if hits else ""),
+        "compile_cache": cache + (f", {hits} hits" if hits else ""),
     }
 
 
@@ -197,6 +201,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "tolerance": first.check.tolerance,
         "unstable": "; ".join(mc.flags),
         "replaced": mc.replaced,
+        "states": mc.states.describe(fmt_time) if mc.states else "",
         "disturbed_cores": mc.disturbed_cores,
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
@@ -291,6 +296,7 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "shares_cores": mc.shares_cores or base.shares_cores,
         "disturbed": bool(mc.judgement.disturbed or base.judgement.disturbed),
         "unstable": _pair_flags(mc, base),
+        "states": e2e.states or speed.states,
         "compile_s": compiled.get("compile_s", math.nan),
         "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
         "compile_s_ci_high": compiled.get("compile_s_ci_high", math.nan),
@@ -336,6 +342,7 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
             "unstable": _pair_flags(original, twin, "twin"),
+            "states": control.states,
             "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
             **_ratio_columns("carry_over", carry_over([original, twin])),
         })
@@ -358,6 +365,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
             "verdict": scaling.verdict, "verdict_undecided": scaling.why,
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
+            "states": scaling.states,
         })
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 

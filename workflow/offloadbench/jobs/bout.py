@@ -8,12 +8,16 @@ multi-threaded workers' pools have stopped spinning (schedule.wait_until_quiet, 
 CPU time; a fixed pause by library where it cannot be read, or `measure.pause_s` where the
 config sets one). The bout ends once it has run `measure.min_samples`
 cycles and either its comparisons are precise (`precise_pairs`: each ratio the tables will
-judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or the
-group's budget is spent (`measure.budget_s` per timed region of each cell), or at
-`measure.max_samples` cycles. So a group of steady ops ends after a few cycles, and the
-round spends its time on the noisy ones, whose ratios need many. Then
-every worker finishes its cell and writes its record, which keeps each sample's cycle and
-each turn's place, so the pairs can be rebuilt from the raw data.
+judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or it has run
+its cycles: in a run's first two rounds, until the group's budget is spent
+(`measure.budget_s` per timed region of each cell); from the third, the cycles that make
+the group's rounds buy the most precision for their time, from the variances the earlier
+rounds measured within and between rounds and what a round and a cycle cost
+(allocation.py, after Kalibera & Jones). It ends at `measure.max_samples` cycles at
+most. Then every worker finishes its cell and writes its record, which keeps each sample's
+cycle and each turn's place, so the pairs can be rebuilt from the raw data. The bout's entry
+in the round's record keeps, per comparison, the median and spread of its cycles' log
+ratios, from which the later rounds plan theirs.
 
 A cell that fails, times out or runs out of memory ends as its own record and leaves the
 bout; the others go on.
@@ -21,15 +25,17 @@ bout; the others go on.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from .. import schedule
+from ..allocation import BoutPlan, cycle_stats
 from ..catalogue import SPECS
 from ..cells import Cell, WorkerSpec
 from ..compared import planned_comparisons
-from ..measure.disturbance import processes_cpu_s
+from ..measure.disturbance import processes_cpu_s, processes_running
 from ..stats import median_ci_rel_halfwidth
 
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
@@ -61,19 +67,27 @@ class BoutResult:
     paused_s: float = 0.0
     still_spinning: int = 0  # hand-offs whose wait for quiet pools ended at the cap
     failed: list[str] = field(default_factory=list)
+    process_s: float = 0.0  # the cells' preparation and finish: what the bout costs beside its cycles
+    budget_s: float = 0.0  # its sampling budget (`measure.budget_s` per region of each cell)
+    planned_cycles: int | None = None
+    plan: str = ""
+    pairs: dict[str, list] = field(default_factory=dict)  # "<a>|<b>|<region>" -> cycle_stats of a / b
 
     def as_dict(self) -> dict:
         return {"group": self.group, "cells": self.cells, "cycles": self.cycles, "stop_reason": self.stop_reason,
                 "sampling_s": self.sampling_s, "paused_s": self.paused_s, "still_spinning": self.still_spinning,
-                "failed": self.failed}
+                "failed": self.failed, "process_s": self.process_s, "budget_s": self.budget_s,
+                "planned_cycles": self.planned_cycles,
+                "plan": self.plan, "pairs": self.pairs}
 
 
 class Bout:
     """Run by the round job (`round.Round`), which owns the workers and the records."""
 
-    def __init__(self, round_job, cells: list[Cell]):
+    def __init__(self, round_job, cells: list[Cell], plan: BoutPlan | None = None):
         self.job = round_job
         self.cells = cells
+        self.plan = plan or BoutPlan(None, "")
         self.name = cells[0].group_name
         self.id = uuid.uuid4().hex[:12]  # a rerun of an interrupted round is another bout
         self.regions: dict[Cell, int] = {}
@@ -85,6 +99,7 @@ class Bout:
 
     def run(self) -> BoutResult:
         settings = self.job.settings
+        began = time.monotonic()
         for cell in self.cells:
             reason = self.job.device_reason(cell)
             if reason:
@@ -94,8 +109,10 @@ class Bout:
                 regions = self.prepare(cell)
                 if regions:
                     self.regions[cell] = regions
+        self.result.process_s += time.monotonic() - began
+        self.result.planned_cycles, self.result.plan = self.plan.cycles, self.plan.why
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
-        budget = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
+        budget = self.result.budget_s = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
         min_cycles, max_cycles = int(settings["min_samples"]), int(settings["max_samples"])
         target = float(settings["target_rel_ci"])
         pairs = planned_comparisons(list(self.regions))
@@ -118,16 +135,34 @@ class Bout:
             if (done and all(self.converged.get(c) for c in alone if c in live)
                     and precise_pairs(self.turns, [p for p in pairs if set(p) <= live], target)):
                 self.result.stop_reason = "ci"
-            elif done and self.result.sampling_s >= budget:
+            elif done and self.plan.cycles is not None and cycles.count >= self.plan.cycles:
+                self.result.stop_reason = "planned"
+            elif done and self.plan.cycles is None and self.result.sampling_s >= budget:
                 self.result.stop_reason = "budget"
             elif cycles.count >= max_cycles:
                 self.result.stop_reason = "max_samples"
             if self.result.stop_reason:
                 break
         self.result.cycles = cycles.count
+        self.result.pairs = self.pair_stats(pairs)
+        began = time.monotonic()
         for cell in cycles.cells:
             self.finish(cell)
+        self.result.process_s += time.monotonic() - began
         return self.result
+
+    def pair_stats(self, pairs: list[tuple[Cell, Cell]]) -> dict[str, list]:
+        """Per comparison and region both timed: the median, variance and count of its
+        cycles' log ratios (allocation.cycle_stats), for the later rounds' planning."""
+        found = {}
+        for a, b in pairs:
+            for region in set(self.turns.get(a, {})) & set(self.turns.get(b, {})):
+                mine, theirs = self.turns[a][region], self.turns[b][region]
+                logs = [math.log(mine[c] / theirs[c]) for c in mine.keys() & theirs.keys() if mine[c] > 0 and theirs[c] > 0]
+                median, variance, count = cycle_stats(logs)
+                if math.isfinite(median):
+                    found[f"{a.key}|{b.key}|{region}"] = [median, variance, count]
+        return found
 
     def info(self) -> dict:
         """What a record keeps of its bout: which bout, its cells' workers, its cycles."""
@@ -142,7 +177,8 @@ class Bout:
             pids = self.job.pids(spinning)
             if not pids:
                 return 0.0
-            waited = schedule.wait_until_quiet(lambda: processes_cpu_s(pids))
+            waited = schedule.wait_until_still(lambda: processes_running(pids)) or \
+                schedule.wait_until_quiet(lambda: processes_cpu_s(pids))
             if waited is not None:
                 seconds, quiet = waited
                 self.result.still_spinning += not quiet

@@ -3,13 +3,20 @@ a time, each group in one bout (jobs/bout.py).
 
     python -m offloadbench.jobs.round --round 2 --processes 3 --machine laptop ...
 
-The round takes the host's benchmark lock and measures the groups of its cells in turn
-(schedule.groups). A worker process per library, device, threads and mode (and twin) is
-started as its first cell comes and serves that worker's cell in every group; a worker
-that hangs past the cell's time limit or dies (the kernel's OOM killer, a segfault) turns
-that cell into a `timeout`, `oom` or `error` record, and a fresh worker takes its next
-cell, so a failing cell stops no other. Cells of a device this machine lacks are recorded
+The round takes the host's benchmark lock, starts a worker process per library, device,
+threads and mode (and twin) at once, and measures the groups of its cells in turn
+(schedule.groups). On the CPU each worker forks a fresh process for each of its cells
+(jobs/worker.py), so no cell inherits what another allocated; a cell's process that hangs
+past the cell's time limit or dies (the kernel's OOM killer, a segfault) turns that cell
+into a `timeout`, `oom` or `error` record, and the round goes on (a fresh worker after a
+hang), so a failing cell stops no other. Cells of a device this machine lacks are recorded
 as skipped without starting a process.
+
+What does not change between rounds is measured once per run: a cell's check against
+float64, its FLOP and byte model and its peak memory come from the first round that
+measured it (`carried`), and a cell that failed that check is not measured again. The
+round's record splits its wall time into the workers' start, each phase of the cells'
+preparation and finish, the bouts' sampling and their pauses (`split_s`).
 
 Finished records wait in raw/.partial/p<k>/ until the round ends, and a rerun picks them
 up: an interrupted round redoes only the cells it had not finished (in bouts of their own).
@@ -27,13 +34,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
+from ..allocation import plan_cycles
 from ..catalogue import SPECS, measured_scale
 from ..cells import ITEMSIZE, Cell, WorkerSpec
 from ..errors import UserError
@@ -51,6 +58,8 @@ from ..records import (
     cell_record,
     load_environment,
     load_record,
+    load_round,
+    read_json,
     settings_differ,
     write_json_atomic,
 )
@@ -60,6 +69,7 @@ from .lock import DEFAULT_TIMEOUT_S, host_lock
 from .worker import EXIT_REFUSED
 
 PROGRESS_EVERY_S = 20.0
+WRONG_RESULT = "wrong result"  # how the reason of a cell that failed its check begins (measure/cell.py)
 
 
 class Refused(UserError):
@@ -94,7 +104,7 @@ class WorkerProcess:
     ready: dict = field(default_factory=dict)
     cells: int = 0
     buffer: bytes = b""
-    cache_dir: str | None = None  # its own empty compile cache, removed when it ends
+    cell_pid: int | None = None  # the process measuring its current cell (itself where it forks none)
 
     def send(self, command: dict) -> None:
         self.proc.stdin.write((json.dumps(command) + "\n").encode())
@@ -116,15 +126,15 @@ class WorkerProcess:
         return json.loads(line)
 
     def kill(self) -> int:
+        """Kill the worker (its cell's process dies with it) and wait for it."""
         if self.proc.poll() is None:
             self.proc.kill()
-        code = self.proc.wait()
-        self.remove_cache()
-        return code
+        return self.proc.wait()
 
-    def remove_cache(self) -> None:
-        if self.cache_dir:
-            shutil.rmtree(self.cache_dir, ignore_errors=True)
+    @property
+    def busy_pid(self) -> int:
+        """The process whose CPU time is the worker's: its cell's, where it forked one."""
+        return self.cell_pid or self.pid
 
     def close(self) -> None:
         try:
@@ -137,7 +147,6 @@ class WorkerProcess:
             self.proc.kill()
             self.proc.wait()
         self.events.close()
-        self.remove_cache()
 
 
 def death_reason(returncode: int) -> tuple[str, str]:
@@ -174,6 +183,9 @@ class Round:
         self.statuses: dict[Cell, str] = {}  # of every cell with a record, for the manifest
         self.costs: dict[Cell, float] = {}
         self.scales: dict[tuple, dict] = {}  # per series: its measured memory scale (memory_scale)
+        self.carried: dict[Cell, dict] = {}  # what earlier rounds measured once of each cell (check, memory)
+        self.split: Counter = Counter()  # seconds of the round by what they went to (split_s)
+        self.reported: dict[Cell, dict] = {}  # the phases each cell's process reported when prepared
         self.facts = host_facts()
 
     # paths
@@ -222,6 +234,46 @@ class Round:
             return False
         return record.kernel_sha256 != info.sha256
 
+    def earlier_facts(self, cell: Cell) -> dict | None:
+        """What an earlier round of this run measured once of the cell: its check, model and
+        peak memory, with that round's number (None: this round measures them). The earliest
+        valid record under the current settings counts."""
+        folder = self.raw / cell.key
+        rounds = sorted(int(p.stem[1:]) for p in folder.glob("p*.json") if p.stem[1:].isdigit())
+        for k in rounds:
+            if k == self.args.round:
+                continue
+            path = folder / f"p{k}.json"
+            try:
+                record = load_record(path)
+            except MalformedRecord:
+                continue
+            if settings_differ(record.settings, self.settings) or self.kernel_edited(record):
+                continue
+            if record.check.failed or (record.status == "error" and record.reason.startswith(WRONG_RESULT)):
+                return {"round": k, "failed": record.reason}
+            if record.ok and record.check.passed:
+                document = read_json(path)
+                facts = {name: document.get(name) for name in ("check", "model", "memory")}
+                if all(isinstance(value, dict) for value in facts.values()):
+                    return {"round": k, **facts}
+        return None
+
+    def earlier_bouts(self) -> dict[str, list[dict]]:
+        """Each group's bouts in the run's earlier rounds (their records), for planning its cycles."""
+        found: dict[str, list[dict]] = {}
+        for kind in ("planned", "extra"):
+            for path in layout.round_records(self.raw, kind):
+                try:
+                    record = load_round(path)
+                except MalformedRecord:
+                    continue
+                if record.round == self.args.round and record.extra == self.extra:
+                    continue
+                for bout in record.bouts:
+                    found.setdefault(str(bout.get("group")), []).append(dict(bout))
+        return found
+
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
         reason = None
@@ -243,8 +295,15 @@ class Round:
             status = self.finished_status(self.final(cell)) or self.finished_status(self.partial(cell))
             if status:
                 self.statuses[cell] = status
-            else:
-                self.todo.append(cell)
+                continue
+            facts = None if self.device_reason(cell) else self.earlier_facts(cell)
+            if facts and "failed" in facts:  # a wrong result is not measured again
+                self.write_failure(cell, "error", f"{facts['failed']} (round {facts['round']}, not measured again)",
+                                   None, None)
+                continue
+            if facts:
+                self.carried[cell] = facts
+            self.todo.append(cell)
         self.costs = self.estimated_costs()
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
@@ -255,9 +314,18 @@ class Round:
                 before = system.snapshot()
                 self.began = self.last_report = time.monotonic()
                 try:
+                    self.start_workers({cell.worker for cell in self.todo if not self.device_reason(cell)})
                     separate = self.settings.get("pairing") == "separate"
-                    for cells in schedule.groups(self.todo, self.args.round, separate):
-                        self.bouts.append(Bout(self, cells).run().as_dict())
+                    groups = schedule.groups(self.todo, self.args.round, separate)
+                    plans = {} if separate else plan_cycles(self.earlier_bouts(), [g[0].group_name for g in groups],
+                                                            int(self.settings["min_samples"]))
+                    for cells in groups:
+                        bout = Bout(self, cells, plans.get(cells[0].group_name)).run()
+                        self.bouts.append(bout.as_dict())
+                        self.split["sampling"] += bout.sampling_s
+                        self.split["paused"] += bout.paused_s
+                    for bout in self.bouts:  # each group's share of starting the workers
+                        bout["process_s"] += self.split["start"] / len(self.bouts)
                 finally:
                     for worker in list(self.workers.values()):
                         self.retire(worker)
@@ -279,20 +347,46 @@ class Round:
         self.expected_done += self.costs.get(cell, 0.0)
         self.report_progress()
 
+    def start_workers(self, specs) -> None:
+        """Start the round's workers side by side (their imports take seconds each), then
+        wait until each is ready."""
+        began = time.monotonic()
+        launched = [self.launch(spec) for spec in sorted(specs, key=lambda spec: spec.name)]
+        for worker in launched:
+            self.await_ready(worker)
+        self.split["start"] += time.monotonic() - began
+
     def worker(self, spec: WorkerSpec) -> WorkerProcess:
         """The running worker of `spec`, started when it is not running."""
         if spec in self.workers and self.workers[spec].proc.poll() is None:
             return self.workers[spec]
+        began = time.monotonic()
+        worker = self.await_ready(self.launch(spec))
+        self.split["start"] += time.monotonic() - began
+        return worker
+
+    def compile_cache(self, spec: WorkerSpec) -> str:
+        """The compile cache of a compiled worker: one per worker kind and run, under raw/, so
+        the first round compiles as a program's first run does (an empty cache) and later
+        rounds reuse what it compiled (compile time is its own phase, never a sample)."""
+        folder = self.raw / layout.COMPILE_CACHE_DIR / spec.name
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder)
+
+    def launch(self, spec: WorkerSpec) -> WorkerProcess:
+        """Start the worker of `spec` (it dies with this job, and its cells' processes with it)."""
         read_fd, write_fd = os.pipe()
         threads = spec.host_threads  # the label resolved once, here, for the environment and the worker
         env = {**os.environ, **thread_env(threads), **allocator_env(str(self.settings.get("allocator", STEADY)))}
-        cache_dir = None
         if spec.compiled and self.compile_settings.get("cold_cache", True):
-            # an empty compile cache per process: its compiles cost what a user's first one does
-            cache_dir = tempfile.mkdtemp(prefix="offloadbench-compile-cache-")
-            env.update(TORCHINDUCTOR_CACHE_DIR=cache_dir, TRITON_CACHE_DIR=os.path.join(cache_dir, "triton"))
-        if spec.compiled and spec.device == "cpu" and self.environment.vec_isa_known:
-            env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"  # its checks ran once, in the environment job
+            cache = self.compile_cache(spec)
+            env.update(TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
+        if spec.compiled and spec.device == "cpu":
+            # the compiler in the worker's own process: a pool of compile processes (and the
+            # thread that feeds it) cannot cross the fork of each cell's process
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+            if self.environment.vec_isa_known:
+                env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"  # its checks ran once, in the environment job
         cmd = [
             sys.executable, "-m", "offloadbench.jobs.worker", "--library", spec.library, "--device", spec.device,
             "--threads-label", spec.threads, "--threads", str(threads), "--mode", spec.mode,
@@ -304,11 +398,15 @@ class Round:
         sys.stderr.flush()
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
         os.close(write_fd)
-        worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now(),
-                               cache_dir=cache_dir)
+        worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
         self.workers[spec] = worker
         self.history.setdefault(spec.name, {"processes": []})["processes"].append(
             {"pid": proc.pid, "started_at": worker.started_at})
+        return worker
+
+    def await_ready(self, worker: WorkerProcess) -> WorkerProcess:
+        """Wait for a launched worker's first event; refuse the round where it refused."""
+        spec = worker.spec
         try:
             event = worker.next_event(time.monotonic() + self.timeout_s)
         except EOFError:
@@ -327,15 +425,19 @@ class Round:
 
     def command(self, cell: Cell, command: dict, expect: str) -> dict | None:
         """Send the cell's worker one command and wait for its answer `expect`; None when the
-        cell ended instead: it failed (its worker wrote the record), or its worker hung past
-        the cell's time limit or died (this job writes the record)."""
+        cell ended instead: it failed (its process wrote the record), or its process hung
+        past the cell's time limit or died (this job writes the record)."""
         worker = self.worker(cell.worker)
-        if "prepare" in command:
+        kind = next(iter(command))
+        if kind == "prepare":
             worker.cells += 1
             command["position"] = worker.cells
+            if cell in self.carried:
+                command["carried"] = self.carried[cell]
+        began = time.monotonic()
         worker.send(command)
-        deadline = time.monotonic() + self.timeout_s
-        phase, timed_out = next(iter(command)), False
+        deadline = began + self.timeout_s
+        phase, timed_out, died = kind, False, None
         while True:
             try:
                 event = worker.next_event(deadline)
@@ -346,14 +448,19 @@ class Round:
                 break
             if "phase" in event:
                 phase = event["phase"]
-            elif event.get(expect) == cell.key:
-                if expect == "done":
+            elif event.get("died") == cell.key:
+                died = int(event.get("returncode", 1))
+                break
+            elif event.get(expect) == cell.key or event.get("done") == cell.key:
+                self.count_split(cell, kind, time.monotonic() - began, event.get("phases_s"))
+                if kind == "prepare" and "pid" in event:
+                    worker.cell_pid = int(event["pid"])
+                if "done" in event:
+                    worker.cell_pid = None
                     self.ended(cell, event)
-                return event
-            elif event.get("done") == cell.key:
-                self.ended(cell, event)
-                return None
-        code = worker.kill()
+                return event if expect in event else None
+        worker.cell_pid = None
+        code = died if died is not None else worker.kill()
         if timed_out:
             status, reason = "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during {phase}"
         else:
@@ -364,9 +471,26 @@ class Round:
         self.cell_done(cell)
         return None
 
+    def count_split(self, cell: Cell, kind: str, seconds: float, phases: dict | None) -> None:
+        """A prepare or finish command's wall time, by the phases its cell's process reported
+        (the seconds of each so far: a finish counts what came after the preparation); what
+        they leave (the fork, the messages) is the hand-over's. Turns are the bout's."""
+        if kind == "turn":
+            return
+        phases = {str(name): float(value) for name, value in (phases or {}).items()
+                  if isinstance(value, int | float) and value >= 0}
+        before = self.reported.pop(cell, {}) if kind == "finish" else {}
+        if kind == "prepare":
+            self.reported[cell] = phases
+        new = {name: max(0.0, value - before.get(name, 0.0)) for name, value in phases.items()}
+        for name, value in new.items():
+            self.split[name] += value
+        self.split["handover"] += max(0.0, seconds - sum(new.values()))
+
     def pids(self, specs) -> list[int]:
-        """The pids of those of these workers that are running, each once."""
-        return [worker.pid for spec in dict.fromkeys(specs)
+        """The pids of the processes measuring for those of these workers that are running,
+        each once."""
+        return [worker.busy_pid for spec in dict.fromkeys(specs)
                 if (worker := self.workers.get(spec)) is not None and worker.proc.poll() is None]
 
     def sibling_pids(self, cell: Cell, cells) -> list[int]:
@@ -441,6 +565,7 @@ class Round:
             "estimated_s": sum(self.costs.values()) + estimate.workers_seconds(
                 [c for c in self.todo if not self.device_reason(c)]),
             "took_s": time.monotonic() - self.began if self.todo else 0.0,
+            "split_s": self.split_s(),
             "statuses": dict(Counter(self.statuses.values())),
             "lock_wait_s": lock_wait,
             "workers": self.history,
@@ -450,6 +575,14 @@ class Round:
             "advice": system.advice(before) if before else [],
             **where(),
         })
+
+    def split_s(self) -> dict[str, float]:
+        """The round's wall time by what it went to; `other` is the rest (the lock, the
+        system check, the records moved into place)."""
+        took = time.monotonic() - self.began if self.todo else 0.0
+        split = {name: round(value, 4) for name, value in sorted(self.split.items())}
+        split["other"] = round(max(0.0, took - sum(self.split.values())), 4)
+        return split
 
     def say_done(self) -> None:
         if not self.todo:

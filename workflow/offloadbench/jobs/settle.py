@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +144,7 @@ class Settling:
             "stopped": stopped,
         }
         write_json_atomic(self.args.out, summary)
+        shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)  # no round compiles after this one
         tell(self.terminal, f"settling: {len(rounds_needed)} comparisons needed extra rounds "
                             f"({len(history)} in all); {len(still)} of {len(final)} stayed undecided; {stopped}")
         return 0

@@ -1,22 +1,37 @@
-"""A worker: one fresh process that measures the cells of one library, device, thread count
+"""A worker: the fresh processes that measure the cells of one library, device, thread count
 and mode (and twin) in one round, one bout at a time, on the round job's commands.
 
     python -m offloadbench.jobs.worker --library torch --device cpu --threads-label all --threads 8 \
         --mode eager --events-fd 5 ...
 
+On the CPU each cell runs in a process of its own: the worker imports the libraries, sets
+the threads and starts the compiler once, then forks one child per cell, which prepares,
+samples and finishes that cell and exits. So every cell starts from the same state, that of
+a fresh program that has imported its libraries, whatever the worker measured before: a
+NumPy function's speed can depend on what the process allocated earlier (where malloc puts
+its temporaries against its input; docs/measuring.md, "Why each cell has a process of its
+own"), and a worker that served one cell after another carried that from cell to cell. The
+worker itself runs no array code before it forks, so no thread pool is running at the
+fork. GPU cells (CUDA and Metal cannot be used across a fork) and hosts without fork are
+measured in the worker itself, one after the other.
+
 Commands arrive on stdin, one JSON object per line; events go back on the file descriptor
 `--events-fd`, so that whatever a library prints cannot garble them:
-- {"prepare": <cell key>, "out", "position", "artifact", "memory_scale"}: inputs, compile,
-  check and warm-up (`measure.cell.CellRun.prepare`); answers {"prepared": key}, or, when
-  the cell failed, writes its record and answers {"done": key, "status", "reason"};
+- {"prepare": <cell key>, "out", "position", "artifact", "memory_scale", "carried"}: inputs,
+  compile and warm-up (`measure.cell.CellRun.prepare`); answers {"prepared": key, "pid",
+  "regions", "phases_s"}, or, when the cell failed, writes its record and answers
+  {"done": key, "status", "reason", "phases_s"};
 - {"turn": key, "cycle", "position", "after", "after_threads", "pause_s"}: one turn of the
   bout; answers {"turned": key, "converged", "medians"} (each region's median over the
   turn), or {"done": ...} when the cell failed;
-- {"finish": key, "stop_reason", "bout"}: the noise checks and peak memory, then the
-  record; answers {"done": key, "status", "reason"}.
-Before the first command it answers {"ready": ...} (or {"refused": why}). The round job set
-the thread-count variables before this process started, so BLAS and OpenMP pools are sized
-right at import; the counts are read back and recorded.
+- {"finish": key, "stop_reason", "bout"}: the check against float64 and the peak memory
+  (unless `carried` brought them from an earlier round), the noise checks, then the
+  record; answers {"done": key, "status", "reason", "phases_s"}.
+A cell's process that dies (a signal, an exit of the user's kernel) is answered by the
+worker with {"died": key, "returncode"}. Before the first command the worker answers
+{"ready": ...} (or {"refused": why}). The round job set the thread-count variables before
+this process started, so BLAS and OpenMP pools are sized right at import; the counts are
+read back and recorded.
 """
 
 from __future__ import annotations
@@ -27,13 +42,14 @@ import json
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from ..catalogue import SPECS
 from ..cells import COMPILED, MODES, Cell, WorkerSpec
 from ..kernels import read_kernel_files
 from ..machine import mismatch
-from ..records import cell_record, load_environment, write_json_atomic
+from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
 
 EXIT_REFUSED = 2
 # Modules a measuring process should load only when its cells need them (kept in the record).
@@ -59,6 +75,63 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def die_with_parent() -> None:
+    """Be killed when the parent process ends (Linux): a worker with its round job, a cell's
+    process with its worker, so that a round killed or timed out leaves no process behind,
+    a hung cell included."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the request took hold
+        os._exit(1)
+
+
+def forks_cells(device: str) -> bool:
+    """Whether a worker of `device` measures each cell in a child process of its own: CPU
+    cells on hosts with fork (Linux); CUDA and Metal cannot be used across a fork."""
+    return device == "cpu" and sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+class CommandReader:
+    """The round job's commands, one JSON object per line, read straight from the file
+    descriptor into one buffer kept for the process's life: between two turns a cell's
+    process allocates next to nothing on the heap, as the function alone would not. The
+    round sends a command only once the last one is answered, so nothing is buffered here
+    when a cell's process is forked: the child and the worker never both see one command."""
+
+    def __init__(self, fd: int, size: int = 1 << 16):
+        self.fd = fd
+        self.buffer = bytearray(size)
+        self.start = self.end = 0  # the unread bytes
+
+    def next(self) -> dict | None:
+        """The next command; None once the round job has closed the channel."""
+        while True:
+            newline = self.buffer.find(b"\n", self.start, self.end)
+            if newline >= 0:
+                line = bytes(memoryview(self.buffer)[self.start:newline])
+                self.start = newline + 1
+                if line.strip():
+                    return json.loads(line)
+                continue
+            if self.start:  # move the unread bytes to the front
+                self.buffer[:self.end - self.start] = self.buffer[self.start:self.end]
+                self.start, self.end = 0, self.end - self.start
+            if self.end == len(self.buffer):
+                self.buffer.extend(bytes(len(self.buffer)))  # a command longer than the buffer
+            read = os.readv(self.fd, [memoryview(self.buffer)[self.end:]])
+            if not read:
+                return None
+            self.end += read
+
+
 class Worker:
     def __init__(self, args: argparse.Namespace, events):
         self.args, self.events = args, events
@@ -71,8 +144,9 @@ class Worker:
         self.kernels: dict | None = None  # imported at the first kernel cell
         self.torch = None
         self.compiler_startup_s = None
+        self.forks = forks_cells(self.spec.device)
         self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began)
-        self.prepare_s: dict[str, float] = {}  # cell key -> seconds its prepare command took
+        self.prepare_s: dict[str, float] = {}  # cell key -> seconds its preparation took
 
     def send(self, **event) -> None:
         self.events.write(json.dumps(event) + "\n")
@@ -90,6 +164,8 @@ class Worker:
                 self.torch = torch
             except ImportError:
                 self.torch = None
+        if self.torch is not None and self.spec.library == "torch":
+            import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start
 
         from ..measure.provenance import host_facts, where
@@ -105,25 +181,32 @@ class Worker:
         if refusal:
             self.send(refused=refusal)
             return False
-        from ..measure.cell import warm_process
+        from ..measure import cell  # noqa: F401 - what every cell's process needs, loaded once here
         from ..measure.settings import Settings
 
         self.cell_settings = Settings.from_config(self.settings, self.compile_settings)
-        self.warmed_s = warm_process(self.spec.library, self.torch)
+        self.warmed_s = None
+        if not self.forks:  # cells measured one after the other in this process: bring it to a steady state
+            from ..measure.cell import warm_process
+
+            self.warmed_s = warm_process(self.spec.library, self.torch)
         if self.spec.mode == COMPILED and self.torch is not None:
             from ..measure import compiled
 
             if compiled.unavailable_reason(self.spec.device, self.torch) is None:
                 self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
+        warm_validators(CELL_SCHEMA)  # each cell's process checks its record against it
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                         "compiler_startup_s": self.compiler_startup_s, "threads": self.threads_info.get("effective")})
+                         "compiler_startup_s": self.compiler_startup_s, "threads": self.threads_info.get("effective"),
+                         "forks_cells": self.forks})
         return True
 
     def user_kernels(self, cell: Cell) -> dict | None:
-        """The user's kernels, imported at the first cell that needs them; a file that fails
-        to import fails that cell, with its message."""
+        """The user's kernels, imported at the first cell that needs them (in a cell's own
+        process, so each cell imports them anew); a file that fails to import fails that
+        cell, with its message."""
         if cell.op not in self.kernel_infos:
             return None
         if self.kernels is None:
@@ -144,7 +227,8 @@ class Worker:
         return None
 
     # the commands
-    def prepare(self, command: dict) -> None:
+    def prepare(self, command: dict) -> bool:
+        """Get ready for the cell; False when it ended here (its record is written)."""
         from ..measure.cell import CellFailed, CellRun, Progress
         from ..measure.provenance import utc_now
 
@@ -152,7 +236,7 @@ class Worker:
         out = Path(command["out"])
         artifact = str(out.with_suffix(".png")) if command.get("artifact") else None
         run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(phase=phase)),
-                      artifact, None, command.get("memory_scale") or {})
+                      artifact, None, command.get("memory_scale") or {}, command.get("carried") or None)
         self.runs[cell.key] = (run, command, utc_now(), time.perf_counter())
         try:
             run.kernels = self.user_kernels(cell)
@@ -161,13 +245,15 @@ class Worker:
                 raise CellFailed("error", f"the kernels files could not be imported: {type(error).__name__}: "
                                           f"{str(error).strip()[:300]}") from None
         ready = not run.failed and run.prepare()
-        self.prepare_s[cell.key] = time.perf_counter() - self.runs[cell.key][3]
+        self.prepare_s[cell.key] = sum(run.progress.spent().values())
         if ready:
-            self.send(prepared=cell.key, regions=len(run.states))
-        else:
-            self.finish({"finish": cell.key})
+            self.send(prepared=cell.key, pid=os.getpid(), regions=len(run.states), phases_s=run.progress.spent())
+            return True
+        self.finish({"finish": cell.key})
+        return False
 
-    def turn(self, command: dict) -> None:
+    def turn(self, command: dict) -> bool:
+        """One turn of the cell; False when the cell failed in it (its record is written)."""
         from ..measure.cell import Place
 
         key = command["turn"]
@@ -177,8 +263,9 @@ class Worker:
                                    tuple(command.get("siblings") or ())))
         if run.failed:
             self.finish({"finish": key})
-        else:
-            self.send(turned=key, converged=converged, medians=run.turn_medians())
+            return False
+        self.send(turned=key, converged=converged, medians=run.turn_medians())
+        return True
 
     def finish(self, command: dict) -> None:
         from ..measure.provenance import utc_now
@@ -209,12 +296,15 @@ class Worker:
                 "measure_s": time.perf_counter() - began,
                 "prepare_s": self.prepare_s.pop(key, None),
                 "finish_s": finish_s,
+                "phases_s": run.progress.spent(),
+                "own_process": self.forks,
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
         write_json_atomic(prepared["out"], record)
-        self.release(run.cell)
-        self.send(done=key, status=outcome.status, reason=outcome.reason)
+        if not self.forks:  # a cell's own process ends here: nothing to free for a next cell
+            self.release(run.cell)
+        self.send(done=key, status=outcome.status, reason=outcome.reason, phases_s=run.progress.spent())
 
     def process(self, command: dict) -> dict:
         return {
@@ -233,15 +323,56 @@ class Worker:
         if self.torch is not None and cell.device == "cuda":
             self.torch.cuda.empty_cache()
 
+    # serving
     def serve(self) -> int:
+        die_with_parent()
         if not self.start():
             return EXIT_REFUSED
-        handlers = {"prepare": self.prepare, "turn": self.turn, "finish": self.finish}
-        for line in sys.stdin:
-            if line.strip():
-                command = json.loads(line)
-                handlers[next(name for name in handlers if name in command)](command)
+        reader = CommandReader(sys.stdin.fileno())
+        while (command := reader.next()) is not None:
+            if "prepare" not in command:
+                continue  # the turn or finish of a cell whose process died: the round job knows already
+            if self.forks:
+                self.measure_in_child(command, reader)
+            else:
+                self.measure_here(command, reader)
         return 0
+
+    def measure_here(self, command: dict, reader: CommandReader) -> None:
+        """One cell, from its prepare to its record, on the commands that follow."""
+        key = command["prepare"]
+        if not self.prepare(command):
+            return
+        while (command := reader.next()) is not None:
+            if command.get("turn") == key:
+                if not self.turn(command):
+                    return
+            elif command.get("finish") == key:
+                self.finish(command)
+                return
+
+    def measure_in_child(self, command: dict, reader: CommandReader) -> None:
+        """One cell in a process of its own, forked from this one; a child that dies is
+        answered with its return code (negative: the signal), as the round job reads one."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the cell's process
+            code = 0
+            try:
+                die_with_parent()
+                self.measure_here(command, reader)
+            except BaseException:  # noqa: BLE001 - the worker answers for it with the exit status
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            self.send(died=command["prepare"], returncode=code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,27 +11,30 @@ times on our test machine (torch's heat step at n = 1024: 2.8 ms with 1,024 fres
 per call, 0.9 ms without), which no pairing in time can cancel.
 
 `measure.allocator` chooses the state:
-- steady (the default): the thresholds held where they settle in a long-running program
-  once it has freed one large array (mmap at 32 MiB, trim at 64 MiB), in every worker from
-  its start, so every process of a cell maps the same pages whatever it measured before.
-  Only blocks of 32 MiB and more still come as fresh pages, in every process alike.
+- steady (the default): the mmap threshold held at 32 MiB, where it settles in a
+  long-running program once it has freed one large array, and the heap never given back
+  (no trimming), in every worker from its start, so every process of a cell maps the same
+  pages whatever it measured before. Only blocks of 32 MiB and more still come as fresh
+  pages, in every process alike. With glibc's trim threshold of 64 MiB instead, a call
+  whose temporaries reach past it at the top of the heap gives them back at its end and
+  maps them afresh at its next start, or not, whichever small allocation happens to sit
+  above them: torch's heat step at n = 2048 ran 65-72 ms with 20,448 fresh pages per call
+  in 5 of 6 fresh processes and 22 ms without in the sixth (which one depended on Python's
+  hash seed); never trimming, all six ran 22-25 ms.
 - adaptive: glibc's own rising thresholds. A process's first large calls map fresh pages,
   then its threshold rises past them and they come from the heap, or not, with its
   history: NumPy's fft2 at n = 1024 ran 14.7 ms with no fresh pages in three processes of
   one run and 21-28 ms with 2,519 per call in the other three.
-Which is faster is not fixed: on one day on our test machine NumPy's heat step at
-n = 1024 ran 7-10 ms under steady against 2.8-4.5 ms under adaptive (no faults in either);
-on another both ran 8.0-8.7 ms, and steady made no one-thread cell slower while it cut
-the cells whose processes mapped different numbers of pages from 11 to 4 of 83. So the
-default is the state that is the same in every process.
-The fresh pages each call maps are counted in both (`faults_per_call`).
+The fresh pages each call maps are counted in both (`faults_per_call`). Where a block lands
+on the heap still depends on what the process allocated before; each cell is measured in
+a process of its own for that (jobs/worker.py).
 """
 
 from __future__ import annotations
 
 STEADY, ADAPTIVE = "steady", "adaptive"
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest dynamic mmap threshold on 64-bit hosts
-TRIM_THRESHOLD = 2 * MMAP_THRESHOLD  # what glibc sets beside it when it raises the threshold
+TRIM_THRESHOLD = 2**62  # never reached: the heap, once grown, is kept
 
 
 def allocator_env(mode: str) -> dict[str, str]:

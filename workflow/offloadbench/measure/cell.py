@@ -1,14 +1,20 @@
 """Measure one cell in one process: prepared once, sampled one turn at a time, finished.
 
-`CellRun` is what a worker holds for the cell of the current bout:
+`CellRun` is what a cell's process holds for the cell of the current bout:
 - `prepare`: the op's inputs, the compile phase of a compiled cell (its first calls, never
-  samples), the correctness check against float64, and every timed region warmed up and
-  its block sized (backend.py builds the regions);
+  samples), and every timed region warmed up until its time per call has settled and its
+  block sized (backend.py builds the regions);
 - `turn`: one turn of the bout: each region sampled for at least `turn_s` (one sample at
   least, each sample a block of calls timed as one), after a few untimed calls that bring
   back the steady state another worker's turn disturbed (caches, an idle thread pool);
   each sample's minor page faults are counted around it;
-- `finish`: the noise checks, one untimed call's peak memory, and the record's fields.
+- `finish`: the correctness check against float64 and one untimed call's peak memory
+  (once per run: a later round carries them over from the first, `carried`), the noise
+  checks, and the record's fields.
+The check comes after the sampling, not before: its float64 arrays would otherwise be
+allocated and freed in the process before the first sample, and where malloc then puts the
+function's temporaries can change its speed by several times (docs/measuring.md). A cell
+whose check fails is an error, its samples never used.
 Failures become the outcome's status (skipped, oom, error), never exceptions. `run_cell`
 measures a cell alone: its turns follow each other until its stopping rule ends them.
 """
@@ -45,16 +51,42 @@ PREROLL_S = 0.002
 PREROLL_UP_TO_S = 0.05
 
 
+SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
+
+
 @dataclass
 class Progress:
-    """What the cell is doing now; the supervisor reads it to explain a timeout."""
+    """What the cell is doing now (the supervisor reads it to explain a timeout), and the
+    seconds each phase took: the round's record splits its time by them."""
 
     report: Callable[[str], None] = lambda message: None
     phase: str = "starting"
+    clock: Callable[[], float] = time.perf_counter
+    began: float = field(default_factory=time.perf_counter)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def enter(self, phase: str) -> None:
-        self.phase = phase
+        now = self.clock()
+        kind = _phase_kind(self.phase)
+        self.seconds[kind] = self.seconds.get(kind, 0.0) + now - self.began
+        self.phase, self.began = phase, now
         self.report(phase)
+
+    def spent(self) -> dict[str, float]:
+        """Seconds per kind of phase so far, the current one included; sampling and the
+        wait for the bout's first turn, which take the other cells' time too, are the bout's
+        to count."""
+        spent = dict(self.seconds)
+        kind = _phase_kind(self.phase)
+        spent[kind] = spent.get(kind, 0.0) + self.clock() - self.began
+        spent.pop(SAMPLING, None)
+        spent.pop(WAITING, None)
+        return spent
+
+
+def _phase_kind(phase: str) -> str:
+    """"warm-up compute" -> "warm-up": the split counts kinds of phases, not regions."""
+    return phase.split(" ", 1)[0] if phase.startswith("warm-up") else phase
 
 
 @dataclass
@@ -87,12 +119,11 @@ def _available_host_memory() -> int | None:
     return None
 
 
-def check_result(backend: Backend, host_inputs: list) -> tuple[dict, object]:
-    """The op's error against a float64 reference from the same inputs, its verdict, and
-    the host result."""
+def check_result(backend: Backend, host_inputs: list, result) -> dict:
+    """The op's error against a float64 reference from the same inputs, and its verdict;
+    `result` is the host result of one call (NumPy arrays)."""
     op, cell, settings = backend.op, backend.cell, backend.settings
     rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
-    result = backend.as_numpy(backend.round_trip(host_inputs))
     inputs = [as_float64(x) for x in host_inputs]
     if op.kernel is not None:  # a kernel's result must also have the cell's precision
         error = op.error(inputs, result, rows, precision=np_dtype(cell.dtype))
@@ -101,7 +132,7 @@ def check_result(backend: Backend, host_inputs: list) -> tuple[dict, object]:
     tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
     own = kernel_tolerance(op.kernel, cell.dtype) if op.kernel is not None else None
-    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked, own), result
+    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked, own)
 
 
 def _nbytes(values) -> int:
@@ -247,10 +278,12 @@ class CellRun:
     `sample_alone`) asks, then `finish`. A failure at any step ends it with its status."""
 
     def __init__(self, cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
-                 artifact_path: str | None = None, kernels: dict | None = None, memory_scale: dict | None = None):
+                 artifact_path: str | None = None, kernels: dict | None = None, memory_scale: dict | None = None,
+                 carried: dict | None = None):
         self.cell, self.settings, self.torch = cell, settings, torch
         self.progress = progress or Progress()
         self.artifact_path, self.kernels, self.memory_scale = artifact_path, kernels, memory_scale
+        self.carried = carried  # the check, model and memory peaks an earlier round measured (None: measure them)
         self.outcome = CellOutcome()
         self.states: list[RegionState] = []
         self.places: list[Place] = []
@@ -267,9 +300,10 @@ class CellRun:
         return bool(self.states) and not self.failed
 
     def prepare(self) -> bool:
-        """Inputs, compile, check and warm-up; True when the cell is ready to be sampled."""
+        """Inputs, compile and warm-up; True when the cell is ready to be sampled."""
         with self.failures():
             self._prepare()
+        self.progress.enter(WAITING)
         return self.ready
 
     def _prepare(self) -> None:
@@ -284,14 +318,8 @@ class CellRun:
         if cell.compiled:
             self.progress.enter("compile")
             self.outcome.measured["compile"] = backend.first_calls(self.host_inputs)
-        self.progress.enter("check")
-        check, result = check_result(backend, self.host_inputs)
-        self.outcome.measured["check"] = check
-        self.outcome.measured["model"] = model_of(op, cell, self.host_inputs, result)
-        if not check["passed"]:
-            raise CellFailed("error", f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
-                                      f"tolerance {check['tolerance']:.2e}")
         states = []
+        self.progress.enter("warm-up")  # building the regions makes the first call
         for name, region in build_regions(backend, self.host_inputs).items():
             self.progress.enter(f"warm-up {name}")
             states.append(RegionState(region, warm_up(region, settings.block, settings.warmup)))
@@ -350,6 +378,8 @@ class CellRun:
 
     def _finish(self, stop_reason: str | None) -> None:
         cell, settings, backend = self.cell, self.settings, self.backend
+        self.progress.enter("check")
+        self.check()
         measurements = {s.region.name: s.measurement(settings.stop) for s in self.states}
         seen = disturbance.across(self.windows)
         measured = self.outcome.measured
@@ -361,12 +391,32 @@ class CellRun:
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        measured["memory"] = peak_memory(backend, self.host_inputs)
+        carried = self.carried or {}
+        measured["memory"] = carried["memory"] if carried.get("memory") else peak_memory(backend, self.host_inputs)
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
             write_bytes_atomic(self.artifact_path, rendered)
             measured["artifact"] = os.path.basename(self.artifact_path)
+        self.progress.enter("record")
+
+    def check(self) -> None:
+        """The result against float64 and the cell's FLOP and byte model, from one untimed
+        call; or, where an earlier round of this run checked the cell (`carried`), its
+        findings, with the round they come from."""
+        cell, backend, measured = self.cell, self.backend, self.outcome.measured
+        carried = self.carried or {}
+        if carried.get("check") and carried.get("model"):
+            measured["check"] = {**carried["check"], "from_round": carried["round"]}
+            measured["model"] = carried["model"]
+            return
+        result = backend.as_numpy(backend.round_trip(self.host_inputs))
+        check = check_result(backend, self.host_inputs, result)
+        measured["check"] = check
+        measured["model"] = model_of(self.op, cell, self.host_inputs, result)
+        if not check["passed"]:
+            raise CellFailed("error", f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
+                                      f"tolerance {check['tolerance']:.2e}")
 
     @contextlib.contextmanager
     def failures(self):

@@ -111,6 +111,30 @@ def _threads_cpu_s(pid: int) -> float | None:
     return total / 1e9 if read else None
 
 
+def processes_running(pids: list[int]) -> bool | None:
+    """Whether any thread of these processes is running or waiting for a core (state R in
+    /proc/<pid>/task/*/stat): a thread pool spinning after its last call is; one asleep, or
+    a main thread waiting for its next command, is not. One read, no waiting: a pool's CPU
+    time shows only at the scheduler's tick, its state at once. None where /proc has no
+    thread states (not Linux); a process gone runs nothing."""
+    if not _PROC_TASKS:
+        return None
+    for pid in pids:
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                stat = (task / "stat").read_text(encoding="ascii", errors="replace")
+            except OSError:
+                continue  # a thread that ended between the listing and the read
+            state = stat[stat.rfind(")") + 2:stat.rfind(")") + 3]
+            if state == "R":
+                return True
+    return False
+
+
 @functools.cache
 def _schedstat_counts() -> bool:
     """Whether this kernel's schedstat counts run time at all (some print zeros: no

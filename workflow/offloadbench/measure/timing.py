@@ -57,7 +57,9 @@ class StopRule:
 
 @dataclass(frozen=True)
 class WarmupRule:
-    """Warm-up ends when two consecutive blocks agree within `rel_tol`, or its budget ends."""
+    """Warm-up ends once the time per call has settled: a block within `rel_tol` of the
+    best block before it, either way (the time no longer falls, and the block is no
+    passing slow one); or at `max_blocks`, or at its budget, a cap."""
 
     rel_tol: float = 0.05
     min_blocks: int = 2
@@ -162,7 +164,8 @@ def choose_calls_per_sample(call_s: float, overhead_s: float, rule: BlockRule = 
 
 
 def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
-    """Pay first-call costs, size the blocks, then run blocks until two agree."""
+    """Pay first-call costs, size the blocks, then run blocks until the time per call has
+    settled (`settled`)."""
     first_call = region.time_block(1)
     overhead = region.timer_overhead_s()
     calls = choose_calls_per_sample(first_call, overhead, block)
@@ -172,7 +175,7 @@ def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
     deadline = time.perf_counter() + rule.budget_s
     while len(blocks) < rule.max_blocks:
         blocks.append(region.time_block(calls))
-        if len(blocks) >= rule.min_blocks and _agree(blocks[-2], blocks[-1], rule.rel_tol):
+        if len(blocks) >= rule.min_blocks and settled(blocks, rule.rel_tol):
             break
         if time.perf_counter() > deadline:
             break
@@ -181,8 +184,13 @@ def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
     return Warmup(first_call, tuple(recorded), choose_calls_per_sample(min(blocks), overhead, block))
 
 
-def _agree(a: float, b: float, rel_tol: float) -> bool:
-    return abs(a - b) <= rel_tol * min(a, b)
+def settled(blocks: Sequence[float], rel_tol: float) -> bool:
+    """Whether the newest block shows the time per call settled: within `rel_tol` of the
+    best block before it, either way."""
+    if len(blocks) < 2:
+        return False
+    best = min(blocks[:-1])
+    return (1 - rel_tol) * best <= blocks[-1] <= (1 + rel_tol) * best
 
 
 @dataclass

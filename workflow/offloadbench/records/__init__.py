@@ -18,6 +18,7 @@ from .schemas import (
     TRANSFER_SCHEMA,
     MalformedRecord,
     validate_record,
+    warm_validators,
 )
 from .store import (
     DOCUMENT_VERSION,
@@ -79,6 +80,7 @@ __all__ = [
     "samples_held",
     "settings_differ",
     "validate_record",
+    "warm_validators",
     "write_bytes_atomic",
     "write_json_atomic",
 ]

@@ -273,10 +273,11 @@ class CellRecord:
         return seconds_between(self.started_at, self.finished_at)
 
     def samples(self, phase: str) -> Samples:
-        """A region's samples; a numpy cell without host work is its own end to end."""
+        """A region's samples; a CPU cell without host work is its own end to end (a torch
+        one's compute region takes NumPy arrays in and out; older records timed both)."""
         if phase in self.regions:
             return self.regions[phase]
-        if phase == "end_to_end" and self.cell.library == "numpy" and "finish" not in self.regions:
+        if phase == "end_to_end" and self.cell.device == "cpu" and "finish" not in self.regions:
             return self.regions.get("compute", NO_SAMPLES)
         return NO_SAMPLES
 
@@ -360,6 +361,7 @@ class RoundRecord:
     advice: tuple[str, ...] = ()
     bouts: tuple[Mapping, ...] = ()
     worker_processes: tuple[Mapping, ...] = ()  # every worker process it started: pid, import_s, warm_s, ...
+    split_s: Mapping = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
 
     @classmethod
     def from_json(cls, data: dict) -> RoundRecord:
@@ -372,6 +374,7 @@ class RoundRecord:
             advice=tuple(a for a in data.get("advice") or () if isinstance(a, str)),
             bouts=tuple(_frozen(b) for b in data.get("bouts") or () if isinstance(b, dict)),
             worker_processes=tuple(_frozen(p) for w in workers for p in w.get("processes") or () if isinstance(p, dict)),
+            split_s=_frozen({k: v for k, v in _object(data.get("split_s")).items() if _number(v) is not None}),
         )
 
 

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from ...analysis.columns import flag
-from ...analysis.decisions import STAY, UNSURE, USE
+from ...analysis.decisions import DEPENDS, STAY, UNSURE, USE
 from ...verdicts import SAME, SLOWER, Judging
 from ..format import finite, fmt_calls, fmt_ratio, fmt_size, text_of, threads_text, where_phrase
 
@@ -153,10 +153,15 @@ def answer(row, judging: Judging) -> str:
     if decision == STAY:
         if not alternative:
             return f"stay with NumPy: nothing else ran at n = {size}{_below(row)}."
-        said = {SLOWER: "slower", SAME: "the same within the minimum effect"}.get(
+        tie = text_of(row.get("tie")).removeprefix(f"{alternative} ")
+        said = tie or {SLOWER: "slower", SAME: "the same within the minimum effect"}.get(
             str(row["verdict"]), "not faster by the minimum effect")
         return (f"stay with NumPy: at n = {size} the best alternative, {alternative}, is {said}, "
                 f"{speedup} {_how(row)}{trip}{_below(row)}{why}.")
+    if decision == DEPENDS:
+        states = text_of(row.get("states")).partition(": ")[2]
+        return (f"it depends on the state of the process: at n = {size} {alternative} against NumPy is {states}"
+                f"{_below(row)}{why}.")
     if decision == UNSURE:
         return (f"cannot tell yet: at n = {size} {alternative} is {speedup} {_how(row)}; "
                 f"{processes_text(row)}{_below(row)}{why}.")
@@ -266,7 +271,13 @@ def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> 
 
 
 def _note(row) -> str:
-    """The terminal's last column: a compile's payback, or what would decide an open size."""
+    """The terminal's last column: a compile's payback, a tie at the boundary, a decision that
+    depends on the state, or what would decide an open size."""
+    if str(row["decision"]) == DEPENDS:
+        return "two states (report)"
+    tie = text_of(row.get("tie"))
+    if tie:
+        return tie.split(";")[0]
     if finite(row.get("amortize_calls")):
         whole = row.get("amortize_calls_with_startup")
         with_startup = f" ({fmt_calls(whole, compact=True)})" if finite(whole) else ""
@@ -278,8 +289,9 @@ def _note(row) -> str:
 def plain_legend() -> list[str]:
     return _wrap("decision: at the largest n measured, end to end (on a GPU with the copies counted); from n: "
                  "where it starts to hold; note: the calls that pay a compile back (with the compiler's start-up), "
-                 "or the processes per cell that would likely decide an open size; 1t: one thread. "
-                 + WEAK_NOTE, 100)
+                 "a tie at the boundary (about δ from 1: as close as more processes would get), two states of a "
+                 "process (the report gives both), or the processes per cell that would likely decide an open size; "
+                 "1t: one thread. " + WEAK_NOTE, 100)
 
 
 def _fit(text: str, width: int) -> str:
@@ -315,6 +327,10 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Jud
     if not stay.empty:
         parts.append(f"Stay with NumPy for {_ops(stay, decisions)}: nothing else is faster there by the minimum "
                      "effect.")
+    depends = decisions[decisions["decision"] == DEPENDS]
+    if not depends.empty:
+        parts.append(f"For {_ops(depends, decisions)} the answer depends on the state a process happens to be in "
+                     "(two groups of processes far apart, both kept); the table gives the speedup in each.")
     if not unsure.empty:
         parts.append(f"It cannot tell yet for {_ops(unsure, decisions)}; the table says what would decide it.")
     if gpu_reason:
