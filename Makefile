@@ -8,31 +8,37 @@ SMK_FILES := Snakefile $(wildcard workflow/rules/*.smk)
 
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-runtime
 # The rules and the tests run `python` and `snakemake` from PATH, as under --sdm conda; the venv's come first.
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
 .PHONY: setup run test test-bench browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
-$(STAMP): requirements.txt requirements-dev.txt
+# The runtime pins for running the pipeline; the test and lint tools on top for the rest.
+$(RUN_STAMP): requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(STAMP): $(RUN_STAMP) requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
 # The environment alone, for running your own grids with snakemake.
-setup: $(STAMP)
+setup: $(RUN_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG)
 
 # This machine against the shipped H200 results (or WITH=<folder or bundle>).
 WITH ?= tests/data/h200
-compare: $(STAMP)
+compare: $(RUN_STAMP)
 	$(SNAKEMAKE) compare --cores $(CORES) --configfile $(CONFIG) --config compare='[auto, $(WITH)]'
 
 # results/<machine>.tar.gz: this machine's records, environment and tables, to carry elsewhere.
-bundle: $(STAMP)
+bundle: $(RUN_STAMP)
 	$(SNAKEMAKE) bundle --cores $(CORES) --configfile $(CONFIG)
 
 # The benchmarks' smoke runs take minutes of their own: `make test-bench` (CI runs both).
@@ -53,7 +59,7 @@ browser:
 
 # The decision table of a results folder or bundle (FROM=..., default this machine's results).
 FROM ?=
-summary: $(STAMP)
+summary: $(RUN_STAMP)
 	@PYTHONPATH=workflow $(BIN)/python -m offloadbench.report.text.summary $(FROM)
 
 # The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
@@ -100,7 +106,7 @@ bench-compile: $(STAMP)
 
 # How long CONFIG's grid takes, on the machine of results folder ROOFS (GPU=1: with a CUDA GPU).
 ROOFS ?=
-estimate: $(STAMP)
+estimate: $(RUN_STAMP)
 	PYTHONPATH=workflow $(BIN)/python -m offloadbench.estimate --configfile $(CONFIG) \
 	  $(if $(ROOFS),--roofs $(ROOFS)) $(if $(GPU),--gpu)
 

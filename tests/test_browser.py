@@ -36,7 +36,7 @@ def chromium() -> str:
 @pytest.fixture(scope="module")
 def page(tiny_run):
     """The tiny run's report.html loaded in Chromium, with what it logged and asked for."""
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (make setup)")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (make test installs it)")
     executable = chromium()
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=FLAGS)

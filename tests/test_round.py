@@ -89,7 +89,7 @@ def test_the_cells_of_a_group_take_turns_in_one_bout_and_their_samples_pair_by_c
     assert code == 0, err
     numpy, torch = record(box, "numpy-cpu-float32-n24-t1"), record(box, "torch-cpu-float32-n24-t1")
     assert numpy.bout.id == torch.bout.id and numpy.bout.group == "matmul-float32-n24"
-    assert numpy.bout.workers == ("numpy-cpu-t1", "torch-cpu-t1") and numpy.bout.cycles >= SETTINGS["min_samples"]
+    assert numpy.bout.workers == ("numpy-cpu-t1", "torch-cpu-t1") and numpy.bout.cycles >= SETTINGS["min_cycles"]
     cycles = [turn.cycle for turn in numpy.turns]
     assert cycles == list(range(numpy.bout.cycles)) == [turn.cycle for turn in torch.turns]
     # each cycle's first turn is each cell's equally often; the other's turn comes right before or after

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import FINGERPRINT, group_typed, make_processes, make_record, typed
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.processes import judge
@@ -249,3 +250,33 @@ def test_the_time_budget_comes_from_the_records_and_stops_the_extra_rounds(tmp_p
     summary = json.loads((tmp_path / "settle.json").read_text())
     assert summary["extra_rounds"] == [] and "time budget" in summary["stopped"] and summary["budget_s"] == 3.0
     assert summary["undecided_at_end"] == [f"speedup of {TORCH.key}"]
+
+
+def test_a_cell_of_eight_processes_leaves_out_one_with_a_fault_of_its_own_without_a_replacement():
+    logs = [math.log(v) for v in (1.0, 1.02, 0.98, 1.01, 1.6, 0.99, 1.03, 1.0)]
+    records = typed([drifting(make_record()) if k == 4 else make_record() for k in range(8)])
+    verdict = judge(records, logs, planned=8, typical_spread=0.02)
+    assert verdict.counted == (0, 1, 2, 3, 5, 6, 7) and verdict.left_out[0][0] == 4 and not verdict.disagree
+    three = judge(records[:3] + records[4:5], logs[:3] + logs[4:5], planned=4, typical_spread=0.02)
+    assert three.counted == (0, 1, 2)  # 3 of 4 are enough to go on
+    assert judge(records[:2] + records[4:5], logs[:2] + logs[4:5], 3, 0.02).wanted  # 2 of 3 are not
+
+
+def test_a_state_seen_in_one_round_only_is_said_but_leaves_the_verdict_to_the_interval():
+    base = processes(1e-3, n=8, rounds=8)
+    base[0]["samples_s"] = [s * 1.6 for s in base[0]["samples_s"]]  # round 1 only
+    torch = processes(1.2e-3, n=8, library="torch", seed=5, rounds=8)
+    row = speedups_table(list(grouped(base, torch).values()), "m").iloc[0]
+    assert row["states"].startswith("differs in one round: ") and "depends" not in row["speedup_undecided"]
+
+
+def test_a_round_the_whole_group_ran_slower_in_is_no_state_of_one_cell():
+    """A VM slower for all of round 3: every cell of the bout slower by 1.6×. Pairing cancels it;
+    the outlier rule and the states see the processes' own medians, which agree."""
+    sets = [processes(1e-3, n=6, rounds=6), processes(0.5e-3, n=6, library="torch", seed=5, rounds=6),
+            make_processes(6, seed=7, median=0.7e-3, threads="all")]
+    for records in sets:
+        records[2]["samples_s"] = [s * 1.6 for s in records[2]["samples_s"]]
+    cells = grouped(*sets)
+    assert all(mc.states is None and not mc.judgement.left_out for mc in cells.values())
+    assert cells[NUMPY].round_speed[3] == pytest.approx(math.log(1.6) * 5 / 6, rel=0.1)

@@ -13,7 +13,7 @@ cycle, so for a given time the variance of the mean over rounds is least at
 
 and the rounds needed for a half-width h follow from t(P − 1) · sqrt(v(m*) / P) ≤ h. From
 its third round on, a run gives each bout the m* of its comparisons (the largest, so
-that each gets at least its own), at least `measure.min_samples`; where the bouts'
+that each gets at least its own), at least `measure.min_cycles`; where the bouts'
 m* together would sample longer than their budgets add up to, all are scaled down alike,
 so a run takes what its budget says and the time goes where it buys the most. A bout
 whose ratios are already as precise as the target (`measure.target_rel_ci`) still ends

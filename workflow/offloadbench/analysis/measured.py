@@ -168,6 +168,7 @@ class MeasuredCell:
     source: str = ""  # where the cell was measured, so that two machines' bootstraps differ
     between_floor: float = 0.0  # variance of log process medians its worker's cells typically show
     typical_spread: float = 0.0  # robust σ of log process medians its worker's cells show
+    round_speed: dict = field(default_factory=dict)  # round -> log factor all its group's cells ran slower by
     _draws: dict = field(default_factory=dict, repr=False)
 
     @cached_property
@@ -181,13 +182,20 @@ class MeasuredCell:
 
     @cached_property
     def log_medians(self) -> list[float]:
-        """The log of each ok process's compute median: what the outlier rule compares."""
+        """The log of each ok process's compute median."""
         return [math.log(float(np.median(r.samples("compute").seconds))) for r in self.ok]
+
+    @property
+    def own_log_medians(self) -> list[float]:
+        """The log medians less their round's speed (`pool_round_speed`): what is the process's
+        own, which the outlier rule and the states compare. A round in which the machine ran
+        slower for the whole group is no state of one cell."""
+        return [value - self.round_speed.get(r.round, 0.0) for value, r in zip(self.log_medians, self.ok, strict=True)]
 
     @cached_property
     def judgement(self) -> Judgement:
         """Which ok processes count: disturbed and outlying ones are left out once replaced."""
-        return judge(self.ok, self.log_medians, self.planned, self.typical_spread)
+        return judge(self.ok, self.own_log_medians, self.planned, self.typical_spread)
 
     @cached_property
     def counted(self) -> list[CellRecord]:
@@ -196,12 +204,14 @@ class MeasuredCell:
 
     @property
     def replaced(self) -> str:
-        """"1 of 4 processes replaced: disturbed (other processes used 0.90 cores)", or ""."""
+        """"1 of 4 processes replaced (round 2: disturbed (other processes used 0.90 cores))",
+        "… left out (…)" where no extra process took its place, or ""."""
         left = self.judgement.left_out
         if not left:
             return ""
         rounds = ", ".join(f"round {self.ok[i].round}: {why}" for i, why in left)
-        return f"{len(left)} of {len(self.ok)} processes replaced ({rounds})"
+        done = "replaced" if len(self.ok) - len(left) >= self.planned else "left out"
+        return f"{len(left)} of {len(self.ok)} processes {done} ({rounds})"
 
     @cached_property
     def states(self) -> States | None:
@@ -446,6 +456,7 @@ def group_records(records: list[CellRecord], analysis: Analysis | None = None, s
         by_cell.setdefault(record.cell, []).append(record)
     cells = [MeasuredCell(cell, sorted(group, key=lambda r: r.round), analysis, source)
              for cell, group in by_cell.items()]
+    pool_round_speed(cells)
     pool_typical_spread(cells)
     pool_between_variance(cells)
     return cells
@@ -455,13 +466,38 @@ def _worker(mc: MeasuredCell) -> tuple:
     return mc.cell.library, mc.cell.device, mc.cell.threads, mc.cell.mode
 
 
+MIN_CELLS_FOR_ROUND_SPEED = 3
+
+
+def pool_round_speed(cells: list[MeasuredCell]) -> None:
+    """Give each cell the speed of each of its rounds, as its group (op, dtype and size,
+    whose cells took turns in one bout) saw it: per round, the median over the group's
+    cells of how far their process median lay from their own mean (on the log scale), where
+    at least three cells ran in that round. A VM that ran slower for a whole round slows
+    every cell of the bout; pairing cancels it in the ratios, and this takes it out of what
+    the outlier rule and the states read as a process's own."""
+    by_group: dict[tuple, list[MeasuredCell]] = {}
+    for mc in cells:
+        if mc.ok:
+            by_group.setdefault((mc.cell.op, mc.cell.dtype, mc.cell.size), []).append(mc)
+    for group in by_group.values():
+        offsets: dict[int, list[float]] = {}
+        for mc in group:
+            mean = float(np.mean(mc.log_medians))
+            for value, record in zip(mc.log_medians, mc.ok, strict=True):
+                offsets.setdefault(record.round, []).append(value - mean)
+        speed = {k: float(np.median(v)) for k, v in offsets.items() if len(v) >= MIN_CELLS_FOR_ROUND_SPEED}
+        for mc in group:
+            mc.round_speed = speed
+
+
 def pool_typical_spread(cells: list[MeasuredCell]) -> None:
     """Give each cell the spread between processes its worker's cells typically show (the
     median of their robust spreads): the scale of the outlier rule, which one cell's three
     processes are too few to set. Set before any cell judges its processes."""
     by_worker: dict[tuple, list[float]] = {}
     for mc in cells:
-        spread = robust_spread(mc.log_medians)
+        spread = robust_spread(mc.own_log_medians)
         if spread is not None:
             by_worker.setdefault(_worker(mc), []).append(spread)
     for mc in cells:

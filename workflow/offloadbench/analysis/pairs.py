@@ -67,7 +67,8 @@ class Comparison:
         return count
 
 
-DEPENDS, HOLDS = "depends on the state", "holds in both states"
+DEPENDS, HOLDS, ONE_ROUND = "depends on the state", "holds in both states", "differs in one round"
+MIN_STATE_ROUNDS = 2  # a state seen in one round only cannot be told from a passing glitch
 
 
 def point_word(ratio: float, judging: Judging) -> str:
@@ -80,7 +81,9 @@ def point_word(ratio: float, judging: Judging) -> str:
 def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> str:
     """Where a side has two states: the ratio (base over contender) of the rounds in each,
     and whether its verdict holds in both ("holds in both states: 1.30× where torch …; 1.52×
-    where …") or not ("depends on the state: …"); "" where neither side has two."""
+    where …") or not ("depends on the state: …", where each state has two rounds or more;
+    "differs in one round: …" where one has a single round, which the interval already
+    holds and the verdict follows); "" where neither side has two."""
     split = [(mc, mc.states) for mc in (base, contender) if mc.states is not None]
     if not split:
         return ""
@@ -107,7 +110,10 @@ def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> str:
         where = " and ".join(f"{mc.cell.key.split('/', 1)[1]} ran {fmt_time(states.fast_s if state == 'fast' else states.slow_s)}"
                              for (mc, states), state in zip(split, label, strict=True))
         parts.append(f"{ratio:.3g}× where {where} ({len(values)} of {sum(map(len, logs.values()))} rounds)")
-    return f"{DEPENDS if len(words) > 1 else HOLDS}: " + "; ".join(parts)
+    if len(words) == 1:
+        return f"{HOLDS}: " + "; ".join(parts)
+    few = min(len(values) for values in logs.values()) < MIN_STATE_ROUNDS
+    return f"{ONE_ROUND if few else DEPENDS}: " + "; ".join(parts)
 
 
 def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str = "compute") -> Comparison:

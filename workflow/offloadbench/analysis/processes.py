@@ -12,13 +12,18 @@ typical spreads between processes of the same worker (the median over its cells 
 robust spread, 1.4826 × MAD). At most a minority is left out, the worst first.
 
 A left-out process is *replaced* when the cell still has the planned number of processes
-without it: the settling stage measures extra processes for this (jobs/settle.py). Where
-it could not (its cap reached, or results from before settling existed), every process is
-kept; a cell whose processes then disagree is flagged, and its verdicts are undecided. So
+without it: the settling stage measures extra processes for this (jobs/settle.py). A cell
+of many processes may also leave a quarter of them out unreplaced (2 of 8: `enough`), each
+named with its reason. Where it could not (its cap reached, or results from before
+settling existed), every process is kept; a cell whose processes then disagree is flagged, and its verdicts are undecided. So
 are the verdicts of a cell that counts disturbed processes in half or more of its count:
 a busy process beside a bout slows a multi-threaded turn far more than a one-thread one,
 so pairing does not cancel it, and on our 2-core VM a one-core busy loop turned a thread
 scaling of 1.28× (1.17-1.40) into 0.71× (0.52-0.97).
+
+Every distance is taken on the process's own log median: its round's speed, which all the
+cells of its bout shared (a VM slower for a whole round), is taken out first
+(analysis/measured.py, `pool_round_speed`).
 
 Where the counted processes fall into two groups far apart (a gap between their sorted log
 medians beyond the same threshold), the cell has two *states* (`States`): both are kept,
@@ -38,6 +43,7 @@ import numpy as np
 from ..records import CellRecord
 
 OUTLIER_MIN = math.log(1.20)
+MIN_KEPT = 3
 OUTLIER_SIGMAS = 4.0
 MAD_TO_SIGMA = 1.4826
 
@@ -122,6 +128,12 @@ def split_states(log_medians: dict[int, float], limit: float) -> tuple[tuple[int
     return tuple(sorted(ordered[:at + 1])), tuple(sorted(ordered[at + 1:]))
 
 
+def enough(planned: int) -> int:
+    """The processes a cell must keep to leave the others out: the planned number less a
+    quarter of it (6 of 8), never fewer than three (a paired ratio needs three)."""
+    return max(MIN_KEPT, planned - planned // 4)
+
+
 def judge(records: list[CellRecord], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
     """Which of `records` (a cell's ok processes, with their log medians) count, and the
     states the counted ones fall into."""
@@ -134,7 +146,7 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
             why[i] = f"its median lies {factor:.2f}× from the other processes' ({fault})"
     kept = [i for i in range(len(records)) if i not in why]
     reasons = tuple(sorted(why.items()))
-    replaced = bool(why) and len(kept) >= planned
+    replaced = bool(why) and len(kept) >= enough(planned)
     counted = kept if replaced else list(range(len(records)))
     disagree = ""
     if len(clean) == 2:

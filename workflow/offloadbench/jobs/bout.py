@@ -1,13 +1,14 @@
 """One bout: the cells of one group measured taking turns, each in its own worker process.
 
-First every cell's worker gets ready for it (imported, warmed, compiled, inputs made,
-checked, its regions warmed up). Then the bout hands out turns, one worker computing at a
-time: in each cycle every cell takes one turn, in a fresh random order, each cell going
-first equally often (schedule.Cycles). Before each turn the bout waits until the other
-multi-threaded workers' pools have stopped spinning (schedule.wait_until_quiet, on their
-CPU time; a fixed pause by library where it cannot be read, or `measure.pause_s` where the
-config sets one). The bout ends once it has run `measure.min_samples`
-cycles and either its comparisons are precise (`precise_pairs`: each ratio the tables will
+First every cell's process gets ready for it (inputs made, compiled, its regions warmed
+up). Then the bout hands out turns, one process computing at a time: in each cycle every
+cell takes one turn, in a fresh random order, each cell going first equally often
+(schedule.Cycles). Before each turn the bout waits until the other multi-threaded
+workers' pools have stopped spinning (schedule.wait_until_still, on their threads'
+states; on their CPU time, or a fixed pause by library, where those cannot be read; or
+`measure.pause_s` where the config sets one). The bout ends once it has run `measure.min_cycles`
+cycles and either its comparisons are precise (after `measure.min_samples` cycles at
+least, the fewest a median's CI needs; `precise_pairs`: each ratio the tables will
 judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or it has run
 its cycles: in a run's first two rounds, until the group's budget is spent
 (`measure.budget_s` per timed region of each cell); from the third, the cycles that make
@@ -113,7 +114,8 @@ class Bout:
         self.result.planned_cycles, self.result.plan = self.plan.cycles, self.plan.why
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
         budget = self.result.budget_s = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
-        min_cycles, max_cycles = int(settings["min_samples"]), int(settings["max_samples"])
+        min_cycles, max_cycles = int(settings.get("min_cycles", 4)), int(settings["max_samples"])
+        min_for_ci = max(min_cycles, int(settings["min_samples"]))  # a median's CI needs this many
         target = float(settings["target_rel_ci"])
         pairs = planned_comparisons(list(self.regions))
         alone = [cell for cell in self.regions if not any(cell in pair for pair in pairs)]
@@ -132,7 +134,7 @@ class Bout:
                 self.last = cell.worker
             done = cycles.count >= min_cycles
             live = set(cycles.cells)
-            if (done and all(self.converged.get(c) for c in alone if c in live)
+            if (cycles.count >= min_for_ci and all(self.converged.get(c) for c in alone if c in live)
                     and precise_pairs(self.turns, [p for p in pairs if set(p) <= live], target)):
                 self.result.stop_reason = "ci"
             elif done and self.plan.cycles is not None and cycles.count >= self.plan.cycles:

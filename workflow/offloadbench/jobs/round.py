@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import select
@@ -42,7 +43,7 @@ from pathlib import Path
 from .. import estimate, grid, layout, schedule
 from ..allocation import plan_cycles
 from ..catalogue import SPECS, measured_scale
-from ..cells import ITEMSIZE, Cell, WorkerSpec
+from ..cells import EAGER, ITEMSIZE, Cell, WorkerSpec
 from ..errors import UserError
 from ..kernels import read_kernel_files
 from ..logs import run_job, tell
@@ -65,6 +66,8 @@ from ..records import (
 )
 from ..units import fmt_duration
 from .bout import Bout
+from .launcher import Launcher
+from .launcher import available as launcher_available
 from .lock import DEFAULT_TIMEOUT_S, host_lock
 from .worker import EXIT_REFUSED
 
@@ -136,11 +139,15 @@ class WorkerProcess:
         """The process whose CPU time is the worker's: its cell's, where it forked one."""
         return self.cell_pid or self.pid
 
-    def close(self) -> None:
+    def end_commands(self) -> None:
+        """Close the command channel: the worker ends once it has read what was sent."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
+
+    def close(self) -> None:
+        self.end_commands()
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -175,6 +182,7 @@ class Round:
             self.cells = [cell for cell in self.cells if cell.key in only]
         self.name = f"extra round {args.round}" if self.extra else f"round {args.round}/{args.processes}"
         self.workers: dict[WorkerSpec, WorkerProcess] = {}
+        self.launchers: dict[str, Launcher] = {}  # by what they import: numpy, or torch too
         self.history: dict[str, dict] = {}
         self.bouts: list[dict] = []
         self.done = 0
@@ -193,19 +201,24 @@ class Round:
         return self.raw / layout.record_relpath(cell, self.args.round)
 
     def memory_scale(self, cell: Cell) -> dict:
-        """What the records of the cell's series (any size, any round) measured of its
-        results and temporaries, in outputs (catalogue.measured_scale), on the host and the
-        device: the worker's out-of-memory check then uses the calibrated model."""
+        """What the records of the cell's series (any size) measured of its results and
+        temporaries, in outputs (catalogue.measured_scale), on the host and the device: the
+        worker's out-of-memory check then uses the calibrated model. A run measures a cell's
+        peaks once, so each cell's earliest readable record is enough."""
         series = (cell.op, cell.library, cell.device, cell.dtype, cell.mode)
         if series not in self.scales:
             points: dict[str, list] = {"host": [], "device": []}
-            pattern = f"{cell.library}-{cell.device}-{cell.dtype}-n*-t*{'-compiled' if cell.compiled else ''}/p*.json"
-            for path in sorted((self.raw / cell.op).glob(pattern))[:200]:
-                with contextlib.suppress(UserError, OSError):
-                    record = load_record(path)
+            pattern = f"{cell.library}-{cell.device}-{cell.dtype}-n*-t*{'-compiled' if cell.compiled else ''}"
+            for folder in sorted((self.raw / cell.op).glob(pattern))[:200]:
+                for path in sorted(folder.glob("p*.json"), key=lambda p: (len(p.stem), p.stem)):
+                    try:
+                        record = load_record(path)
+                    except (UserError, OSError):
+                        continue
                     for where, peak in (("host", record.host_peak), ("device", record.device_peak)):
                         if record.ok and peak.peak_bytes is not None:
                             points[where].append((record.cell.size, peak.peak_bytes))
+                    break
             spec = estimate.spec_of(cell.op, self.kernels)
             self.scales[series] = {where: measured_scale(found, spec, ITEMSIZE[cell.dtype])
                                    for where, found in points.items() if found}
@@ -318,7 +331,7 @@ class Round:
                     separate = self.settings.get("pairing") == "separate"
                     groups = schedule.groups(self.todo, self.args.round, separate)
                     plans = {} if separate else plan_cycles(self.earlier_bouts(), [g[0].group_name for g in groups],
-                                                            int(self.settings["min_samples"]))
+                                                            int(self.settings.get("min_cycles", 4)))
                     for cells in groups:
                         bout = Bout(self, cells, plans.get(cells[0].group_name)).run()
                         self.bouts.append(bout.as_dict())
@@ -327,8 +340,9 @@ class Round:
                     for bout in self.bouts:  # each group's share of starting the workers
                         bout["process_s"] += self.split["start"] / len(self.bouts)
                 finally:
-                    for worker in list(self.workers.values()):
-                        self.retire(worker)
+                    self.retire(list(self.workers.values()))
+                    for launcher in reversed(list(self.launchers.values())):  # the forked ones first
+                        launcher.close()
                 after = system.snapshot()
         self.publish()
         self.write_manifest(started, lock_wait, before, after)
@@ -348,10 +362,13 @@ class Round:
         self.report_progress()
 
     def start_workers(self, specs) -> None:
-        """Start the round's workers side by side (their imports take seconds each), then
-        wait until each is ready."""
+        """Start the round's workers: the launchers side by side (their imports take seconds
+        each), then the workers, then wait until each is ready."""
         began = time.monotonic()
-        launched = [self.launch(spec) for spec in sorted(specs, key=lambda spec: spec.name)]
+        ordered = sorted(specs, key=lambda spec: spec.name)
+        for launcher in {id(l): l for spec in ordered if (l := self.launcher(spec)) is not None}.values():
+            launcher.ready()
+        launched = [self.launch(spec) for spec in ordered]
         for worker in launched:
             self.await_ready(worker)
         self.split["start"] += time.monotonic() - began
@@ -365,21 +382,21 @@ class Round:
         self.split["start"] += time.monotonic() - began
         return worker
 
-    def compile_cache(self, spec: WorkerSpec) -> str:
-        """The compile cache of a compiled worker: one per worker kind and run, under raw/, so
-        the first round compiles as a program's first run does (an empty cache) and later
-        rounds reuse what it compiled (compile time is its own phase, never a sample)."""
-        folder = self.raw / layout.COMPILE_CACHE_DIR / spec.name
+    def compile_cache_dir(self, name: str) -> str:
+        """The compile cache of a compiled worker kind (or the launcher's): one per kind and
+        run, under raw/, so the first round compiles as a program's first run does (an empty
+        cache) and later rounds reuse what it compiled (compile time is its own phase, never a
+        sample)."""
+        folder = self.raw / layout.COMPILE_CACHE_DIR / name
         folder.mkdir(parents=True, exist_ok=True)
         return str(folder)
 
-    def launch(self, spec: WorkerSpec) -> WorkerProcess:
-        """Start the worker of `spec` (it dies with this job, and its cells' processes with it)."""
-        read_fd, write_fd = os.pipe()
-        threads = spec.host_threads  # the label resolved once, here, for the environment and the worker
-        env = {**os.environ, **thread_env(threads), **allocator_env(str(self.settings.get("allocator", STEADY)))}
+    def worker_env(self, spec: WorkerSpec) -> dict[str, str]:
+        """The environment variables a worker of `spec` sets on top of the job's: its threads,
+        and a compiled worker's compiler settings."""
+        env = thread_env(spec.host_threads)  # the label resolved once, here, for the environment and the worker
         if spec.compiled and self.compile_settings.get("cold_cache", True):
-            cache = self.compile_cache(spec)
+            cache = self.compile_cache_dir(spec.name)
             env.update(TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
         if spec.compiled and spec.device == "cpu":
             # the compiler in the worker's own process: a pool of compile processes (and the
@@ -387,18 +404,53 @@ class Round:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
             if self.environment.vec_isa_known:
                 env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"  # its checks ran once, in the environment job
-        cmd = [
-            sys.executable, "-m", "offloadbench.jobs.worker", "--library", spec.library, "--device", spec.device,
-            "--threads-label", spec.threads, "--threads", str(threads), "--mode", spec.mode,
-            *(["--twin"] if spec.twin else []),
+        return env
+
+    def launcher(self, spec: WorkerSpec) -> Launcher | None:
+        """The round's launcher for `spec`'s imports, started at its first worker (None where
+        workers are started on their own)."""
+        if not launcher_available():
+            return None
+        imports = "compiler" if spec.compiled and spec.device == "cpu" else \
+            "torch" if spec.library == "torch" or spec.compiled else "numpy"
+        if imports not in self.launchers:
+            # every worker sets its own threads; the launcher imports with one, so no pool runs at a fork
+            env = {**os.environ, **thread_env(1), **allocator_env(str(self.settings.get("allocator", STEADY)))}
+            if imports == "compiler":  # forked from the torch launcher, the compiler started there
+                compiler = {"TORCHINDUCTOR_COMPILE_THREADS": "1",
+                            **({"TORCHINDUCTOR_VEC_ISA_OK": "1"} if self.environment.vec_isa_known else {})}
+                if self.compile_settings.get("cold_cache", True):  # a cache of its own
+                    compiler["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")
+                parent = self.launcher(dataclasses.replace(spec, mode=EAGER, library="torch"))
+                self.launchers[imports] = Launcher(imports, compiler, self.timeout_s, self.args.compile, parent)
+            else:
+                self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
+        return self.launchers[imports]
+
+    def launch(self, spec: WorkerSpec) -> WorkerProcess:
+        """Start the worker of `spec`, forked by the round's launcher where there is one (it
+        dies with this job, and its cells' processes with it)."""
+        argv = [
+            "--library", spec.library, "--device", spec.device, "--threads-label", spec.threads,
+            "--threads", str(spec.host_threads), "--mode", spec.mode, *(["--twin"] if spec.twin else []),
             "--machine", self.args.machine, "--round", str(self.args.round), "--processes", str(self.args.processes),
-            "--settings", self.args.settings, "--environment", self.args.environment, "--events-fd", str(write_fd),
+            "--settings", self.args.settings, "--environment", self.args.environment,
             "--kernels", self.args.kernels, "--compile", self.args.compile,
         ]
-        sys.stderr.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
-        os.close(write_fd)
-        worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
+        launcher = self.launcher(spec)
+        if launcher is not None:
+            proc = launcher.spawn(argv, self.worker_env(spec))
+            worker = WorkerProcess(spec, proc, os.fdopen(proc.events_fd, "rb", buffering=0), proc.pid, utc_now())
+        else:
+            read_fd, write_fd = os.pipe()
+            env = {**os.environ, **self.worker_env(spec),
+                   **allocator_env(str(self.settings.get("allocator", STEADY)))}
+            sys.stderr.flush()
+            proc = subprocess.Popen([sys.executable, "-m", "offloadbench.jobs.worker", *argv,
+                                     "--events-fd", str(write_fd)],
+                                    stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
+            os.close(write_fd)
+            worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
         self.workers[spec] = worker
         self.history.setdefault(spec.name, {"processes": []})["processes"].append(
             {"pid": proc.pid, "started_at": worker.started_at})
@@ -517,10 +569,14 @@ class Round:
         write_json_atomic(self.partial(cell), record)
         self.statuses[cell] = status
 
-    def retire(self, worker: WorkerProcess) -> None:
-        worker.close()
-        entry = self.history[worker.spec.name]["processes"][-1]
-        entry.update(finished_at=utc_now(), cells=worker.cells, returncode=worker.proc.returncode)
+    def retire(self, workers: list[WorkerProcess]) -> None:
+        """End the workers: every command channel closed first, so they all end at once."""
+        for worker in workers:
+            worker.end_commands()
+        for worker in workers:
+            worker.close()
+            entry = self.history[worker.spec.name]["processes"][-1]
+            entry.update(finished_at=utc_now(), cells=worker.cells, returncode=worker.proc.returncode)
 
     def report_progress(self) -> None:
         """Cells done and time left, every 20 s: the estimate scaled by how it has fared so far."""

@@ -30,6 +30,7 @@ from ..units import fmt_duration
 from ..verdicts import UNDECIDED
 
 WORKER_START_S = 1.0  # per worker an extra round starts, on top of its cells' own time
+NO_EXTRA = "measure.max_processes allows no extra round"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -91,11 +92,20 @@ class Settling:
         return seconds * self.overhead(cells) + WORKER_START_S * len(workers)
 
     def run(self) -> int:
+        if self.cap <= self.planned:  # no extra round can run: nothing to plan, nor to read
+            write_json_atomic(self.args.out, {
+                "kind": "settle", "planned_rounds": self.planned, "max_processes": self.cap, "budget_s": 0.0,
+                "spent_s": 0.0, "extra_rounds": [], "comparisons": 0, "undecided_at_start": [],
+                "undecided_at_end": [], "rounds_needed": {}, "replaced": {}, "disagree": {}, "cannot_decide": {},
+                "stopped": NO_EXTRA})
+            shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)
+            tell(self.terminal, f"settling: {NO_EXTRA}")
+            return 0
         history = []
         cells = self.cells()
         budget = self.budget_s(cells)
         undecided_at_start = [c.name for c in comparisons(cells) if c.verdict == UNDECIDED]
-        stopped = "every verdict settled" if self.cap > self.planned else "measure.max_processes allows no extra round"
+        stopped = "every verdict settled"
         cannot_decide: dict[str, str] = {}
         while self.cap > self.planned:
             whole = plan_round(cells, self.cap)

@@ -72,6 +72,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
     parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
     parser.add_argument("--events-fd", type=int, required=True)
+    parser.add_argument("--imported-s", type=float, default=0.0,
+                        help="seconds the launcher this worker was forked from spent importing (jobs/launcher.py)")
+    parser.add_argument("--compiler-started-s", type=float,
+                        help="seconds that launcher spent starting the compiler, which this worker need not")
     return parser.parse_args(argv)
 
 
@@ -166,7 +170,7 @@ class Worker:
                 self.torch = None
         if self.torch is not None and self.spec.library == "torch":
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
-        self.import_s = time.perf_counter() - start
+        self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
         from ..measure.provenance import host_facts, where
         from ..measure.threads import apply_thread_limits
@@ -193,7 +197,9 @@ class Worker:
         if self.spec.mode == COMPILED and self.torch is not None:
             from ..measure import compiled
 
-            if compiled.unavailable_reason(self.spec.device, self.torch) is None:
+            if self.args.compiler_started_s is not None:  # its launcher started the compiler
+                self.compiler_startup_s = self.args.compiler_started_s
+            elif compiled.unavailable_reason(self.spec.device, self.torch) is None:
                 self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
         warm_validators(CELL_SCHEMA)  # each cell's process checks its record against it
         gc.collect()
@@ -378,7 +384,10 @@ class Worker:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with os.fdopen(args.events_fd, "w", buffering=1) as events:
-        return Worker(args, events).serve()
+        code = Worker(args, events).serve()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # every record is written: tearing down torch and the compiler would only cost time
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def _validator(schema_path: Path):
     import yaml
 
     with open(schema_path, encoding="utf-8") as handle:
-        schema = yaml.safe_load(handle)
+        schema = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 8x faster
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -69,16 +69,22 @@ def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA, 
     return record
 
 
-def fit_text(record: dict, schema_path: Path) -> None:
+def fit_text(record: dict, schema_path: Path) -> list[str]:
     """Cut, in place, every string of a record being written to its schema's maxLength (an
-    error message from a library can be long): a reader elsewhere refuses longer ones."""
-    for error in _validator(schema_path).iter_errors(record):
+    error message from a library can be long): a reader elsewhere refuses longer ones. In
+    the same pass over the record, its first other schema error, as `errors_of` gives it."""
+    others = []
+    for error in _validator(schema_path).iter_errors(json_safe(record)):
         if error.validator != "maxLength" or not error.absolute_path:
+            if not others:
+                where = one_line(".".join(str(p) for p in error.absolute_path), 120) or "(top level)"
+                others.append(f"at {where}: {_problem(error)}")
             continue
         *where, last = error.absolute_path
         node = record
         for part in where:
             node = node[part]
         node[last] = node[last][: error.validator_value - 1] + "…"
+    return others
 
 

@@ -49,7 +49,7 @@ TIMER_RESOLUTION_S = 1e-9
 FAILED = ("oom", "error", "timeout")
 # Measure settings that change what a record holds; the others (processes, timeout_s) do not.
 MEASUREMENT_KEYS = (
-    "target_rel_ci", "budget_s", "warmup_budget_s", "min_samples", "min_sampling_s",
+    "target_rel_ci", "budget_s", "warmup_budget_s", "min_samples", "min_cycles", "min_sampling_s",
     "max_samples", "min_sample_s", "random_state", "check_rows", "pinned_memory", "allow_tf32", "turn_s", "pairing",
     "allocator",
 )
@@ -90,8 +90,7 @@ def cell_record(
         **(measured or {}),
         **(costs or {}),
     }
-    fit_text(record, CELL_SCHEMA)
-    errors = errors_of(record, CELL_SCHEMA)
+    errors = fit_text(record, CELL_SCHEMA)
     if errors:
         raise ValueError(f"bug: record of {cell.key} breaks the record schema: {errors[0]}")
     return record

@@ -92,7 +92,10 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
     """What the extra rounds did: how many comparisons needed them, what stayed undecided,
     and every process replaced, with why."""
     lines = []
-    if settle:
+    if settle and settle.max_processes <= settle.planned_rounds and not settle.extra_rounds:
+        lines.append(f"- No extra round: measure.max_processes ({settle.max_processes}) allows no more processes "
+                     "than the planned rounds.")
+    elif settle:
         extra, needed, still = settle.extra_rounds, settle.rounds_needed, settle.undecided_at_end
         most = max(needed.values(), default=0)
         lines.append(
@@ -117,7 +120,8 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
                      f"extra round went to them: {shown}{more}.{why}")
     replaced = timings[has_text(timings, "replaced")]
     if not replaced.empty:
-        lines.append(f"- {len(replaced)} cells had a process replaced by an extra one, never averaged in: "
+        lines.append(f"- {len(replaced)} cells had a process left out, replaced by an extra one where there was "
+                     "one, never averaged in: "
                      + "; ".join(f"`{Cell.from_dict(r).key}`: {r['replaced']}" for _, r in replaced.head(8).iterrows())
                      + (f"; and {len(replaced) - 8} more" if len(replaced) > 8 else "") + ".")
     return lines

@@ -1,0 +1,307 @@
+"""The launcher: a process that imports the libraries once per round and forks the round's
+workers from there, so that a round pays torch's import (about 1.5 s on our 2-core VM)
+once, not once per worker. This module holds both sides: the launcher process, and the
+round job's handles on it (`Launcher`, `LaunchedProcess`).
+
+    python -m offloadbench.jobs.launcher --imports torch --control-fd 5
+
+A launcher imports NumPy (`numpy`: for NumPy's workers, which never load torch), torch too
+(`torch`), or torch with its compiler started (`compiler`: for the compiled CPU workers,
+which then share one start of the compiler, its imports and the code it builds for itself,
+a few seconds a round).
+
+The round job (jobs/round.py, `Launcher`) sends each request over the control socket: the
+worker's command line and environment as one JSON line, with its command and event pipes
+attached (their file descriptors). The launcher forks; the child takes the pipes as its
+stdin and event channel, sets the worker's environment (its thread counts, its compiler's
+cache) and runs as `python -m offloadbench.jobs.worker` would. The launcher answers
+{"started": pid} and, when a worker ends, {"ended": pid, "returncode"} (negative: the
+signal), as subprocess.Popen reports one. It never computes anything, so no thread pool
+runs at a fork; it ends when the round closes the socket, and dies with the round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+REQUEST_BYTES = 1 << 20  # a worker's command line and environment, with room to spare
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Fork the round's workers from one process that imported the libraries.")
+    parser.add_argument("--imports", choices=IMPORTS, required=True)
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--compile", default="{}", help="the config's compile section as JSON (compiler)")
+    return parser.parse_args(argv)
+
+
+IMPORTS = ("numpy", "torch", "compiler")
+
+
+def import_libraries(imports: str) -> float:
+    """What every worker of this launcher needs, loaded once; the seconds it took."""
+    start = time.perf_counter()
+    import numpy  # noqa: F401
+
+    if imports != "numpy":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            pass  # the workers say so, cell by cell
+    from ..measure import cell  # noqa: F401 - the measuring code every worker runs
+    from ..records import CELL_SCHEMA, ENVIRONMENT_SCHEMA, warm_validators
+    from . import worker  # noqa: F401
+
+    warm_validators(CELL_SCHEMA, ENVIRONMENT_SCHEMA)
+    return time.perf_counter() - start
+
+
+def start_compiler(compile_section: dict) -> float | None:
+    """The compiler's start, once for every compiled worker (measure.compiled.warm_compiler);
+    None where it cannot run here (the workers say why, cell by cell)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    from ..measure import compiled
+    from ..measure.settings import Settings
+
+    if compiled.unavailable_reason("cpu", torch) is not None:
+        return None
+    settings = Settings(compile_backend=str(compile_section.get("backend", "inductor")),
+                        compile_mode=str(compile_section.get("mode", "default")))
+    return compiled.warm_compiler(torch, settings)
+
+
+def run_worker(request: dict, command_fd: int, events_fd: int, imported_s: float,
+               compiler_s: float | None) -> int:
+    """In the forked child: become the worker the request describes."""
+    from . import worker
+
+    os.dup2(command_fd, 0)
+    os.close(command_fd)
+    os.environ.update(request["env"])
+    argv = [*request["argv"], "--events-fd", str(events_fd), "--imported-s", f"{imported_s:.6f}"]
+    if compiler_s is not None:
+        argv += ["--compiler-started-s", f"{compiler_s:.6f}"]
+    return worker.main(argv)
+
+
+def run_launcher(request: dict, control: socket.socket, imported_s: float) -> int:
+    """In the forked child: a launcher that also started the compiler, for the compiled
+    workers (torch's import is its parent's, paid once)."""
+    from .worker import die_with_parent
+
+    die_with_parent()
+    os.environ.update(request["env"])
+    compiler_s = start_compiler(request.get("compile") or {})
+    control.send(json.dumps({"ready": imported_s}).encode())
+    return serve(control, imported_s, compiler_s)
+
+
+def serve(control: socket.socket, imported_s: float, compiler_s: float | None) -> int:
+    ended_r, ended_w = os.pipe()  # SIGCHLD wakes the loop
+    os.set_blocking(ended_w, False)
+    signal.set_wakeup_fd(ended_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    live: set[int] = set()
+    while True:
+        ready, _, _ = select.select([control, ended_r], [], [])
+        if ended_r in ready:
+            os.read(ended_r, 4096)
+            reap(control, live)
+        if control in ready:
+            message, fds, _, _ = socket.recv_fds(control, REQUEST_BYTES, 2)
+            if not message:
+                return 0  # the round job is done
+            fds = [*fds, -1][:2]  # a launcher's request brings one socket, a worker's two pipes
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.close(ended_r)
+                os.close(ended_w)
+                control.close()
+                code = 1
+                try:
+                    request = json.loads(message)
+                    if "launcher" in request:  # a launcher of its own, forked after the imports
+                        code = run_launcher(request, socket.socket(fileno=fds[0]), imported_s)
+                    else:
+                        code = run_worker(request, fds[0], fds[1], imported_s, compiler_s)
+                finally:
+                    os._exit(code)
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+            live.add(pid)
+            control.send(json.dumps({"started": pid}).encode())
+
+
+def reap(control: socket.socket, live: set[int]) -> None:
+    """Report every worker that has ended."""
+    for pid in list(live):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            live.discard(pid)
+            control.send(json.dumps({"ended": pid, "returncode": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .worker import die_with_parent
+
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    die_with_parent()
+    control = socket.socket(fileno=args.control_fd)
+    imported_s = import_libraries(args.imports)
+    compiler_s = start_compiler(json.loads(args.compile)) if args.imports == "compiler" else None
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what the imports made lives as long as every worker: their collections skip it
+    control.send(json.dumps({"ready": imported_s}).encode())
+    code = serve(control, imported_s, compiler_s)
+    os._exit(code)
+
+
+# --- the round job's side ---------------------------------------------------------------
+
+
+def available() -> bool:
+    """Whether workers can be forked from a launcher here (Linux); elsewhere each is started
+    on its own."""
+    return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+
+
+class LauncherFailed(RuntimeError):
+    """The launcher did not start, or ended while the round needed it."""
+
+
+class Launcher:
+    """A running launcher, as the round job holds it: started as a process of its own, or
+    forked from another launcher (`fork_launcher`)."""
+
+    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, compile_json: str = "{}",
+                 parent: Launcher | None = None):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.control, self.timeout_s, self.imports = ours, timeout_s, imports
+        self.ended: dict[int, int] = {}  # pid -> return code of each worker that ended
+        self.imported_s: float | None = None
+        if parent is not None:
+            self.proc = parent.request({"launcher": imports, "env": env, "compile": json.loads(compile_json)},
+                                       [theirs.fileno()])
+        else:
+            sys.stderr.flush()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "offloadbench.jobs.launcher", "--imports", imports,
+                 "--control-fd", str(theirs.fileno()), "--compile", compile_json],
+                env=env, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), pass_fds=(theirs.fileno(),))
+        theirs.close()
+
+    def ready(self) -> float:
+        """Wait until the libraries are imported; the seconds they took."""
+        if self.imported_s is None:
+            message = self._next("ready", time.monotonic() + self.timeout_s)
+            self.imported_s = float(message["ready"])
+        return self.imported_s
+
+    def spawn(self, argv: list[str], env: dict[str, str]) -> LaunchedProcess:
+        """Fork a worker with these arguments (after `python -m offloadbench.jobs.worker`) and
+        environment variables; its pipes are made here."""
+        command_r, command_w = os.pipe()
+        events_r, events_w = os.pipe()
+        try:
+            proc = self.request({"argv": argv, "env": env}, [command_r, events_w])
+        finally:
+            os.close(command_r)
+            os.close(events_w)
+        proc.stdin, proc.events_fd = os.fdopen(command_w, "wb"), events_r
+        return proc
+
+    def request(self, request: dict, fds: list[int]) -> LaunchedProcess:
+        """Send one request with these file descriptors; the process it forked."""
+        self.ready()
+        try:
+            socket.send_fds(self.control, [json.dumps(request).encode()], fds)
+        except OSError as error:
+            raise LauncherFailed(f"the {self.imports} launcher is gone ({error})") from None
+        pid = int(self._next("started", time.monotonic() + self.timeout_s)["started"])
+        return LaunchedProcess(self, pid, None, -1)
+
+    def _next(self, kind: str, deadline: float) -> dict:
+        """The next message of `kind`, recording the workers that ended on the way."""
+        while True:
+            message = self._receive(deadline)
+            if message is None:
+                raise LauncherFailed(f"the {self.imports} launcher did not answer within {self.timeout_s:g} s")
+            if kind in message:
+                return message
+
+    def _receive(self, deadline: float) -> dict | None:
+        remaining = max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([self.control], [], [], remaining)
+        if not ready:
+            return None
+        data = self.control.recv(65536)
+        if not data:
+            code = self.proc.wait()
+            raise LauncherFailed(f"the {self.imports} launcher ended (status {code}; see the log)")
+        message = json.loads(data)
+        if "ended" in message:
+            self.ended[int(message["ended"])] = int(message["returncode"])
+        return message
+
+    def returncode(self, pid: int, wait_s: float = 0.0) -> int | None:
+        """The worker's return code once it has ended (None: still running after `wait_s`)."""
+        deadline = time.monotonic() + wait_s
+        while pid not in self.ended:
+            if self._receive(deadline) is None:
+                return None
+        return self.ended[pid]
+
+    def close(self) -> None:
+        """End the launcher: its workers have ended, or die with it."""
+        self.control.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class LaunchedProcess:
+    """A worker forked by a launcher, with what the round job uses of subprocess.Popen."""
+
+    def __init__(self, launcher: Launcher, pid: int, stdin, events_fd: int):
+        self.launcher, self.pid, self.stdin, self.events_fd = launcher, pid, stdin, events_fd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.launcher.returncode(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self.launcher.returncode(self.pid, 1e9 if timeout is None else timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired("offloadbench.jobs.worker", timeout)
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
