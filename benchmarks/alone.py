@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(ROOT / "config" / "config.yaml"), help="the run's config file")
     parser.add_argument("--results", help="the run's results folder (default: results/<machine> of the config)")
-    parser.add_argument("--processes", type=int, default=4, help="fresh processes per cell (at least 3)")
+    parser.add_argument("--processes", type=int, default=5, help="fresh processes per cell (at least 3)")
     parser.add_argument("--seconds", type=float, default=0.4, help="sampling per process")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
