@@ -78,12 +78,18 @@ def test_fast_calls_are_batched_so_the_timer_cost_is_negligible():
 class ScriptedRegion:
     """A region whose samples come from a list: tests the stopping rule without a clock."""
 
-    def __init__(self, values, name="scripted"):
+    def __init__(self, values, name="scripted", pages=None):
         self.name = name
         self._values = iter(values)
+        self._pages = iter(pages) if pages is not None else None
 
     def time_block(self, calls):
         return next(self._values)
+
+    def sample(self, calls):
+        from offloadbench.measure.timing import Sample
+
+        return Sample(self.time_block(calls), next(self._pages) if self._pages is not None else None)
 
 
 def sample(*regions, rule, now):
@@ -182,3 +188,17 @@ def test_a_slow_first_call_that_agrees_with_the_next_ends_warm_up_early():
     warmup = warm_up(SlowRegion([20e-3, 20.2e-3, 30e-3, 30e-3]), BlockRule(), WarmupRule(budget_s=1.0))
     assert warmup.calls_per_sample == 1
     assert warmup.blocks_s == (20e-3, 20.2e-3)  # the first call counts as a block when it is warm
+
+
+def test_warm_up_goes_on_while_the_calls_still_map_fresh_pages():
+    """A process's heap grows over its first calls: a block as fast as the best, but mapping
+    4,096 fresh pages per call where the one before mapped none, is no settled block."""
+    class Growing(ScriptedRegion):
+        def timer_overhead_s(self):
+            return 1e-6
+
+    times = [20e-3, 20.1e-3, 20.0e-3, 20.1e-3, 20.0e-3]
+    warmup = warm_up(Growing(times, pages=[0, 4096, 4096, 0, 0]), BlockRule(), WarmupRule(budget_s=1.0))
+    assert len(warmup.blocks_s) == 4  # 4,096 after a block of none is no settled block; none again is
+    steady = warm_up(Growing(times, pages=[4100, 4100, 4100]), BlockRule(), WarmupRule(budget_s=1.0))
+    assert len(steady.blocks_s) == 2  # a call that maps its pages every time is settled at its count
