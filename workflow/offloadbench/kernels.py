@@ -34,6 +34,7 @@ from pathlib import Path
 
 from .catalogue import KERNEL_FAMILY
 from .errors import UserError
+from .layout import RESERVED_NAMES
 
 FAMILY = KERNEL_FAMILY  # the family every user kernel is shown under
 DEFAULT_N_MEANS = "side of the n×n array arguments"
@@ -158,6 +159,9 @@ def read_kernel_file(path: str, where: str) -> dict[str, KernelInfo]:
         tree = ast.parse(data, filename=path)
     except SyntaxError as error:
         raise KernelError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
+    except (MemoryError, RecursionError, ValueError) as error:  # nested too deep, NUL bytes, ...
+        raise KernelError(f"{path}: Python cannot parse this file ({type(error).__name__}"
+                          f"{': ' + str(error)[:200] if str(error) else ''})") from None
     digest = hashlib.sha256(data).hexdigest()
     found = {}
     for node in tree.body:
@@ -189,6 +193,9 @@ def read_kernel_files(paths: list[str], builtin: Mapping | tuple = ()) -> dict[s
         if not found:
             raise KernelError(f"{where}: {path} defines no function decorated with @kernel")
         for name, info in found.items():
+            if name in RESERVED_NAMES:
+                raise KernelError(f"{path}:{info.line}: kernel {name!r} has the name of a results folder "
+                                  f"({', '.join(RESERVED_NAMES)}); rename it")
             if name in builtin:
                 raise KernelError(f"{path}:{info.line}: kernel {name!r} has the name of an op of the catalogue; "
                                   "rename it")

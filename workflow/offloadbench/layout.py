@@ -25,6 +25,10 @@ ROUNDS_DIR = "rounds"
 PARTIAL_DIR = ".partial"
 COMPILE_CACHE_DIR = ".compile-cache"  # the compiled workers' caches, shared by a run's rounds
 NOT_CELL_DIRS = (*DEVICE_RECORD_DIRS, ROUNDS_DIR, PARTIAL_DIR, COMPILE_CACHE_DIR)
+# Folders of results/<machine>/ itself; with NOT_CELL_DIRS, names no op or kernel may take
+# (a kernel's records live in raw/<name>/, and readers skip these folders).
+MACHINE_DIRS = ("raw", "tables", "figures", "logs", "report", "compare", "bundles")
+RESERVED_NAMES = tuple(sorted({*NOT_CELL_DIRS, *MACHINE_DIRS}))
 
 
 def figure_parts(ops, dtypes) -> dict[str, list[str]]:

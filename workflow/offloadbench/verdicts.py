@@ -50,6 +50,9 @@ def ci_span(low: float, high: float) -> float:
     return high / low if _finite_positive(low, high) else math.inf
 
 
+MAX_CONFIDENCE = 0.999  # the highest level the labels print as it is (percent: two decimals)
+
+
 def percent(share: float) -> str:
     """A share as a percentage with the digits it needs: 0.95 → "95%", 0.995 → "99.5%"."""
     text = f"{share * 100:.2f}".rstrip("0").rstrip(".")

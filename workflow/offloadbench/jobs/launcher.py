@@ -195,6 +195,7 @@ class Launcher:
         self.control, self.timeout_s, self.imports = ours, timeout_s, imports
         self.ended: dict[int, int] = {}  # pid -> return code of each worker that ended
         self.imported_s: float | None = None
+        self.failed: LauncherFailed | None = None
         if parent is not None:
             self.proc = parent.request({"launcher": imports, "env": env, "compile": json.loads(compile_json)},
                                        [theirs.fileno()])
@@ -208,8 +209,15 @@ class Launcher:
 
     def ready(self) -> float:
         """Wait until the libraries are imported; the seconds they took."""
+        if self.failed is not None:  # said once: every later worker of it fails at once
+            raise self.failed
         if self.imported_s is None:
-            message = self._next("ready", time.monotonic() + self.timeout_s)
+            try:
+                message = self._next("ready", time.monotonic() + self.timeout_s)
+            except LauncherFailed as error:
+                self.failed = error
+                self.proc.kill()
+                raise
             self.imported_s = float(message["ready"])
         return self.imported_s
 

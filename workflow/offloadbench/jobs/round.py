@@ -18,8 +18,16 @@ measured it (`carried`), and a cell that failed that check is not measured again
 round's record splits its wall time into the workers' start, each phase of the cells'
 preparation and finish, the bouts' sampling and their pauses (`split_s`).
 
-Finished records wait in raw/.partial/p<k>/ until the round ends, and a rerun picks them
-up: an interrupted round redoes only the cells it had not finished (in bouts of their own).
+The round trusts only what answers its command: every command carries a fresh token, and
+an event counts only with that token and the form the command expects. A line a kernel
+wrote to the measuring channel, a `done` it forged, a channel it closed: each ends that
+cell as an error with one line saying so, and its worker is replaced. A `done` whose record
+is not where the round asked for it is an error too. `measure.timeout_s` limits a cell's
+own time, its preparation, turns and finish together; a worker that does not start within
+it leaves `timeout` records for its cells.
+
+Finished records wait in raw/.partial/p<k>/ until the round ends (every path absolute, so
+nothing a kernel does to its working directory moves one), and a rerun picks them up: an interrupted round redoes only the cells it had not finished (in bouts of their own).
 This process imports nothing heavy; the workers load numpy and torch.
 """
 
@@ -30,6 +38,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -66,7 +75,7 @@ from ..records import (
 )
 from ..units import fmt_duration
 from .bout import Bout
-from .launcher import Launcher
+from .launcher import Launcher, LauncherFailed
 from .launcher import available as launcher_available
 from .lock import DEFAULT_TIMEOUT_S, host_lock
 from .worker import EXIT_REFUSED
@@ -77,6 +86,22 @@ WRONG_RESULT = "wrong result"  # how the reason of a cell that failed its check 
 
 class Refused(UserError):
     """The round must stop without measuring (another machine's label, say)."""
+
+
+class ProtocolFault(Exception):
+    """What came on a worker's measuring channel is no event of the command in flight."""
+
+
+class WorkerFailed(Exception):
+    """A worker did not start: its cells get records with `status` and `reason`."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+WROTE_TO_CHANNEL = "its kernel wrote to the measuring channel"
+STATUSES = ("ok", "error", "oom", "timeout", "skipped")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -108,6 +133,8 @@ class WorkerProcess:
     cells: int = 0
     buffer: bytes = b""
     cell_pid: int | None = None  # the process measuring its current cell (itself where it forks none)
+    token: str = ""  # of its own events (ready, forked, died)
+    prepared: set = field(default_factory=set)  # the keys of the cells this process prepared
 
     def send(self, command: dict) -> None:
         self.proc.stdin.write((json.dumps(command) + "\n").encode())
@@ -125,14 +152,30 @@ class WorkerProcess:
                 if not chunk:
                     raise EOFError(self.spec.name)
                 self.buffer += chunk
+            if len(self.buffer) > MAX_EVENT_BYTES:
+                raise ProtocolFault(WROTE_TO_CHANNEL)
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            raise ProtocolFault(WROTE_TO_CHANNEL) from None
+        if not isinstance(event, dict):
+            raise ProtocolFault(WROTE_TO_CHANNEL)
+        return event
 
     def kill(self) -> int:
-        """Kill the worker (its cell's process dies with it) and wait for it."""
+        """Kill the worker and its cell's process, and wait until both are gone (a killed
+        cell's process writes no record after the round job has written its own)."""
+        cell = self.cell_pid if self.cell_pid != self.pid else None
+        if cell is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(cell, signal.SIGKILL)
         if self.proc.poll() is None:
             self.proc.kill()
-        return self.proc.wait()
+        code = self.proc.wait()
+        if cell is not None:
+            wait_gone(cell)
+        return code
 
     @property
     def busy_pid(self) -> int:
@@ -156,12 +199,61 @@ class WorkerProcess:
         self.events.close()
 
 
-def death_reason(returncode: int) -> tuple[str, str]:
-    """Status and reason for a worker that ended in the middle of a cell."""
+MAX_EVENT_BYTES = 1 << 20  # an event line longer than this is no event of ours
+
+
+def well_formed(event: dict, expect: str, key: str) -> bool:
+    """Whether an event with the command's token has the form of the answer it stands for."""
+    if event.get("done") == key:
+        return event.get("status") in STATUSES and isinstance(event.get("reason"), str)
+    if expect == "prepared":
+        return event.get("prepared") == key and isinstance(event.get("pid"), int) and \
+            isinstance(event.get("regions"), int)
+    if expect == "turned":
+        medians = event.get("medians")
+        return (event.get("turned") == key and isinstance(event.get("converged"), bool)
+                and isinstance(medians, dict) and all(isinstance(v, int | float) and not isinstance(v, bool)
+                                                      for v in medians.values()))
+    return False
+
+
+def wait_gone(pid: int, wait_s: float = 2.0) -> None:
+    """Wait until a killed process is gone (or a zombie) and can write nothing more."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                if handle.read().rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"]):
+                    return
+        except OSError:
+            return
+        time.sleep(0.005)
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's out-of-memory killer has killed since boot (Linux's
+    /proc/vmstat), or None where that is not known."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def death_reason(returncode: int, oom_before: int | None = None) -> tuple[str, str]:
+    """Status and reason for a measuring process that ended in the middle of a cell; a
+    SIGKILL reads as out of memory only where the kernel's OOM killer killed meanwhile
+    (`oom_before`: its count when the cell began)."""
     if returncode < 0:
         sig = -returncode
         if sig == signal.SIGKILL:
-            return "oom", "killed by SIGKILL, most likely the kernel's out-of-memory killer"
+            now = oom_kills()
+            if oom_before is not None and now is not None and now > oom_before:
+                return "oom", "killed by the kernel's out-of-memory killer (SIGKILL)"
+            return "error", "the measuring process was killed by SIGKILL"
         return "error", f"the measuring process died from signal {signal.Signals(sig).name}"
     return "error", f"the measuring process exited with status {returncode}"
 
@@ -169,7 +261,7 @@ def death_reason(returncode: int) -> tuple[str, str]:
 class Round:
     def __init__(self, args: argparse.Namespace, terminal):
         self.args, self.terminal = args, terminal
-        self.raw = Path(args.raw)
+        self.raw = Path(args.raw).resolve()  # every record path absolute, whatever a kernel does to its folder
         self.settings = json.loads(args.settings)
         self.timeout_s = float(self.settings["timeout_s"])
         self.compile_settings = json.loads(args.compile)
@@ -194,6 +286,9 @@ class Round:
         self.carried: dict[Cell, dict] = {}  # what earlier rounds measured once of each cell (check, memory)
         self.split: Counter = Counter()  # seconds of the round by what they went to (split_s)
         self.reported: dict[Cell, dict] = {}  # the phases each cell's process reported when prepared
+        self.spent: dict[Cell, float] = {}  # seconds each cell's commands took: its share of timeout_s
+        self.oom_before: dict[Cell, int | None] = {}  # the OOM killer's count when each cell began
+        self.broken: dict[WorkerSpec, WorkerFailed] = {}  # workers that did not start, and why
         self.facts = host_facts()
 
     # paths
@@ -367,20 +462,38 @@ class Round:
         began = time.monotonic()
         ordered = sorted(specs, key=lambda spec: spec.name)
         for launcher in {id(l): l for spec in ordered if (l := self.launcher(spec)) is not None}.values():
-            launcher.ready()
-        launched = [self.launch(spec) for spec in ordered]
+            with contextlib.suppress(LauncherFailed):  # said at each of its workers' cells
+                launcher.ready()
+        launched = []
+        for spec in ordered:
+            with contextlib.suppress(WorkerFailed):  # kept in self.broken, said at each of its cells
+                launched.append(self.start_worker(spec))
         for worker in launched:
-            self.await_ready(worker)
+            with contextlib.suppress(WorkerFailed):
+                self.await_ready(worker)
         self.split["start"] += time.monotonic() - began
 
     def worker(self, spec: WorkerSpec) -> WorkerProcess:
-        """The running worker of `spec`, started when it is not running."""
+        """The running worker of `spec`, started when it is not running; WorkerFailed when it
+        did not start (in this round, once: its later cells are told the same at once)."""
+        if spec in self.broken:
+            raise self.broken[spec]
         if spec in self.workers and self.workers[spec].proc.poll() is None:
             return self.workers[spec]
         began = time.monotonic()
-        worker = self.await_ready(self.launch(spec))
-        self.split["start"] += time.monotonic() - began
-        return worker
+        try:
+            return self.await_ready(self.start_worker(spec))
+        finally:
+            self.split["start"] += time.monotonic() - began
+
+    def start_worker(self, spec: WorkerSpec) -> WorkerProcess:
+        """Launch the worker of `spec`; a launcher that failed is the worker's failure."""
+        try:
+            return self.launch(spec)
+        except LauncherFailed as error:
+            timed_out = "did not answer" in str(error)
+            self.broken[spec] = WorkerFailed("timeout" if timed_out else "error", f"its worker did not start: {error}")
+            raise self.broken[spec] from None
 
     def compile_cache_dir(self, name: str) -> str:
         """The compile cache of a compiled worker kind (or the launcher's): one per kind and
@@ -430,8 +543,9 @@ class Round:
     def launch(self, spec: WorkerSpec) -> WorkerProcess:
         """Start the worker of `spec`, forked by the round's launcher where there is one (it
         dies with this job, and its cells' processes with it)."""
+        token = secrets.token_hex(8)
         argv = [
-            "--library", spec.library, "--device", spec.device, "--threads-label", spec.threads,
+            "--token", token, "--library", spec.library, "--device", spec.device, "--threads-label", spec.threads,
             "--threads", str(spec.host_threads), "--mode", spec.mode, *(["--twin"] if spec.twin else []),
             "--machine", self.args.machine, "--round", str(self.args.round), "--processes", str(self.args.processes),
             "--settings", self.args.settings, "--environment", self.args.environment,
@@ -440,7 +554,8 @@ class Round:
         launcher = self.launcher(spec)
         if launcher is not None:
             proc = launcher.spawn(argv, self.worker_env(spec))
-            worker = WorkerProcess(spec, proc, os.fdopen(proc.events_fd, "rb", buffering=0), proc.pid, utc_now())
+            worker = WorkerProcess(spec, proc, os.fdopen(proc.events_fd, "rb", buffering=0), proc.pid, utc_now(),
+                                   token=token)
         else:
             read_fd, write_fd = os.pipe()
             env = {**os.environ, **self.worker_env(spec),
@@ -450,27 +565,37 @@ class Round:
                                      "--events-fd", str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
             os.close(write_fd)
-            worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now())
+            worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now(),
+                                   token=token)
         self.workers[spec] = worker
         self.history.setdefault(spec.name, {"processes": []})["processes"].append(
             {"pid": proc.pid, "started_at": worker.started_at})
         return worker
 
     def await_ready(self, worker: WorkerProcess) -> WorkerProcess:
-        """Wait for a launched worker's first event; refuse the round where it refused."""
+        """Wait for a launched worker's first event; refuse the round where it refused, and
+        raise WorkerFailed where it did not start (kept in self.broken)."""
         spec = worker.spec
+        timed_out = False
         try:
             event = worker.next_event(time.monotonic() + self.timeout_s)
-        except EOFError:
+            timed_out = event is None
+        except (EOFError, ProtocolFault):
             event = None
         if event and "refused" in event:
             worker.kill()
-            raise Refused(event["refused"])
-        if not event or "ready" not in event:
+            raise Refused(str(event["refused"]))
+        if not event or not isinstance(event.get("ready"), dict) or event.get("token") != worker.token:
             code = worker.kill()
             if code == EXIT_REFUSED:
                 raise Refused(f"worker {spec.name} refused to start (see the log)")
-            raise RuntimeError(f"worker {spec.name} did not start: {death_reason(code)[1]} (see the log)")
+            if timed_out:
+                failed = WorkerFailed("timeout", f"its worker did not start within the cell time limit of "
+                                                 f"{self.timeout_s:g} s")
+            else:
+                failed = WorkerFailed("error", f"its worker did not start: {death_reason(code)[1]} (see the log)")
+            self.broken[spec] = failed
+            raise failed
         worker.ready = event["ready"]
         self.history[spec.name]["processes"][-1].update(event["ready"])
         return worker
@@ -478,50 +603,96 @@ class Round:
     def command(self, cell: Cell, command: dict, expect: str) -> dict | None:
         """Send the cell's worker one command and wait for its answer `expect`; None when the
         cell ended instead: it failed (its process wrote the record), or its process hung
-        past the cell's time limit or died (this job writes the record)."""
-        worker = self.worker(cell.worker)
+        past the cell's time limit, died, or broke the protocol (this job writes the record)."""
         kind = next(iter(command))
+        before = self.workers.get(cell.worker)
+        if kind != "prepare" and before is not None and cell.key in before.prepared and before.proc.poll() is not None:
+            status, reason = death_reason(before.proc.returncode, self.oom_before.get(cell))
+            return self.cell_failed(cell, status, f"{reason} (its worker, between its commands)", before)
+        try:
+            worker = self.worker(cell.worker)
+        except WorkerFailed as failed:
+            return self.cell_failed(cell, failed.status, failed.reason, None)
+        if kind != "prepare" and cell.key not in worker.prepared:
+            return self.cell_failed(cell, "error", f"its worker process ended between its commands (before {kind})",
+                                    worker)
         if kind == "prepare":
             worker.cells += 1
             command["position"] = worker.cells
             if cell in self.carried:
                 command["carried"] = self.carried[cell]
+            self.oom_before[cell] = oom_kills()
+        command["token"] = token = secrets.token_hex(8)
         began = time.monotonic()
-        worker.send(command)
-        deadline = began + self.timeout_s
-        phase, timed_out, died = kind, False, None
-        while True:
+        deadline = began + max(0.0, self.timeout_s - self.spent.get(cell, 0.0))  # the limit is the cell's
+        phase, ending, died, sent = kind, "ended", None, True
+        try:
+            worker.send(command)
+        except OSError:  # its worker is gone
+            sent = False
+        while sent:
             try:
                 event = worker.next_event(deadline)
             except EOFError:
                 break
+            except ProtocolFault as fault:
+                ending = str(fault)
+                break
             if event is None:
-                timed_out = True
+                ending = "timeout"
+                break
+            if event.get("token") == worker.token:  # the worker's own: a fork, or a cell's process that died
+                if event.get("died") == cell.key:
+                    died = event["returncode"] if isinstance(event.get("returncode"), int) else 1
+                    break
+                if event.get("forked") == cell.key:
+                    worker.cell_pid = event["pid"] if isinstance(event.get("pid"), int) else None
+                continue  # late news of an earlier cell, whose record is written
+            if event.get("token") != token:  # a stray line, a stale or forged event
+                ending = WROTE_TO_CHANNEL
                 break
             if "phase" in event:
-                phase = event["phase"]
-            elif event.get("died") == cell.key:
-                died = int(event.get("returncode", 1))
+                phase = str(event["phase"])[:80]
+                continue
+            if event.get("fault") == cell.key:
+                ending = str(event.get("reason") or WROTE_TO_CHANNEL)[:200]
                 break
-            elif event.get(expect) == cell.key or event.get("done") == cell.key:
-                self.count_split(cell, kind, time.monotonic() - began, event.get("phases_s"))
-                if kind == "prepare" and "pid" in event:
-                    worker.cell_pid = int(event["pid"])
-                if "done" in event:
-                    worker.cell_pid = None
-                    self.ended(cell, event)
-                return event if expect in event else None
-        worker.cell_pid = None
+            if not well_formed(event, expect, cell.key):
+                ending = WROTE_TO_CHANNEL
+                break
+            self.spent[cell] = self.spent.get(cell, 0.0) + time.monotonic() - began
+            self.count_split(cell, kind, time.monotonic() - began, event.get("phases_s"))
+            if kind == "prepare" and "prepared" in event:
+                worker.prepared.add(cell.key)
+                worker.cell_pid = event["pid"]
+            if "done" in event:
+                worker.cell_pid = None
+                worker.prepared.discard(cell.key)
+                if not self.partial(cell).exists():  # a `done` without the record it stands for
+                    return self.cell_failed(cell, "error", "it said it was done, but wrote no record", worker)
+                self.ended(cell, event)
+                if event.get("replace"):  # its code left what cannot be undone: a fresh worker next
+                    self.retire([worker])
+            return event if expect in event else None
+        if ending == "timeout":
+            worker.kill()
+            return self.cell_failed(cell, "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during "
+                                                     f"{phase}", worker)
+        if died is None and ending != "ended":  # a protocol fault: its worker is replaced
+            worker.kill()
+            return self.cell_failed(cell, "error", f"{ending} (during {phase})", worker)
         code = died if died is not None else worker.kill()
-        if timed_out:
-            status, reason = "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during {phase}"
-        else:
-            status, reason = death_reason(code)
-            reason = f"{reason} (during {phase})"
-        self.write_failure(cell, status, reason, worker, worker.cells)
+        status, reason = death_reason(code, self.oom_before.get(cell))
+        return self.cell_failed(cell, status, f"{reason} (during {phase})", worker)
+
+    def cell_failed(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None) -> None:
+        """The cell ended without its process's record: this job writes one and says why."""
+        if worker is not None:
+            worker.cell_pid = None
+            worker.prepared.discard(cell.key)
+        self.write_failure(cell, status, reason, worker, worker.cells if worker else None)
         tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
         self.cell_done(cell)
-        return None
 
     def count_split(self, cell: Cell, kind: str, seconds: float, phases: dict | None) -> None:
         """A prepare or finish command's wall time, by the phases its cell's process reported
@@ -562,9 +733,10 @@ class Round:
             "round": self.args.round, "processes": self.args.processes, "worker": cell.worker.name,
             "pid": worker.pid if worker else None, "position": position, **where(),
         }
+        info = self.kernels.get(cell.op)  # its file's hash: a rerun measures it again only once the file changed
         record = cell_record(
             cell, self.args.machine, process, status=status, reason=reason, started_at=now, finished_at=now,
-            provenance=self.facts, settings=self.settings,
+            provenance=self.facts, settings=self.settings, measured={"op_info": info.describe()} if info else None,
         )
         write_json_atomic(self.partial(cell), record)
         self.statuses[cell] = status

@@ -16,7 +16,13 @@ fork. GPU cells (CUDA and Metal cannot be used across a fork) and hosts without 
 measured in the worker itself, one after the other.
 
 Commands arrive on stdin, one JSON object per line; events go back on the file descriptor
-`--events-fd`, so that whatever a library prints cannot garble them:
+`--events-fd`, so that whatever a library prints cannot garble them. Every command carries a
+fresh `token`, and every event answering it carries that token back; the worker's own
+events (ready, forked, died) carry the worker's `--token`. The round job counts nothing
+else (jobs/round.py): a line a kernel wrote to the channel, or a `done` it forged, ends that
+cell as a protocol fault. Both channels are read and written on private copies of their
+descriptors, so a kernel that closes stdin harms no record; the worker checks the original
+descriptors before each answer and names the change ({"fault": key, "reason"}).
 - {"prepare": <cell key>, "out", "position", "artifact", "memory_scale", "carried"}: inputs,
   compile and warm-up (`measure.cell.CellRun.prepare`); answers {"prepared": key, "pid",
   "regions", "phases_s"}, or, when the cell failed, writes its record and answers
@@ -27,8 +33,17 @@ Commands arrive on stdin, one JSON object per line; events go back on the file d
 - {"finish": key, "stop_reason", "bout"}: the check against float64 and the peak memory
   (unless `carried` brought them from an earlier round), the noise checks, then the
   record; answers {"done": key, "status", "reason", "phases_s"}.
-A cell's process that dies (a signal, an exit of the user's kernel) is answered by the
-worker with {"died": key, "returncode"}. Before the first command the worker answers
+The worker answers a cell's fork with {"forked": key, "pid"}, and a cell's process that dies
+(a signal, an exit of the user's kernel) with {"died": key, "returncode"}. What a cell's
+process prints goes through its worker, which keeps the first and last 64 KiB of it in the
+log (jobs/output.py).
+
+Before its first cell the worker reads the process state a kernel can change (threads,
+pools, thread variables, NumPy's error state, the working directory, live threads;
+measure/process_state.py); after each cell's finish it reads it again. A cell whose code
+changed it is an error, with what changed. A worker that measures its cells one after the
+other restores what it can, and ends after a cell that left a thread running
+({"done": ..., "replace": true}), so that the next cell gets a fresh worker. Before the first command the worker answers
 {"ready": ...} (or {"refused": why}). The round job set the thread-count variables before
 this process started, so BLAS and OpenMP pools are sized right at import; the counts are
 read back and recorded.
@@ -40,6 +55,7 @@ import argparse
 import gc
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -50,6 +66,7 @@ from ..cells import COMPILED, MODES, Cell, WorkerSpec
 from ..kernels import read_kernel_files
 from ..machine import mismatch
 from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
+from .output import CappedOutput, ProcessOutput
 
 EXIT_REFUSED = 2
 # Modules a measuring process should load only when its cells need them (kept in the record).
@@ -72,6 +89,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
     parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
     parser.add_argument("--events-fd", type=int, required=True)
+    parser.add_argument("--token", default="", help="the token of the worker's own events (ready, forked, died)")
     parser.add_argument("--imported-s", type=float, default=0.0,
                         help="seconds the launcher this worker was forked from spent importing (jobs/launcher.py)")
     parser.add_argument("--compiler-started-s", type=float,
@@ -136,14 +154,59 @@ class CommandReader:
             self.end += read
 
 
+def _identity(fd: int) -> tuple[int, int] | None:
+    """Which open file a descriptor is (None: closed)."""
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+class ChannelFault(Exception):
+    """A kernel closed or replaced a channel to the round job; the cell ends here."""
+
+
+class Channels:
+    """The worker's two channels to the round job, on private copies of their descriptors: a
+    kernel that closes stdin or the events descriptor cannot cut the worker off, and
+    `fault` names what it did."""
+
+    def __init__(self, events_fd: int):
+        self.watched = {0: "the command channel", events_fd: "the measuring channel"}
+        self.identity = {fd: _identity(fd) for fd in self.watched}
+        self.command_fd = os.dup(0)
+        self.events = os.fdopen(os.dup(events_fd), "w", buffering=1)
+
+    def fault(self) -> str | None:
+        """What a kernel did to the original descriptors, or None."""
+        for fd, name in self.watched.items():
+            now = _identity(fd)
+            if now != self.identity[fd]:
+                return f"its kernel {'closed' if now is None else 'replaced'} {name}"
+        return None
+
+
+def _interrupted(signum, frame):
+    from ..measure.cell import Interrupted
+
+    raise Interrupted()
+
+
 class Worker:
-    def __init__(self, args: argparse.Namespace, events):
-        self.args, self.events = args, events
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.channels = Channels(args.events_fd)
+        self.events = self.channels.events
+        self.token = args.token  # of the command in flight; the worker's own between cells
         self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
         self.threads = args.threads
         self.settings = json.loads(args.settings)
         self.compile_settings = json.loads(args.compile)
         self.kernel_paths = json.loads(args.kernels)
+        # resolved now: a kernel that changes the working directory moves no later import
+        self.kernel_import_paths = [os.path.abspath(path) for path in self.kernel_paths]
+        self.kernel_files = tuple(self.kernel_import_paths)  # a thread running their code is a kernel's
         self.kernel_infos = read_kernel_files(self.kernel_paths, SPECS)  # the source only: cheap
         self.kernels: dict | None = None  # imported at the first kernel cell
         self.torch = None
@@ -151,10 +214,21 @@ class Worker:
         self.forks = forks_cells(self.spec.device)
         self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began)
         self.prepare_s: dict[str, float] = {}  # cell key -> seconds its preparation took
+        self.state_before = None  # the process state a cell starts from (measure/process_state.py)
+        self.replace = False  # a cell left what cannot be restored: end after it
 
     def send(self, **event) -> None:
-        self.events.write(json.dumps(event) + "\n")
+        self.events.write(json.dumps({**event, "token": self.token}) + "\n")
         self.events.flush()
+
+    def answer(self, key: str, **event) -> None:
+        """Answer the command in flight, unless a kernel tampered with a channel: then say so
+        and end the cell (ChannelFault)."""
+        fault = self.channels.fault()
+        if fault:
+            self.send(fault=key, reason=fault)
+            raise ChannelFault(fault)
+        self.send(**event)
 
     def start(self) -> bool:
         """Import the libraries, pin the threads, check the hardware; False if refused."""
@@ -202,6 +276,9 @@ class Worker:
             elif compiled.unavailable_reason(self.spec.device, self.torch) is None:
                 self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
         warm_validators(CELL_SCHEMA)  # each cell's process checks its record against it
+        from ..measure import process_state
+
+        self.state_before = process_state.read(self.torch, self.kernel_files)  # what every forked cell starts from
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
@@ -218,7 +295,7 @@ class Worker:
         if self.kernels is None:
             from ..kernels import load_kernels
 
-            self.kernels = load_kernels(self.kernel_paths)
+            self.kernels = load_kernels(self.kernel_import_paths)
             gc.collect()
             gc.freeze()  # what the kernels files imported lives as long as the process, too
         return self.kernels
@@ -239,6 +316,10 @@ class Worker:
         from ..measure.provenance import utc_now
 
         cell = Cell.from_key(command["prepare"])
+        if not self.forks:  # one cell after another in this process: each from the state now
+            from ..measure import process_state
+
+            self.state_before = process_state.read(self.torch, self.kernel_files)
         out = Path(command["out"])
         artifact = str(out.with_suffix(".png")) if command.get("artifact") else None
         run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(phase=phase)),
@@ -253,7 +334,8 @@ class Worker:
         ready = not run.failed and run.prepare()
         self.prepare_s[cell.key] = sum(run.progress.spent().values())
         if ready:
-            self.send(prepared=cell.key, pid=os.getpid(), regions=len(run.states), phases_s=run.progress.spent())
+            self.answer(cell.key, prepared=cell.key, pid=os.getpid(), regions=len(run.states),
+                        phases_s=run.progress.spent())
             return True
         self.finish({"finish": cell.key})
         return False
@@ -270,7 +352,7 @@ class Worker:
         if run.failed:
             self.finish({"finish": key})
             return False
-        self.send(turned=key, converged=converged, medians=run.turn_medians())
+        self.answer(key, turned=key, converged=converged, medians=run.turn_medians())
         return True
 
     def finish(self, command: dict) -> None:
@@ -281,8 +363,13 @@ class Worker:
         finishing = time.perf_counter()
         outcome = run.finish(command.get("stop_reason"))
         finish_s = time.perf_counter() - finishing
+        changed = self.process_changes()
+        if changed and outcome.status not in ("skipped",):
+            outcome.status = "error"
+            outcome.reason = f"its code changed the process: {'; '.join(changed)}"[:400]
+        threads = self.thread_counts()
         info = self.kernel_infos.get(run.cell.op)
-        effective = self.threads_info.get("effective") or 1
+        effective = threads.get("effective") or 1
         record = cell_record(
             run.cell, self.args.machine, self.process(prepared),
             status=outcome.status, reason=outcome.reason,
@@ -292,7 +379,8 @@ class Worker:
                 **outcome.measured,
                 **({"op_info": info.describe()} if info else {}),
                 **({"bout": command["bout"]} if command.get("bout") else {}),
-                "threads": self.threads_info,
+                "threads": threads,
+                "process_state": {"changed": changed},
                 "sharing": {"threads": effective, "cores_usable": self.facts["usable_cores"],
                             "shares_cores_with_orchestrator": effective >= (self.facts["usable_cores"] or 1)},
             },
@@ -307,10 +395,37 @@ class Worker:
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
+        fault = self.channels.fault()
+        if fault:  # its record would tell a measurement the round job cannot trust
+            self.send(fault=key, reason=fault)
+            raise ChannelFault(fault)
         write_json_atomic(prepared["out"], record)
         if not self.forks:  # a cell's own process ends here: nothing to free for a next cell
             self.release(run.cell)
-        self.send(done=key, status=outcome.status, reason=outcome.reason, phases_s=run.progress.spent())
+        self.send(done=key, status=outcome.status, reason=outcome.reason, phases_s=run.progress.spent(),
+                  **({"replace": True} if self.replace else {}))
+
+    def process_changes(self) -> list[str]:
+        """What the cell's code changed in the process, in words; a worker that measures the
+        next cell itself puts back what it can, and is replaced where it cannot."""
+        from ..measure import process_state
+
+        if self.state_before is None:
+            return []
+        changed = process_state.changes(self.state_before, process_state.read(self.torch, self.kernel_files))
+        if changed and not self.forks and not process_state.restore(self.state_before, self.torch,
+                                                                    self.kernel_files):
+            self.replace = True
+        return changed
+
+    def thread_counts(self) -> dict:
+        """The thread counts as the cell was measured, read now (a kernel may have changed them)."""
+        from ..measure.threads import thread_counts
+
+        try:
+            return {**thread_counts(self.threads, self.torch), "at_start": self.threads_info.get("effective")}
+        except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
+            return self.threads_info
 
     def process(self, command: dict) -> dict:
         return {
@@ -334,39 +449,56 @@ class Worker:
         die_with_parent()
         if not self.start():
             return EXIT_REFUSED
-        reader = CommandReader(sys.stdin.fileno())
-        while (command := reader.next()) is not None:
+        reader = CommandReader(self.channels.command_fd)
+        output = None if self.forks else ProcessOutput()
+        while not self.replace and (command := reader.next()) is not None:
             if "prepare" not in command:
                 continue  # the turn or finish of a cell whose process died: the round job knows already
             if self.forks:
                 self.measure_in_child(command, reader)
             else:
                 self.measure_here(command, reader)
+                output.end_cell(command["prepare"])
         return 0
 
     def measure_here(self, command: dict, reader: CommandReader) -> None:
-        """One cell, from its prepare to its record, on the commands that follow."""
+        """One cell, from its prepare to its record, on the commands that follow; each
+        answer carries its command's token."""
         key = command["prepare"]
-        if not self.prepare(command):
-            return
-        while (command := reader.next()) is not None:
-            if command.get("turn") == key:
-                if not self.turn(command):
-                    return
-            elif command.get("finish") == key:
-                self.finish(command)
+        try:
+            self.token = str(command.get("token", ""))
+            if not self.prepare(command):
                 return
+            while (command := reader.next()) is not None:
+                self.token = str(command.get("token", ""))
+                if command.get("turn") == key:
+                    if not self.turn(command):
+                        return
+                elif command.get("finish") == key:
+                    self.finish(command)
+                    return
+        except ChannelFault:
+            return  # said to the round job, which replaces this worker
+        finally:
+            self.token = self.args.token
 
     def measure_in_child(self, command: dict, reader: CommandReader) -> None:
-        """One cell in a process of its own, forked from this one; a child that dies is
-        answered with its return code (negative: the signal), as the round job reads one."""
+        """One cell in a process of its own, forked from this one. What it prints comes
+        through this process, capped (jobs/output.py); a child that dies is answered with its
+        return code (negative: the signal), as the round job reads one."""
         sys.stdout.flush()
         sys.stderr.flush()
+        out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the cell's process
             code = 0
             try:
                 die_with_parent()
+                signal.signal(signal.SIGINT, _interrupted)
+                os.close(out_r)
+                os.dup2(out_w, 1)
+                os.dup2(out_w, 2)
+                os.close(out_w)
                 self.measure_here(command, reader)
             except BaseException:  # noqa: BLE001 - the worker answers for it with the exit status
                 traceback.print_exc()
@@ -375,7 +507,10 @@ class Worker:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        os.close(out_w)
+        self.send(forked=command["prepare"], pid=pid)
+        output = CappedOutput(command["prepare"])
+        status = output.drain(out_r, pid)
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             self.send(died=command["prepare"], returncode=code)
@@ -383,8 +518,7 @@ class Worker:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    with os.fdopen(args.events_fd, "w", buffering=1) as events:
-        code = Worker(args, events).serve()
+    code = Worker(args).serve()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # every record is written: tearing down torch and the compiler would only cost time

@@ -99,6 +99,11 @@ class CellOutcome:
     settings: dict = field(default_factory=dict)  # what the cell set up (TF32, memory kind)
 
 
+class Interrupted(BaseException):
+    """SIGINT reached the cell's process (jobs/worker.py): the run is being stopped, which
+    no cell's record may tell as its own failure."""
+
+
 class CellFailed(Exception):
     """Ends a cell early with a status other than ok (skipped, oom, error)."""
 
@@ -315,6 +320,9 @@ class CellRun:
         self.progress.enter("inputs")
         self.backend = backend = Backend(cell, op, settings, torch)
         self.host_inputs = backend.pin(make_host_inputs(op, cell, settings.random_state, torch))
+        if op.kernel is not None:  # its first call, eager: the warm-up's, with the result's type checked
+            self.progress.enter("warm-up compute")
+            _check_kernel_returns_arrays(op, backend, self.host_inputs)
         if cell.compiled:
             self.progress.enter("compile")
             self.outcome.measured["compile"] = backend.first_calls(self.host_inputs)
@@ -434,6 +442,11 @@ class CellRun:
                        f"{what} during {self.progress.phase}: {_first_line(error)}{_user_frame(error, self.kernels)}")
             with contextlib.suppress(Exception):  # a broken device must not hide the reason above
                 devices.release_memory(self.cell.device, self.torch)
+        except Interrupted:
+            raise
+        except BaseException as error:  # noqa: BLE001 - sys.exit() or KeyboardInterrupt of a kernel: the cell's end
+            self._fail("error", f"{_base_exception_words(error)} during {self.progress.phase}"
+                                f"{_user_frame(error, self.kernels)}")
 
     def _fail(self, status: str, reason: str) -> None:
         self.failed = True
@@ -456,6 +469,29 @@ def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | No
     if run.prepare():
         run.sample_alone()
     return run.finish()
+
+
+def _check_kernel_returns_arrays(op: Op, backend: Backend, host_inputs: list) -> None:
+    """A user kernel's first call, eager and untimed: it must return arrays (or a tuple of
+    them), or the cell ends here naming the kernel's file and line, rather than with an
+    AttributeError deep in the copies or the check."""
+    lib = backend.lib
+    result = op.compute(lib, *[backend.to_device(x) for x in host_inputs])
+    parts = result if isinstance(result, tuple) and result else (result,)
+    arrays = (np.ndarray, np.generic, *((backend.torch.Tensor,) if backend.torch is not None else ()),
+              *(() if backend.tensors else (int, float, complex)))  # NumPy takes a Python number as an array
+    wrong = [type(part).__name__ for part in parts if not isinstance(part, arrays)]
+    if wrong:
+        code = op.kernel.fn.__code__
+        raise CellFailed("error", f"kernel {op.kernel.name} returned {wrong[0]}, not an array "
+                                  f"(at {os.path.basename(code.co_filename)}:{code.co_firstlineno})")
+
+
+def _base_exception_words(error: BaseException) -> str:
+    """What a BaseException that is no Exception means: "the kernel called sys.exit(0)"."""
+    if isinstance(error, SystemExit):
+        return f"the kernel called sys.exit({error.code!r})"[:200]
+    return f"the kernel raised {type(error).__name__}"
 
 
 def _first_line(error: BaseException) -> str:

@@ -44,10 +44,20 @@ def blas_tuning_env() -> dict[str, str]:
 
 def apply_thread_limits(count: int, torch_module=None) -> dict:
     """Limit every thread pool of this process to `count`; return what took effect."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_limits
 
     # Kept for the life of the process: one process measures one cell.
     threadpool_limits(limits=count)
+    if torch_module is not None:
+        torch_module.set_num_threads(count)
+    return thread_counts(count, torch_module)
+
+
+def thread_counts(count: int, torch_module=None) -> dict:
+    """The thread counts in effect now, against the `count` requested: each BLAS and OpenMP
+    pool's, torch's, and the largest of them (`effective`)."""
+    from threadpoolctl import threadpool_info
+
     effective: dict = {"requested": count}
     pools = [
         {
@@ -62,7 +72,6 @@ def apply_thread_limits(count: int, torch_module=None) -> dict:
     ]
     effective["pools"] = pools
     if torch_module is not None:
-        torch_module.set_num_threads(count)
         effective["torch"] = torch_module.get_num_threads()
     blas_counts = [p["num_threads"] for p in pools if p["num_threads"] is not None]
     counts = blas_counts + ([effective["torch"]] if "torch" in effective else [])

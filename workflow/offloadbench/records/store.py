@@ -20,7 +20,7 @@ from ..cells import Cell
 from ..errors import one_line, shown
 from ..layout import ROUNDS_DIR, round_relpath
 from ..reading import UnreadableFile, read_regular
-from ..verdicts import Judging
+from ..verdicts import MAX_CONFIDENCE, Judging
 from .documents import bounds_problem, parse_json
 from .schemas import (
     CELL_SCHEMA,
@@ -231,10 +231,12 @@ def load_judging(path: str | os.PathLike) -> Judging:
     """judging.json beside a machine's tables: the policy they were judged with."""
     data = read_json(path, hint=False, limit=MAX_ENVIRONMENT_BYTES)
     min_effect, confidence = data.get("min_effect"), data.get("confidence")
-    if not (isinstance(min_effect, (int, float)) and 0 < min_effect <= 1):
+    number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # JSON's true is no 1
+    if not (number(min_effect) and 0 < min_effect <= 1):
         raise MalformedRecord(f"{shown(path)}: malformed judging policy: min_effect must be a number in (0, 1]")
-    if not (isinstance(confidence, (int, float)) and 0.5 < confidence < 1):
-        raise MalformedRecord(f"{shown(path)}: malformed judging policy: confidence must be a number in (0.5, 1)")
+    if not (number(confidence) and 0.5 < confidence <= MAX_CONFIDENCE):
+        raise MalformedRecord(f"{shown(path)}: malformed judging policy: confidence must be a number in "
+                              f"(0.5, {MAX_CONFIDENCE:g}]")
     return Judging(float(min_effect), float(confidence))
 
 
