@@ -2,6 +2,7 @@
 what is left."""
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,30 @@ def test_cells_the_host_has_too_little_memory_for_are_left_out_and_extra_rounds_
     assert tight.extra_s == pytest.approx(0.5 * tight.measure_s) and "extra rounds" in tight.line("m")
     none = estimate_run({**config, "measure": {**config["measure"], "max_processes": 3}}, FALLBACK)
     assert none.extra_s == 0
+
+
+@pytest.mark.parametrize("slower", [0.6, 0.8, 1.0, 1.3, 1.6])
+@pytest.mark.parametrize("seed", range(5))
+def test_the_progress_line_stays_near_the_rounds_true_remaining_time(slower, seed):
+    """A simulated round on a simulated clock: workers' start, then 144 cells whose true
+    seconds are the estimate's times `slower`, each with its own noise. Every line printed
+    (one per 20 s, at a cell's end) is within 3× of the true time left before a tenth of the
+    round is done, and within 2× after."""
+    from offloadbench.estimate import remaining_s
+
+    rng = random.Random(seed)
+    workers_est, workers_true = 8.0, 8.0 * slower * rng.uniform(0.7, 1.4)
+    estimated = [rng.lognormvariate(-1.5, 1.0) for _ in range(144)]
+    true = [e * slower * rng.lognormvariate(0.0, 0.3) for e in estimated]
+    total_est, total_true = workers_est + sum(estimated), workers_true + sum(true)
+    now, done_est, last, printed = workers_true, 0.0, 0.0, 0
+    for e, t in zip(estimated[:-1], true[:-1]):
+        now += t
+        done_est += e
+        if now - last < 20.0:
+            continue
+        last, printed = now, printed + 1
+        said, truth = remaining_s(now, workers_est + done_est, total_est), total_true - now
+        bound = 2.0 if (workers_est + done_est) / total_est >= 0.1 else 3.0
+        assert truth / bound <= said <= truth * bound, (now, said, truth)
+    assert printed >= 1

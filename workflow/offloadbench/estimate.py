@@ -156,6 +156,23 @@ class Estimate:
                 f"rounds ({fmt_duration(self.measure_s)} measuring{extra}){refused}, from {self.source}")
 
 
+TRUST_OWN_PACE_AFTER = 0.1  # the share of a round done before its own pace counts
+
+
+def remaining_s(elapsed_s: float, done_s: float, total_s: float) -> float:
+    """Wall seconds left of a round the estimate put at `total_s`, of which `done_s` (in the
+    estimate's seconds) are done after `elapsed_s`. Until a tenth is done the estimate alone
+    answers: a round's first cells carry the workers' start and say little of its pace.
+    After that the round's own pace (elapsed ÷ done) is blended in by the share done, so
+    the answer moves from the estimate to the pace as the round goes on."""
+    left = max(0.0, total_s - done_s)
+    share = done_s / total_s if total_s > 0 else 1.0
+    if share < TRUST_OWN_PACE_AFTER or done_s <= 0:
+        return left
+    pace = elapsed_s / done_s
+    return left * (1.0 - share + share * pace)
+
+
 def workers_seconds(cells: list[Cell]) -> float:
     """A round's workers: imports and warm-up (and the compiler's start-up in compiled
     workers), and the pauses between their turns."""

@@ -282,6 +282,7 @@ class Round:
         self.todo: list[Cell] = []
         self.statuses: dict[Cell, str] = {}  # of every cell with a record, for the manifest
         self.costs: dict[Cell, float] = {}
+        self.workers_s = 0.0  # the estimate of starting the workers
         self.scales: dict[tuple, dict] = {}  # per series: its measured memory scale (memory_scale)
         self.carried: dict[Cell, dict] = {}  # what earlier rounds measured once of each cell (check, memory)
         self.split: Counter = Counter()  # seconds of the round by what they went to (split_s)
@@ -413,6 +414,7 @@ class Round:
                 self.carried[cell] = facts
             self.todo.append(cell)
         self.costs = self.estimated_costs()
+        self.workers_s = estimate.workers_seconds([c for c in self.todo if not self.device_reason(c)])
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
         if self.todo:
@@ -751,13 +753,16 @@ class Round:
             entry.update(finished_at=utc_now(), cells=worker.cells, returncode=worker.proc.returncode)
 
     def report_progress(self) -> None:
-        """Cells done and time left, every 20 s: the estimate scaled by how it has fared so far."""
+        """Cells done and time left, every 20 s (estimate.remaining_s): the estimate alone for
+        the round's first tenth, then blended with the round's own pace. The workers' start,
+        paid before the first cell, counts as done."""
         now = time.monotonic()
         if now - self.last_report < PROGRESS_EVERY_S or self.done == len(self.todo):
             return
         self.last_report = now
-        pace = (now - self.began) / self.expected_done if self.expected_done > 0 else 1.0
-        left = pace * (sum(self.costs.values()) - self.expected_done)
+        started = self.workers_s if self.done else 0.0
+        left = estimate.remaining_s(now - self.began, started + self.expected_done,
+                                    self.workers_s + sum(self.costs.values()))
         tell(self.terminal, f"{self.name}: {self.done}/{len(self.todo)} cells, "
                             f"about {fmt_duration(left)} left in this round")
 
@@ -790,8 +795,7 @@ class Round:
             "finished_at": utc_now(),
             "cells": len(self.cells),
             "measured_now": len(self.todo),
-            "estimated_s": sum(self.costs.values()) + estimate.workers_seconds(
-                [c for c in self.todo if not self.device_reason(c)]),
+            "estimated_s": sum(self.costs.values()) + self.workers_s,
             "took_s": time.monotonic() - self.began if self.todo else 0.0,
             "split_s": self.split_s(),
             "statuses": dict(Counter(self.statuses.values())),
