@@ -148,16 +148,19 @@ def test_cells_the_host_has_too_little_memory_for_are_left_out_and_extra_rounds_
 @pytest.mark.parametrize("seed", range(5))
 def test_the_progress_line_stays_near_the_rounds_true_remaining_time(slower, seed):
     """A simulated round on a simulated clock: workers' start, then 144 cells whose true
-    seconds are the estimate's times `slower`, each with its own noise. Every line printed
+    seconds are the estimate's times `slower`, each with its own noise, then the round's
+    close. Every line printed
     (one per 20 s, at a cell's end) is within 3× of the true time left before a tenth of the
     round is done, and within 2× after."""
-    from offloadbench.estimate import remaining_s
+    from offloadbench.estimate import ROUND_CLOSE_S, remaining_s
 
     rng = random.Random(seed)
     workers_est, workers_true = 8.0, 8.0 * slower * rng.uniform(0.7, 1.4)
     estimated = [rng.lognormvariate(-1.5, 1.0) for _ in range(144)]
     true = [e * slower * rng.lognormvariate(0.0, 0.3) for e in estimated]
-    total_est, total_true = workers_est + sum(estimated), workers_true + sum(true)
+    close_true = rng.uniform(1.5, 3.0)
+    total_est = workers_est + sum(estimated) + ROUND_CLOSE_S
+    total_true = workers_true + sum(true) + close_true
     now, done_est, last, printed = workers_true, 0.0, 0.0, 0
     for e, t in zip(estimated[:-1], true[:-1]):
         now += t

@@ -157,6 +157,9 @@ class Estimate:
 
 
 TRUST_OWN_PACE_AFTER = 0.1  # the share of a round done before its own pace counts
+# A round's end after its last cell: the workers retired, the system checked again, the
+# records moved into place (1.5-3 s on our 2-core VM).
+ROUND_CLOSE_S = 2.0
 
 
 def remaining_s(elapsed_s: float, done_s: float, total_s: float) -> float:

@@ -755,14 +755,15 @@ class Round:
     def report_progress(self) -> None:
         """Cells done and time left, every 20 s (estimate.remaining_s): the estimate alone for
         the round's first tenth, then blended with the round's own pace. The workers' start,
-        paid before the first cell, counts as done."""
+        paid before the first cell, counts as done; the round's close after its last cell
+        is still to come."""
         now = time.monotonic()
         if now - self.last_report < PROGRESS_EVERY_S or self.done == len(self.todo):
             return
         self.last_report = now
         started = self.workers_s if self.done else 0.0
         left = estimate.remaining_s(now - self.began, started + self.expected_done,
-                                    self.workers_s + sum(self.costs.values()))
+                                    self.workers_s + sum(self.costs.values()) + estimate.ROUND_CLOSE_S)
         tell(self.terminal, f"{self.name}: {self.done}/{len(self.todo)} cells, "
                             f"about {fmt_duration(left)} left in this round")
 
@@ -795,7 +796,7 @@ class Round:
             "finished_at": utc_now(),
             "cells": len(self.cells),
             "measured_now": len(self.todo),
-            "estimated_s": sum(self.costs.values()) + self.workers_s,
+            "estimated_s": sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S,
             "took_s": time.monotonic() - self.began if self.todo else 0.0,
             "split_s": self.split_s(),
             "statuses": dict(Counter(self.statuses.values())),
