@@ -159,7 +159,8 @@ def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
     from offloadbench.report.escape import terminal_frame
 
     lines = plain_table(terminal_frame(frame), DELTA)
-    assert len(lines) == 2 + len(frame)  # the dtype said once, the header, a line per row
+    table = lines[:lines.index("notes:")] if "notes:" in lines else lines
+    assert len(table) == 2 + len(frame)  # the dtype said once, the header, a line per row; then any notes
     assert all(len(line) <= 100 for line in lines)
     assert not any(ch in "".join(lines) for ch in "\x1b\x07\n") and not any(l.startswith("error") for l in lines)
 
@@ -247,9 +248,10 @@ def test_a_tampered_decisions_table_prints_inert(tmp_path):
 
 
 def test_the_legend_explains_only_the_columns_the_table_has():
-    legend = table_legend(DELTA, ["op", "decision", "to decide"])
-    assert "*To decide*" in legend and "Compile pays back" not in legend and "Fits up to" not in legend
-    assert all(f"*{name}*" in table_legend(DELTA) for name in ("Compile pays back after", "Fits up to n", "To decide"))
+    legend = table_legend(DELTA, ["op", "decision", "still open"])
+    assert "*Still open*" in legend and "Compile pays back" not in legend and "Fits up to" not in legend
+    assert all(f"*{name}*" in table_legend(DELTA)
+               for name in ("Compile pays back after", "Simpler than", "Fits up to n", "Still open"))
 
 
 def test_counts_of_calls_in_the_terminal_keep_three_digits_rounded_up():
@@ -282,10 +284,87 @@ def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
     assert row["decision"] == DEPENDS and row["states"] == states
     text = answer(row, DELTA)
     assert text.startswith("it depends on the state of the process: at n = 2048 torch against NumPy is 1.35× where")
-    assert "two states" in plain_table(decide((speed | {"end_to_end_verdict": "undecided", "states": states},
-                                               timing)), DELTA)[2]
+    assert "at n = 2048 two states of a process: 1.35× where" in "\n".join(plain_table(decide(
+        (speed | {"end_to_end_verdict": "undecided", "states": states}, timing)), DELTA))
     # where both states give the same answer, the verdict stands
     holds = "holds in both states: 2.1× where …; 1.8× where …"
     assert only(decide(cell("torch", 2048, 2.0, 1.9, 2.1)))["decision"] == "use torch"
     speed, timing = cell("torch", 2048, 2.0, 1.9, 2.1)
     assert only(decide((speed | {"states": holds}, timing)))["decision"] == "use torch"
+
+
+# --- a table that explains itself --------------------------------------------------------------
+
+
+def _terminal(frame: pd.DataFrame) -> list[str]:
+    from offloadbench.report.text.decisions import plain_legend
+
+    return plain_table(frame, DELTA) + plain_legend(frame)
+
+
+def test_a_stay_row_names_the_best_alternative_beside_its_ratio():
+    frame = decide(cell("torch", 1024, 0.8, 0.75, 0.85))
+    row = next(line for line in plain_table(frame, DELTA) if line.startswith("heat"))
+    assert "stay with NumPy" in row and "torch 0.80× (0.75–0.85)" in row
+    use = decide(cell("torch", 1024, 3.0, 2.9, 3.1))
+    assert "torch 3.00" not in "\n".join(plain_table(use, DELTA))  # the decision names it already
+
+
+def test_every_note_names_its_size_and_payback_and_open_sizes_are_separate():
+    frame = decide(cell("torch compiled", 256, 1.12, 0.95, 1.32, compile_s=0.8, startup=6.0, calls=50.0),
+                   cell("torch compiled", 1024, 6.0, 5.8, 6.2, compile_s=0.8, startup=6.0, calls=100.0))
+    notes = plain_table(frame, DELTA)
+    notes = notes[notes.index("notes:") + 1:]
+    assert any(n.startswith("heat cpu 1t: at n = 1024 the compile pays back after 100 calls (850") for n in notes)
+    assert any(n.startswith("heat cpu 1t: n = 256 cannot tell yet: about ") for n in notes)
+    assert all("n = " in note for note in notes if note.startswith("heat"))
+
+
+def test_an_open_size_past_the_cap_reads_as_more_than_the_cap():
+    frame = decide(cell("torch", 256, 1.06, 0.96, 1.17), cell("torch", 1024, 3.0, 2.9, 3.1))
+    needed = int(frame.iloc[0]["processes_to_decide"])
+    cap = needed - 1
+    frame["process_cap"] = cap
+    text = " ".join(line.strip() for line in _terminal(frame))
+    assert f"more processes per cell than the run's cap of {cap}" in text and f"≈{needed}" not in text
+    from offloadbench.report.text.decisions import table_rows
+
+    assert table_rows(frame, DELTA)["still open"].iloc[0] == f"n = 256: more processes than the cap of {cap}"
+    frame["process_cap"] = 1000  # within the cap: the estimate itself
+    assert table_rows(frame, DELTA)["still open"].iloc[0] == f"n = 256: ≈{needed} processes"
+
+
+def test_a_row_chosen_by_the_simplicity_rule_says_so():
+    frame = decide(cell("numpy compiled", 1024, 8.54, 8.0, 9.1), cell("torch compiled", 1024, 8.91, 8.3, 9.5))
+    row = only(frame)
+    assert row["variant"] == "numpy compiled" and row["simpler_than"] == "torch compiled"
+    assert row["simpler_than_speedup"] == pytest.approx(8.91)
+    assert "chosen over torch compiled (8.91×), the simpler of two that cannot be told apart" in answer(row, DELTA)
+    assert any("at n = 1024 chosen over torch compiled (8.91×)" in line for line in _terminal(frame))
+    assert "torch compiled 8.91" in decisions_tex(frame, DELTA)
+    assert only(decide(cell("torch", 1024, 3.0, 2.9, 3.1)))["simpler_than"] == ""  # nothing passed over
+
+
+def test_the_legend_explains_1t_all_n_and_from_n():
+    frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1, threads="all"))
+    legend = " ".join(_terminal(frame)[-6:])
+    assert all(word in legend for word in ("1t: one thread", "all: every core (2 threads here)", "n: the op's size",
+                                           "from n: the smallest n"))
+
+
+def test_sharing_cores_on_every_all_threads_row_is_said_once():
+    rows = [cell("torch", 1024, 3.0, 2.9, 3.1, threads=t, op=op) for t in ("1", "all") for op in ("a", "b", "c")]
+    rows = [(s | {"shares_cores": s["threads"] == "all"}, t) for s, t in rows]
+    frame = decide(*rows)
+    assert frame["shares_cores"].tolist() == [False, True] * 3
+    lines = _terminal(frame)
+    assert sum(line.count("†") for line in lines) == 0
+    assert sum("Every all-threads row (2 threads here) shared its cores" in line for line in lines) == 1
+    # an unstable cell keeps its own mark, explained once
+    rows[0] = (rows[0][0] | {"unstable": "two modes"}, rows[0][1])
+    lines = _terminal(decide(*rows))
+    assert sum(line.count("†") for line in lines) == 2  # the row's and the legend's
+    # where some all-threads row did not share its cores, each sharing row is marked
+    rows[3] = (rows[3][0] | {"shares_cores": False}, rows[3][1])
+    lines = plain_table(decide(*rows), DELTA)
+    assert sum(line.count("†") for line in lines) == 3  # two sharing rows and the unstable one

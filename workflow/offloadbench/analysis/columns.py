@@ -270,7 +270,13 @@ DECISIONS = {
                                   "from the spread between processes seen"),
     "needs_quieter_machine": boolean("whether that size waits for a quieter machine rather than more processes: "
                                      "half or more of a cell's processes were disturbed by other programs"),
+    "process_cap": integer("the run's measure.max_processes: the most processes per cell it allowed", minimum=1),
     "weak": boolean("whether a cell behind the decision is weak (flagged unstable, or sharing its cores)"),
+    "shares_cores": boolean("whether a cell behind the decision shared its cores with the orchestrator (every "
+                            "all-threads cell on a machine with few cores)"),
+    "simpler_than": text("where the simplicity rule chose the stated variant: the faster-looking variant it was "
+                         "chosen over, since the two cannot be told apart"),
+    "simpler_than_speedup": number("that variant's speedup over NumPy at size"),
     "why": text("why the variants that lose do, where the records say: fresh pages mapped per call, a graph "
                 "break, the copies"),
     "tie": text("where the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across "

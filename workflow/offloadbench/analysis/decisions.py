@@ -96,6 +96,7 @@ class Choice:
     option: Option | None = None
     processes_needed: float = math.nan
     needs_quieter_machine: bool = False  # its likeliest option was disturbed: more processes here would not do
+    passed_over: Option | None = None  # the fastest option, where a simpler one it cannot be told apart from won
 
     @property
     def variant(self) -> str:
@@ -115,7 +116,7 @@ def choose(size: int, options: list[Option], judging: Judging) -> Choice:
         best = max(faster, key=lambda o: o.speedup[0])
         simpler = sorted((o for o in faster if o.rank < best.rank), key=lambda o: o.rank)
         pick = next((o for o in simpler if _contrast(o, best, judging) != FASTER), best)
-        return Choice(size, USE, pick)
+        return Choice(size, USE, pick, passed_over=best if pick is not best else None)
     depends = [o for o in options if o.depends and o.verdict == UNDECIDED]
     if depends:
         return Choice(size, DEPENDS, max(depends, key=lambda o: o.speedup[0]))
@@ -257,7 +258,8 @@ def _payback(row: pd.Series) -> tuple[float, float, float, float]:
 
 
 def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str,
-                 fits: dict | None = None, why: str = "", judging: Judging | None = None) -> dict:
+                 fits: dict | None = None, why: str = "", judging: Judging | None = None,
+                 process_cap: int | None = None) -> dict:
     """One row of decisions.csv from the choices at each size, smallest first."""
     op, device, dtype, threads = key
     headline = choices[-1]
@@ -266,6 +268,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
     calls = _payback(option.row) if headline.state == USE and option.row.get("mode") == COMPILED \
         else (math.nan,) * 4
     unsure = [c for c in choices if c.state == UNSURE]
+    passed = headline.passed_over
     return {
         "machine": machine, "op": op, "family": family, "device": device, "dtype": dtype,
         "threads": threads if device == "cpu" else (str(option.row["threads"]) if option is not None else ""),
@@ -290,7 +293,11 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "undecided_sizes": ", ".join(str(c.size) for c in unsure),
         "processes_to_decide": unsure[-1].processes_needed if unsure else math.nan,
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
+        "process_cap": process_cap if process_cap else math.nan,
         "weak": bool(weak.loc[shown.row.name]) if shown else False,
+        "shares_cores": flag(shown.row, "shares_cores") if shown else False,
+        "simpler_than": passed.variant if passed else "",
+        "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
         "why": why,
         "tie": f"{shown.variant} {judging.tie_words(speedup[0])}" if shown and judging and shown.tie(judging) else "",
         "states": text_of(shown.row.get("states")) if shown else "",
@@ -298,10 +305,12 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
 
 
 def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
-                    machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan) -> pd.DataFrame:
+                    machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
+                    process_cap: int | None = None) -> pd.DataFrame:
     """One decision per op × device × dtype (× CPU thread count), in the declared columns
-    (`columns.DECISIONS`); `memory` (memory.csv) gives the largest size that fits, and
-    `fault_s` what one fresh page costs, to say what the pages a loser maps cost it."""
+    (`columns.DECISIONS`); `memory` (memory.csv) gives the largest size that fits, `fault_s`
+    what one fresh page costs, to say what the pages a loser maps cost it, and `process_cap`
+    the run's measure.max_processes, against which an open size's processes are read."""
     if speedups is None or speedups.empty:
         return pd.DataFrame(columns=list(DECISIONS))
     machine = machine or str(speedups["machine"].iloc[0])
@@ -321,7 +330,7 @@ def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
         here = fallen[[_series_key(r) == key and int(r["size"]) == headline.size for _, r in fallen.iterrows()]]
         why = loss_reasons(by_size[headline.size], headline, here, cells)
         rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, why,
-                                 judging))
+                                 judging, process_cap))
     frame = pd.DataFrame(rows, columns=list(DECISIONS))
     order = {op: i for i, op in enumerate(op_order(frame["op"]))}
     key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),

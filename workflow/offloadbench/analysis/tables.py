@@ -425,6 +425,13 @@ def roofs_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -
     return pd.DataFrame(rows, columns=ROOFS_COLUMNS)
 
 
+def process_cap(cells: list[MeasuredCell]) -> int | None:
+    """The most processes per cell the run allowed (measure.max_processes, as its records say)."""
+    caps = [r.settings.get("max_processes") for mc in cells for r in mc.records]
+    caps = [int(c) for c in caps if isinstance(c, int) and not isinstance(c, bool) and c > 0]
+    return max(caps) if caps else None
+
+
 def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,
                     analysis: Analysis, environment: Environment | None = None) -> dict[str, pd.DataFrame]:
     regular = [mc for mc in cells if not mc.cell.twin]  # a twin is only ever its cell's control
@@ -438,7 +445,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
     roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
     with stage("decisions.csv"):
-        decisions = decisions_table(speedups, timings, analysis.judging, machine, memory, page_cost_s(roofs))
+        decisions = decisions_table(speedups, timings, analysis.judging, machine, memory, page_cost_s(roofs),
+                                    process_cap(cells))
     return {
         "timings": timings,
         "speedups": speedups,

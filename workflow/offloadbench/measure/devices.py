@@ -5,6 +5,8 @@ torch is passed in, never imported here, so numpy cells stay free of it.
 
 from __future__ import annotations
 
+import platform
+import sys
 from collections.abc import Callable
 
 
@@ -22,7 +24,12 @@ def unavailable_reason(device: str, torch) -> str | None:
         return None
     if device == "mps":
         if not torch.backends.mps.is_available():
-            why = "macOS with Apple silicon is required" if not torch.backends.mps.is_built() else "MPS is not available on this host"
+            if sys.platform != "darwin":
+                why = f"MPS is Apple's GPU backend, on macOS only, and this host runs {platform.system() or sys.platform}"
+            elif not torch.backends.mps.is_built():
+                why = "this torch build has no MPS support"
+            else:
+                why = "MPS is not available on this Mac"
             return f"mps unavailable: {why} (torch {torch.__version__})"
         return None
     return f"unknown device {device!r}"

@@ -184,7 +184,7 @@ def controls_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
     count, false = controls_summary(controls)
     if not count:
         return []
-    said = "none called faster or slower" if not false else "called faster or slower, each a false verdict"
+    said = "called faster or slower: no false verdict" if not false else "called faster or slower, each a false verdict"
     undecided = int((controls["verdict"] == UNDECIDED).sum())
     promised = 1 - judging.confidence
     lines = [(f"- {count} self-comparisons (a cell measured again in a second worker process, taking its turns in "

@@ -5,6 +5,7 @@ plain text for the terminal (analysis/decisions.py makes the rows)."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 
@@ -52,13 +53,14 @@ def where_cell(row) -> str:
     return f"cpu, {_threads(row)}" if row["device"] == "cpu" else str(row["device"])
 
 
-def speedup_text(row, ci: str | None = None) -> str:
-    """The stated speedup with its CI (labelled `ci` in a sentence) and the weak mark, or why
-    it is no number (a CI over 2×)."""
+def speedup_text(row, ci: str | None = None, mark: bool = True) -> str:
+    """The stated speedup with its CI (labelled `ci` in a sentence) and the weak mark (unless
+    `mark` is false: the table says it once for all its rows), or why it is no number (a CI
+    over 2×)."""
     if not finite(row.get("speedup")):
         return "–"
     text = fmt_ratio(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"], ci)
-    return text + (WEAK_MARK if is_weak(row) else "")
+    return text + (WEAK_MARK if mark and is_weak(row) else "")
 
 
 def _how(row) -> str:
@@ -112,8 +114,27 @@ def processes_text(row) -> str:
     if not finite(needed):
         return "one process per cell says nothing of the spread between processes: measure more"
     now = f", {int(row['processes'])} now" if finite(row.get("processes")) else ""
+    if over_cap(row):
+        return (f"it would likely take more processes per cell than the run's cap of {int(row['process_cap'])} "
+                f"(measure.max_processes; about {int(needed)}, estimated from the spread between processes seen{now})")
     return (f"about {int(needed)} processes per cell would likely decide it (estimated from the spread between "
             f"processes seen{now})")
+
+
+def over_cap(row) -> bool:
+    """Whether the processes that would likely decide an open size exceed the run's cap."""
+    needed, cap = row.get("processes_to_decide"), row.get("process_cap")
+    return finite(needed) and finite(cap) and float(needed) > float(cap)
+
+
+def simpler_text(row) -> str:
+    """"chosen over torch compiled (8.91×) as the simpler: the two cannot be told apart"."""
+    other = text_of(row.get("simpler_than"))
+    if not other:
+        return ""
+    speed = row.get("simpler_than_speedup")
+    return (f"chosen over {other}{f' ({float(speed):.2f}×)' if finite(speed) else ''}, the simpler of two that "
+            "cannot be told apart")
 
 
 def _fits(row) -> str:
@@ -148,8 +169,10 @@ def answer(row, judging: Judging) -> str:
     trip, why, speedup = _trip(row), why_text(row), speedup_text(row, judging.ci)
     if decision.startswith(USE):
         payback = payback_text(row)
+        simpler = simpler_text(row)
         return (f"{decision} {from_text(row)}: at n = {size} it is {speedup} as fast as NumPy, "
-                f"{_how(row)}{'; ' + payback if payback else ''}{trip}{_fits(row)}{_below(row)}{why}.")
+                f"{_how(row)}{'; ' + simpler if simpler else ''}{'; ' + payback if payback else ''}{trip}"
+                f"{_fits(row)}{_below(row)}{why}.")
     if decision == STAY:
         if not alternative:
             return f"stay with NumPy: nothing else ran at n = {size}{_below(row)}."
@@ -171,17 +194,58 @@ def answer(row, judging: Judging) -> str:
 # --- the table that leads the report, and its terminal twin ---------------------------------
 
 
-OPTIONAL = ("compile pays back after", "fits up to n", "to decide")  # left out where no row has one
+OPTIONAL = ("compile pays back after", "simpler than", "fits up to n", "still open")  # only where a row has one
 
 
 def speedup_header(judging: Judging) -> str:
     return f"speedup ({judging.ci})"
 
 
+def sharing_said_once(decisions: pd.DataFrame) -> bool:
+    """Whether every all-threads cpu row shares its cores with the orchestrator (a machine of
+    few cores): then that is said once for them all instead of a mark on each."""
+    if decisions.empty or "shares_cores" not in decisions:
+        return False
+    every = decisions[(decisions["device"] == "cpu") & (decisions["threads"].astype(str) == "all")]
+    return not every.empty and all(flag(row, "shares_cores") for _, row in every.iterrows())
+
+
+def _marked(row, once: bool) -> bool:
+    """A row's † : weak, unless only for sharing its cores, where that is said once."""
+    if not is_weak(row):
+        return False
+    shared_only = flag(row, "shares_cores") and not flag(row, "unstable")
+    return not (once and shared_only and str(row["threads"]) == "all" and row["device"] == "cpu")
+
+
+def all_threads_count(decisions: pd.DataFrame) -> int | None:
+    """The threads `all` stands for on this machine, where the rows say."""
+    counts = pd.to_numeric(decisions.loc[decisions["threads"].astype(str) == "all", "threads_effective"],
+                           errors="coerce").dropna() if "threads_effective" in decisions else pd.Series(dtype=float)
+    return int(counts.max()) if not counts.empty else None
+
+
+def weak_notes(decisions: pd.DataFrame) -> list[str]:
+    """What the table's weak rows need said, once each: that every all-threads row shared its
+    cores (where so), and what † means (where a row carries one)."""
+    once = sharing_said_once(decisions)
+    notes = []
+    if once:
+        count = all_threads_count(decisions)
+        notes.append(f"Every all-threads row ({f'{count} threads' if count else 'every core'} here) shared its cores "
+                     "with the pipeline's own process, so its numbers are weaker than the one-thread rows': on a "
+                     "machine with more cores than threads measured they would not be.")
+    if any(_marked(row, once) for _, row in decisions.iterrows()):
+        notes.append(WEAK_NOTE)
+    return notes
+
+
 def table_rows(decisions: pd.DataFrame, judging: Judging, compact_where: bool = False) -> pd.DataFrame:
-    """The decision table's cells as text, one row per decision, in the table's order; the
-    payback and to-decide columns only where a row has one."""
+    """The decision table's cells as text, one row per decision, in the table's order; a
+    row that does not use a variant names the one its speedup is of; the optional columns
+    only where a row has one."""
     speedup = speedup_header(judging)
+    once = sharing_said_once(decisions)
     rows = []
     for _, row in decisions.iterrows():
         where = where_cell(row)
@@ -190,13 +254,23 @@ def table_rows(decisions: pd.DataFrame, judging: Judging, compact_where: bool = 
                 if row["device"] == "cpu" else str(row["device"])
         rows.append({
             "op": row["op"], "where": where, "dtype": row["dtype"], "decision": row["decision"],
-            "from n": _from_cell(row), "at n": str(int(row["size"])), speedup: speedup_text(row),
+            "from n": _from_cell(row), "at n": str(int(row["size"])), speedup: _speedup_cell(row, once),
             "compile pays back after": _payback_cell(row),
+            "simpler than": _simpler_cell(row),
             "fits up to n": fmt_size(row["fits_up_to"]) if finite(row.get("fits_up_to")) else "–",
-            "to decide": _decide_cell(row),
+            "still open": _open_cell(row),
         })
     frame = pd.DataFrame(rows, columns=["op", "where", "dtype", "decision", "from n", "at n", speedup, *OPTIONAL])
     return frame.drop(columns=[c for c in OPTIONAL if (frame[c] == "–").all()])
+
+
+def _speedup_cell(row, once: bool) -> str:
+    """The speedup, named by its variant where the decision does not name it ("torch 0.94×")."""
+    text = speedup_text(row, mark=_marked(row, once))
+    variant = text_of(row.get("compared_variant"))
+    if text == "–" or not variant or str(row["decision"]).startswith(USE):
+        return text
+    return f"{variant} {text}"
 
 
 def _from_cell(row) -> str:
@@ -213,85 +287,129 @@ def _payback_cell(row) -> str:
     return f"{fmt_calls(row['amortize_calls'])} calls" + (f" ({fmt_calls(whole)})" if finite(whole) else "")
 
 
-def _decide_cell(row) -> str:
-    if not text_of(row.get("undecided_sizes")):
+def _simpler_cell(row) -> str:
+    other = text_of(row.get("simpler_than"))
+    if not other:
+        return "–"
+    speed = row.get("simpler_than_speedup")
+    return f"{other} {float(speed):.2f}×" if finite(speed) else other
+
+
+def _open_sizes(row) -> str:
+    """"n = 256" or "n = 256, 1024": the sizes that cannot tell yet."""
+    sizes = text_of(row.get("undecided_sizes"))
+    return f"n = {sizes}" if sizes else ""
+
+
+def _open_cell(row) -> str:
+    """The sizes that cannot tell yet and what would likely decide the largest of them."""
+    sizes = _open_sizes(row)
+    if not sizes:
         return "–"
     if flag(row, "needs_quieter_machine"):
-        return "a quieter machine"
+        return f"{sizes}: a quieter machine"
     needed = row.get("processes_to_decide")
+    if over_cap(row):
+        return f"{sizes}: more processes than the cap of {int(row['process_cap'])}"
     if finite(needed):
-        return f"≈{int(needed)} processes"
-    return "not by processes" if needed == math.inf else "more processes"
+        return f"{sizes}: ≈{int(needed)} processes"
+    return f"{sizes}: not by processes" if needed == math.inf else f"{sizes}: more processes"
 
 
-def table_legend(judging: Judging, columns=OPTIONAL) -> str:
+def table_legend(judging: Judging, columns=OPTIONAL, decisions: pd.DataFrame | None = None) -> str:
     """What the decision table's columns mean, in one paragraph: the optional columns only
-    where the table (`columns`) has them."""
+    where the table (`columns`) has them; then what its weak rows need said."""
     text = ("Each row is one op (or kernel of yours) where it runs: *decision* is what to use at the largest size "
-            "measured, against NumPy end to end (on a GPU with the copies counted), and *from n* the size from which "
-            f"it holds; *speedup* is its speedup over NumPy there, with the {judging.ci} (for stay with NumPy: the "
-            "best alternative's). The rule: the fastest variant decided faster than NumPy, but a simpler one (NumPy, "
-            "torch, numpy compiled, torch compiled) where the two cannot be told apart.")
+            "measured (*at n*; n is the op's size, the side of its matrices for most), judged against NumPy end to "
+            "end (on a GPU with the copies counted), and *from n* the smallest size from which it holds; *speedup* "
+            f"is the variant's speedup over NumPy there (above 1: faster than NumPy), with the {judging.ci}; where "
+            "the decision uses no variant, the speedup names the best alternative (\"torch 0.94×\"). The rule: the "
+            "fastest variant decided faster than NumPy, but a simpler one (NumPy, torch, numpy compiled, torch "
+            "compiled) where the two cannot be told apart.")
     optional = {
-        "compile pays back after": "*Compile pays back after*: the calls that pay a compile back, and in "
+        "compile pays back after": "*Compile pays back after*: the calls at n that pay a compile back, and in "
                                    "parentheses with the compiler's one-time start-up.",
+        "simpler than": "*Simpler than*: the faster-looking variant the rule passed over for the simpler one, with "
+                        "its speedup.",
         "fits up to n": "*Fits up to n*: the largest size whose call fits the memory of its device (the host's for "
                         "the cpu), from the measured peaks.",
-        "to decide": "*To decide*: where some size cannot tell yet, the processes per cell that would likely "
-                     "decide it, estimated from the spread between processes seen, or a quieter machine where other "
-                     "programs disturbed half or more of a cell's processes.",
+        "still open": "*Still open*: the sizes that cannot tell yet, and the processes per cell that would likely "
+                      "decide the largest of them, estimated from the spread between processes seen (or more than "
+                      "the run's cap, measure.max_processes), or a quieter machine where other programs disturbed "
+                      "half or more of a cell's processes.",
     }
-    return " ".join([text, *(optional[c] for c in OPTIONAL if c in columns)])
+    notes = weak_notes(decisions) if decisions is not None else []
+    return " ".join([text, *(optional[c] for c in OPTIONAL if c in columns), *notes])
 
 
 def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> list[str]:
     """The decision table as plain text for the terminal: one line per row, at most `width`
-    characters; the dtype column is left out (and said once) when every row has one; then,
-    wrapped, why the variants that lose do, where the records say."""
+    characters; the dtype column is left out (and said once) when every row has one; then
+    the notes each row needs, one kind of note per line, each naming its size."""
     cells = table_rows(decisions, judging, compact_where=True)
     if cells.empty:
         return ["no decision: no variant other than NumPy has both a result and a NumPy baseline"]
-    cells["note"] = [_note(row) for _, row in decisions.iterrows()]
-    columns = ["op", "where", "dtype", "decision", "from n", "at n", speedup_header(judging), "note"]
+    columns = ["op", "where", "dtype", "decision", "from n", "at n", speedup_header(judging)]
     lines = []
     if cells["dtype"].nunique() == 1:
         columns.remove("dtype")
         lines.append(f"all {cells['dtype'].iloc[0]}:")
     widths = {c: max(len(c), *(len(v) for v in cells[c])) for c in columns}
     widths["op"] = min(widths["op"], 18)
-    widths["note"] = max(8, width - sum(widths[c] + 2 for c in columns if c != "note"))
+    while sum(widths.values()) + 2 * (len(columns) - 1) > width and widths["op"] > 10:
+        widths["op"] -= 1  # a long name gives way before the numbers do
 
     def line(values) -> str:
         return "  ".join(_fit(str(values[c]), widths[c]) for c in columns).rstrip()[:width]
 
-    why = [f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}: {text_of(row.get('why'))}"
-           for i, (_, row) in enumerate(decisions.iterrows()) if text_of(row.get("why"))]
+    notes = []
+    for i, (_, row) in enumerate(decisions.iterrows()):
+        name = f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}" + ("" if "dtype" not in columns
+                                                                  else f" {cells.loc[i, 'dtype']}")
+        for note in row_notes(row):
+            notes += textwrap.wrap(f"{name}: {note}", width, subsequent_indent="    ")
     return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows()),
-                    *(["why the others lose:"] + [w for text in why for w in _wrap(text, width)] if why else [])]
+                    *(["notes:", *notes] if notes else [])]
 
 
-def _note(row) -> str:
-    """The terminal's last column: a compile's payback, a tie at the boundary, a decision that
-    depends on the state, or what would decide an open size."""
-    if str(row["decision"]) == DEPENDS:
-        return "two states (report)"
-    tie = text_of(row.get("tie"))
-    if tie:
-        return tie.split(";")[0]
+def row_notes(row) -> list[str]:
+    """What a row needs said beyond its cells, each naming its size: a compile's payback, the
+    variant the simplicity rule passed over, a tie, two states, the sizes still open, why
+    the others lose."""
+    size = int(row["size"])
+    notes = []
     if finite(row.get("amortize_calls")):
         whole = row.get("amortize_calls_with_startup")
-        with_startup = f" ({fmt_calls(whole, compact=True)})" if finite(whole) else ""
-        return f"{fmt_calls(row['amortize_calls'], compact=True)}{with_startup} calls"
-    decide = _decide_cell(row)
-    return "" if decide == "–" else decide
+        notes.append(f"at n = {size} the compile pays back after {fmt_calls(row['amortize_calls'])} calls"
+                     + (f" ({fmt_calls(whole)} with the compiler's one-time start-up)" if finite(whole) else ""))
+    simpler = simpler_text(row)
+    if simpler:
+        notes.append(f"at n = {size} {simpler}")
+    tie = text_of(row.get("tie"))
+    if tie:
+        notes.append(f"at n = {size} a tie: {tie.split(';')[0]}, as close as more processes would get")
+    if str(row["decision"]) == DEPENDS:
+        notes.append(f"at n = {size} two states of a process: {text_of(row.get('states')).partition(': ')[2]}")
+    sizes = _open_sizes(row)
+    if sizes:
+        notes.append(f"{sizes} cannot tell yet: {processes_text(row)}")
+    why = text_of(row.get("why"))
+    if why:
+        notes.append(f"at n = {size}, why the others lose: {why}")
+    return notes
 
 
-def plain_legend() -> list[str]:
-    return _wrap("decision: at the largest n measured, end to end (on a GPU with the copies counted); from n: "
-                 "where it starts to hold; note: the calls that pay a compile back (with the compiler's start-up), "
-                 "a tie at the boundary (about δ from 1: as close as more processes would get), two states of a "
-                 "process (the report gives both), or the processes per cell that would likely decide an open size; "
-                 "1t: one thread. " + WEAK_NOTE, 100)
+def plain_legend(decisions: pd.DataFrame | None = None) -> list[str]:
+    """The terminal table's legend: every column and mark it uses, and what its weak rows
+    need said once."""
+    count = all_threads_count(decisions) if decisions is not None else None
+    text = ("decision: what to use at the largest n measured (at n), against NumPy end to end (on a GPU with the "
+            "copies counted); from n: the smallest n from which it holds; n: the op's size (the side of its "
+            "matrices for most ops); speedup: NumPy's time over the variant's, above 1 faster, with its CI, named "
+            "by its variant where the decision uses none; 1t: one thread; all: every core"
+            f"{f' ({count} threads here)' if count else ''}.")
+    notes = weak_notes(decisions) if decisions is not None else [WEAK_NOTE]
+    return [line for part in (text, *notes) for line in _wrap(part, 100)]
 
 
 def _fit(text: str, width: int) -> str:
@@ -299,8 +417,6 @@ def _fit(text: str, width: int) -> str:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(text, width)
 
 

@@ -15,7 +15,7 @@ from ...cells import EAGER
 from ...verdicts import Judging
 from ..escape import tex_comment, tex_escape
 from ..format import finite, fmt_ci, fmt_sig, format_bytes, time_unit
-from .decisions import WEAK_MARK, WEAK_NOTE, speedup_header, table_rows
+from .decisions import table_rows, weak_notes
 
 NA = "n/a"
 _LABEL = re.compile(r"^[A-Za-z0-9:.\-]+$")
@@ -189,12 +189,12 @@ def decisions_tex(decisions: pd.DataFrame, judging: Judging, machine: str = "", 
     headers = {name: name for name in frame.columns} or {"op": "op", "decision": "decision"}
     caption = (f"What to use on {machine}, per operation: the decision at the largest size measured, against NumPy "
                "end to end (on a GPU with the copies counted), the size from which it holds, its speedup over "
-               f"NumPy there with the {judging.ci} (for stay with NumPy: the best alternative's), the calls that pay a "
-               "compile back (with the compiler's start-up in parentheses), and where a size cannot tell yet, the "
-               "processes per cell that would likely decide it.")
-    speedup = speedup_header(judging)
-    if speedup in frame and frame[speedup].str.contains(WEAK_MARK).any():
-        caption += f" {WEAK_NOTE}"
+               f"NumPy there with the {judging.ci} (where no variant is used: the best alternative's, named), the calls "
+               "that pay a compile back (with the compiler's start-up in parentheses), the faster-looking variant a "
+               "simpler one was chosen over, and where a size cannot tell yet, the processes per cell that would "
+               "likely decide it. 1t: one thread; all: every core.")
+    if not decisions.empty:
+        caption += "".join(f" {note}" for note in weak_notes(decisions))
     if warning:
         caption += f" {warning}"
     return booktabs_table(frame, headers, caption, f"tab:{slug(machine)}-decisions",

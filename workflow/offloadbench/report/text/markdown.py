@@ -330,7 +330,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         warning = controls_warning(inputs.controls, judging)
     with stage("the decision table"):
         cells = table_rows(d, judging)
-        legend = table_legend(judging, cells.columns)
+        legend = table_legend(judging, cells.columns, d)
         lead = lead_paragraph(d, no_gpu_reason(t), judging)
     with stage("the thread scaling table"):
         scaling = scaling_table(inputs.thread_scaling)
@@ -390,7 +390,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         with stage(name):
             lines += section()
     text = "\n".join(lines)
-    if WEAK_MARK in text:  # the mark is explained once, under the table it first appears in
+    if WEAK_MARK in text and WEAK_NOTE not in legend:  # the mark is explained once, under its first table
         text = text.replace(legend, f"{legend}\n\n{WEAK_NOTE}", 1)
     return link_anchors(text, ops)
 

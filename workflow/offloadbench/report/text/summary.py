@@ -58,8 +58,9 @@ def summary_lines(tables: dict[str, pd.DataFrame], judging: Judging, label: str,
     the self-comparisons' warning first, where they were called faster or slower more often
     than the CIs promise."""
     warning = controls_warning(tables.get("controls", pd.DataFrame()), judging)
+    decisions = terminal_frame(tables["decisions"])
     lines = [f"offloadbench: the answer for {shown(label)}", *(textwrap.wrap(warning, WIDTH) if warning else []),
-             *plain_table(terminal_frame(tables["decisions"]), judging, WIDTH), "", *plain_legend()]
+             *plain_table(decisions, judging, WIDTH), "", *plain_legend(decisions)]
     if report is not None:
         lines.append(f"report: {shown(report)}")
     return lines
