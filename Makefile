@@ -13,7 +13,7 @@ RUN_STAMP := $(VENV)/.installed-runtime
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test test-bench browser summary test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
+.PHONY: setup run test test-bench browser summary example test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
 # The runtime pins for running the pipeline; the test and lint tools on top for the rest.
 $(RUN_STAMP): requirements.txt
@@ -61,6 +61,11 @@ browser:
 FROM ?=
 summary: $(RUN_STAMP)
 	@PYTHONPATH=workflow $(BIN)/python -m offloadbench.report.text.summary $(FROM)
+
+# docs/example/: the answer of the shipped H200 results, as a page readable on GitHub (a test
+# checks that the committed page is current).
+example: $(RUN_STAMP)
+	PYTHONPATH=workflow $(BIN)/python -m offloadbench.report.example tests/data/h200 docs/example
 
 # The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
 test-slurm: $(STAMP)
