@@ -65,7 +65,7 @@ summary: $(RUN_STAMP)
 # docs/example/: the answer of the shipped H200 results, as a page readable on GitHub (a test
 # checks that the committed page is current).
 example: $(RUN_STAMP)
-	PYTHONPATH=workflow $(BIN)/python -m offloadbench.report.example tests/data/h200 docs/example
+	$(BIN)/python tools/example-page.py tests/data/h200 docs/example
 
 # The SLURM profile against a local one-node cluster (as root; skipped with one line elsewhere).
 test-slurm: $(STAMP)

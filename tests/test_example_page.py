@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.image import imread
-from offloadbench.report.example import FIGURES, write_example
+from offloadbench.report.publish import write_example
+from offloadbench.report.text.example import FIGURES
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "docs" / "example"

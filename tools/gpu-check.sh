@@ -16,7 +16,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 elif ! "$PY" -c "import snakemake" 2>/dev/null; then
-  echo "error: snakemake is not installed; carry its wheels in .whl/ (see README, 'GPU check')" >&2
+  echo "error: snakemake is not installed; carry its wheels in .whl/ (see docs/running.md, 'The GPU check')" >&2
   exit 1
 fi
 # The rules run `python` from PATH: make it this interpreter (a script, not a link, so a

@@ -4,7 +4,7 @@ tables have them; how an estimate and its CI are read from a row; and the flags 
 row weak.
 
 `tables.py` writes the tables in this order and a test checks every written CSV against
-these declarations; the README's table of outputs points here. Each meaning carries its
+these declarations; docs/outputs.md points here. Each meaning carries its
 column's kind (text, integer, number or boolean, whether a row may leave it empty, and
 for numbers whether it must be finite and its least value): `tables.read_table` reads a
 table back by them and refuses, in one line, a value that does not fit its column.

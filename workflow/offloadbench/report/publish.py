@@ -1,22 +1,27 @@
 """Whole outputs written from results already on disk, without measuring and without torch:
 a comparison of machines, and a machine's tables, figures and report re-rendered from its
-raw records (a bundle from a cluster node, the shipped H200 example)."""
+raw records (a bundle from a cluster node, the shipped H200 example), and the example page
+of the docs."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
-from ..analysis.tables import write_judging
+from ..analysis.tables import read_table, read_tables, write_judging
 from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
+from ..records import load_judging
 from ..verdicts import Judging
 from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .figures.draw import draw
 from .text.comparison import write_comparison_report
+from .text.example import FIGURES as EXAMPLE_FIGURES
+from .text.example import page_text
 from .text.latex import write_comparison_latex, write_latex
 from .text.markdown import Inputs, write_report
 
@@ -62,3 +67,25 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
              analysis.judging)
     write_latex(tables, out, source.label, analysis.judging)
     write_report(inputs, str(out / "report.md"), str(out / "report.html"))
+
+
+EXAMPLE_TABLES = ("timings", "speedups", "transfer", "memory", "roofs")
+
+
+def write_example(folder: Path, out: Path) -> list[Path]:
+    """The example page of a results folder, with its figures (PNG), into `out`; returns the
+    files written (`make example`: docs/example/ from tests/data/h200)."""
+    label = folder.resolve().name
+    out.mkdir(parents=True, exist_ok=True)
+    tables = read_tables({name: str(folder / f"{name}.csv") for name in EXAMPLE_TABLES})
+    tables["decisions"] = read_table("decisions", str(folder / "decisions.csv"))
+    judging = load_judging(str(folder / JUDGING))
+    written = []
+    with tempfile.TemporaryDirectory(prefix="offloadbench-example-") as tmp:
+        for name in EXAMPLE_FIGURES:
+            png = out / f"{name}.png"
+            draw(name, tables, label, str(Path(tmp) / f"{name}.pdf"), str(png), judging)
+            written.append(png)
+    page = out / "README.md"
+    page.write_text(page_text(folder, label))
+    return [page, *written]

@@ -1,27 +1,17 @@
-"""The example page: what a results folder answers, as a Markdown page readable on GitHub
-with its figures beside it, so that a newcomer sees an answer before running anything.
-`make example` writes docs/example/ from the shipped H200 results; a test checks that the
-committed page still matches what this writes (the text exactly, the figures by what they
-show).
-
-    python -m offloadbench.report.example <results folder> <out folder>
-"""
+"""The example page's text: what a results folder answers, as a Markdown page readable on
+GitHub, with the figures it names beside it (report/publish.py writes both; `make example`
+writes docs/example/ from the shipped H200 results)."""
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 from pathlib import Path
 
-from ..analysis.tables import read_table, read_tables
-from ..errors import UserError, one_line, shown
-from ..records import load_judging
-from .escape import md_frame, md_text
-from .figures.draw import draw
-from .text.decisions import table_legend, table_rows
-from .text.markdown import markdown_table
-from .text.summary import answer_tables, summary_lines
+from ...errors import UserError, one_line, shown
+from ..escape import md_frame, md_text
+from .decisions import table_legend, table_rows
+from .markdown import markdown_table
+from .summary import answer_tables, summary_lines
 
 FIGURES = {  # the figures the page shows, and what each answers
     "heatmap": "Every op and size at a glance: the end-to-end speedup over NumPy (red faster, blue slower).",
@@ -53,10 +43,10 @@ def page_text(folder: Path, label: str) -> str:
     lines = [
         f"# An example answer: {md_text(label)}",
         "",
-        f"Real results of one machine: {environment_line(folder)}. They cover the seed experiment (a float32 "
+        (f"Real results of one machine: {environment_line(folder)}. They cover the seed experiment (a float32 "
         "matmul up to n = 10000) and a compute-then-plot workflow, on the CPU and the GPU, one process per cell, so "
         "their intervals hold the variance within a process only. `make example` writes this page from "
-        "the shipped results; a test checks that it is current.",
+        "the shipped results; a test checks that it is current."),
         "",
         "## The answer, as the terminal prints it",
         "",
@@ -75,39 +65,3 @@ def page_text(folder: Path, label: str) -> str:
         lines += [f"## {name.replace('_', ' ')}", "", f"![{caption}]({name}.png)", "", caption, ""]
     lines += ["How to read every part of a report: [reading the report](../reading-the-report.md).", ""]
     return "\n".join(lines)
-
-
-def write_example(folder: Path, out: Path) -> list[Path]:
-    """Write the page and its figures (PNG) into `out`; returns the files written."""
-    label = folder.resolve().name
-    out.mkdir(parents=True, exist_ok=True)
-    tables = read_tables({name: str(folder / f"{name}.csv") for name in TABLES})
-    tables["decisions"] = read_table("decisions", str(folder / "decisions.csv"))
-    judging = load_judging(str(folder / "judging.json"))
-    written = []
-    with tempfile.TemporaryDirectory(prefix="offloadbench-example-") as tmp:
-        for name in FIGURES:
-            png = out / f"{name}.png"
-            draw(name, tables, label, str(Path(tmp) / f"{name}.pdf"), str(png), judging)
-            written.append(png)
-    page = out / "README.md"
-    page.write_text(page_text(folder, label))
-    return [page, *written]
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
-        return 2
-    try:
-        for path in write_example(Path(args[0]), Path(args[1])):
-            print(f"wrote {path}")
-    except UserError as error:
-        print(f"error: {one_line(error, 500)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
