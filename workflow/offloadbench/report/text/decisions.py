@@ -115,8 +115,8 @@ def processes_text(row) -> str:
         return "one process per cell says nothing of the spread between processes: measure more"
     now = f", {int(row['processes'])} now" if finite(row.get("processes")) else ""
     if over_cap(row):
-        return (f"it would likely take more processes per cell than the run's cap of {int(row['process_cap'])} "
-                f"(measure.max_processes; about {int(needed)}, estimated from the spread between processes seen{now})")
+        return (f"about {int(needed)} processes per cell would likely decide it, more than the run's cap of "
+                f"{int(row['process_cap'])} (measure.max_processes{now})")
     return (f"about {int(needed)} processes per cell would likely decide it (estimated from the spread between "
             f"processes seen{now})")
 
@@ -232,9 +232,8 @@ def weak_notes(decisions: pd.DataFrame) -> list[str]:
     notes = []
     if once:
         count = all_threads_count(decisions)
-        notes.append(f"Every all-threads row ({f'{count} threads' if count else 'every core'} here) shared its cores "
-                     "with the pipeline's own process, so its numbers are weaker than the one-thread rows': on a "
-                     "machine with more cores than threads measured they would not be.")
+        notes.append(f"Every all-threads row shared its {f'{count} cores' if count else 'cores'} with the pipeline's "
+                     "own process, so its numbers are weaker than the one-thread rows', though unmarked.")
     if any(_marked(row, once) for _, row in decisions.iterrows()):
         notes.append(WEAK_NOTE)
     return notes
@@ -367,7 +366,7 @@ def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> 
         name = f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}" + ("" if "dtype" not in columns
                                                                   else f" {cells.loc[i, 'dtype']}")
         for note in row_notes(row):
-            notes += textwrap.wrap(f"{name}: {note}", width, subsequent_indent="    ")
+            notes += textwrap.wrap(f"{name}: {note}", width, subsequent_indent="    ", break_on_hyphens=False)
     return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows()),
                     *(["notes:", *notes] if notes else [])]
 
@@ -403,11 +402,10 @@ def plain_legend(decisions: pd.DataFrame | None = None) -> list[str]:
     """The terminal table's legend: every column and mark it uses, and what its weak rows
     need said once."""
     count = all_threads_count(decisions) if decisions is not None else None
-    text = ("decision: what to use at the largest n measured (at n), against NumPy end to end (on a GPU with the "
-            "copies counted); from n: the smallest n from which it holds; n: the op's size (the side of its "
-            "matrices for most ops); speedup: NumPy's time over the variant's, above 1 faster, with its CI, named "
-            "by its variant where the decision uses none; 1t: one thread; all: every core"
-            f"{f' ({count} threads here)' if count else ''}.")
+    text = ("decision: what to use at the largest n measured (at n), end to end (on a GPU with the copies "
+            "counted); from n: the smallest n from which it holds; n: the op's size (its matrices' side for most "
+            "ops); speedup: NumPy's time ÷ the variant's (above 1: faster), with its CI; a row that uses no variant "
+            f"names the best alternative; 1t: one thread; all: every core{f' ({count} threads here)' if count else ''}.")
     notes = weak_notes(decisions) if decisions is not None else [WEAK_NOTE]
     return [line for part in (text, *notes) for line in _wrap(part, 100)]
 
@@ -417,7 +415,7 @@ def _fit(text: str, width: int) -> str:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width)
+    return textwrap.wrap(text, width, break_on_hyphens=False)
 
 
 # --- the paragraph that answers the question ------------------------------------------------
