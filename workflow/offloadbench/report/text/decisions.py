@@ -436,7 +436,8 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Jud
         parts.append(f"Moving work off NumPy pays in {len(use)} of the {len(decisions)} cases measured here: "
                      f"use {groups}.")
         best = use.loc[pd.to_numeric(use["speedup"], errors="coerce").idxmax()]
-        parts.append(f"It pays most for {who(best)}: {speedup_text(best, judging.ci)} at n = {int(best['size'])}, "
+        shown = speedup_text(best, judging.ci, mark=_marked(best, sharing_said_once(decisions)))
+        parts.append(f"It pays most for {who(best)}: {shown} at n = {int(best['size'])}, "
                      f"{_how(best)}.")
     if not stay.empty:
         parts.append(f"Stay with NumPy for {_ops(stay, decisions)}: nothing else is faster there by the minimum "
