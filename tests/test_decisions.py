@@ -369,3 +369,12 @@ def test_sharing_cores_on_every_all_threads_row_is_said_once():
     rows[3] = (rows[3][0] | {"shares_cores": False}, rows[3][1])
     lines = plain_table(decide(*rows), DELTA)
     assert sum(line.count("†") for line in lines) == 3  # two sharing rows and the unstable one
+
+
+def test_sizes_that_decide_otherwise_than_from_n_says_are_listed_by_size():
+    mixed = decide(cell("torch", 256, 1.12, 0.95, 1.32), cell("torch", 1024, 1.5, 1.4, 1.6),
+                   cell("torch compiled", 2048, 3.0, 2.9, 3.1), cell("torch", 2048, 1.2, 1.15, 1.25))
+    notes = " ".join(plain_table(mixed, DELTA))
+    assert "by size: n = 256 cannot tell yet; n = 1024 use torch; n = 2048 use torch compiled" in notes
+    plain = decide(cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6))
+    assert "by size" not in " ".join(plain_table(plain, DELTA))  # NumPy below from n: the row says it all

@@ -197,7 +197,7 @@ def faults_reason(loser: pd.Series | None, winner: pd.Series | None, loser_name:
         cost = (mine - theirs) * fault_s
         if cost < MATTERING_SHARE * time:
             return ""
-        text += f", about {fmt_time(cost)} of its {fmt_time(time)}"
+        text += f", about {fmt_time(cost)} of {loser_name}'s {fmt_time(time)} a call"
     return text
 
 

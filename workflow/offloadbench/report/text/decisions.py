@@ -115,8 +115,9 @@ def processes_text(row) -> str:
         return "one process per cell says nothing of the spread between processes: measure more"
     now = f", {int(row['processes'])} now" if finite(row.get("processes")) else ""
     if over_cap(row):
+        so_far = f"; {int(row['processes'])} so far" if finite(row.get("processes")) else ""
         return (f"about {int(needed)} processes per cell would likely decide it, more than the run's cap of "
-                f"{int(row['process_cap'])} (measure.max_processes{now})")
+                f"{int(row['process_cap'])} (measure.max_processes{so_far})")
     return (f"about {int(needed)} processes per cell would likely decide it (estimated from the spread between "
             f"processes seen{now})")
 
@@ -232,8 +233,9 @@ def weak_notes(decisions: pd.DataFrame) -> list[str]:
     notes = []
     if once:
         count = all_threads_count(decisions)
-        notes.append(f"Every all-threads row shared its {f'{count} cores' if count else 'cores'} with the pipeline's "
-                     "own process, so its numbers are weaker than the one-thread rows', though unmarked.")
+        notes.append(f"Every all-threads row shared its {f'{count} cores' if count else 'cores'} with the "
+                     "orchestrator (Snakemake and the round's supervisor), so its numbers are weaker than the "
+                     "one-thread rows', though unmarked.")
     if any(_marked(row, once) for _, row in decisions.iterrows()):
         notes.append(WEAK_NOTE)
     return notes
@@ -386,12 +388,16 @@ def row_notes(row) -> list[str]:
         notes.append(f"at n = {size} {simpler}")
     tie = text_of(row.get("tie"))
     if tie:
-        notes.append(f"at n = {size} a tie: {tie.split(';')[0]}, as close as more processes would get")
+        notes.append(f"at n = {size} a tie: {tie.replace(';', ',')}; more processes would not decide it")
     if str(row["decision"]) == DEPENDS:
         notes.append(f"at n = {size} two states of a process: {text_of(row.get('states')).partition(': ')[2]}")
     sizes = _open_sizes(row)
     if sizes:
         notes.append(f"{sizes} cannot tell yet: {processes_text(row)}")
+    choices = by_size(row)
+    first = int(row["from_size"]) if finite(row.get("from_size")) else 0
+    if {variant for n, variant in choices if n < first} - {"numpy"}:  # more than "NumPy below from n"
+        notes.append("by size: " + "; ".join(f"n = {n} {_said(variant)}" for n, variant in choices))
     why = text_of(row.get("why"))
     if why:
         notes.append(f"at n = {size}, why the others lose: {why}")
@@ -404,8 +410,11 @@ def plain_legend(decisions: pd.DataFrame | None = None) -> list[str]:
     count = all_threads_count(decisions) if decisions is not None else None
     text = ("decision: what to use at the largest n measured (at n), end to end (on a GPU with the copies "
             "counted); from n: the smallest n from which it holds; n: the op's size (its matrices' side for most "
-            "ops); speedup: NumPy's time ÷ the variant's (above 1: faster), with its CI; a row that uses no variant "
-            f"names the best alternative; 1t: one thread; all: every core{f' ({count} threads here)' if count else ''}.")
+            "ops); speedup: NumPy's time ÷ the variant's (above 1: faster), with its CI, without a compile's one-time "
+            "cost (see its payback); a row that uses no variant names the best alternative; numpy compiled: the "
+            "NumPy code through torch.compile, torch compiled: the torch code through it; a tie: within the minimum "
+            "effect δ of a boundary, as close as it will get; a cell: one variant at one n and place, measured in "
+            f"fresh processes; 1t: one thread; all: every core{f' ({count} threads here)' if count else ''}.")
     notes = weak_notes(decisions) if decisions is not None else [WEAK_NOTE]
     return [line for part in (text, *notes) for line in _wrap(part, 100)]
 

@@ -261,7 +261,9 @@ def undecided_lines(frame: pd.DataFrame, column: str) -> list[str]:
         return []
     names = "; ".join(cell_phrase(row) for _, row in wide.head(5).iterrows())
     more = f" and {len(wide) - 5} more" if len(wide) > 5 else ""
-    return [(f"- {len(wide)} ratios are undecided because their CI spans more than {MAX_CI_SPAN:g}× "
+    said = "1 ratio is undecided because its CI spans" if len(wide) == 1 else \
+        f"{len(wide)} ratios are undecided because their CIs span"
+    return [(f"- {said} more than {MAX_CI_SPAN:g}× "
             f"(too wide to be a result): {names}{more}.")]
 
 
