@@ -165,7 +165,7 @@ def test_a_name_the_user_wrote_is_still_checked():
 @pytest.mark.parametrize("name, text", [
     ("readme", None),  # the README's own example config, as it stands
     ("no-kernels", "kernels: []\n"),
-    ("own-kernels", "kernels: [my_kernels.py]\ngrid:\n  ops: [heat_step, matmul]\n  modes: [eager, compiled]\n"),
+    ("own-kernels", "kernels: [my_kernels.py]\ngrid:\n  ops: [smooth_rows, matmul]\n  modes: [eager, compiled]\n"),
 ])
 def test_natural_configs_plan_through_snakemake(tmp_path, name, text):
     """The README's example config, `kernels: []`, and a config that names its own kernels

@@ -378,3 +378,18 @@ def test_sizes_that_decide_otherwise_than_from_n_says_are_listed_by_size():
     assert "by size: n = 256 cannot tell yet; n = 1024 use torch; n = 2048 use torch compiled" in notes
     plain = decide(cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6))
     assert "by size" not in " ".join(plain_table(plain, DELTA))  # NumPy below from n: the row says it all
+
+
+def test_the_summary_says_when_the_report_predates_the_tables(tmp_path):
+    import os
+    import shutil
+
+    from offloadbench.report.text.summary import summarize
+
+    folder = tmp_path / "box"
+    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    (folder / "report.html").write_text("<html></html>")
+    os.utime(folder / "report.html", (1_000_000, 1_000_000))  # older than decisions.csv
+    assert summarize(folder)[-1].startswith(f"report: {folder / 'report.html'} (made before these tables")
+    os.utime(folder / "report.html")  # rebuilt after them
+    assert summarize(folder)[-1] == f"report: {folder / 'report.html'}"

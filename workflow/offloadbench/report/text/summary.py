@@ -78,8 +78,20 @@ def summarize(path: Path) -> list[str]:
         raise UserError(f"{shown(path)}: neither a results folder (no environment.json) nor a "
                         f"{BUNDLE_SUFFIX} bundle")
     report = path / "report.html"
-    return summary_lines(*answer_tables(path, path.resolve().name), path.resolve().name,
-                         report if report.is_file() else None)
+    lines = summary_lines(*answer_tables(path, path.resolve().name), path.resolve().name,
+                          report if report.is_file() else None)
+    if report.is_file() and report_is_stale(path):
+        lines[-1] += " (made before these tables, from another grid or run: `make run` with its config rebuilds it)"
+    return lines
+
+
+def report_is_stale(folder: Path) -> bool:
+    """Whether a folder's report predates its decisions: a later run of another grid (make
+    compare measures the default one) rewrote the tables without the report."""
+    try:
+        return (folder / "report.html").stat().st_mtime < (folder / "decisions.csv").stat().st_mtime
+    except OSError:
+        return False
 
 
 def cells_summary(folder: Path) -> str:
