@@ -15,7 +15,7 @@ def inputs(tables, machine="gpubox"):
 
 def test_report_states_findings_with_cis(gpu_tables):
     text = build_markdown(inputs(gpu_tables))
-    assert "The largest speedup over NumPy is **" in text and "95% CI" in text
+    assert "The largest speedup over NumPy at any size is **" in text and "95% CI" in text
     assert "Offloading matmul (float32) to cuda pays with the copies counted from " in text
     assert "## Does offloading pay?" in text and "### Break-even sizes" in text
     assert "copies take" in text

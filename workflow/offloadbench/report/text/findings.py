@@ -64,7 +64,7 @@ def speedup_findings(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     if not faster.empty:
         best = faster.loc[faster["speedup"].idxmax()]
         lines.append(
-            f"- The largest speedup over NumPy is **{ratio_of(best, ci=judging.ci)}**{caveat(best)}, "
+            f"- The largest speedup over NumPy at any size is **{ratio_of(best, ci=judging.ci)}**{caveat(best)}, "
             f"for {cell_phrase(best)} ({times_of(best)}){end_to_end_clause(best, judging)}."
         )
     else:
