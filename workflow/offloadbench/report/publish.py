@@ -11,11 +11,11 @@ from pathlib import Path
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
-from ..analysis.tables import read_table, read_tables, write_judging
+from ..analysis.tables import read_tables, write_judging
 from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
-from ..records import load_judging
+from ..records import load_environment
 from ..verdicts import Judging
 from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .figures.draw import draw
@@ -24,6 +24,7 @@ from .text.example import FIGURES as EXAMPLE_FIGURES
 from .text.example import page_text
 from .text.latex import write_comparison_latex, write_latex
 from .text.markdown import Inputs, write_report
+from .text.summary import answer_tables
 
 
 def write_comparison(sources: list[Source], analysis: Analysis, out_dir: str) -> None:
@@ -69,17 +70,16 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     write_report(inputs, str(out / "report.md"), str(out / "report.html"))
 
 
-EXAMPLE_TABLES = ("timings", "speedups", "transfer", "memory", "roofs")
+EXAMPLE_TABLES = ("timings", "speedups", "transfer", "memory", "roofs")  # what its figures draw
 
 
 def write_example(folder: Path, out: Path) -> list[Path]:
     """The example page of a results folder, with its figures (PNG), into `out`; returns the
     files written (`make example`: docs/example/ from tests/data/h200)."""
     label = folder.resolve().name
+    answer, judging = answer_tables(folder, label)  # decisions and controls, read once for all
+    tables = {**read_tables({name: str(folder / f"{name}.csv") for name in EXAMPLE_TABLES}), **answer}
     out.mkdir(parents=True, exist_ok=True)
-    tables = read_tables({name: str(folder / f"{name}.csv") for name in EXAMPLE_TABLES})
-    tables["decisions"] = read_table("decisions", str(folder / "decisions.csv"))
-    judging = load_judging(str(folder / JUDGING))
     written = []
     with tempfile.TemporaryDirectory(prefix="offloadbench-example-") as tmp:
         for name in EXAMPLE_FIGURES:
@@ -87,5 +87,5 @@ def write_example(folder: Path, out: Path) -> list[Path]:
             draw(name, tables, label, str(Path(tmp) / f"{name}.pdf"), str(png), judging)
             written.append(png)
     page = out / "README.md"
-    page.write_text(page_text(folder, label))
+    page.write_text(page_text(answer, judging, load_environment(folder / "environment.json"), label))
     return [page, *written]

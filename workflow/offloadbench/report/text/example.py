@@ -4,46 +4,40 @@ writes docs/example/ from the shipped H200 results)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import pandas as pd
 
-from ...errors import UserError, one_line, shown
+from ...records import Environment
+from ...verdicts import Judging
 from ..escape import md_frame, md_text
 from .decisions import table_legend, table_rows
 from .markdown import markdown_table
-from .summary import answer_tables, summary_lines
+from .summary import summary_lines
 
 FIGURES = {  # the figures the page shows, and what each answers
     "heatmap": "Every op and size at a glance: the end-to-end speedup over NumPy (red faster, blue slower).",
     "copy_cost": "What the copies cost on the GPU: the speedup with the data already on the device (solid) and "
                  "with the copies counted (dashed).",
 }
-TABLES = ("timings", "speedups", "transfer", "memory", "roofs")
 
 
-def environment_line(folder: Path) -> str:
-    """"NVIDIA H200, 16 CPU cores, torch 2.11.0+cu130, numpy 2.5.2"."""
-    try:
-        env = json.loads((folder / "environment.json").read_text())
-    except (OSError, ValueError) as error:
-        raise UserError(f"{shown(folder / 'environment.json')}: unreadable ({one_line(error, 200)})") from None
-    gpus = env.get("gpus") or []
-    gpu = str(gpus[0].get("name", "a GPU")) if gpus and isinstance(gpus[0], dict) else "no GPU"
-    return md_text(f"{gpu}, {env.get('usable_cores', '?')} CPU cores ({env.get('cpu_model', 'CPU')}), "
-                   f"torch {env.get('torch_version', '?')}, numpy {env.get('numpy_version', '?')}")
+def environment_line(env: Environment) -> str:
+    """"NVIDIA H200, 16 CPU cores (…), torch 2.11.0+cu130, numpy 2.5.2"."""
+    gpu = env.gpus[0].name if env.gpus else "no GPU"
+    return md_text(f"{gpu}, {env.usable_cores or '?'} CPU cores ({env.cpu_model or 'CPU'}), "
+                   f"torch {env.torch_version or '?'}, numpy {env.numpy_version or '?'}")
 
 
-def page_text(folder: Path, label: str) -> str:
+def page_text(tables: dict[str, pd.DataFrame], judging: Judging, env: Environment, label: str) -> str:
     """The page: where the results come from, the decision table as the terminal prints it and
-    as the report shows it, then the figures with what each shows."""
-    tables, judging = answer_tables(folder, label)
+    as the report shows it (`tables`: decisions and controls), then the figures with what
+    each shows."""
     decisions = tables["decisions"]
     cells = table_rows(decisions, judging)
     terminal = summary_lines(tables, judging, label, None)
     lines = [
         f"# An example answer: {md_text(label)}",
         "",
-        (f"Real results of one machine: {environment_line(folder)}. They cover the seed experiment (a float32 "
+        (f"Real results of one machine: {environment_line(env)}. They cover the seed experiment (a float32 "
         "matmul up to n = 10000) and a compute-then-plot workflow, on the CPU and the GPU, one process per cell, so "
         "their intervals hold the variance within a process only. `make example` writes this page from "
         "the shipped results; a test checks that it is current."),
