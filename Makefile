@@ -43,10 +43,12 @@ bundle: $(RUN_STAMP)
 
 # The benchmarks' smoke runs take minutes of their own: `make test-bench` (CI runs both).
 # The tests run on every core (at most 4 workers; the tests of the tiny pipeline run share one
-# worker, which runs it once), then those that need the machine to themselves.
+# worker, which runs it once); then the GPU tests and the stand-in GPU's own, in processes
+# whose torch has the stand-in GPU; then those that need the machine to themselves.
 TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not bench and not alone" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup
+	$(BIN)/python -m pytest -m "not bench and not alone and not gpu and not standin" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup
+	OFFLOADBENCH_STANDIN_GPU=1 $(BIN)/python -m pytest -m "(gpu or standin) and not bench"
 	$(BIN)/python -m pytest -m "alone and not bench"
 
 test-bench: $(STAMP)
@@ -123,20 +125,27 @@ KEEP ?=
 bench-reproducibility: $(STAMP)
 	$(BIN)/python benchmarks/reproducibility.py --config $(CONFIG) $(if $(DISTURB),--disturb) $(if $(KEEP),--keep $(KEEP))
 
-# The GPU check: GPU tests plus a small GPU grid through the real pipeline; results to $(OUT).
+# The GPU check: the GPU tests, a small GPU grid through the real pipeline, a one-screen verdict;
+# results to $(OUT). STANDIN=1 rehearses it anywhere with the stand-in GPU.
+STANDIN ?= 0
 gpu-check:
-	OUT=$(OUT) tools/gpu-check.sh
+	OUT=$(OUT) STANDIN=$(STANDIN) tools/gpu-check.sh
 
-# Wheels for the lent GPU machine, which has torch, numpy and seaborn but no network:
-# snakemake with what it needs, and the pinned packages that machine lacks or has in other versions.
-GPU_WHEEL_PINS := pandas matplotlib threadpoolctl psutil nvidia-ml-py jinja2 markdown array-api-compat
+# Wheels for the lent GPU machine, which has torch, numpy and seaborn but no network: snakemake
+# and pytest with what they need, and the pinned packages that machine lacks or has in other
+# versions; for each Python in GPU_PYTHONS, so that whatever Python the host has finds its own.
+GPU_PYTHONS ?= 3.11 3.12 3.13
+GPU_WHEEL_PINS := pandas matplotlib threadpoolctl psutil nvidia-ml-py jinja2 markdown array-api-compat pyyaml jsonschema
 PLATFORMS := --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any
 gpu-wheels:
 	$(PYTHON) -m pip wheel --no-deps -w .whl connection_pool==0.0.3
-	$(PYTHON) -m pip download --only-binary=:all: --python-version 3.12 --implementation cp $(PLATFORMS) \
-	  --find-links .whl -d .whl snakemake==$$(sed -n 's/^snakemake==//p' requirements.txt)
-	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $(PLATFORMS) \
-	  -d .whl $$(for p in $(GPU_WHEEL_PINS); do grep -i "^$$p==" requirements.txt; done)
+	for version in $(GPU_PYTHONS); do \
+	  $(PYTHON) -m pip download --only-binary=:all: --python-version $$version --implementation cp $(PLATFORMS) \
+	    --find-links .whl -d .whl snakemake==$$(sed -n 's/^snakemake==//p' requirements.txt) \
+	    pytest==$$(sed -n 's/^pytest==//p' requirements-dev.txt) || exit 1; \
+	  $(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version $$version --implementation cp $(PLATFORMS) \
+	    -d .whl $$(for p in $(GPU_WHEEL_PINS); do grep -i "^$$p==" requirements.txt; done) || exit 1; \
+	done
 
 clean-venv:
 	rm -rf $(VENV)

@@ -13,22 +13,39 @@ import numpy as np
 import pytest
 
 
+def pytest_configure(config):
+    """With OFFLOADBENCH_STANDIN_GPU set, this process's torch gets the stand-in GPU before any
+    test module loads torch, as every process of a run does (measure.devices.import_torch)."""
+    from offloadbench.measure import devices
+
+    if devices.standin_requested():
+        devices.import_torch()
+
+
 @functools.lru_cache(maxsize=1)
-def cuda_available() -> bool:
+def gpu_at_hand() -> str | None:
+    """Which GPU the gpu tests run on here: "cuda" (a real one), "stand-in", or None."""
+    from offloadbench.measure import devices
+
+    if devices.standin_requested():
+        return "stand-in"
     try:
         import torch
     except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+        return None
+    return "cuda" if torch.cuda.is_available() else None
 
 
 def pytest_collection_modifyitems(config, items):
-    if cuda_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU: run `make gpu-check` on a GPU machine")
+    """gpu tests need a GPU, a real one or the stand-in; standin tests the stand-in. `make
+    test` runs both in a session of their own with OFFLOADBENCH_STANDIN_GPU=1."""
+    at_hand = gpu_at_hand()
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        if "standin" in item.keywords and at_hand != "stand-in":
+            item.add_marker(pytest.mark.skip(reason="needs the stand-in GPU: OFFLOADBENCH_STANDIN_GPU=1 (make test)"))
+        elif "gpu" in item.keywords and at_hand is None:
+            item.add_marker(pytest.mark.skip(reason="needs a GPU: make test runs these on the stand-in, "
+                                                    "make gpu-check on a real one"))
 
 
 FINGERPRINT = {"cpu_model": "Test CPU", "logical_cores": 4, "gpus": None}
@@ -209,7 +226,9 @@ def run_cell_record(cell, settings, torch=None, artifact_path=None, kernels=None
     from offloadbench.measure import cell as measure_cell
 
     outcome = measure_cell.run_cell(cell, settings, torch, artifact_path=artifact_path, kernels=kernels)
-    return {"status": outcome.status, "reason": outcome.reason, "settings": outcome.settings,
+    # as the worker writes it: the config's settings, then what the cell set up (TF32)
+    configured = {"pinned_memory": settings.pinned_memory, "allow_tf32": settings.allow_tf32}
+    return {"status": outcome.status, "reason": outcome.reason, "settings": {**configured, **outcome.settings},
             "samples_s": [], "phases": {}, **outcome.measured}
 
 
@@ -236,6 +255,8 @@ def no_slurm_stall(tmp_path_factory):
 
 TINY = __import__("yaml").safe_load((Path(__file__).resolve().parents[1] / ".test" / "config.yaml").read_text())
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # the suite takes as long on a GPU machine and checks the same statuses
+# the stand-in GPU in every process of the run, as the one GPU visible (a real one stays untouched)
+STANDIN_GPU = {"OFFLOADBENCH_STANDIN_GPU": "1", "CUDA_VISIBLE_DEVICES": "0"}
 
 
 def snakemake(workdir: Path, *args, config: dict | None = None, check=True, env=None):
@@ -250,8 +271,9 @@ def snakemake(workdir: Path, *args, config: dict | None = None, check=True, env=
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
-    """The tiny grid run through the real pipeline in a copy of the repository; a `python`
-    first on PATH notes each call (the rules must run the environment's python)."""
+    """The tiny grid run through the real pipeline in a copy of the repository, with the
+    stand-in GPU as its cuda; a `python` first on PATH notes each call (the rules must run
+    the environment's python)."""
     import stat
     import sys
 
@@ -265,6 +287,7 @@ def tiny_run(tmp_path_factory):
     # a temporary folder of the run's own: what the run leaves there is its own, not an earlier run's
     scratch = workdir / "scratch"
     scratch.mkdir()
-    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy)), "TMPDIR": str(scratch)})
+    done = snakemake(workdir, config=TINY, env={"PATH": sandbox.interpreter_path(str(spy)), "TMPDIR": str(scratch),
+                                                **STANDIN_GPU})
     return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr, "scratch": scratch,
             "stderr": done.stderr, "python_calls": (spy / "calls.log").read_text().splitlines()}

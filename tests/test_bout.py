@@ -10,7 +10,7 @@ import pytest
 from offloadbench import schedule
 from offloadbench.cells import Cell
 from offloadbench.compared import planned_comparisons
-from offloadbench.jobs.bout import precise_pairs
+from offloadbench.jobs.bout import paired_cycles, precise_pairs
 
 
 def cell(library="numpy", threads="1", mode="eager", device="cpu", twin=False):
@@ -45,11 +45,26 @@ def test_a_pair_is_precise_once_the_median_ratio_over_cycles_is_within_the_targe
     assert not precise_pairs(few, [(a, b)], target=0.5)
 
 
-def test_a_region_only_one_side_timed_is_no_pair():
+def test_a_gpu_cells_pair_is_judged_end_to_end_with_the_copies_as_the_decision_is():
+    """Defect: the bout judged the regions both sides timed, which for a GPU cell against
+    NumPy is the device-resident compute alone; the decision counts the copies."""
+    rng = random.Random(2)
+    gpu, numpy_all = cell("torch", device="cuda"), cell(threads="all")
+    steady = dict(enumerate([1e-3] * 12))
+    copies = dict(enumerate([5e-3 * (1 + 0.5 * rng.random()) for _ in range(12)]))  # a noisy link
+    turns = {gpu: {"compute": steady, "h2d": copies, "end_to_end": copies},
+             numpy_all: {"compute": dict(enumerate([2e-3] * 12))}}  # a CPU cell's compute is its end to end
+    assert not precise_pairs(turns, [(gpu, numpy_all)], target=0.02)
+    turns[gpu]["end_to_end"] = dict(enumerate([6e-3] * 12))
+    assert precise_pairs(turns, [(gpu, numpy_all)], target=0.02)
+    assert paired_cycles(turns, gpu, numpy_all)[0] == (6e-3, 2e-3)
+
+
+def test_a_side_without_the_decided_region_makes_no_pair():
     a, b = cell("torch", device="cuda"), cell(threads="all")
     turns = {a: {"compute": dict(enumerate([1e-3] * 8)), "h2d": dict(enumerate([5e-4] * 8))},
              b: {"compute": dict(enumerate([2e-3] * 8))}}
-    assert precise_pairs(turns, [(a, b)], target=0.01)
+    assert paired_cycles(turns, a, b) == [] and precise_pairs(turns, [(a, b)], target=0.01)
 
 
 class Pools:

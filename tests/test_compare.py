@@ -62,6 +62,31 @@ def test_known_ratios_get_their_verdicts(tmp_path):
     assert result.same_hardware == []
 
 
+def test_two_cpus_of_one_model_name_list_what_decides_their_answers_first(tmp_path):
+    """Two 2-core VMs both say "AMD EPYC": their stepping, their AVX-512 and the SIMD code
+    NumPy and torch dispatch to there are what can turn an answer around."""
+    from offloadbench.report.text.comparison import provenance_section
+
+    cpu = {"vendor": "AuthenticAMD", "family": 25, "model": 1, "stepping": 1,
+           "vector_extensions": ["avx", "avx2", "fma"]}
+    one = {"cpu": cpu, "numpy_dispatch": {"targets": ["X86_V3", "baseline(X86_V2)"], "loops": {"sin float32": "X86_V3"}},
+           "torch_cpu_capability": "AVX2", "python": "3.11.7"}
+    other = {"cpu": {**cpu, "model": 17, "vector_extensions": ["avx", "avx2", "fma", "avx512f"]},
+             "numpy_dispatch": {"targets": ["X86_V4", "baseline(X86_V2)"], "loops": {"sin float32": "X86_V4"}},
+             "torch_cpu_capability": "AVX512", "python": "3.12.1"}
+    a = write_machine(tmp_path / "vm-a", {64: 1e-3}, env=one)
+    b = write_machine(tmp_path / "vm-b", {64: 0.5e-3}, env=other, seed=3)
+    result = compare([a, b], FAST)
+    fields = list(result.provenance["field"])
+    assert fields == ["CPU vendor, family, model, stepping", "CPU vector extensions", "NumPy's SIMD targets",
+                      "NumPy's float32 loops", "torch's CPU capability", "Python"]
+    row = result.provenance.set_index("field").loc["CPU vector extensions"]
+    assert row["vm-a"] == "avx, avx2, fma" and row["vm-b"] == "avx, avx2, fma, avx512f"
+    text = "\n".join(provenance_section(result))
+    assert "The first 5 rows are the hardware that decides which instructions the same code runs" in text
+    assert "decides" not in text.split("\n\n", 2)[-1].splitlines()[0]  # the marker is no column of the table
+
+
 def test_an_unstable_side_is_undecided(tmp_path):
     a = write_machine(tmp_path / "a", {64: 1e-3})
     b = write_machine(tmp_path / "b", {64: 2e-3}, seed=9)

@@ -224,7 +224,7 @@ def test_fuzzed_environments_validate_or_fail_in_one_line_and_render_inert(data)
     reference = Environment.from_json(ENVIRONMENT)
     diff = provenance_diff({"a": reference, "b": env}, {"a": [], "b": []})
     differs = {name for name, read in PROVENANCE_FIELDS.items() if str(read(reference)) != str(read(env))}
-    assert list(diff.columns) == ["field", "a", "b"] and set(diff["field"]) == differs
+    assert list(diff.columns) == ["field", "decides", "a", "b"] and set(diff["field"]) == differs
     assert all(isinstance(v, str) for v in diff[["a", "b"]].to_numpy().ravel())
     assert_outputs_inert(diff, "\n".join(lines) + "\n\n" + table_markdown(diff),
                          "\n".join(tex_escape(v) for v in diff.to_numpy().ravel()), "provenance_diff")

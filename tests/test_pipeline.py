@@ -1,7 +1,8 @@
 """The real pipeline, end to end, on the tiny grid of .test/ in a temporary copy of the repository.
 
-GPUs are hidden here (CUDA_VISIBLE_DEVICES=""), so the suite takes as long on a GPU machine
-as on a laptop and checks the same statuses; `make gpu-check` runs the GPU path.
+Its cuda is the stand-in GPU (OFFLOADBENCH_STANDIN_GPU=1, measure/standin.py), so every GPU
+path runs through the real rounds on any machine, and the suite checks the same statuses on
+a GPU machine; mps is skipped off a Mac. `make gpu-check` runs the GPU path on a real GPU.
 """
 
 import json
@@ -13,17 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import TINY, assert_real_figure, snakemake
+from conftest import STANDIN_GPU, TINY, assert_real_figure, snakemake
 from offloadbench import sandbox
 from offloadbench.analysis.columns import DECLARED
 from offloadbench.layout import FIGURE_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-# per op: numpy 2 + torch cpu 2 + cuda 2 + mps 2, over 3 ops (heat_step a kernel of examples/kernels.py);
-# and heat_step compiled on the cpu at n = 64: numpy 1 + torch 1; and the twins of 2 self-comparisons
-# (analysis.controls)
-CELLS = 8 * 3 + 2 + 2
+# per op and size: numpy, torch on the cpu, cuda and mps, over 3 ops at 2 sizes (heat_step a kernel of
+# examples/kernels.py) and 3 at one; heat_step compiled at n = 64, numpy and torch, on the cpu and on
+# cuda; and the twins of 2 self-comparisons (analysis.controls)
+CELLS = 4 * (3 * 2 + 3) + 4 + 2
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("tiny_run")]  # one worker runs the tiny grid once
 
 
@@ -66,13 +67,14 @@ def test_every_output_exists(run):
     assert not (out / "raw" / ".partial").exists()
 
 
-def test_the_roofs_are_measured_on_the_cpu_and_skipped_with_a_reason_elsewhere(run):
+def test_the_roofs_are_measured_where_a_device_is_and_skipped_with_a_reason_elsewhere(run):
     roofs = pd.read_csv(run["out"] / "roofs.csv")
-    cpu, gpu = roofs[roofs["device"] == "cpu"], roofs[roofs["device"] != "cpu"]
+    cpu, cuda, mps = (roofs[roofs["device"] == device] for device in ("cpu", "cuda", "mps"))
     assert set(cpu["status"]) == {"ok"} and set(cpu["kind"]) == {"memory", "compute", "pages"}
     assert (cpu["value"] > 0).all() and (cpu["ci_low"] <= cpu["value"]).all() and (cpu["value"] <= cpu["ci_high"]).all()
     assert (cpu["unit"] == cpu["kind"].map({"memory": "GB/s", "compute": "GFLOP/s", "pages": "ns per fresh page"})).all()
-    assert set(gpu["device"]) == {"cuda", "mps"} and set(gpu["status"]) == {"skipped"} and gpu["reason"].str.len().gt(0).all()
+    assert set(cuda["status"]) == {"ok"} and (cuda["value"] > 0).all()  # the stand-in's
+    assert set(mps["status"]) == {"skipped"} and mps["reason"].str.len().gt(0).all()
 
 
 def test_the_written_tables_have_the_declared_columns(run):
@@ -87,16 +89,23 @@ def test_statuses_and_columns(run):
                    "median_s", "q1_s", "q3_s", "ci_low_s", "ci_high_s", "gflops", "rel_err",
                    "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction", "processes", "ci_scope", "host"]:
         assert column in timings.columns, column
-    for device in ("cuda", "mps"):
-        cells = timings[timings["device"] == device]
-        assert len(cells) == 6 and set(cells["status"]) == {"skipped"}
-        assert cells["reason"].str.contains(f"{device} unavailable").all()
+    mps = timings[timings["device"] == "mps"]
+    assert len(mps) == 9 and set(mps["status"]) == {"skipped"} and mps["reason"].str.contains("mps unavailable").all()
+    cuda = timings[timings["device"] == "cuda"]  # the stand-in GPU: every cell's copies and compute
+    assert len(cuda) == 9 + 2 and set(cuda["status"]) == {"ok"}
+    assert (cuda[["h2d_s", "compute_s", "d2h_s", "end_to_end_s"]] > 0).all().all()
+    assert (cuda["end_to_end_s"] > cuda["compute_s"]).all() and set(cuda["device_name"]) == {
+        "offloadbench stand-in GPU (on the CPU)"}
+    chained = cuda[cuda["op"].isin(["transcendental", "heat_step"])]  # an elementwise op and the kernel chain
+    assert (chained["resident_calls"] == 16).all() and cuda.loc[cuda["op"] == "matmul", "resident_calls"].isna().all()
     cpu = timings[timings["device"] == "cpu"]
     assert set(cpu["status"]) == {"ok"} and (cpu["median_s"] > 0).all() and (cpu["n_samples"] >= 12).all()
     assert 2 in set(cpu["processes"]) and set(cpu["processes"]) <= set(range(2, 7))  # extra rounds: up to max_processes
     assert set(cpu["ci_scope"]) == {"across processes"}
     speedups = pd.read_csv(run["out"] / "speedups.csv")
-    assert len(speedups) == 6 + 2 and (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
+    baselines = (timings["library"] == "numpy") & (timings["device"] == "cpu") & (timings["mode"] == "eager")
+    assert len(speedups) == (timings["status"] == "ok").sum() - baselines.sum() == 20 + 2
+    assert (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
     assert speedups["break_even"].notna().all()
     plot_cells = timings[(timings["op"] == "compute_then_plot") & (timings["status"] == "ok")]
     assert (plot_cells["finish_s"] > 0).all() and (plot_cells["end_to_end_s"] > plot_cells["median_s"]).all()
@@ -105,7 +114,9 @@ def test_statuses_and_columns(run):
 def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
     timings = pd.read_csv(run["out"] / "timings.csv", dtype={"threads": str})
     compiled = timings[timings["mode"] == "compiled"]
-    assert len(compiled) == 2 and set(compiled["op"]) == {"heat_step"} and set(compiled["status"]) == {"ok"}
+    assert len(compiled) == 4 and set(compiled["op"]) == {"heat_step"} and set(compiled["status"]) == {"ok"}
+    assert set(zip(compiled["library"], compiled["device"], strict=True)) == {
+        ("numpy", "cpu"), ("torch", "cpu"), ("numpy", "cuda"), ("torch", "cuda")}  # NumPy's kernel compiled for cuda
     assert (compiled["compile_s"] > 0).all() and (compiled["compiler_startup_s"] > 0).all()
     # the first round compiles cold; the later rounds reuse its cache (compile time is never a sample)
     assert all(c.startswith("cold in 1, the run's own in ") for c in compiled["compile_cache"])
@@ -123,7 +134,7 @@ def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
 
 def test_the_self_comparisons_are_measured_and_judged(run):
     controls = pd.read_csv(run["out"] / "controls.csv", dtype={"threads": str})
-    assert len(controls) == TINY["analysis"]["controls"] and set(controls["device"]) == {"cpu"}
+    assert len(controls) == TINY["analysis"]["controls"] and set(controls["device"]) <= {"cpu", "cuda"}
     assert set(controls["verdict"]) <= {"faster", "slower", "same", "undecided"}
     assert (controls["twin_measure_s"] > 0).all()
     twins = list((run["out"] / "raw").glob("*/*-aa/p1.json"))
@@ -136,8 +147,10 @@ def test_the_self_comparisons_are_measured_and_judged(run):
 def test_the_transfer_sweep_covers_every_point(run):
     transfer = pd.read_csv(run["out"] / "transfer.csv")
     assert len(transfer) == 2 * 2 * 2 * 2  # devices x directions x memory kinds x sizes
-    assert set(transfer["status"]) == {"skipped"}
-    assert transfer[transfer["device"] == "cuda"]["reason"].str.contains("cuda unavailable").all()
+    cuda, mps = transfer[transfer["device"] == "cuda"], transfer[transfer["device"] == "mps"]
+    assert set(cuda["status"]) == {"ok"} and set(mps["status"]) == {"skipped"}
+    large = cuda[cuda["bytes"] == 2**20].set_index(["direction", "memory"])["gbs"]
+    assert (large.xs("pinned", level="memory") > large.xs("pageable", level="memory")).all()
 
 
 def test_records_carry_their_process_and_provenance(run):
@@ -168,9 +181,9 @@ def test_report_references_each_figure_and_the_skipped_cells(run):
     for name in FIGURE_NAMES:
         assert f"figures/{name}.png" in text
     assert "## Seed claims checked" in text and "## Does offloading pay?" in text
-    assert "**No GPU cell ran on this machine**" in text
-    assert "**skipped** (6): cuda unavailable" in text
-    assert "**This machine has no GPU that PyTorch can use**" in text
+    assert "**skipped** (9): mps unavailable" in text and "No GPU cell ran" not in text
+    assert "cuda is offloadbench's stand-in GPU (OFFLOADBENCH_STANDIN_GPU is set)" in text
+    assert "- matmul with torch on cuda (float32): never pays at n = 32 and 64, where cuda computes it no faster." in text
     html = (run["out"] / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(FIGURE_NAMES)
 
@@ -185,6 +198,7 @@ def test_the_run_ends_with_the_decision_table_and_where_the_report_is(run):
     body = table[:table.index("notes:")] if "notes:" in table else table  # then each row's notes
     rows = [line for line in body if line.split(" ")[0] in set(decisions["op"])]
     assert len(rows) == len(decisions) > 0 and all(len(line) <= 100 for line in table)
+    assert set(decisions["device"]) == {"cpu", "cuda"}  # a row per op on the (stand-in) GPU
     assert not any("Elapsed time" in line or "Complete log" in line for line in table)
 
 
@@ -205,7 +219,7 @@ def test_the_report_leads_with_the_answer_and_prints_no_number_its_verdicts_reje
 
 
 def test_a_second_run_has_nothing_to_do(run):
-    result = snakemake(run["dir"], "-n", config=TINY)
+    result = snakemake(run["dir"], "-n", config=TINY, env=STANDIN_GPU)
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
@@ -234,7 +248,7 @@ def test_a_moved_clone_does_not_re_measure(run, tmp_path):
     invalidate hours of measurements."""
     moved = tmp_path / "moved"
     shutil.copytree(run["dir"], moved, symlinks=True)  # copy2 keeps modification times
-    result = snakemake(moved, "-n", config=TINY)
+    result = snakemake(moved, "-n", config=TINY, env=STANDIN_GPU)
     assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-2000:]
 
 
@@ -245,7 +259,8 @@ def test_a_new_size_measures_only_its_own_cells(run, tmp_path):
     # (with no self-comparisons: a grid of other cells chooses other cells to measure twice)
     config = {**TINY, "grid": {**TINY["grid"], "ops": ["matmul"], "sizes": [32, 64, 48]},
               "analysis": {**TINY["analysis"], "controls": 0}}
-    snakemake(grown, "--allowed-rules", "round", "environment", "transfer", "aggregate", "--until", "aggregate", config=config)
+    snakemake(grown, "--allowed-rules", "round", "environment", "transfer", "aggregate", "--until", "aggregate", config=config,
+              env=STANDIN_GPU)
     rounds = [json.loads((grown / "results" / "ci-box" / "raw" / "rounds" / f"round-{k}.json").read_text()) for k in (1, 2)]
     assert [r["measured_now"] for r in rounds] == [4, 4]  # n=48: numpy, torch, cuda, mps
 
@@ -255,7 +270,8 @@ def test_a_corrupted_record_is_rejected_by_name_with_the_way_out(run, tmp_path):
     shutil.copytree(run["out"], workdir / "results" / "ci-box")
     victim = workdir / "results" / "ci-box" / "raw" / "matmul" / "numpy-cpu-float32-n32-t1" / "p1.json"
     victim.write_text(victim.read_text()[:200])
-    result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False)
+    result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False,
+                       env=STANDIN_GPU)
     assert result.returncode != 0
     lines = [l for l in (result.stdout + result.stderr).splitlines() if "p1.json: not valid JSON" in l]
     assert lines and "numpy-cpu-float32-n32-t1/p1.json" in lines[0]
@@ -265,7 +281,7 @@ def test_a_corrupted_record_is_rejected_by_name_with_the_way_out(run, tmp_path):
     # missing cell in its round, and nothing else, and finishes.
     victim.unlink()
     (workdir / manifest).unlink()
-    again = snakemake(workdir, config=TINY, check=False)
+    again = snakemake(workdir, config=TINY, check=False, env=STANDIN_GPU)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((workdir / manifest).read_text())["measured_now"] == 1
     assert json.loads(victim.read_text())["status"] == "ok"
@@ -275,7 +291,8 @@ def test_a_deleted_record_is_named_with_the_way_to_measure_it_again(run, tmp_pat
     workdir = sandbox.copy_workflow(tmp_path / "copy")
     shutil.copytree(run["out"], workdir / "results" / "ci-box")
     (workdir / "results" / "ci-box" / "raw" / "matmul" / "torch-cpu-float32-n64-t1" / "p2.json").unlink()
-    result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False)
+    result = snakemake(workdir, "--forcerun", "aggregate", "--allowed-rules", "aggregate", config=TINY, check=False,
+                       env=STANDIN_GPU)
     assert result.returncode != 0
     lines = [l for l in (result.stdout + result.stderr).splitlines() if "torch-cpu-float32-n64-t1/p2.json: missing" in l]
     assert lines and "delete results/ci-box/raw/rounds/round-2.json and run again" in lines[0]
@@ -304,3 +321,25 @@ def test_an_invalid_config_stops_before_any_job_in_one_line(tmp_path):
     assert len(errors) == 1 and "config key grid.sizes[0]:" in errors[0]
     assert "Traceback" not in result.stderr
     assert not (workdir / "results").exists()
+
+
+def test_the_gpu_checks_verdict_passes_on_the_stand_in_run_and_fails_on_a_cuda_reinit(run, tmp_path):
+    from offloadbench.report.text.gpu_check import judge
+
+    verdict = judge(run["out"], None, 100.0, 480.0)
+    assert verdict.problems == [], verdict.lines
+    assert verdict.lines[0].startswith("GPU: offloadbench stand-in GPU (on the CPU) (CUDA 0, PCI 00000000:19:00.0, "
+                                       "NVML 0) (the stand-in)")
+    assert any("a kernel numpy-compiled on cuda: heat_step" in line for line in verdict.lines)
+    broken = tmp_path / "broken"
+    shutil.copytree(run["out"], broken, ignore=shutil.ignore_patterns("figures", "*.png"))
+    timings = pd.read_csv(broken / "timings.csv", dtype={"threads": str})
+    victim = (timings["mode"] == "compiled") & (timings["device"] == "cpu")
+    reason = "InternalTorchDynamoError during compile: RuntimeError: Cannot re-initialize CUDA in forked subprocess."
+    timings.loc[victim, ["status", "reason"]] = ["error", reason]
+    timings.to_csv(broken / "timings.csv", index=False)
+    failed = judge(broken, None, 900.0, 480.0)
+    assert any(line.startswith("FAIL no forking launcher had CUDA up") and "2 cells met" in line
+               for line in failed.lines)
+    assert any(line.startswith("FAIL compiled CPU cells ok: 0") for line in failed.lines)
+    assert "the check took longer than 8m00s" in failed.problems[-1]

@@ -7,7 +7,7 @@ from offloadbench.measure import system
 def test_a_snapshot_has_every_field():
     snap = system.snapshot(busy_window_s=0.05)
     assert set(snap) == {"load_average", "busy_processes", "cpu_steal_share", "cpu_governor", "turbo", "cores_present",
-                         "cores_usable", "gpus"}
+                         "cores_usable", "gpus", "standin_gpu"}
     assert snap["cores_present"] >= snap["cores_usable"] >= 1
     if snap["load_average"] is not None:
         assert len(snap["load_average"]) == 3
@@ -75,17 +75,23 @@ def test_clock_event_reasons_are_named():
 
 
 def test_without_nvidia_the_gpu_reading_is_none():
-    from conftest import cuda_available
+    from conftest import gpu_at_hand
 
-    if cuda_available():
-        pytest.skip("an NVIDIA GPU is here")
-    assert system.nvml_state() is None and system.gpu_clocks() is None
+    if gpu_at_hand() is not None:
+        pytest.skip("a GPU (or the stand-in's NVML) is here")
+    assert system.nvml_state() is None and system.gpu_clocks(0) is None and system.nvml_index_of("0000:19:00.0") is None
+
+
+def test_a_pci_address_reads_in_nvmls_form_and_in_sysfss():
+    assert system.parse_pci_bus_id("00000000:19:00.0") == (0, 0x19, 0)
+    assert system.parse_pci_bus_id("0001:3B:02.0") == (1, 0x3B, 2)
+    assert system.parse_pci_bus_id("garbage") is None and system.parse_pci_bus_id(None) is None
 
 
 @pytest.mark.gpu
 def test_nvml_reads_persistence_clocks_and_reasons():
     (gpu, *_) = system.nvml_state()
-    assert gpu["name"] and gpu["persistence_mode"] in ("on", "off")
+    assert gpu["name"] and gpu["persistence_mode"] in ("on", "off") and gpu["pci_bus_id"]
     assert gpu["sm_clock_mhz"] > 0 and gpu["sm_clock_max_mhz"] >= gpu["sm_clock_mhz"]
     assert isinstance(gpu["clock_event_reasons"], list)
-    assert set(system.gpu_clocks()) == {"sm_mhz", "mem_mhz"}
+    assert set(system.gpu_clocks(system.nvml_index_of(gpu["pci_bus_id"]))) == {"sm_mhz", "mem_mhz"}

@@ -80,6 +80,18 @@ def planned_comparisons(cells: list[Cell]) -> list[tuple[Cell, Cell]]:
     return pairs + [(twin.cell, original.cell) for original, twin in control_pairs(planned)]
 
 
+DECIDED_ON = "end_to_end"  # the region every comparison is decided on
+
+
+def decided_region(cell: Cell, regions) -> str | None:
+    """The region of `cell`, among the `regions` it timed, that its comparisons are decided
+    on: end to end, host arrays in and out (on a GPU the copies counted), which a CPU cell
+    without host work times as its compute region. None: it timed neither."""
+    if DECIDED_ON in regions:
+        return DECIDED_ON
+    return "compute" if cell.device == "cpu" and "compute" in regions else None
+
+
 def control_pairs(cells: list[T]) -> list[tuple[T, T]]:
     """(a cell, its twin) of every self-comparison (A/A control) whose two copies are ok."""
     ok = {mc.cell: mc for mc in cells if mc.status == "ok"}

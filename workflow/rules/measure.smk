@@ -20,14 +20,11 @@ rule environment:
         runtime=10,
     params:
         libraries=",".join(config["grid"]["libraries"]),
-        probe=(
-            "--probe-compiler"
-            if any(c.compiled and c.device == "cpu" for c in CELLS)
-            else ""
-        ),
+        compiled_on=",".join(sorted({c.device for c in CELLS if c.compiled})),
     shell:
         "python -m offloadbench.jobs.environment --machine {wildcards.machine}"
-        " --libraries {params.libraries} {params.probe} --out {output:q} --log {log:q}"
+        " --libraries {params.libraries} --compiled-on '{params.compiled_on}'"
+        " --out {output:q} --log {log:q}"
 
 
 rule round:

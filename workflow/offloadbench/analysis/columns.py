@@ -19,6 +19,8 @@ from typing import Self
 import numpy as np
 import pandas as pd
 
+from ..verdicts import FASTER
+
 TEXT, INTEGER, NUMBER, BOOLEAN = "text", "integer", "number", "boolean"
 KINDS = (TEXT, INTEGER, NUMBER, BOOLEAN)
 
@@ -515,6 +517,18 @@ def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:
     """Compiled rows whose code did not all compile (graph breaks, or nothing captured):
     their times are not those of compiled code, so they are no compiled speedup."""
     return has_text(frame, "compile_fallback")
+
+
+def headline(speedups: pd.DataFrame):
+    """The largest speedup over NumPy, as the decisions count it: end to end (host arrays in
+    and out, on a GPU the copies counted), among the cells decided faster end to end,
+    compiled cells whose code fell back left out. The row, or None where nothing is faster.
+    Every place that states "the largest speedup" takes it from here."""
+    if speedups.empty or "end_to_end_verdict" not in speedups.columns:
+        return None
+    rows = speedups[(speedups["end_to_end_verdict"] == FASTER) & ~compile_fallbacks(speedups)]
+    values = pd.to_numeric(rows["end_to_end_speedup"], errors="coerce")
+    return rows.loc[values.idxmax()] if values.notna().any() else None
 
 
 def falls_back(row) -> bool:

@@ -64,8 +64,28 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
+def _cpu_identity(e: Environment) -> str | None:
+    c = e.cpu_identity
+    parts = [f"{name} {c[name]}" for name in ("family", "model", "stepping") if c.get(name) is not None]
+    return " ".join(filter(None, [c.get("vendor"), ", ".join(parts)])) or None
+
+
+# The hardware that decides which instructions the same code runs (and so an answer): listed
+# first, since two CPUs of one model name can differ in them.
+DECIDING_FIELDS = {
+    "CPU vendor, family, model, stepping": _cpu_identity,
+    "CPU vector extensions": lambda e: ", ".join(e.cpu_identity.get("vector_extensions") or ()) or None,
+    "NumPy's SIMD targets": lambda e: ", ".join(e.numpy_targets) or None,
+    "NumPy's float32 loops": lambda e: ", ".join(f"{k.split()[0]} {v}" for k, v in e.numpy_loops.items()
+                                                  if k.endswith("float32")) or None,
+    "torch's CPU capability": lambda e: e.torch_cpu_capability,
+    "Inductor's vector instructions": lambda e: e.vec_isa,
+    "GPU (CUDA index, PCI address, NVML index)": lambda e: "; ".join(
+        f"{g.name} ({g.cuda_index}, {g.pci_bus_id}, {g.nvml_index})" for g in e.gpus if g.pci_bus_id) or None,
+}
 # environment.json fields that can explain a difference, and how to show them
 PROVENANCE_FIELDS = {
+    **DECIDING_FIELDS,
     "CPU": lambda e: e.cpu_model,
     "logical cores": lambda e: e.logical_cores,
     "usable cores": lambda e: e.usable_cores,
@@ -98,18 +118,21 @@ def _settings_of(cells: list[MeasuredCell]) -> dict:
 
 
 def provenance_diff(environments: dict[str, Environment], cells: dict[str, list[MeasuredCell]]) -> pd.DataFrame:
-    """Every field that differs between the machines: one row per field, a column per machine."""
+    """Every field that differs between the machines: one row per field, a column per machine;
+    the hardware that decides which instructions run first (`decides`)."""
     rows = []
     for field_name, read in PROVENANCE_FIELDS.items():
         values = {label: read(env) for label, env in environments.items()}
         if len({str(v) for v in values.values()}) > 1:
-            rows.append({"field": field_name, **{k: "" if v is None else str(v) for k, v in values.items()}})
+            rows.append({"field": field_name, "decides": field_name in DECIDING_FIELDS,
+                         **{k: "" if v is None else str(v) for k, v in values.items()}})
     settings = {label: _settings_of(c) for label, c in cells.items()}
     for field_name in next(iter(settings.values())):
         values = {label: s[field_name] for label, s in settings.items()}
         if len({str(v) for v in values.values()}) > 1:
-            rows.append({"field": field_name, **{k: ", ".join(map(str, v or [])) for k, v in values.items()}})
-    return pd.DataFrame(rows, columns=["field", *environments])
+            rows.append({"field": field_name, "decides": False,
+                         **{k: ", ".join(map(str, v or [])) for k, v in values.items()}})
+    return pd.DataFrame(rows, columns=["field", "decides", *environments])
 
 
 def same_hardware(environments: dict[str, Environment]) -> list[tuple[str, str]]:

@@ -36,6 +36,17 @@ class RoundTrip:
 
 
 NOT_MEASURED = RoundTrip(math.nan, math.nan, math.nan)
+NEVER, EVERY_CALL, AFTER = "never", "every call", "after"
+
+
+def trip_kind(calls: float, high: float) -> str | None:
+    """What k* and its CI's upper end say: NEVER (the device computes no faster), EVERY_CALL
+    (a copy on every call pays), AFTER (pays once the data stay ⌈k*⌉ calls); None: not measured."""
+    if not isinstance(calls, int | float) or math.isnan(calls):
+        return None
+    if math.isinf(calls):
+        return NEVER
+    return EVERY_CALL if isinstance(high, int | float) and math.isfinite(high) and high <= 1 else AFTER
 
 
 def calls_per_round_trip(h2d: Interval, d2h: Interval, numpy: Interval, compute: Interval) -> RoundTrip:

@@ -9,7 +9,8 @@ states; on their CPU time, or a fixed pause by library, where those cannot be re
 `measure.pause_s` where the config sets one). The bout ends once it has run `measure.min_cycles`
 cycles and either its comparisons are precise (after `measure.min_samples` cycles at
 least, the fewest a median's CI needs; `precise_pairs`: each ratio the tables will
-judge, as the median over this bout's cycles, within `measure.target_rel_ci`) or it has run
+judge, end to end as the decisions take it (on a GPU the copies counted), as the median
+over this bout's cycles, within `measure.target_rel_ci`) or it has run
 its cycles: in a run's first two rounds, until the group's budget is spent
 (`measure.budget_s` per timed region of each cell); from the third, the cycles that make
 the group's rounds buy the most precision for their time, from the variances the earlier
@@ -35,24 +36,31 @@ from .. import schedule
 from ..allocation import BoutPlan, cycle_stats
 from ..catalogue import SPECS
 from ..cells import Cell, WorkerSpec
-from ..compared import planned_comparisons
+from ..compared import DECIDED_ON, decided_region, planned_comparisons
 from ..measure.disturbance import processes_cpu_s, processes_running
 from ..stats import median_ci_rel_halfwidth
 
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
 
 
+def paired_cycles(turns: dict[Cell, dict[str, dict[int, float]]], a: Cell, b: Cell) -> list[tuple[float, float]]:
+    """(a's, b's) median in each cycle both took a turn in, in the region the comparison is
+    decided on (compared.decided_region: end to end, the copies counted on a GPU); none
+    where a side has not timed it."""
+    mine = turns.get(a, {}).get(decided_region(a, turns.get(a, {})) or "", {})
+    theirs = turns.get(b, {}).get(decided_region(b, turns.get(b, {})) or "", {})
+    return [(mine[c], theirs[c]) for c in sorted(mine.keys() & theirs.keys())]
+
+
 def precise_pairs(turns: dict[Cell, dict[str, dict[int, float]]], pairs: list[tuple[Cell, Cell]],
                   target: float) -> bool:
-    """Whether every pair's ratio, in every region both timed, is known within `target`
-    (relative half-width of the CI of its median over the cycles both took a turn in).
-    `turns`: each cell's median per region and cycle."""
+    """Whether every pair's ratio, end to end, is known within `target` (relative half-width
+    of the CI of its median over the cycles both took a turn in). `turns`: each cell's
+    median per region and cycle."""
     for a, b in pairs:
-        for region in set(turns.get(a, {})) & set(turns.get(b, {})):
-            mine, theirs = turns[a][region], turns[b][region]
-            ratios = [mine[c] / theirs[c] for c in mine.keys() & theirs.keys() if theirs[c] > 0]
-            if median_ci_rel_halfwidth(ratios, STOP_CONFIDENCE) > target:
-                return False
+        ratios = [mine / theirs for mine, theirs in paired_cycles(turns, a, b) if theirs > 0]
+        if ratios and median_ci_rel_halfwidth(ratios, STOP_CONFIDENCE) > target:
+            return False
     return True
 
 
@@ -154,16 +162,14 @@ class Bout:
         return self.result
 
     def pair_stats(self, pairs: list[tuple[Cell, Cell]]) -> dict[str, list]:
-        """Per comparison and region both timed: the median, variance and count of its
-        cycles' log ratios (allocation.cycle_stats), for the later rounds' planning."""
+        """Per comparison, end to end: the median, variance and count of its cycles' log
+        ratios (allocation.cycle_stats), for the later rounds' planning."""
         found = {}
         for a, b in pairs:
-            for region in set(self.turns.get(a, {})) & set(self.turns.get(b, {})):
-                mine, theirs = self.turns[a][region], self.turns[b][region]
-                logs = [math.log(mine[c] / theirs[c]) for c in mine.keys() & theirs.keys() if mine[c] > 0 and theirs[c] > 0]
-                median, variance, count = cycle_stats(logs)
-                if math.isfinite(median):
-                    found[f"{a.key}|{b.key}|{region}"] = [median, variance, count]
+            logs = [math.log(mine / theirs) for mine, theirs in paired_cycles(self.turns, a, b) if mine > 0 and theirs > 0]
+            median, variance, count = cycle_stats(logs)
+            if math.isfinite(median):
+                found[f"{a.key}|{b.key}|{DECIDED_ON}"] = [median, variance, count]
         return found
 
     def info(self) -> dict:

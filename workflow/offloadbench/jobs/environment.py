@@ -22,19 +22,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Record this machine's hardware and software.")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--libraries", default="numpy,torch", help="libraries the grid measures")
-    parser.add_argument("--probe-compiler", action="store_true", help="the grid has compiled cells on the cpu")
+    parser.add_argument("--compiled-on", default="", help="the devices the grid has compiled cells on, comma-separated")
     parser.add_argument("--out", required=True)
     parser.add_argument("--log")
     return parser.parse_args(argv)
-
-
-def import_torch():
-    """torch, or None where it is not installed."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
 
 
 def known_absent(environment_path: str | None, device: str) -> str | None:
@@ -44,26 +35,25 @@ def known_absent(environment_path: str | None, device: str) -> str | None:
     return load_environment(environment_path).device_reason(device)
 
 
-def capture(machine: str, libraries: list[str], probe_compiler: bool = False) -> dict:
+def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozenset()) -> dict:
+    from ..measure.devices import import_torch
     from ..measure.provenance import environment
 
-    try:
-        import torch
-    except ImportError:
-        if "torch" in libraries:
-            raise UserError(
-                f"the grid measures torch, but the Python that runs the measure rules ({sys.executable}) "
-                "cannot import it: install requirements.txt there, or run with --sdm conda"
-            ) from None
-        torch = None
-    return environment(torch, machine, probe_compiler)
+    torch = import_torch()
+    if torch is None and "torch" in libraries:
+        raise UserError(
+            f"the grid measures torch, but the Python that runs the measure rules ({sys.executable}) "
+            "cannot import it: install requirements.txt there, or run with --sdm conda"
+        )
+    return environment(torch, machine, compiled_on)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with stderr_to_log(args.log) as terminal:
         try:
-            write_json_atomic(args.out, capture(args.machine, args.libraries.split(","), args.probe_compiler))
+            write_json_atomic(args.out, capture(args.machine, args.libraries.split(","),
+                                                     set(filter(None, args.compiled_on.split(",")))))
         except UserError as error:
             tell(terminal, f"error: {error}")
             return 1

@@ -6,9 +6,13 @@ round job's handles on it (`Launcher`, `LaunchedProcess`).
     python -m offloadbench.jobs.launcher --imports torch --control-fd 5
 
 A launcher imports NumPy (`numpy`: for NumPy's workers, which never load torch), torch too
-(`torch`), or torch with its compiler started (`compiler`: for the compiled CPU workers,
-which then share one start of the compiler, its imports and the code it builds for itself,
-a few seconds a round).
+(`torch`), torch with its compiler started (`compiler`: for the compiled CPU workers, which
+then share one start of the compiler, its imports and the code it builds for itself, a few
+seconds a round), or torch for the GPU workers (`gpu`). The launchers of CPU workers are
+started with the GPUs hidden (CUDA_VISIBLE_DEVICES=''), so nothing in them, Dynamo's probes
+included, can initialise CUDA: a process forked after that could not use CUDA, and the
+compiler's start reads the CUDA random state wherever a GPU is visible. Before each fork a
+launcher checks that CUDA is not up in it, and refuses ({"refused": why}) where it is.
 
 The round job (jobs/round.py, `Launcher`) sends each request over the control socket: the
 worker's command line and environment as one JSON line, with its command and event pipes
@@ -43,38 +47,37 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-IMPORTS = ("numpy", "torch", "compiler")
+IMPORTS = ("numpy", "torch", "compiler", "gpu")
 
 
-def import_libraries(imports: str) -> float:
-    """What every worker of this launcher needs, loaded once; the seconds it took."""
+def import_libraries(imports: str):
+    """What every worker of this launcher needs, loaded once: torch (None where it is not
+    loaded), and the seconds it took."""
     start = time.perf_counter()
     import numpy  # noqa: F401
 
+    torch = None
     if imports != "numpy":
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            pass  # the workers say so, cell by cell
+        from ..measure.devices import import_torch
+
+        torch = import_torch()  # None: the workers say so, cell by cell
     from ..measure import cell  # noqa: F401 - the measuring code every worker runs
     from ..records import CELL_SCHEMA, ENVIRONMENT_SCHEMA, warm_validators
     from . import worker  # noqa: F401
 
     warm_validators(CELL_SCHEMA, ENVIRONMENT_SCHEMA)
-    return time.perf_counter() - start
+    return torch, time.perf_counter() - start
 
 
-def start_compiler(compile_section: dict) -> float | None:
+def start_compiler(compile_section: dict, torch) -> float | None:
     """The compiler's start, once for every compiled worker (measure.compiled.warm_compiler);
     None where it cannot run here (the workers say why, cell by cell)."""
-    try:
-        import torch
-    except ImportError:
+    if torch is None:
         return None
-    from ..measure import compiled
+    from ..measure import compiled, devices
     from ..measure.settings import Settings
 
-    if compiled.unavailable_reason("cpu", torch) is not None:
+    if devices.get("cpu", torch).compile_reason() is not None:
         return None
     settings = Settings(compile_backend=str(compile_section.get("backend", "inductor")),
                         compile_mode=str(compile_section.get("mode", "default")))
@@ -95,19 +98,9 @@ def run_worker(request: dict, command_fd: int, events_fd: int, imported_s: float
     return worker.main(argv)
 
 
-def run_launcher(request: dict, control: socket.socket, imported_s: float) -> int:
-    """In the forked child: a launcher that also started the compiler, for the compiled
-    workers (torch's import is its parent's, paid once)."""
-    from .worker import die_with_parent
+def serve(control: socket.socket, imported_s: float, compiler_s: float | None, torch=None) -> int:
+    from ..measure import devices
 
-    die_with_parent()
-    os.environ.update(request["env"])
-    compiler_s = start_compiler(request.get("compile") or {})
-    control.send(json.dumps({"ready": imported_s}).encode())
-    return serve(control, imported_s, compiler_s)
-
-
-def serve(control: socket.socket, imported_s: float, compiler_s: float | None) -> int:
     ended_r, ended_w = os.pipe()  # SIGCHLD wakes the loop
     os.set_blocking(ended_w, False)
     signal.set_wakeup_fd(ended_w)
@@ -122,7 +115,15 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None) -
             message, fds, _, _ = socket.recv_fds(control, REQUEST_BYTES, 2)
             if not message:
                 return 0  # the round job is done
-            fds = [*fds, -1][:2]  # a launcher's request brings one socket, a worker's two pipes
+            fds = [*fds, -1][:2]
+            try:
+                devices.check_fork_safe(torch, "launcher")
+            except devices.ForkRefused as refused:
+                for fd in fds:
+                    if fd >= 0:
+                        os.close(fd)
+                control.send(json.dumps({"refused": str(refused)}).encode())
+                continue
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
@@ -132,11 +133,7 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None) -
                 control.close()
                 code = 1
                 try:
-                    request = json.loads(message)
-                    if "launcher" in request:  # a launcher of its own, forked after the imports
-                        code = run_launcher(request, socket.socket(fileno=fds[0]), imported_s)
-                    else:
-                        code = run_worker(request, fds[0], fds[1], imported_s, compiler_s)
+                    code = run_worker(json.loads(message), fds[0], fds[1], imported_s, compiler_s)
                 finally:
                     os._exit(code)
             for fd in fds:
@@ -161,14 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     die_with_parent()
     control = socket.socket(fileno=args.control_fd)
-    imported_s = import_libraries(args.imports)
-    compiler_s = start_compiler(json.loads(args.compile)) if args.imports == "compiler" else None
+    torch, imported_s = import_libraries(args.imports)
+    compiler_s = start_compiler(json.loads(args.compile), torch) if args.imports == "compiler" else None
     import gc
 
     gc.collect()
     gc.freeze()  # what the imports made lives as long as every worker: their collections skip it
     control.send(json.dumps({"ready": imported_s}).encode())
-    code = serve(control, imported_s, compiler_s)
+    code = serve(control, imported_s, compiler_s, torch)
     os._exit(code)
 
 
@@ -186,26 +183,28 @@ class LauncherFailed(RuntimeError):
 
 
 class Launcher:
-    """A running launcher, as the round job holds it: started as a process of its own, or
-    forked from another launcher (`fork_launcher`)."""
+    """A running launcher, as the round job holds it."""
 
-    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, compile_json: str = "{}",
-                 parent: Launcher | None = None):
+    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, compile_json: str = "{}"):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control, self.timeout_s, self.imports = ours, timeout_s, imports
+        self.gpus_hidden = env.get("CUDA_VISIBLE_DEVICES") == ""
         self.ended: dict[int, int] = {}  # pid -> return code of each worker that ended
         self.imported_s: float | None = None
         self.failed: LauncherFailed | None = None
-        if parent is not None:
-            self.proc = parent.request({"launcher": imports, "env": env, "compile": json.loads(compile_json)},
-                                       [theirs.fileno()])
-        else:
-            sys.stderr.flush()
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "offloadbench.jobs.launcher", "--imports", imports,
-                 "--control-fd", str(theirs.fileno()), "--compile", compile_json],
-                env=env, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), pass_fds=(theirs.fileno(),))
+        self.refusals: list[str] = []
+        sys.stderr.flush()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "offloadbench.jobs.launcher", "--imports", imports,
+             "--control-fd", str(theirs.fileno()), "--compile", compile_json],
+            env=env, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), pass_fds=(theirs.fileno(),))
         theirs.close()
+
+    def as_dict(self) -> dict:
+        """What the round's record keeps of it: whether the GPUs were hidden from it, and
+        every fork it refused because CUDA was up in it."""
+        return {"imports": self.imports, "pid": self.proc.pid, "gpus_hidden": self.gpus_hidden,
+                "import_s": self.imported_s, "refused": self.refusals}
 
     def ready(self) -> float:
         """Wait until the libraries are imported; the seconds they took."""
@@ -241,16 +240,20 @@ class Launcher:
             socket.send_fds(self.control, [json.dumps(request).encode()], fds)
         except OSError as error:
             raise LauncherFailed(f"the {self.imports} launcher is gone ({error})") from None
-        pid = int(self._next("started", time.monotonic() + self.timeout_s)["started"])
-        return LaunchedProcess(self, pid, None, -1)
+        answer = self._next(("started", "refused"), time.monotonic() + self.timeout_s)
+        if "refused" in answer:
+            self.refusals.append(str(answer["refused"])[:300])
+            raise LauncherFailed(str(answer["refused"])[:300])
+        return LaunchedProcess(self, int(answer["started"]), None, -1)
 
-    def _next(self, kind: str, deadline: float) -> dict:
-        """The next message of `kind`, recording the workers that ended on the way."""
+    def _next(self, kinds, deadline: float) -> dict:
+        """The next message of one of `kinds`, recording the workers that ended on the way."""
+        kinds = (kinds,) if isinstance(kinds, str) else kinds
         while True:
             message = self._receive(deadline)
             if message is None:
                 raise LauncherFailed(f"the {self.imports} launcher did not answer within {self.timeout_s:g} s")
-            if kind in message:
+            if any(kind in message for kind in kinds):
                 return message
 
     def _receive(self, deadline: float) -> dict | None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import secrets
@@ -52,12 +51,12 @@ from pathlib import Path
 from .. import estimate, grid, layout, schedule
 from ..allocation import plan_cycles
 from ..catalogue import SPECS, measured_scale
-from ..cells import EAGER, ITEMSIZE, Cell, WorkerSpec
+from ..cells import ITEMSIZE, Cell, WorkerSpec
 from ..errors import UserError
 from ..kernels import read_kernel_files
 from ..logs import run_job, tell
 from ..machine import mismatch
-from ..measure import system
+from ..measure import devices, system
 from ..measure.allocator import STEADY, allocator_env
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import thread_env
@@ -438,7 +437,7 @@ class Round:
                         bout["process_s"] += self.split["start"] / len(self.bouts)
                 finally:
                     self.retire(list(self.workers.values()))
-                    for launcher in reversed(list(self.launchers.values())):  # the forked ones first
+                    for launcher in self.launchers.values():
                         launcher.close()
                 after = system.snapshot()
         self.publish()
@@ -523,23 +522,24 @@ class Round:
 
     def launcher(self, spec: WorkerSpec) -> Launcher | None:
         """The round's launcher for `spec`'s imports, started at its first worker (None where
-        workers are started on their own)."""
+        workers are started on their own). Those of CPU workers never see a GPU, so nothing
+        in them can initialise CUDA before they fork; the GPU workers have one of their own."""
         if not launcher_available():
             return None
-        imports = "compiler" if spec.compiled and spec.device == "cpu" else \
-            "torch" if spec.library == "torch" or spec.compiled else "numpy"
+        imports = "gpu" if spec.device != "cpu" else "compiler" if spec.compiled else \
+            "torch" if spec.library == "torch" else "numpy"
         if imports not in self.launchers:
             # every worker sets its own threads; the launcher imports with one, so no pool runs at a fork
             env = {**os.environ, **thread_env(1), **allocator_env(str(self.settings.get("allocator", STEADY)))}
-            if imports == "compiler":  # forked from the torch launcher, the compiler started there
-                compiler = {"TORCHINDUCTOR_COMPILE_THREADS": "1",
-                            **({"TORCHINDUCTOR_VEC_ISA_OK": "1"} if self.environment.vec_isa_known else {})}
+            if imports != "gpu":
+                env = devices.hide_gpus(env)
+            if imports == "compiler":  # the compiler started there, once, for every compiled CPU worker
+                env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+                if self.environment.vec_isa_known:
+                    env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
                 if self.compile_settings.get("cold_cache", True):  # a cache of its own
-                    compiler["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")
-                parent = self.launcher(dataclasses.replace(spec, mode=EAGER, library="torch"))
-                self.launchers[imports] = Launcher(imports, compiler, self.timeout_s, self.args.compile, parent)
-            else:
-                self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
+                    env["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")
+            self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
         return self.launchers[imports]
 
     def launch(self, spec: WorkerSpec) -> WorkerProcess:
@@ -587,6 +587,10 @@ class Round:
         if event and "refused" in event:
             worker.kill()
             raise Refused(str(event["refused"]))
+        if event and "broken" in event and event.get("token") == worker.token:  # it cannot measure, and says why
+            worker.kill()
+            self.broken[spec] = WorkerFailed("error", f"its worker cannot measure: {str(event['broken'])[:300]}")
+            raise self.broken[spec]
         if not event or not isinstance(event.get("ready"), dict) or event.get("token") != worker.token:
             code = worker.kill()
             if code == EXIT_REFUSED:
@@ -802,6 +806,7 @@ class Round:
             "statuses": dict(Counter(self.statuses.values())),
             "lock_wait_s": lock_wait,
             "workers": self.history,
+            "launchers": [launcher.as_dict() for launcher in self.launchers.values()],
             "bouts": self.bouts,
             "system_before": before,
             "system_after": after,

@@ -11,10 +11,12 @@ import os
 import sys
 import time
 
+from ..measure import devices
+from ..measure.devices import import_torch
 from ..measure.threads import thread_env
 from ..records import TRANSFER_SCHEMA
 from .device_job import device_record, parse_args, run_devices
-from .environment import import_torch, known_absent
+from .environment import known_absent
 
 
 def sweep_record(args: argparse.Namespace, device: str, waited: float) -> dict:
@@ -29,14 +31,12 @@ def sweep_record(args: argparse.Namespace, device: str, waited: float) -> dict:
     absent = known_absent(args.environment, device)
     torch = None if absent else import_torch()
     device_name = None
-    if torch is not None and device == "cuda" and torch.cuda.is_available():
-        device_name = torch.cuda.get_device_name(0)
-    elif torch is not None and device == "mps" and torch.backends.mps.is_available():
-        device_name = "Apple MPS"
+    if torch is not None and devices.unavailable_reason(device, torch) is None:
+        device_name = devices.get(device, torch).model_name()
     stop = StopRule(target_rel_ci=float(settings["target_rel_ci"]), budget_s=float(settings["budget_s"]))
     points = sweep(torch, device, [parse_size(s) for s in settings["sizes"]], list(settings["memory"]), stop, absent)
     return device_record("transfer", TRANSFER_SCHEMA, args, device, device_name, points, settings, started, waited,
-                         link=link_rate(settings.get("link_gbs"), device) if device_name else None,
+                         link=link_rate(settings.get("link_gbs"), device, torch) if device_name else None,
                          sweep_s=time.perf_counter() - begin)
 
 

@@ -65,6 +65,7 @@ from ..catalogue import SPECS
 from ..cells import COMPILED, MODES, Cell, WorkerSpec
 from ..kernels import read_kernel_files
 from ..machine import mismatch
+from ..measure import devices
 from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
 from .output import CappedOutput, ProcessOutput
 
@@ -236,12 +237,9 @@ class Worker:
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
         if self.spec.library == "torch" or self.spec.compiled:  # torch.compile compiles NumPy code too
-            try:
-                import torch
+            from ..measure.devices import import_torch
 
-                self.torch = torch
-            except ImportError:
-                self.torch = None
+            self.torch = import_torch()
         if self.torch is not None and self.spec.library == "torch":
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
@@ -251,8 +249,8 @@ class Worker:
 
         self.threads_info = apply_thread_limits(self.threads, self.torch)
         gpu_names = None
-        if self.spec.device == "cuda" and self.torch is not None and self.torch.cuda.is_available():
-            gpu_names = [self.torch.cuda.get_device_name(0)]
+        if self.spec.device == "cuda" and devices.unavailable_reason("cuda", self.torch) is None:
+            gpu_names = [devices.get("cuda", self.torch).model_name()]
         self.facts = host_facts(gpu_names)
         self.where = where()
         refusal = self.foreign_hardware()
@@ -273,18 +271,29 @@ class Worker:
 
             if self.args.compiler_started_s is not None:  # its launcher started the compiler
                 self.compiler_startup_s = self.args.compiler_started_s
-            elif compiled.unavailable_reason(self.spec.device, self.torch) is None:
+            elif devices.get(self.spec.device, self.torch).compile_reason() is None:
                 self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
         warm_validators(CELL_SCHEMA)  # each cell's process checks its record against it
         from ..measure import process_state
 
         self.state_before = process_state.read(self.torch, self.kernel_files)  # what every forked cell starts from
+        if self.forks and (refusal := self.fork_refusal()):
+            self.send(broken=refusal)  # its cells become errors saying why; no broken child is forked
+            return False
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
                          "compiler_startup_s": self.compiler_startup_s, "threads": self.threads_info.get("effective"),
                          "forks_cells": self.forks})
         return True
+
+    def fork_refusal(self) -> str | None:
+        """Why this worker must not fork its cells' processes: CUDA up in it (None: it may)."""
+        try:
+            devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
+        except devices.ForkRefused as refused:
+            return str(refused)
+        return None
 
     def user_kernels(self, cell: Cell) -> dict | None:
         """The user's kernels, imported at the first cell that needs them (in a cell's own
@@ -441,14 +450,15 @@ class Worker:
         """Free the cell's arrays before the next cell, on the host and the device (a failed
         cell's traceback holds them in reference cycles)."""
         gc.collect()
-        if self.torch is not None and cell.device == "cuda":
-            self.torch.cuda.empty_cache()
+        devices.release_memory(cell.device, self.torch)
 
     # serving
     def serve(self) -> int:
         die_with_parent()
         if not self.start():
             return EXIT_REFUSED
+        if not self.forks:  # Ctrl-C stops the run; it is no failure of the cell being measured
+            signal.signal(signal.SIGINT, _interrupted)
         reader = CommandReader(self.channels.command_fd)
         output = None if self.forks else ProcessOutput()
         while not self.replace and (command := reader.next()) is not None:
@@ -517,8 +527,13 @@ class Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..measure.cell import Interrupted
+
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    code = Worker(args).serve()
+    try:
+        code = Worker(args).serve()
+    except Interrupted:  # Ctrl-C: the cell in hand leaves no record, so a rerun measures it
+        code = 128 + signal.SIGINT
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # every record is written: tearing down torch and the compiler would only cost time

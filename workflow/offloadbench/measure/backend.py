@@ -56,7 +56,8 @@ class Backend:
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
         self.lib = torch if cell.library == "torch" else np
-        self.sync = devices.synchronizer(cell.device, torch)
+        self.device = devices.get(cell.device, torch)
+        self.sync = self.device.synchronize
         # numpy compiled on a GPU moves its data as torch does: device tensors in the
         # device-resident form, host arrays copied by the compiled code end to end.
         self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
@@ -67,26 +68,22 @@ class Backend:
             self._compile()
 
     def _compile(self) -> None:
-        torch, op, lib = self.torch, self.op, self.lib
+        torch, op, lib, device = self.torch, self.op, self.lib, self.device
 
         def code(*inputs):
             return op.compute(lib, *inputs)
 
         if self.cell.library == "numpy" and self.cell.is_gpu:
-            self.compiled_fn = compiled.compile_function(compiled.numpy_on_device(code, torch), torch, self.settings)
-            plain = compiled.compile_function(code, torch, self.settings)
-            self.end_to_end_fn = compiled.under_device(plain, self.cell.device, torch)
+            self.compiled_fn = device.compiled(compiled.compile_function(device.wrap_numpy(code), torch, self.settings))
+            self.end_to_end_fn = device.under_device(compiled.compile_function(code, torch, self.settings))
         else:
-            self.compiled_fn = compiled.compile_function(code, torch, self.settings)
+            self.compiled_fn = device.compiled(compiled.compile_function(code, torch, self.settings))
 
     def to_device(self, host):
         if not self.tensors:
             return host
-        torch = self.torch
-        tensor = host if isinstance(host, torch.Tensor) else torch.from_numpy(host)
-        if self.cell.device == "cpu":
-            return tensor
-        return tensor.to(self.cell.device, non_blocking=self.settings.pinned_memory)
+        tensor = host if isinstance(host, self.torch.Tensor) else self.torch.from_numpy(host)
+        return self.device.to_device(tensor, non_blocking=self.settings.pinned_memory)
 
     def to_host(self, result):
         """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples."""
@@ -94,14 +91,7 @@ class Backend:
             return tuple(self.to_host(part) for part in result)
         if not self.tensors or isinstance(result, np.ndarray | np.generic):
             return result
-        if self.cell.device == "cpu":
-            host = result
-        elif self.settings.pinned_memory and self.cell.device == "cuda":
-            host = self.torch.empty(result.shape, dtype=result.dtype, pin_memory=True)
-            host.copy_(result, non_blocking=True)
-            self.sync()
-        else:
-            host = result.to("cpu")
+        host = self.device.to_host(result, pinned=self.settings.pinned_memory and self.cell.device == "cuda")
         return host if host.dtype == self.torch.bfloat16 else host.numpy()
 
     def as_numpy(self, host):
@@ -115,6 +105,8 @@ class Backend:
     def compute(self, inputs):
         if self.compiled_fn is not None:
             return self.compiled_fn(*inputs)
+        if self.cell.is_gpu:  # eager code on device data (the stand-in makes its new tensors there)
+            return self.device.run(self.op.compute, self.lib, *inputs)
         return self.op.compute(self.lib, *inputs)
 
     def round_trip(self, host_inputs: list):
@@ -130,7 +122,7 @@ class Backend:
         self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
         watch.begin()
         device_inputs = [self.to_device(x) for x in host_inputs]
-        with memory.watching_first_call(self.cell.device, self.torch) as peak:  # reset before, read after
+        with memory.watching_first_call(self.device) as peak:  # reset before, read after
             phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
         phase["memory"] = peak
         found = watch.since()  # of the device-resident form, which every compiled cell has
@@ -163,7 +155,7 @@ class Backend:
         if not (self.settings.pinned_memory and self.cell.device == "cuda"):
             return host_inputs
         torch = self.torch
-        return [(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)).pin_memory() for x in host_inputs]
+        return [self.device.pin(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)) for x in host_inputs]
 
 
 def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:

@@ -36,7 +36,7 @@ from ..cells import ITEMSIZE, Cell
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
 from ..stats import median_ci_rel_halfwidth
-from . import compiled, correctness, devices, diagnostics, disturbance, memory, system
+from . import correctness, devices, diagnostics, disturbance, memory
 from .backend import Backend, as_float64, build_regions, configure_torch, make_host_inputs, np_dtype
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
@@ -162,7 +162,7 @@ def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None 
             "oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), {available / 2**30:.1f} GiB available"
         )
     if cell.device == "cuda" and scale.get("device") is not None:
-        free, _ = torch.cuda.mem_get_info()
+        free = devices.get(cell.device, torch).free_bytes()
         device_need = call_bytes(op.spec, cell.size, itemsize, scale["device"])
         if device_need > settings.memory_headroom * free:
             raise CellFailed("oom", f"needs about {device_need / 2**30:.1f} GiB of cuda memory (measured), "
@@ -297,7 +297,7 @@ class CellRun:
         self.backend: Backend | None = None
         self.host_inputs: list = []
         self.op: Op | None = None
-        self.gpu_index = None
+        self.device: devices.Cpu | None = None  # the seam's device, once the cell is known to run
         self.failed = False
 
     @property
@@ -314,9 +314,9 @@ class CellRun:
     def _prepare(self) -> None:
         cell, settings, torch = self.cell, self.settings, self.torch
         self.op = op = _prepare(self.outcome, cell, settings, torch, self.kernels, self.memory_scale)
-        self.gpu_index = torch.cuda.current_device() if cell.device == "cuda" else None
-        if self.gpu_index is not None:  # NVML's first call is slow: make it before warm-up, not after
-            system.gpu_clocks(self.gpu_index)
+        self.device = devices.get(cell.device, torch) if cell.is_gpu else None
+        if self.device is not None:  # NVML's first call is slow: make it before warm-up, not after
+            self.device.clocks()
         self.progress.enter("inputs")
         self.backend = backend = Backend(cell, op, settings, torch)
         self.host_inputs = backend.pin(make_host_inputs(op, cell, settings.random_state, torch))
@@ -373,7 +373,7 @@ class CellRun:
             self.turn(pending_only=True)
 
     def clocks(self) -> tuple:
-        return cpu_clocks_mhz(), system.gpu_clocks(self.gpu_index) if self.gpu_index is not None else None
+        return cpu_clocks_mhz(), self.device.clocks() if self.device is not None else None
 
     def finish(self, stop_reason: str | None = None) -> CellOutcome:
         """The noise checks, the peak memory of one untimed call, the rendering of an op that
@@ -474,12 +474,16 @@ def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | No
 def _check_kernel_returns_arrays(op: Op, backend: Backend, host_inputs: list) -> None:
     """A user kernel's first call, eager and untimed: it must return arrays (or a tuple of
     them), or the cell ends here naming the kernel's file and line, rather than with an
-    AttributeError deep in the copies or the check."""
-    lib = backend.lib
-    result = op.compute(lib, *[backend.to_device(x) for x in host_inputs])
+    AttributeError deep in the copies or the check. The call is the kernel's eager form in
+    its own library: NumPy on host arrays (numpy compiled on a GPU too, whose compiled forms
+    take device data), torch on the cell's device."""
+    if backend.lib is np:
+        result = op.compute(np, *[backend.as_numpy(x) for x in host_inputs])
+    else:
+        result = backend.device.run(op.compute, backend.lib, *[backend.to_device(x) for x in host_inputs])
     parts = result if isinstance(result, tuple) and result else (result,)
     arrays = (np.ndarray, np.generic, *((backend.torch.Tensor,) if backend.torch is not None else ()),
-              *(() if backend.tensors else (int, float, complex)))  # NumPy takes a Python number as an array
+              *((int, float, complex) if backend.lib is np else ()))  # NumPy takes a Python number as an array
     wrong = [type(part).__name__ for part in parts if not isinstance(part, arrays)]
     if wrong:
         code = op.kernel.fn.__code__
@@ -513,14 +517,15 @@ def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernel
     """The cell's op, once its device, compiler and memory are known to suffice."""
     op = get_op(cell.op, kernels)
     uses_torch = cell.library == "torch" or cell.compiled
-    reason = devices.unavailable_reason(cell.device, torch) if uses_torch else None
+    device = devices.get(cell.device, torch)
+    reason = device.unavailable_reason() if uses_torch else None
     if not reason and cell.compiled:
-        reason = compiled.unavailable_reason(cell.device, torch)
+        reason = device.compile_reason()
     if reason:
         raise CellFailed("skipped", reason)
     if uses_torch:
         outcome.settings.update(configure_torch(torch, settings))
-        outcome.measured["device"] = devices.describe(cell.device, torch)
+        outcome.measured["device"] = device.describe()
     if op.kernel is not None:
         outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
     _memory_precheck(op, cell, settings, memory_scale, torch)
@@ -537,8 +542,7 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
     if cell.is_gpu:
         device_inputs = [backend.to_device(x) for x in host_inputs]
         try:
-            found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), cell.device, torch,
-                                                 backend.sync)
+            found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), backend.device)
         except Exception as error:  # noqa: BLE001 - an unavailable reading is said, never a failed cell
             found["device"] = {"peak_bytes": None, "method": "not measured", "reason": _first_line(error)}
         del device_inputs

@@ -5,8 +5,8 @@ NumPy calls into torch ops and Inductor compiles them (C++/OpenMP on the CPU, Tr
 kernels on a GPU), NumPy arrays in and out. On a GPU it has two forms, like torch:
 device-resident, the function wrapped with `torch.compiler.wrap_numpy` so that it takes
 and returns device tensors; and end to end, the plain function called under
-`torch.device(...)`, host arrays in and out. torch compiled is torch.compile of the torch
-code.
+`torch.device(...)`, host arrays in and out (both made by the device seam,
+measure/devices.py). torch compiled is torch.compile of the torch code.
 
 The first call of a compiled function compiles it: it is timed as its own phase and never
 becomes a sample. Dynamo's counters tell the graphs it captured, the graph breaks (each
@@ -23,27 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 COMPILER_STARTUP_SIZE = 64
-
-
-def unavailable_reason(device: str, torch) -> str | None:
-    """Why torch.compile cannot generate code for `device` here, or None when it can."""
-    if torch is None:
-        return "compiled cells need torch, which is not installed"
-    try:
-        if device == "cpu":
-            from torch._inductor import cpp_builder
-
-            cpp_builder.get_cpp_compiler()
-        elif device == "cuda":
-            from torch.utils._triton import has_triton
-
-            if not has_triton():
-                return "no Triton for this GPU: Inductor generates CUDA kernels with Triton"
-    except Exception as error:  # noqa: BLE001 - InvalidCxxCompiler and its kin
-        text = str(error).strip().splitlines()
-        return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({text[0] if text else type(error).__name__}); "
-                "install g++ or set CXX")
-    return None
 
 
 def vector_isa_probe(torch) -> dict:
@@ -69,6 +48,23 @@ def vector_isa_probe(torch) -> dict:
     finally:
         os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
     return {"picked": picked, "unchecked": unchecked}
+
+
+def probe_device(device, torch) -> str | None:
+    """Compile and run a tiny function on a GPU (`device`, the seam's): a compiler that loads
+    but cannot build code there (a broken Triton, an Inductor without the backend) shows
+    here, once per machine, so that its cells are skipped with the reason instead of each
+    failing. None when it compiled and gave the right result."""
+    try:
+        x = torch.linspace(-1.0, 1.0, COMPILER_STARTUP_SIZE)
+        fn = device.compiled(torch.compile(lambda a: a * 2.0 + 1.0, dynamic=False))
+        result = device.to_host(fn(device.to_device(x)))
+        right = bool(torch.allclose(result, x * 2.0 + 1.0))
+    except Exception as error:  # noqa: BLE001 - whatever fails, the compiled cells cannot run
+        return f"torch.compile cannot build code for {device.name} here: {short_reason(str(error)) or type(error).__name__}"
+    finally:
+        torch._dynamo.reset()
+    return None if right else f"torch.compile's code for {device.name} gives a wrong result here"
 
 
 def cache_counts(torch) -> dict[str, int]:
@@ -137,21 +133,6 @@ def compile_function(fn: Callable, torch, settings) -> Callable:
     return torch.compile(fn, **options)
 
 
-def numpy_on_device(fn: Callable, torch) -> Callable:
-    """A NumPy function that takes and returns device tensors (device-resident numpy compiled)."""
-    return torch.compiler.wrap_numpy(fn)
-
-
-def under_device(fn: Callable, device: str, torch) -> Callable:
-    """The plain NumPy function run on `device` by the compiled code, host arrays in and out."""
-
-    def run(*args):
-        with torch.device(device):
-            return fn(*args)
-
-    return run
-
-
 def timed_first_call(fn: Callable, args, sync: Callable[[], object]) -> float:
     """Seconds of the first call: the compile, plus one run."""
     sync()
@@ -165,16 +146,21 @@ def warm_compiler(torch, settings, device: str = "cpu") -> float:
     """Start the compiler before a worker's first cell: its imports and the one-time code it
     builds (headers, runtime) cost seconds once per process. Without this, the worker's
     first compiled cell would carry that cost and the others not; the record keeps it as
-    the worker's compiler start-up, which a process's first compile pays."""
+    the worker's compiler start-up, which a process's first compile pays. A GPU worker
+    starts its device's compiler only (through the device seam): its cells never compile
+    for the CPU, so no failure there can keep its own compiler from starting."""
     import numpy as np
+
+    from . import devices
 
     start = time.perf_counter()
     x = np.linspace(-1.0, 1.0, COMPILER_STARTUP_SIZE, dtype=np.float32)
+    on = devices.get(device, torch)
     with contextlib.suppress(Exception):  # a broken compiler shows in the cells, with its reason
-        compiled = compile_function(lambda a: a * 2.0 + 1.0, torch, settings)
-        compiled(x)
-        if device != "cpu":
-            compile_function(numpy_on_device(lambda a: a * 2.0 + 1.0, torch), torch, settings)(
-                torch.as_tensor(x, device=device))
+        if on.is_gpu:
+            on.compiled(compile_function(on.wrap_numpy(lambda a: a * 2.0 + 1.0), torch, settings))(
+                on.to_device(torch.from_numpy(x)))
+        else:
+            compile_function(lambda a: a * 2.0 + 1.0, torch, settings)(x)
     torch._dynamo.reset()
     return time.perf_counter() - start

@@ -1,64 +1,72 @@
-"""Devices as the measurement sees them: is it there, how to wait for it, what it is.
+"""The one seam every device operation goes through: is the device there, moving data to
+it and back, pinning, waiting for it, events, its memory, which GPU it is, its clocks,
+running code on it (eager and compiled) and whether the compiler can target it.
 
-torch is passed in, never imported here, so numpy cells stay free of it.
+`get(name, torch)` gives a `Device`: `Cpu` (data are where they run; nothing to copy or
+wait for), `Cuda`, `Mps`, or, where `OFFLOADBENCH_STANDIN_GPU` is set, the stand-in GPU
+(measure/standin.py), which takes the cuda paths on a machine without one. Every process
+imports torch through `import_torch`, which installs the stand-in into `torch.cuda` and
+NVML first where it is switched on, so that PyTorch's own probes (Dynamo's) reach it too.
+
+torch is passed in, never imported at module level, so numpy cells stay free of it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import platform
 import sys
 from collections.abc import Callable
 
+STANDIN_ENV = "OFFLOADBENCH_STANDIN_GPU"
+GPUS = ("cuda", "mps")
 
-def unavailable_reason(device: str, torch) -> str | None:
-    """Why `device` cannot be used here, or None when it can."""
-    if device == "cpu":
+
+def standin_requested() -> bool:
+    """Whether this run's cuda is the stand-in GPU (OFFLOADBENCH_STANDIN_GPU set, not 0)."""
+    return os.environ.get(STANDIN_ENV, "") not in ("", "0")
+
+
+def import_torch():
+    """torch, or None where it is not installed; the stand-in GPU installed first where it
+    is switched on. Every process of a run that needs torch imports it here."""
+    try:
+        import torch
+    except ImportError:
         return None
+    if standin_requested():
+        from . import standin
+
+        standin.install(torch)
+    return torch
+
+
+def hide_gpus(env: dict[str, str]) -> dict[str, str]:
+    """The environment of a process that serves CPU cells only: no GPU visible, so nothing in
+    it (Dynamo's probes included) can initialise CUDA before it forks."""
+    return {**env, "CUDA_VISIBLE_DEVICES": ""}
+
+
+def cuda_initialized(torch) -> bool:
+    """Whether CUDA is up in this process (a fork now would give a broken child)."""
     if torch is None:
-        return f"{device} needs torch, which is not installed"
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            built = torch.backends.cuda.is_built()
-            why = "no CUDA device is visible" if built else "this torch build has no CUDA support"
-            return f"cuda unavailable: {why} (torch {torch.__version__})"
-        return None
-    if device == "mps":
-        if not torch.backends.mps.is_available():
-            if sys.platform != "darwin":
-                why = f"MPS is Apple's GPU backend, on macOS only, and this host runs {platform.system() or sys.platform}"
-            elif not torch.backends.mps.is_built():
-                why = "this torch build has no MPS support"
-            else:
-                why = "MPS is not available on this Mac"
-            return f"mps unavailable: {why} (torch {torch.__version__})"
-        return None
-    return f"unknown device {device!r}"
+        return False
+    with contextlib.suppress(Exception):
+        return bool(torch.cuda.is_initialized())
+    return False
 
 
-def synchronizer(device: str, torch) -> Callable[[], None]:
-    """A function that returns once all queued work on `device` has finished."""
-    if device == "cuda":
-        return torch.cuda.synchronize
-    if device == "mps":
-        return torch.mps.synchronize
-    return lambda: None
+class ForkRefused(RuntimeError):
+    """A process that forks found CUDA initialised in itself."""
 
 
-def describe(device: str, torch) -> dict:
-    """Name, memory and, for CUDA, capability and clocks of the device."""
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        return {
-            "name": props.name,
-            "total_memory_bytes": int(props.total_memory),
-            "compute_capability": f"{props.major}.{props.minor}",
-            "multiprocessors": int(props.multi_processor_count),
-            "cuda_runtime": torch.version.cuda,
-            "count": torch.cuda.device_count(),
-        }
-    if device == "mps":
-        return {"name": "Apple MPS", "total_memory_bytes": None}
-    return {"name": "cpu"}
+def check_fork_safe(torch, who: str) -> None:
+    """Refuse to fork from a process with CUDA up: the child's first CUDA call would fail
+    ("Cannot re-initialize CUDA in forked subprocess"), deep inside a cell."""
+    if cuda_initialized(torch):
+        raise ForkRefused(f"the {who} has CUDA initialised and cannot fork a working child; it must hide the GPUs "
+                          "(CUDA_VISIBLE_DEVICES='') before torch is imported")
 
 
 def is_out_of_memory(error: BaseException, torch) -> bool:
@@ -72,8 +80,326 @@ def is_out_of_memory(error: BaseException, torch) -> bool:
     )
 
 
-def release_memory(device: str, torch) -> None:
-    if torch is not None and device == "cuda":
-        torch.cuda.empty_cache()
-    elif torch is not None and device == "mps":
-        torch.mps.empty_cache()
+class Cpu:
+    """The cpu: data are where they run, nothing to copy, wait for or count on a device."""
+
+    name = "cpu"
+    is_gpu = False
+    peak_method = "not measured"
+
+    def __init__(self, torch=None):
+        self.torch = torch
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    # data
+    def to_device(self, tensor, non_blocking: bool = False):
+        return tensor
+
+    def to_host(self, tensor, pinned: bool = False):
+        return tensor
+
+    def pin(self, tensor):
+        return tensor
+
+    def host_buffer(self, nbytes: int, pinned: bool = False):
+        return self.torch.empty(nbytes, dtype=self.torch.uint8)
+
+    def device_buffer(self, nbytes: int):
+        return self.torch.empty(nbytes, dtype=self.torch.uint8)
+
+    def copy(self, destination, source, non_blocking: bool = False):
+        return destination.copy_(source)
+
+    # waiting, memory, identity
+    def synchronize(self) -> None:
+        return None
+
+    def event(self):
+        raise NotImplementedError("the cpu has no device events")
+
+    def reset_peak(self) -> int | None:
+        """Start counting the device's peak allocation; what is allocated now."""
+        return None
+
+    def peak_since(self, before: int | None) -> int | None:
+        return None
+
+    def free_bytes(self) -> int | None:
+        return None
+
+    def current_index(self) -> int | None:
+        return None
+
+    def model_name(self) -> str:
+        return "cpu"
+
+    def describe(self, index: int | None = None) -> dict:
+        return {"name": self.model_name()}
+
+    def release(self) -> None:
+        return None
+
+    def clocks(self) -> dict | None:
+        return None
+
+    def link(self) -> dict | None:
+        """The host<->device link and its theoretical rate, where it can be read."""
+        return None
+
+    # code
+    def run(self, fn: Callable, *args):
+        """Call eager code on data of this device."""
+        return fn(*args)
+
+    def compiled(self, fn: Callable) -> Callable:
+        """A compiled function as called with this device's data."""
+        return fn
+
+    def wrap_numpy(self, fn: Callable) -> Callable:
+        """A NumPy function that takes and returns this device's tensors (compiled NumPy)."""
+        return self.torch.compiler.wrap_numpy(fn)
+
+    def under_device(self, fn: Callable) -> Callable:
+        """A compiled NumPy function run by the device, host arrays in and out."""
+        return fn
+
+    def compile_reason(self) -> str | None:
+        """Why torch.compile cannot generate code for this device here, or None."""
+        if self.torch is None:
+            return "compiled cells need torch, which is not installed"
+        try:
+            from torch._inductor import cpp_builder
+
+            cpp_builder.get_cpp_compiler()
+        except Exception as error:  # noqa: BLE001 - InvalidCxxCompiler and its kin
+            return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({_first_line(error)}); "
+                    "install g++ or set CXX")
+        return None
+
+
+class Cuda(Cpu):
+    """An NVIDIA GPU through torch.cuda; the GPU of the process's current device."""
+
+    name = "cuda"
+    is_gpu = True
+    peak_method = "torch.cuda.max_memory_allocated"
+
+    def unavailable_reason(self) -> str | None:
+        torch = self.torch
+        if torch is None:
+            return "cuda needs torch, which is not installed"
+        if not torch.cuda.is_available():
+            built = torch.backends.cuda.is_built() or standin_requested()
+            why = "no CUDA device is visible" if built else "this torch build has no CUDA support"
+            return f"cuda unavailable: {why} (torch {torch.__version__})"
+        return None
+
+    def to_device(self, tensor, non_blocking: bool = False):
+        return tensor.to("cuda", non_blocking=non_blocking)
+
+    def to_host(self, tensor, pinned: bool = False):
+        if not pinned:
+            return tensor.to("cpu")
+        host = self.torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+        host.copy_(tensor, non_blocking=True)
+        self.synchronize()
+        return host
+
+    def pin(self, tensor):
+        return tensor.pin_memory()
+
+    def host_buffer(self, nbytes: int, pinned: bool = False):
+        return self.torch.empty(nbytes, dtype=self.torch.uint8, pin_memory=pinned)
+
+    def device_buffer(self, nbytes: int):
+        return self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
+
+    def copy(self, destination, source, non_blocking: bool = False):
+        return destination.copy_(source, non_blocking=non_blocking)
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def event(self):
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def reset_peak(self) -> int | None:
+        self.torch.cuda.reset_peak_memory_stats()
+        return int(self.torch.cuda.memory_allocated())
+
+    def peak_since(self, before: int | None) -> int | None:
+        return int(max(0, self.torch.cuda.max_memory_allocated() - (before or 0)))
+
+    def free_bytes(self) -> int | None:
+        return int(self.torch.cuda.mem_get_info()[0])
+
+    def current_index(self) -> int | None:
+        return int(self.torch.cuda.current_device())
+
+    def pci_bus_id(self, index: int | None = None) -> str | None:
+        """The GPU's PCI address (domain:bus:device.0), as NVML and nvidia-smi name it."""
+        props = self.torch.cuda.get_device_properties(self.current_index() if index is None else index)
+        try:
+            return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        except (AttributeError, TypeError):  # a torch without the PCI fields
+            return None
+
+    def nvml_index(self, index: int | None = None) -> int | None:
+        """NVML's index of this GPU: NVML lists every GPU in PCI order, while CUDA's index counts
+        within CUDA_VISIBLE_DEVICES, so the two are matched by PCI address."""
+        from . import system
+
+        return system.nvml_index_of(self.pci_bus_id(index))
+
+    def model_name(self) -> str:
+        return str(self.torch.cuda.get_device_name(self.current_index()))
+
+    def describe(self, index: int | None = None) -> dict:
+        """Name, memory, capability and where it sits: CUDA's index, PCI address, NVML's index."""
+        index = self.current_index() if index is None else index
+        props = self.torch.cuda.get_device_properties(index)
+        return {
+            "name": props.name,
+            "total_memory_bytes": int(props.total_memory),
+            "compute_capability": f"{props.major}.{props.minor}",
+            "multiprocessors": int(props.multi_processor_count),
+            "cuda_runtime": self.torch.version.cuda,
+            "count": self.torch.cuda.device_count(),
+            "cuda_index": index,
+            "pci_bus_id": self.pci_bus_id(index),
+            "nvml_index": self.nvml_index(index),
+        }
+
+    def release(self) -> None:
+        self.torch.cuda.empty_cache()
+
+    def clocks(self) -> dict | None:
+        from . import system
+
+        return system.gpu_clocks(self.nvml_index())
+
+    def link(self) -> dict | None:
+        from .transfer import pcie_link
+
+        return pcie_link()
+
+    def under_device(self, fn: Callable) -> Callable:
+        torch = self.torch
+
+        def run(*args):
+            with torch.device("cuda"):
+                return fn(*args)
+
+        return run
+
+    def compile_reason(self) -> str | None:
+        if self.torch is None:
+            return "compiled cells need torch, which is not installed"
+        try:
+            from torch.utils._triton import has_triton
+
+            if not has_triton():
+                return "no Triton for this GPU: Inductor generates CUDA kernels with Triton"
+        except Exception as error:  # noqa: BLE001 - a broken Triton install
+            return f"Triton cannot be loaded: {_first_line(error)}"
+        return None
+
+
+class Mps(Cpu):
+    """Apple's GPU through torch.mps."""
+
+    name = "mps"
+    is_gpu = True
+    peak_method = "torch.mps.driver_allocated_memory (no peak)"
+
+    def unavailable_reason(self) -> str | None:
+        torch = self.torch
+        if torch is None:
+            return "mps needs torch, which is not installed"
+        if not torch.backends.mps.is_available():
+            if sys.platform != "darwin":
+                why = f"MPS is Apple's GPU backend, on macOS only, and this host runs {platform.system() or sys.platform}"
+            elif not torch.backends.mps.is_built():
+                why = "this torch build has no MPS support"
+            else:
+                why = "MPS is not available on this Mac"
+            return f"mps unavailable: {why} (torch {torch.__version__})"
+        return None
+
+    def to_device(self, tensor, non_blocking: bool = False):
+        return tensor.to("mps")
+
+    def to_host(self, tensor, pinned: bool = False):
+        return tensor.to("cpu")
+
+    def device_buffer(self, nbytes: int):
+        return self.torch.empty(nbytes, dtype=self.torch.uint8, device="mps")
+
+    def synchronize(self) -> None:
+        self.torch.mps.synchronize()
+
+    def event(self):
+        return self.torch.mps.Event(enable_timing=True)
+
+    def reset_peak(self) -> int | None:
+        return int(self.torch.mps.driver_allocated_memory())  # mps keeps no peak: after minus before
+
+    def peak_since(self, before: int | None) -> int | None:
+        return int(max(0, self.torch.mps.driver_allocated_memory() - (before or 0)))
+
+    def current_index(self) -> int | None:
+        return 0
+
+    def model_name(self) -> str:
+        return "Apple MPS"
+
+    def describe(self, index: int | None = None) -> dict:
+        return {"name": self.model_name(), "total_memory_bytes": None}
+
+    def release(self) -> None:
+        self.torch.mps.empty_cache()
+
+    def under_device(self, fn: Callable) -> Callable:
+        torch = self.torch
+
+        def run(*args):
+            with torch.device("mps"):
+                return fn(*args)
+
+        return run
+
+    def compile_reason(self) -> str | None:
+        if self.torch is None:
+            return "compiled cells need torch, which is not installed"
+        return None  # Inductor's Metal backend ships with torch; the environment job's probe compile tells
+
+
+def get(name: str, torch=None) -> Cpu:
+    """The device `name` of this process (the stand-in for cuda, where it is switched on)."""
+    if name == "cuda" and standin_requested():
+        from .standin import StandInCuda
+
+        return StandInCuda(torch)
+    kinds = {"cpu": Cpu, "cuda": Cuda, "mps": Mps}
+    if name not in kinds:
+        raise ValueError(f"unknown device {name!r}")
+    return kinds[name](torch)
+
+
+def unavailable_reason(name: str, torch) -> str | None:
+    """Why `name` cannot be used here, or None when it can."""
+    if name not in ("cpu", *GPUS):
+        return f"unknown device {name!r}"
+    return get(name, torch).unavailable_reason()
+
+
+def release_memory(name: str, torch) -> None:
+    if torch is not None and name in GPUS:
+        get(name, torch).release()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__

@@ -8,8 +8,9 @@ no timing sees the tracing.
 - The process's RSS high-water mark as a cross-check (Linux: reset with
   /proc/self/clear_refs, value 5, read VmHWM). After the warm-up an allocator reuses freed
   pages, so a call's output and temporaries may not raise RSS at all: it is a lower bound.
-- Device: `torch.cuda.reset_peak_memory_stats` and `max_memory_allocated` on cuda; on mps
-  the driver's allocated memory after the call (mps keeps no peak).
+- Device, through measure/devices.py: `torch.cuda.reset_peak_memory_stats` and
+  `max_memory_allocated` on cuda; on mps the driver's allocated memory after the call (mps
+  keeps no peak).
 Where a method is unavailable, the field says `not measured` with the reason.
 """
 
@@ -92,39 +93,28 @@ def host_peak(call: Callable[[], object], torch_based: bool, torch=None) -> dict
     return found
 
 
-def device_peak(call: Callable[[], object], device: str, torch, sync: Callable[[], None]) -> dict:
-    """Peak bytes one call allocates on the device, above what it held before."""
-    if device == "cuda":
-        sync()
-        torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated()
-        result = call()
-        sync()
-        peak = torch.cuda.max_memory_allocated() - before
-        del result
-        return {"peak_bytes": int(max(0, peak)), "method": "torch.cuda.max_memory_allocated"}
-    if device == "mps":
-        sync()
-        before = torch.mps.driver_allocated_memory()
-        result = call()
-        sync()
-        after = torch.mps.driver_allocated_memory()
-        del result
-        return {"peak_bytes": int(max(0, after - before)), "method": "torch.mps.driver_allocated_memory (no peak)"}
-    return {"peak_bytes": None, "method": "not measured", "reason": f"no device memory on {device}"}
+def device_peak(call: Callable[[], object], device) -> dict:
+    """Peak bytes one call allocates on the device (measure.devices), above what it held before."""
+    if not device.is_gpu:
+        return {"peak_bytes": None, "method": "not measured", "reason": f"no device memory on {device.name}"}
+    device.synchronize()
+    before = device.reset_peak()
+    result = call()
+    device.synchronize()
+    peak = device.peak_since(before)
+    del result
+    return {"peak_bytes": peak, "method": device.peak_method}
 
 
 @contextlib.contextmanager
-def watching_first_call(device: str, torch):
-    """Around a compiled cell's first call (the compile): the RSS high-water rise and, on
-    cuda, the device's peak; filled into the yielded dict when the block ends. Only a reset
+def watching_first_call(device):
+    """Around a compiled cell's first call (the compile): the RSS high-water rise and, on a
+    GPU, the device's peak; filled into the yielded dict when the block ends. Only a reset
     before and a read after, so the compile time it surrounds is unchanged."""
     found: dict = {}
     baseline = reset_high_water()
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated()
+    before = device.reset_peak() if device.name == "cuda" else None
     yield found
     found["rss_hwm_bytes"] = high_water_since(baseline)
-    if device == "cuda":
-        found["device_peak_bytes"] = int(max(0, torch.cuda.max_memory_allocated() - before))
+    if device.name == "cuda":
+        found["device_peak_bytes"] = device.peak_since(before)

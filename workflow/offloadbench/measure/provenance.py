@@ -48,6 +48,52 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+CPUINFO_FIELDS = {"vendor_id": "vendor", "cpu family": "family", "model": "model", "stepping": "stepping"}
+# The instruction-set extensions that decide how fast vector code runs (x86 and Arm names).
+VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                "avx512_fp16", "amx_tile", "asimd", "sve", "sve2")
+
+
+def cpu_identity() -> dict:
+    """The CPU's vendor, family, model and stepping, and the vector extensions it has
+    (/proc/cpuinfo's first processor; the machine's architecture elsewhere): two CPUs of one
+    model name can differ in these, and NumPy and torch dispatch on them."""
+    found: dict = {"architecture": platform.machine()}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break  # the first processor is enough
+                key, _, value = (part.strip() for part in line.partition(":"))
+                if key in CPUINFO_FIELDS:
+                    found[CPUINFO_FIELDS[key]] = int(value) if value.isdigit() else value
+                elif key in ("flags", "Features"):
+                    flags = set(value.split())
+                    found["vector_extensions"] = [flag for flag in VECTOR_FLAGS if flag in flags]
+    except OSError:
+        pass
+    return found
+
+
+def numpy_dispatch() -> dict | None:
+    """Which of NumPy's SIMD targets its kernels run here: every target in use, and the one
+    of each float32 and float64 loop the default grid leans on (numpy.lib.introspect)."""
+    try:
+        from numpy.lib.introspect import opt_func_info
+
+        info = opt_func_info()
+    except Exception:  # noqa: BLE001 - a NumPy before 2.0
+        return None
+    targets = sorted({t["current"] for loops in info.values() for t in loops.values() if "current" in t})
+    loops = {}
+    for name in ("sin", "cos", "exp", "add", "multiply", "absolute"):
+        for letter, dtype in (("f", "float32"), ("d", "float64")):
+            target = info.get(name, {}).get(letter * (3 if name in ("add", "multiply") else 2), {}).get("current")
+            if target:
+                loops[f"{name} {dtype}"] = target
+    return {"targets": targets, "loops": loops}
+
+
 def cpu_clocks_mhz() -> dict | None:
     """Mean current frequency over the CPUs, where the kernel exposes it."""
     values = []
@@ -116,39 +162,46 @@ def _memory_bytes() -> int | None:
 
 
 def torch_facts(torch) -> dict:
-    """GPU and torch build details; `torch` may be None when it is not installed."""
+    """GPU and torch build details; `torch` may be None when it is not installed. Each GPU
+    with CUDA's index, its PCI address and NVML's index (which differ under
+    CUDA_VISIBLE_DEVICES or SLURM's --gres)."""
     if torch is None:
         return {"torch_available": False, "cuda_available": False, "mps_available": False, "gpus": []}
-    cuda = bool(torch.cuda.is_available())
+    cuda = devices.get("cuda", torch)
+    available = cuda.unavailable_reason() is None
     gpus = []
-    if cuda:
+    if available:
         for index in range(torch.cuda.device_count()):
-            props = torch.cuda.get_device_properties(index)
-            gpus.append({
-                "index": index,
-                "name": props.name,
-                "total_memory_bytes": int(props.total_memory),
-                "compute_capability": f"{props.major}.{props.minor}",
-                "multiprocessors": int(props.multi_processor_count),
-            })
-    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+            facts = cuda.describe(index)
+            gpus.append({"index": index, **{k: v for k, v in facts.items() if k not in ("count", "cuda_runtime")}})
+    mps = devices.get("mps", torch).unavailable_reason() is None
     if mps:
         gpus.append({"index": 0, "name": "Apple MPS", "total_memory_bytes": None})
     return {
         "torch_available": True,
         "torch_version": torch.__version__,
         "torch_cuda_build": torch.version.cuda,
-        "cudnn": torch.backends.cudnn.version() if cuda else None,
-        "cuda_available": cuda,
+        "cudnn": torch.backends.cudnn.version() if available and not devices.standin_requested() else None,
+        "cuda_available": available,
+        "standin_gpu": devices.standin_requested() and available,
         "mps_available": mps,
         "gpus": gpus,
-        "nvidia_driver": _nvidia_driver() if cuda else None,
+        "nvidia_driver": _nvidia_driver() if available and not devices.standin_requested() else None,
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
+        "torch_cpu_capability": _cpu_capability(torch),
         "tf32_matmul_default": bool(torch.backends.cuda.matmul.allow_tf32),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "torch_parallel_info": torch.__config__.parallel_info(),
     }
+
+
+def _cpu_capability(torch) -> str | None:
+    """The vector instructions torch's eager CPU kernels dispatch to here (AVX512, AVX2, ...)."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # noqa: BLE001 - an older torch without it
+        return None
 
 
 def device_availability(torch) -> dict[str, str | None]:
@@ -157,15 +210,24 @@ def device_availability(torch) -> dict[str, str | None]:
     return {device: devices.unavailable_reason(device, torch) for device in ("cpu", "cuda", "mps")}
 
 
-def compile_availability(torch, usable: dict[str, str | None]) -> dict[str, str | None]:
+def compile_availability(torch, usable: dict[str, str | None], probe: set[str] = frozenset()) -> dict[str, str | None]:
     """Per device, why torch.compile cannot generate code for it here (None: it can);
-    compiled cells of such a device are skipped with this reason."""
-    return {device: reason or compiled.unavailable_reason(device, torch) for device, reason in usable.items()}
+    compiled cells of such a device are skipped with this reason. A GPU in `probe` (the
+    grid compiles there) must also compile and run a tiny function (compiled.probe_device)."""
+    found = {}
+    for device, reason in usable.items():
+        on = devices.get(device, torch)
+        reason = reason or on.compile_reason()
+        if reason is None and on.is_gpu and device in probe:
+            reason = compiled.probe_device(on, torch)
+        found[device] = reason
+    return found
 
 
-def environment(torch, machine: str, probe_compiler: bool = False) -> dict:
-    """Everything `environment.json` records about this machine; with `probe_compiler`, which
-    vector instructions compiled code uses on its cpu (compiled.vector_isa_probe)."""
+def environment(torch, machine: str, compiled_on: set[str] = frozenset()) -> dict:
+    """Everything `environment.json` records about this machine. `compiled_on`: the devices
+    the grid compiles on; on the cpu, which vector instructions compiled code uses
+    (compiled.vector_isa_probe), on a GPU a probe compile."""
     import numpy
     from threadpoolctl import threadpool_info
 
@@ -177,16 +239,18 @@ def environment(torch, machine: str, probe_compiler: bool = False) -> dict:
         "captured_at": utc_now(),
         **facts,
         **where(),
+        "cpu": cpu_identity(),
         "memory_bytes": _memory_bytes(),
         "cpu_clocks": cpu_clocks_mhz(),
         "numpy_version": numpy.__version__,
         "numpy_blas": _numpy_blas(numpy),
+        "numpy_dispatch": numpy_dispatch(),
         "threadpools": threadpool_info(),
         "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
         **tfacts,
         "devices": (usable := device_availability(torch)),
-        "compile_devices": (compilable := compile_availability(torch, usable)),
-        **({"compile_vec_isa": compiled.vector_isa_probe(torch)} if probe_compiler and torch is not None
+        "compile_devices": (compilable := compile_availability(torch, usable, set(compiled_on))),
+        **({"compile_vec_isa": compiled.vector_isa_probe(torch)} if "cpu" in compiled_on and torch is not None
            and compilable.get("cpu") is None else {}),
         "system": _checked(system.snapshot()),
         "packages": {name: package_version(name) for name in PACKAGES},

@@ -53,9 +53,10 @@ def triad_region(library: str, device: str, nbytes: int, torch=None) -> Region:
     b, c = (rng.random(n).astype(dtype) for _ in range(2))
     if library == "numpy":
         return Region("triad", _numpy_triad(np.empty_like(b), b, c, TRIAD_SCALE))
-    tb, tc = (torch.from_numpy(x).to(device) for x in (b, c))
+    on = devices.get(device, torch)
+    tb, tc = (on.to_device(torch.from_numpy(x)) for x in (b, c))
     ta = torch.empty_like(tb)
-    return Region("triad", lambda: torch.add(tb, tc, alpha=TRIAD_SCALE, out=ta), devices.synchronizer(device, torch))
+    return Region("triad", lambda: torch.add(tb, tc, alpha=TRIAD_SCALE, out=ta), on.synchronize)
 
 
 def matmul_region(library: str, device: str, dtype: str, n: int, torch=None) -> Region:
@@ -64,8 +65,9 @@ def matmul_region(library: str, device: str, dtype: str, n: int, torch=None) -> 
     if library == "numpy":
         a, b = host
         return Region("matmul", lambda: a @ b)
-    a, b = (torch.from_numpy(x).to(device=device, dtype=getattr(torch, dtype)) for x in host)
-    return Region("matmul", lambda: a @ b, devices.synchronizer(device, torch))
+    on = devices.get(device, torch)
+    a, b = (on.to_device(torch.from_numpy(x).to(dtype=getattr(torch, dtype))) for x in host)
+    return Region("matmul", lambda: a @ b, on.synchronize)
 
 
 def fresh_pages_region(nbytes: int = FRESH_PAGES_BYTES) -> Region:

@@ -7,12 +7,12 @@ reading is optional: an unreadable /proc, /sys or NVML gives None, never an erro
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from pathlib import Path
 
 from ..cells import usable_cores
+from . import devices
 
 BUSY_CPU_SHARE = 0.10  # a process using this share of one core counts as busy
 BUSY_LOAD_PER_CORE = 0.5  # 1-minute load per core above which the machine is not idle
@@ -131,13 +131,29 @@ def busy_processes(window_s: float = 0.25) -> list[dict] | None:
     return sorted(busy, key=lambda p: -p["cpu_share"])
 
 
-def nvml_state() -> list[dict] | None:
-    """Per NVIDIA GPU: persistence mode, clocks now and at most, and what holds them down."""
-    try:
-        import pynvml  # nvidia-ml-py
+_NVML = {}  # this process's NVML session, opened at the first per-cell reading and kept
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
+
+def _nvml():
+    """pynvml, initialised once per process (None: no NVML here). A cell reads its GPU's
+    clocks before and after sampling; opening NVML and listing the GPUs each time would cost
+    milliseconds a reading."""
+    if "module" not in _NVML:
+        try:
+            import pynvml  # nvidia-ml-py
+
+            pynvml.nvmlInit()
+            _NVML["module"] = pynvml
+        except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
+            _NVML["module"] = None
+    return _NVML["module"]
+
+
+def nvml_state() -> list[dict] | None:
+    """Per NVIDIA GPU, in NVML's (PCI) order: its PCI address, persistence mode, clocks now
+    and at most, and what holds them down."""
+    pynvml = _nvml()
+    if pynvml is None:
         return None
     gpus = []
     try:
@@ -146,9 +162,6 @@ def nvml_state() -> list[dict] | None:
             gpus.append({"index": index, **_nvml_device(pynvml, handle)})
     except Exception as error:  # noqa: BLE001 - a partial reading is still worth keeping
         gpus.append({"error": str(error)[:200]})
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
     return gpus
 
 
@@ -165,8 +178,10 @@ def _nvml_device(pynvml, handle) -> dict:
     )
     mask = read(events) if events else None
     power = read(pynvml.nvmlDeviceGetPowerUsage)
+    pci = read(pynvml.nvmlDeviceGetPciInfo)
     return {
         "name": read(pynvml.nvmlDeviceGetName),
+        "pci_bus_id": pci.busId.decode() if isinstance(getattr(pci, "busId", None), bytes) else getattr(pci, "busId", None),
         "persistence_mode": {0: "off", 1: "on"}.get(read(pynvml.nvmlDeviceGetPersistenceMode)),
         "sm_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
@@ -185,12 +200,50 @@ def clock_event_reasons(mask: int | None) -> list[str] | None:
     return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
 
 
-def gpu_clocks(index: int = 0) -> dict | None:
-    """SM and memory clocks in MHz of one GPU, for the clock-change noise check."""
-    state = nvml_state()
-    if not state or index >= len(state) or "sm_clock_mhz" not in state[index]:
+def _pci_address(pci) -> tuple[int, int, int] | None:
+    try:
+        return int(pci.domain), int(pci.bus), int(pci.device)
+    except (AttributeError, TypeError, ValueError):
         return None
-    return {"sm_mhz": state[index]["sm_clock_mhz"], "mem_mhz": state[index]["mem_clock_mhz"]}
+
+
+def parse_pci_bus_id(bus_id: str | None) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of "00000000:19:00.0" (NVML's form) or "0000:19:00.0"."""
+    try:
+        domain, bus, rest = str(bus_id).split(":")
+        return int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+    except (AttributeError, ValueError):
+        return None
+
+
+def nvml_index_of(pci_bus_id: str | None) -> int | None:
+    """NVML's index of the GPU at this PCI address (CUDA's index counts within
+    CUDA_VISIBLE_DEVICES, NVML's over every GPU in PCI order); None where NVML or the
+    address is missing."""
+    pynvml, wanted = _nvml(), parse_pci_bus_id(pci_bus_id)
+    if pynvml is None or wanted is None:
+        return None
+    try:
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            if _pci_address(pynvml.nvmlDeviceGetPciInfo(handle)) == wanted:
+                return index
+    except Exception:  # noqa: BLE001 - an NVML that cannot list its GPUs
+        return None
+    return None
+
+
+def gpu_clocks(nvml_index: int | None) -> dict | None:
+    """SM and memory clocks in MHz of one GPU (by NVML's index), for the clock-change check."""
+    pynvml = _nvml()
+    if pynvml is None or nvml_index is None:
+        return None
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_index)
+        return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)}
+    except Exception:  # noqa: BLE001 - a GPU or driver without clock readings
+        return None
 
 
 def snapshot(busy_window_s: float = 0.25) -> dict:
@@ -206,6 +259,7 @@ def snapshot(busy_window_s: float = 0.25) -> dict:
         "cores_present": os.cpu_count(),
         "cores_usable": usable_cores(),
         "gpus": nvml_state(),
+        "standin_gpu": devices.standin_requested(),
     }
 
 
@@ -228,6 +282,9 @@ def advice(snap: dict) -> list[str]:
         lines.append(f"the hypervisor gave {steal:.0%} of this virtual machine's CPU time to other guests (steal)")
     if snap.get("cpu_governor") not in (None, "performance"):
         lines.append(f"the CPU governor is {snap['cpu_governor']!r}, so clocks follow the load")
+    if snap.get("standin_gpu"):
+        lines.append(f"cuda is offloadbench's stand-in GPU ({devices.STANDIN_ENV} is set): its times are this CPU's "
+                     "and a modelled link, not a GPU's")
     for gpu in snap.get("gpus") or []:
         reasons = [r for r in gpu.get("clock_event_reasons") or [] if r != "gpu idle"]
         if reasons:

@@ -42,13 +42,11 @@ def pcie_link(run=subprocess.run) -> dict | None:
     }
 
 
-def link_rate(configured, device: str) -> dict | None:
+def link_rate(configured, device: str, torch=None) -> dict | None:
     """The theoretical host<->device rate: configured in GB/s, or read where possible."""
     if isinstance(configured, (int, float)):
         return {"kind": "configured", "gbs": float(configured), "source": "config transfer.link_gbs"}
-    if device == "cuda":
-        return pcie_link()
-    return None
+    return devices.get(device, torch).link()
 
 
 def unavailable(device: str, memory: str, torch) -> str | None:
@@ -67,14 +65,14 @@ COPY_WARMUP = WarmupRule(budget_s=0.3)
 def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str = "cuda",
                  stop: StopRule | None = None, warmup: WarmupRule = COPY_WARMUP) -> dict:
     """Time one copy size and direction; returns samples, median and GB/s."""
-    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
+    on = devices.get(device, torch)
+    host = on.host_buffer(nbytes, pinned)
     host.fill_(1)  # touch every page so the first copy does not pay for page faults
-    dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    sync = devices.synchronizer(device, torch)
+    dev = on.device_buffer(nbytes)
     if direction == "h2d":
-        region = Region("h2d", lambda: dev.copy_(host, non_blocking=pinned), sync)
+        region = Region("h2d", lambda: on.copy(dev, host, non_blocking=pinned), on.synchronize)
     else:
-        region = Region("d2h", lambda: host.copy_(dev, non_blocking=pinned), sync)
+        region = Region("d2h", lambda: on.copy(host, dev, non_blocking=pinned), on.synchronize)
     measured = measure_region(region, BlockRule(), warmup, stop or StopRule())
     median = statistics.median(measured.samples_s)
     return {

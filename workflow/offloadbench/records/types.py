@@ -362,6 +362,7 @@ class RoundRecord:
     bouts: tuple[Mapping, ...] = ()
     worker_processes: tuple[Mapping, ...] = ()  # every worker process it started: pid, import_s, warm_s, ...
     split_s: Mapping = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
+    launchers: tuple[Mapping, ...] = ()  # what each imported, whether it hid the GPUs, forks it refused
 
     @classmethod
     def from_json(cls, data: dict) -> RoundRecord:
@@ -375,6 +376,7 @@ class RoundRecord:
             bouts=tuple(_frozen(b) for b in data.get("bouts") or () if isinstance(b, dict)),
             worker_processes=tuple(_frozen(p) for w in workers for p in w.get("processes") or () if isinstance(p, dict)),
             split_s=_frozen({k: v for k, v in _object(data.get("split_s")).items() if _number(v) is not None}),
+            launchers=tuple(_frozen(launcher) for launcher in data.get("launchers") or () if isinstance(launcher, dict)),
         )
 
 
@@ -462,6 +464,14 @@ class DeviceRecord:
 class Gpu:
     name: str
     total_memory_bytes: float | None = None
+    cuda_index: int | None = None  # CUDA's index, within CUDA_VISIBLE_DEVICES
+    pci_bus_id: str | None = None
+    nvml_index: int | None = None  # NVML's, over every GPU in PCI order
+
+    @classmethod
+    def from_json(cls, data: dict) -> Gpu:
+        return cls(str(data["name"]), _number(data.get("total_memory_bytes")), _integer(data.get("cuda_index")),
+                   _text(data.get("pci_bus_id")), _integer(data.get("nvml_index")))
 
 
 @dataclass(frozen=True)
@@ -495,6 +505,12 @@ class Environment:
     fingerprint: Mapping | None = None
     advice: tuple[str, ...] = ()  # the system check's
     vec_isa_known: bool = False  # Inductor's vector instructions follow from the cpu's flags alone here
+    vec_isa: str | None = None  # the vector instructions Inductor's C++ code uses here
+    cpu_identity: Mapping = field(default_factory=lambda: EMPTY)  # vendor, family, model, stepping, extensions
+    numpy_targets: tuple[str, ...] = ()  # NumPy's SIMD targets in use
+    numpy_loops: Mapping = field(default_factory=lambda: EMPTY)  # "sin float32" -> its target
+    torch_cpu_capability: str | None = None
+    standin_gpu: bool = False
 
     @classmethod
     def from_json(cls, data: dict) -> Environment:
@@ -516,11 +532,15 @@ class Environment:
             blas_env=_frozen(data.get("blas_env")), thread_env=_frozen(data.get("thread_env")),
             devices=_frozen(devices) if isinstance(devices, dict) else None,
             compile_devices=_frozen(data.get("compile_devices")),
-            gpus=tuple(Gpu(str(g["name"]), _number(g.get("total_memory_bytes"))) for g in data.get("gpus") or ()
-                       if isinstance(g, dict) and "name" in g),
+            gpus=tuple(Gpu.from_json(g) for g in data.get("gpus") or () if isinstance(g, dict) and "name" in g),
             fingerprint=_frozen(fingerprint) if isinstance(fingerprint, dict) else None,
             advice=tuple(a for a in _object(data.get("system")).get("advice") or () if isinstance(a, str)),
             vec_isa_known=bool(_text(isa.get("picked"))) and isa.get("picked") == isa.get("unchecked"),
+            vec_isa=_text(isa.get("picked")), cpu_identity=_frozen(_object(data.get("cpu"))),
+            numpy_targets=tuple(t for t in _object(data.get("numpy_dispatch")).get("targets") or ()
+                                if isinstance(t, str)),
+            numpy_loops=_frozen(_object(_object(data.get("numpy_dispatch")).get("loops"))),
+            torch_cpu_capability=_text(data.get("torch_cpu_capability")), standin_gpu=data.get("standin_gpu") is True,
         )
 
     @property

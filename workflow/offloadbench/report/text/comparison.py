@@ -126,9 +126,16 @@ def seed_section(comparison: MachineComparison) -> list[str]:
 
 def provenance_section(comparison: MachineComparison) -> list[str]:
     lines = ["## What differs in provenance", ""]
-    if comparison.provenance.empty:
+    frame = comparison.provenance
+    if frame.empty:
         return lines + ["Nothing recorded differs: same hardware, same software, same settings.", ""]
-    return lines + [markdown_table(comparison.provenance), ""]
+    deciding = int(frame["decides"].sum())
+    if deciding:
+        lines += [(f"The first {deciding} {'row is' if deciding == 1 else 'rows are'} the hardware that decides which "
+                   "instructions the same code runs (the CPU's identity and vector extensions, the SIMD code NumPy "
+                   "dispatches to, torch's CPU capability, Inductor's vector instructions, the GPU): where the "
+                   "machines' answers differ, look there first."), ""]
+    return lines + [markdown_table(frame.drop(columns="decides")), ""]
 
 
 def reproducibility_section(comparison: MachineComparison) -> list[str]:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...analysis.columns import flag
 from ...analysis.decisions import DEPENDS, STAY, UNSURE, USE
+from ...analysis.round_trip import AFTER, NEVER, trip_kind
 from ...verdicts import SAME, SLOWER, Judging
 from ..format import finite, fmt_calls, fmt_ratio, fmt_size, text_of, threads_text, where_phrase
 
@@ -149,12 +150,14 @@ def _fits(row) -> str:
 
 def _trip(row) -> str:
     """A GPU row's calls per round trip, where the copies do not pay on every call."""
-    words = text_of(row.get("round_trip"))
-    if row["device"] == "cpu" or not words or words == "pays with a copy on every call":
-        return ""
-    calls = row.get("calls_per_round_trip")
-    exact = f" (k* = {float(calls):.2g})" if finite(calls) else ""
-    return f"; with the data kept on the device between calls, it {words}{exact}"
+    calls, high = row.get("calls_per_round_trip"), row.get("calls_per_round_trip_ci_high")
+    kind = trip_kind(calls, high) if row["device"] != "cpu" else None
+    if kind == NEVER:
+        return f"; keeping the data on {row['device']} between calls would not help: it computes {row['op']} no faster"
+    if kind == AFTER:
+        return (f"; with the data kept on the device between calls, it pays once they stay "
+                f"{max(1, math.ceil(float(calls))):,} calls (k* = {float(calls):.2g})")
+    return ""
 
 
 def why_text(row) -> str:

@@ -6,12 +6,14 @@ Each function takes tidy tables and returns Markdown bullet lines; the report ar
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from ...analysis.columns import ci_columns, compile_fallbacks, interval, is_weak_row, unstable_cells
-from ...verdicts import FASTER, MAX_CI_SPAN, SLOWER, UNDECIDED, Judging
+from ...analysis.columns import ci_columns, compile_fallbacks, headline, interval, is_weak_row, unstable_cells
+from ...analysis.round_trip import AFTER, EVERY_CALL, NEVER, trip_kind
+from ...verdicts import MAX_CI_SPAN, SLOWER, UNDECIDED, Judging
 from ..format import (
-    VERDICT_WORDS,
     cell_phrase,
     finite,
     fmt_interval,
@@ -37,47 +39,47 @@ def caveat(row) -> str:
     return WEAK_MARK if is_weak_row(row) else ""
 
 
-def end_to_end_clause(row, judging: Judging) -> str:
-    """Where a cell's end-to-end time (NumPy arrays in and out: on a GPU the copies, on the cpu
-    the conversions) differs from its compute time, what the speedup is end to end, the one the
-    decisions use; empty where the two are one time (NumPy compiled)."""
+def resident_clause(row, judging: Judging) -> str:
+    """Where a cell's compute time (the data already where it runs: on a GPU, on the device)
+    differs from its end-to-end time, the speedup with the data already there, beside the
+    end-to-end one the decisions use; empty where the two are one time."""
     compute, whole = row.get("median_s"), row.get("end_to_end_s")
-    if not (finite(compute) and finite(whole) and finite(row.get("end_to_end_speedup"))) or whole == compute:
+    if not (finite(compute) and finite(whole) and finite(row.get("speedup"))) or whole == compute:
         return ""
     arrays = "on the device" if row["device"] != "cpu" else f"in {row['library']}'s arrays"
-    said = VERDICT_WORDS.get(row.get("end_to_end_verdict"))
-    return (f", with the data already {arrays}; end to end, NumPy arrays in and out (as the decisions count it), "
-            f"it is {ratio_of(row, 'end_to_end_speedup', judging.ci)}{', ' + said if said else ''}")
+    return f"; with the data already {arrays} it is {ratio_of(row, 'speedup', judging.ci)}"
 
 
 def speedup_findings(speedups: pd.DataFrame, judging: Judging) -> list[str]:
+    """The largest and smallest speedups and the verdicts' counts, end to end as the decisions
+    count them (host arrays in and out; on a GPU the copies counted)."""
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no speedup can be stated."]
     lines = []
     fallbacks = compile_fallbacks(speedups)
+    best = headline(speedups)
     speedups = speedups[~fallbacks]
     if speedups.empty:
         return [(f"- Every compiled cell fell back, at least in part, to uncompiled code ({int(fallbacks.sum())} "
                 "cells, listed under What compiling costs), so no speedup can be stated.")]
-    verdicts = speedups["speedup_verdict"]
-    faster = speedups[verdicts == FASTER]
-    if not faster.empty:
-        best = faster.loc[faster["speedup"].idxmax()]
+    verdicts = speedups["end_to_end_verdict"]
+    if best is not None:
         lines.append(
-            f"- The largest speedup over NumPy at any size is **{ratio_of(best, ci=judging.ci)}**{caveat(best)}, "
-            f"for {cell_phrase(best)} ({times_of(best)}){end_to_end_clause(best, judging)}."
+            f"- The largest speedup over NumPy at any size, end to end as the decisions count it, is "
+            f"**{ratio_of(best, 'end_to_end_speedup', judging.ci)}**{caveat(best)}, for {cell_phrase(best)} "
+            f"({times_of(best, end_to_end=True)}){resident_clause(best, judging)}."
         )
     else:
         lines.append("- Nothing is faster than NumPy by the minimum effect or more.")
     slower = speedups[verdicts == SLOWER]
     if not slower.empty:
-        worst = slower.loc[slower["speedup"].idxmin()]
+        worst = slower.loc[pd.to_numeric(slower["end_to_end_speedup"], errors="coerce").idxmin()]
         lines.append(
-            f"- The slowest against NumPy is {cell_phrase(worst)}: {ratio_of(worst, ci=judging.ci)}{caveat(worst)}, "
-            f"{times_of(worst)}."
+            f"- The slowest against NumPy is {cell_phrase(worst)}: "
+            f"{ratio_of(worst, 'end_to_end_speedup', judging.ci)}{caveat(worst)}, {times_of(worst, end_to_end=True)}."
         )
     lines.append(f"- Of {len(speedups)} cells against NumPy: {verdict_counts(verdicts)}.")
-    lines += undecided_lines(speedups, "speedup")
+    lines += undecided_lines(speedups, "end_to_end_speedup", "end_to_end_verdict")
     if fallbacks.any():
         lines.append(f"- {int(fallbacks.sum())} compiled cells are left out above: their code did not all compile "
                      "(see What compiling costs).")
@@ -123,21 +125,33 @@ def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
 
 
 def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
-    """Per GPU series and size: how many calls the data must stay on the device for one copy
-    in and out to pay (k*), with its interval."""
+    """Per GPU series: how many calls the data must stay on the device for one copy in and
+    out to pay (k*), with its interval; the sizes where it never pays, or pays on every
+    call, said once each."""
     gpu = speedups[(speedups["device"] != "cpu") & speedups["calls_per_round_trip"].notna()] \
         if "calls_per_round_trip" in speedups else speedups.iloc[0:0]
     lines = []
     for (op, variant, device, dtype), group in report_groups(gpu.assign(variant=[variant_of(r) for _, r in
                                                                                 gpu.iterrows()]),
                                                               ["op", "variant", "device", "dtype"]):
-        parts = []
+        by_kind: dict[str, list] = {}
         for _, row in group.sort_values("size").iterrows():
             value, low, high = interval(row, "calls_per_round_trip")
-            exact = f" (k* = {fmt_sig(value, 2)}, {fmt_interval(low, high, judging.ci)})" if finite(value) else ""
-            parts.append(f"n = {int(row['size'])} {row['round_trip']}{exact}")
+            by_kind.setdefault(trip_kind(value, high), []).append((int(row["size"]), value, low, high))
+        parts = [f"pays once the data stay {max(1, math.ceil(value)):,} calls at n = {size} "
+                 f"(k* = {fmt_sig(value, 2)}, {fmt_interval(low, high, judging.ci)})"
+                 for size, value, low, high in by_kind.get(AFTER, [])]
+        if by_kind.get(EVERY_CALL):
+            parts.insert(0, f"pays with a copy on every call at n = {sizes_text(by_kind[EVERY_CALL])}")
+        if by_kind.get(NEVER):
+            parts.append(f"never pays at n = {sizes_text(by_kind[NEVER])}, where {device} computes it no faster")
         lines.append(f"- {op} with {variant} on {device} ({dtype}): " + "; ".join(parts) + ".")
     return lines
+
+
+def sizes_text(points: list) -> str:
+    sizes = [str(point[0]) for point in points]
+    return sizes[0] if len(sizes) == 1 else f"{', '.join(sizes[:-1])} and {sizes[-1]}"
 
 
 def resident_lines(timings: pd.DataFrame) -> list[str]:
@@ -251,9 +265,10 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def undecided_lines(frame: pd.DataFrame, column: str) -> list[str]:
+def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str | None = None) -> list[str]:
     """The ratios too wide to be a result (CI over 2×), listed with their reason, never as numbers."""
-    verdict = frame[f"{column}_verdict"] if f"{column}_verdict" in frame else frame["verdict"]
+    verdict_column = verdict_column or (f"{column}_verdict" if f"{column}_verdict" in frame else "verdict")
+    verdict = frame[verdict_column]
     low, high = ci_columns(column)
     spans = frame[high] / frame[low]
     wide = frame[(verdict == UNDECIDED) & ~(spans <= MAX_CI_SPAN)]

@@ -1,0 +1,612 @@
+"""The stand-in GPU: a CUDA device on the CPU, so that the tests take every cuda path of the
+measuring code on a machine without a GPU, and fail wherever CUDA would.
+
+`OFFLOADBENCH_STANDIN_GPU=1` switches it on (2 gives two GPUs, for the index checks);
+every process that imports torch through `devices.import_torch` installs it. It stands in:
+- for `torch.cuda` itself (is_available, device_count, is_initialized, get_rng_state,
+  device properties, synchronize, Event, mem_get_info, the memory statistics, ...), so that
+  PyTorch's own probes reach it: Dynamo reads the CUDA random state where a GPU is
+  available, which initialises it;
+- for NVML (a `pynvml` of its own: the GPUs in PCI order, their addresses and clocks);
+- as the seam's cuda device (`StandInCuda`): data on it are CPU tensors of a subclass,
+  compiled code runs there through Inductor's CPU backend.
+
+Where CUDA fails, it fails:
+- after CUDA is initialised in a process, a forked child's first device call raises
+  "Cannot re-initialize CUDA in forked subprocess", as torch.cuda does;
+- `CUDA_VISIBLE_DEVICES=""`, read when torch is imported, hides it;
+- its tensors refuse conversion to NumPy (`np.roll` of one raises TypeError), and an op
+  mixing them with host tensors raises "Expected all tensors to be on the same device";
+- allocations past its memory (`OFFLOADBENCH_STANDIN_MEMORY` bytes, 8 GiB by default)
+  raise torch.OutOfMemoryError; it counts them for the peak statistics;
+- matmuls with TF32 allowed read float32 inputs with TF32's 10-bit mantissa, as tensor
+  cores do;
+- the device is asynchronous: each call adds its time to a stream that only `synchronize`
+  (or a copy to pageable host memory) waits for, and copies take time per byte over a
+  modelled link, pinned faster than pageable; a non-blocking copy from pinned memory is
+  only done at the next synchronisation, so a timed region without a sync at its end
+  reads too fast, and a host buffer read before the sync holds stale data.
+`recording()` logs every device call, so a test can check that each timed region is sync,
+calls, sync. Its times are the CPU's plus the modelled ones: they say nothing about a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import types
+import weakref
+from collections.abc import Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .devices import STANDIN_ENV, Cpu, Cuda
+
+NAME = "offloadbench stand-in GPU (on the CPU)"
+MEMORY_ENV = "OFFLOADBENCH_STANDIN_MEMORY"
+DEFAULT_MEMORY_BYTES = 8 * 2**30
+# The modelled device: what each call and copy adds to its stream.
+LAUNCH_S = 5e-6
+COPY_LATENCY_S = 10e-6
+PAGEABLE_BYTES_PER_S = 1.5e9
+PINNED_BYTES_PER_S = 4e9
+# One GPU per NVML index: its PCI address and clocks (each differs, so a reading says whose it is).
+BUSES = (0x19, 0x3B, 0x5D, 0x7F)
+SM_MHZ = (1980, 1755, 1530, 1305)
+MEM_MHZ = 2619
+
+REINIT = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
+          "the 'spawn' start method")
+TO_NUMPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+            "memory first.")
+MIXED = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+
+
+def _gpu_count() -> int:
+    value = os.environ.get(STANDIN_ENV, "1")
+    return max(1, min(len(BUSES), int(value))) if value.isdigit() else 1
+
+
+def _visible(count: int) -> list[int]:
+    """The NVML indices CUDA sees, in CUDA's order (CUDA_VISIBLE_DEVICES, as CUDA reads it)."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return list(range(count))
+    visible = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) >= count:
+            break  # CUDA stops at the first invalid entry
+        visible.append(int(part))
+    return visible
+
+
+def _memory_bytes() -> int:
+    value = os.environ.get(MEMORY_ENV, "")
+    return int(value) if value.isdigit() else DEFAULT_MEMORY_BYTES
+
+
+def _now() -> float:
+    return time.perf_counter()
+
+
+def _wait_until(deadline: float) -> None:
+    """Wait for the modelled device: sleep the long part, spin the last half millisecond."""
+    left = deadline - _now()
+    if left > 1e-3:
+        time.sleep(left - 5e-4)
+    while _now() < deadline:
+        pass
+
+
+class State:
+    """The stand-in device of this process: initialised or not, its memory, its stream."""
+
+    def __init__(self):
+        self.count = _gpu_count()
+        self.visible = _visible(self.count)
+        self.capacity = _memory_bytes()
+        self.initialized = False
+        self.bad_fork = False
+        self.reset()
+
+    def reset(self) -> None:
+        self.allocated = self.peak = 0
+        self.live: dict[int, list[int]] = {}  # storage address -> [bytes, tensors holding it]
+        self.pinned: dict[int, int] = {}  # host storage address -> tensors holding it
+        self.free_at = 0.0  # when the stream has done all that was queued
+        self.pending: list[tuple] = []  # non-blocking copies, done at the next synchronisation
+        self.log: list | None = None
+
+    def forked(self) -> None:
+        """In a forked child: as in torch.cuda, a child of a process with CUDA up cannot use it."""
+        if self.initialized:
+            self.bad_fork = True
+        self.initialized = False
+        self.reset()
+
+    def note(self, *entry) -> None:
+        if self.log is not None:
+            self.log.append(entry)
+
+    def init(self) -> None:
+        if self.initialized:
+            return
+        if self.bad_fork:
+            raise RuntimeError(REINIT)
+        if not self.visible:
+            raise RuntimeError("No CUDA GPUs are available")
+        self.initialized = True
+        self.note("init")
+
+    # the stream
+    def enqueue(self, seconds: float, since: float | None = None) -> None:
+        start = max(self.free_at, _now() if since is None else since)
+        self.free_at = start + seconds
+
+    def flush(self) -> None:
+        """Do the non-blocking copies queued so far (their time is already on the stream)."""
+        pending, self.pending = self.pending, []
+        for destination, source in pending:
+            destination.copy_(source)
+
+    def synchronize(self) -> None:
+        self.init()
+        self.note("sync")
+        self.flush()
+        _wait_until(self.free_at)
+
+    # memory
+    def adopt(self, value):
+        """Results of device work as device tensors, new storage counted (past the device's
+        memory: out of memory, as on CUDA)."""
+        if isinstance(value, tuple | list):
+            return type(value)(self.adopt(v) for v in value)
+        if not isinstance(value, torch.Tensor):
+            return value
+        tensor = value if isinstance(value, DeviceTensor) else value.as_subclass(DeviceTensor)
+        if getattr(tensor, "_standin_counted", False):  # an output written in place: counted already
+            return tensor
+        tensor._standin_counted = True
+        storage = tensor.untyped_storage()
+        address, nbytes = storage.data_ptr(), storage.nbytes()
+        if address == 0 or nbytes == 0:
+            return tensor
+        if address not in self.live:
+            if self.allocated + nbytes > self.capacity:
+                free = self.capacity - self.allocated
+                raise torch.OutOfMemoryError(
+                    f"CUDA out of memory. Tried to allocate {nbytes / 2**20:.2f} MiB. GPU 0 has a total capacity of "
+                    f"{self.capacity / 2**30:.2f} GiB of which {free / 2**20:.2f} MiB is free. (stand-in GPU)")
+            self.live[address] = [nbytes, 0]
+            self.allocated += nbytes
+            self.peak = max(self.peak, self.allocated)
+        self.live[address][1] += 1
+        weakref.finalize(tensor, self.drop, address)
+        return tensor
+
+    def drop(self, address: int) -> None:
+        entry = self.live.get(address)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self.live[address]
+            self.allocated -= entry[0]
+
+    def pin(self, tensor):
+        """A pinned copy of a host tensor (the stand-in's page-locked memory)."""
+        pinned = tensor.as_subclass(torch.Tensor).clone()
+        return self.mark_pinned(pinned)
+
+    def mark_pinned(self, tensor):
+        address = tensor.untyped_storage().data_ptr()
+        self.pinned[address] = self.pinned.get(address, 0) + 1
+        weakref.finalize(tensor, self.unpin, address)
+        return tensor
+
+    def unpin(self, address: int) -> None:
+        left = self.pinned.get(address, 0) - 1
+        if left > 0:
+            self.pinned[address] = left
+        else:
+            self.pinned.pop(address, None)
+
+    def is_pinned(self, tensor) -> bool:
+        return tensor.untyped_storage().data_ptr() in self.pinned
+
+    # copies
+    @staticmethod
+    def check_copy(destination, source) -> None:
+        """What copy_ checks before it queues anything: the source fits the destination."""
+        if destination is not None and torch.broadcast_shapes(destination.shape, source.shape) != destination.shape:
+            raise RuntimeError(f"The size of tensor a ({tuple(destination.shape)}) must match the size of tensor b "
+                               f"({tuple(source.shape)})")
+
+    def copy_seconds(self, nbytes: int, pinned: bool) -> float:
+        return COPY_LATENCY_S + nbytes / (PINNED_BYTES_PER_S if pinned else PAGEABLE_BYTES_PER_S)
+
+    def h2d(self, host, destination=None, non_blocking: bool = False):
+        """A host tensor copied to the device (into `destination`, or new memory)."""
+        self.init()
+        host = _plain(host)
+        self.check_copy(destination, host)
+        pinned = self.is_pinned(host)
+        nbytes = host.numel() * host.element_size()
+        target = self.adopt(torch.empty_like(host)) if destination is None else destination
+        asynchronous = non_blocking and pinned  # from pageable memory, CUDA copies before it returns
+        self.note("copy", "h2d", nbytes, "pinned" if pinned else "pageable", "async" if asynchronous else "sync")
+        if asynchronous:
+            self.pending.append((_plain(target), host))
+            self.enqueue(self.copy_seconds(nbytes, True))
+            return target
+        self.flush()
+        _plain(target).copy_(host)
+        self.enqueue(self.copy_seconds(nbytes, pinned))
+        _wait_until(self.free_at)
+        return target
+
+    def d2h(self, tensor, destination=None, non_blocking: bool = False):
+        """A device tensor copied to the host (into `destination`, or new pageable memory)."""
+        self.init()
+        source = _plain(tensor)
+        self.check_copy(destination, source)
+        pinned = destination is not None and self.is_pinned(destination)
+        nbytes = source.numel() * source.element_size()
+        asynchronous = non_blocking and pinned
+        self.note("copy", "d2h", nbytes, "pinned" if pinned else "pageable", "async" if asynchronous else "sync")
+        if asynchronous:  # done at the next synchronisation: read before it, the buffer is stale
+            self.pending.append((destination, source))
+            self.enqueue(self.copy_seconds(nbytes, True))
+            return destination
+        self.flush()
+        self.enqueue(self.copy_seconds(nbytes, pinned))
+        _wait_until(self.free_at)
+        return source.clone() if destination is None else destination.copy_(source)
+
+    # calls
+    def call(self, fn: Callable, args: tuple, kwargs: dict, name: str, unwrap: bool = False):
+        """One piece of device work: the inputs must all be on the device, the stream's order
+        is kept, the result is device memory, and the time goes on the stream. `unwrap`:
+        `fn` takes plain CPU tensors (compiled code, which must not trace the subclass)."""
+        self.init()
+        if _holds_host_tensor((args, kwargs)):
+            raise RuntimeError(MIXED)
+        self.flush()
+        self.note("call", name)
+        if unwrap:
+            args = tuple(_plain(a) for a in args)
+        elif fn in MATMULS and torch.backends.cuda.matmul.allow_tf32:
+            args = tuple(_tf32(a) for a in args)
+        began = _now()
+        if unwrap:
+            result = fn(*args, **kwargs)
+        else:
+            with torch._C.DisableTorchFunctionSubclass():
+                result = fn(*args, **kwargs)
+        took = _now() - began
+        self.enqueue(took + LAUNCH_S, since=began)
+        return self.adopt(result)
+
+
+STATE: State | None = None
+
+
+def state() -> State:
+    if STATE is None:
+        raise RuntimeError("the stand-in GPU is not installed (OFFLOADBENCH_STANDIN_GPU, devices.import_torch)")
+    return STATE
+
+
+MATMULS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.Tensor.__matmul__,
+           torch.Tensor.__rmatmul__, torch.Tensor.matmul, torch.Tensor.mm, torch.Tensor.bmm}
+
+
+def _tf32(tensor):
+    """A float32 input as a TF32 tensor core reads it, with 10 of its 23 mantissa bits
+    (rounded to nearest), as CUDA matmuls do where TF32 is allowed."""
+    if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
+        return tensor
+    with torch._C.DisableTorchFunctionSubclass():
+        bits = tensor.contiguous().view(torch.int32)
+        return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def _plain(tensor):
+    return tensor.as_subclass(torch.Tensor) if isinstance(tensor, DeviceTensor) else tensor
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _holds_host_tensor(value) -> bool:
+    """A host tensor with data (not a 0-dim one, which CUDA takes as a number) among device data."""
+    return any(not isinstance(t, DeviceTensor) and t.dim() > 0 for t in _tensors(value))
+
+
+def _target(args: tuple, kwargs: dict) -> str | None:
+    """The device a `Tensor.to` call moves to ("cpu", "cuda"), or None."""
+    for value in (*args[1:], kwargs.get("device")):
+        if isinstance(value, str | torch.device):
+            return torch.device(value).type
+    return None
+
+
+class DeviceTensor(torch.Tensor):
+    """Data on the stand-in GPU: CPU memory that behaves as CUDA's does."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 0)
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @classmethod
+    def __torch_function__(cls, func, types_, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", str(func))
+        if func in (torch.Tensor.numpy, torch.Tensor.__array__):
+            raise TypeError(TO_NUMPY)
+        if name == "__get__" or func in (torch.Tensor.__repr__, torch.Tensor.__format__, torch.Tensor.dim,
+                                         torch.Tensor.size, torch.Tensor.element_size, torch.Tensor.numel,
+                                         torch.Tensor.untyped_storage, torch.Tensor.data_ptr):
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **kwargs)
+        device = state()
+        if func is torch.Tensor.cpu or (func is torch.Tensor.to and _target(args, kwargs) == "cpu"):
+            return device.d2h(args[0])
+        if func is torch.Tensor.cuda or (func is torch.Tensor.to and _target(args, kwargs) == "cuda"):
+            return args[0]
+        if func is torch.Tensor.copy_:
+            destination, source = args[0], args[1]
+            non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
+            if not isinstance(source, DeviceTensor) and source.dim() > 0:
+                return device.h2d(source, destination, non_blocking)
+            if not isinstance(destination, DeviceTensor):
+                return device.d2h(source, destination, non_blocking)
+        if func in (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__, torch.Tensor.__float__,
+                    torch.Tensor.__int__, torch.Tensor.__index__):  # CUDA reads these back to the host
+            device.synchronize()
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **kwargs)
+        return device.call(func, args, kwargs, name)
+
+
+class OnDevice(TorchFunctionMode):
+    """While device code runs: tensors it makes on cuda (`device=x.device`) are made on the
+    stand-in, and host tensors it moves there (`.to("cuda")`) are copied."""
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        device = kwargs.get("device")
+        if device is not None and torch.device(device).type == "cuda":
+            return state().adopt(func(*args, **{**kwargs, "device": "cpu"}))
+        if func in (torch.Tensor.to, torch.Tensor.cuda) and args and not isinstance(args[0], DeviceTensor) \
+                and (func is torch.Tensor.cuda or _target(args, kwargs) == "cuda"):
+            return state().h2d(args[0])
+        return func(*args, **kwargs)
+
+
+class Event:
+    """torch.cuda.Event on the stand-in's stream: it stamps when the stream reaches it."""
+
+    def __init__(self, enable_timing: bool = False, **_):
+        self.stamp: float | None = None
+
+    def record(self, stream=None) -> None:
+        device = state()
+        device.init()
+        device.note("event")
+        self.stamp = max(device.free_at, _now())
+
+    def query(self) -> bool:
+        return self.stamp is not None and _now() >= self.stamp
+
+    def synchronize(self) -> None:
+        device = state()
+        device.flush()
+        if self.stamp is not None:
+            _wait_until(self.stamp)
+
+    def elapsed_time(self, end: Event) -> float:
+        if self.stamp is None or end.stamp is None:
+            raise RuntimeError("CUDA error: both events must be recorded before calculating elapsed time")
+        if not end.query():
+            raise RuntimeError("CUDA error: device not ready")
+        return (end.stamp - self.stamp) * 1e3
+
+
+def _properties(nvml: int) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        name=NAME, major=9, minor=0, multi_processor_count=132, total_memory=_memory_bytes(),
+        pci_domain_id=0, pci_bus_id=BUSES[nvml], pci_device_id=0, uuid=f"00000000-0000-0000-0000-00000000000{nvml}",
+        is_integrated=0, warp_size=32, L2_cache_size=50 * 2**20)
+
+
+def _torch_cuda(device: State) -> dict:
+    """The stand-in's torch.cuda functions."""
+
+    def initialised(fn):
+        def run(*args, **kwargs):
+            device.init()
+            return fn(*args, **kwargs)
+
+        return run
+
+    def properties(index=None):
+        device.init()
+        index = 0 if index is None else int(getattr(index, "index", index) or 0)
+        if not 0 <= index < len(device.visible):
+            raise AssertionError("Invalid device id")
+        return _properties(device.visible[index])
+
+    def set_peak():
+        device.peak = device.allocated
+
+    return {
+        "is_available": lambda: bool(device.visible),
+        "device_count": lambda: len(device.visible),
+        "is_initialized": lambda: device.initialized and not device.bad_fork,
+        "_is_in_bad_fork": lambda: device.bad_fork,
+        "init": device.init,
+        "_lazy_init": device.init,
+        "current_device": initialised(lambda: 0),
+        "set_device": initialised(lambda index: None),
+        "get_device_properties": properties,
+        "get_device_name": lambda index=None: properties(index).name,
+        "get_device_capability": lambda index=None: (properties(index).major, properties(index).minor),
+        "synchronize": lambda device_=None: device.synchronize(),
+        "Event": Event,
+        "mem_get_info": initialised(lambda device_=None: (device.capacity - device.allocated, device.capacity)),
+        "memory_allocated": lambda device_=None: device.allocated,
+        "max_memory_allocated": lambda device_=None: device.peak,
+        "reset_peak_memory_stats": initialised(lambda device_=None: set_peak()),
+        "empty_cache": initialised(lambda: None),
+        "get_rng_state": initialised(lambda device_="cuda": torch.zeros(16, dtype=torch.uint8)),
+        "set_rng_state": initialised(lambda new_state, device_="cuda": None),
+    }
+
+
+def _nvml_module(device: State) -> types.ModuleType:
+    """A `pynvml` for the stand-in's GPUs, in NVML's (PCI) order."""
+    nvml = types.ModuleType("pynvml")
+    nvml.NVMLError = type("NVMLError", (Exception,), {})
+    nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM, nvml.NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    def handle(index):
+        if not 0 <= index < device.count:
+            raise nvml.NVMLError("Invalid Argument")
+        return index
+
+    def pci(index):
+        bus_id = f"00000000:{BUSES[index]:02X}:00.0"
+        return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id.encode())
+
+    functions = {
+        "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
+        "nvmlDeviceGetCount": lambda: device.count,
+        "nvmlDeviceGetHandleByIndex": handle,
+        "nvmlDeviceGetPciInfo": pci,
+        "nvmlDeviceGetName": lambda index: NAME,
+        "nvmlDeviceGetUUID": lambda index: f"GPU-00000000-0000-0000-0000-00000000000{index}",
+        "nvmlDeviceGetPersistenceMode": lambda index: 1,
+        "nvmlDeviceGetClockInfo": lambda index, kind: SM_MHZ[index] if kind == nvml.NVML_CLOCK_SM else MEM_MHZ,
+        "nvmlDeviceGetMaxClockInfo": lambda index, kind: SM_MHZ[0] if kind == nvml.NVML_CLOCK_SM else MEM_MHZ,
+        "nvmlDeviceGetCurrentClocksEventReasons": lambda index: 0,
+        "nvmlDeviceGetTemperature": lambda index, sensor: 40,
+        "nvmlDeviceGetPowerUsage": lambda index: 100_000,
+    }
+    for name, fn in functions.items():
+        setattr(nvml, name, fn)
+    return nvml
+
+
+def install(torch_module=None) -> State:
+    """Put the stand-in in place of torch.cuda and NVML in this process (once)."""
+    global STATE
+    if STATE is not None:
+        return STATE
+    STATE = device = State()
+    for name, fn in _torch_cuda(device).items():
+        setattr(torch.cuda, name, fn)
+    torch.version.cuda = "stand-in"
+    sys.modules["pynvml"] = _nvml_module(device)
+    os.register_at_fork(after_in_child=device.forked)
+    return device
+
+
+@contextlib.contextmanager
+def recording():
+    """Every device call of the block, in order: ("init",), ("call", name), ("copy",
+    direction, bytes, memory, "sync"/"async"), ("sync",), ("event",), and what `note` adds."""
+    device = state()
+    before, device.log = device.log, []
+    try:
+        yield device.log
+    finally:
+        device.log = before
+
+
+def note(*entry) -> None:
+    """Add an entry of the caller's to the log being recorded (a clock read, say)."""
+    state().note(*entry)
+
+
+class StandInCuda(Cuda):
+    """The seam's cuda device on the stand-in: data moved as on CUDA, with its costs;
+    compiled code through Inductor's CPU backend, on the device tensors' data."""
+
+    def to_device(self, tensor, non_blocking: bool = False):
+        return state().h2d(tensor, None, non_blocking)
+
+    def to_host(self, tensor, pinned: bool = False):
+        if not pinned:
+            return state().d2h(tensor)
+        host = self.host_buffer_like(tensor)
+        state().d2h(tensor, host, non_blocking=True)
+        self.synchronize()
+        return host
+
+    def host_buffer_like(self, tensor):
+        return state().mark_pinned(torch.empty(tensor.shape, dtype=tensor.dtype))
+
+    def pin(self, tensor):
+        return state().pin(tensor)
+
+    def host_buffer(self, nbytes: int, pinned: bool = False):
+        buffer = torch.empty(nbytes, dtype=torch.uint8)
+        return state().mark_pinned(buffer) if pinned else buffer
+
+    def device_buffer(self, nbytes: int):
+        state().init()
+        return state().adopt(torch.empty(nbytes, dtype=torch.uint8))
+
+    def run(self, fn: Callable, *args):
+        with OnDevice():
+            return fn(*args)
+
+    def compiled(self, fn: Callable) -> Callable:
+        def run(*args):
+            return state().call(fn, args, {}, "compiled", unwrap=True)
+
+        return run
+
+    def under_device(self, fn: Callable) -> Callable:
+        device = state()
+
+        def run(*args):  # host arrays in, copied by the compiled code, computed, copied back
+            device.init()
+            for array in args:
+                device.note("copy", "h2d", int(getattr(array, "nbytes", 0)), "pageable", "sync")
+                device.enqueue(device.copy_seconds(int(getattr(array, "nbytes", 0)), False))
+            _wait_until(device.free_at)
+            device.note("call", "compiled")
+            began = _now()
+            result = fn(*args)
+            device.enqueue(_now() - began + LAUNCH_S, since=began)
+            nbytes = sum(int(getattr(r, "nbytes", 0)) for r in (result if isinstance(result, tuple) else (result,)))
+            device.note("copy", "d2h", nbytes, "pageable", "sync")
+            device.enqueue(device.copy_seconds(nbytes, False))
+            _wait_until(device.free_at)
+            return result
+
+        return run
+
+    compile_reason = Cpu.compile_reason  # Inductor's CPU backend compiles the stand-in's code
+
+    def link(self) -> dict:
+        return {"kind": "stand-in link (modelled)", "gbs": PINNED_BYTES_PER_S / 1e9,
+                "source": "offloadbench's stand-in GPU"}
