@@ -83,8 +83,10 @@ lint: $(STAMP)
 
 # Benchmarks of the method (numbers, not tests): fidelity against torch.utils.benchmark,
 # the rounds' time split, and the cells against their functions timed alone.
+# PIPELINE=1: the pipeline's one-thread CPU matmul cells against torch.utils.benchmark before and after.
+PIPELINE ?=
 bench-fidelity: $(STAMP)
-	$(BIN)/python benchmarks/fidelity.py
+	$(BIN)/python benchmarks/fidelity.py $(if $(PIPELINE),--pipeline)
 
 # pyperf as a second reference on single-thread cells, its workers given this environment.
 bench-pyperf: $(STAMP)

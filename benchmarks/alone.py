@@ -5,7 +5,9 @@ times the cell's function alone: in fresh processes of its own (a new interprete
 with the thread and allocator settings the workers get), in a plain hot loop of its own
 (no worker, bout or timing code of the pipeline; the op and its inputs come from the
 catalogue, so the function and its data are the same), NumPy's and torch's processes
-alternating A B A B, several of each. It then prints, per cell, the pipeline's median
+alternating A B A B, several of each. A torch call takes NumPy's arrays in and gives one
+back, as the pipeline's torch cell on the cpu does (the conversions cost a few
+microseconds; the pipeline records them apart, `conversion_s`). It then prints, per cell, the pipeline's median
 over the alone median with an interval, and per speedup the alone ratio beside the
 pipeline's CI, and whether it lies inside it or within 10% of its point.
 
@@ -62,10 +64,13 @@ from offloadbench.measure.ops import get_op
 c = Cell.from_key(cell["key"])
 op = get_op(c.op, load_kernels(kernels) if kernels else None)
 inputs = make_host_inputs(op, c, 0, lib if c.library == "torch" else None)
-if c.library == "torch":
-    inputs = [torch.from_numpy(x) for x in inputs]
-def call():
-    return op.compute(lib, *inputs)
+if c.library == "torch":  # as the pipeline's cell runs it: NumPy's arrays wrapped in, the result unwrapped
+    def call():
+        result = op.compute(lib, *[torch.from_numpy(x) for x in inputs])
+        return result.numpy() if isinstance(result, torch.Tensor) else result
+else:
+    def call():
+        return op.compute(lib, *inputs)
 first = time.perf_counter(); call(); one = max(time.perf_counter() - first, 1e-7)
 calls = max(1, int(1e-3 / one))  # blocks of at least a millisecond
 def block():

@@ -14,8 +14,15 @@ which, with the reference's spread beside each ratio. It then prints our wall ti
 reach ±2% against adaptive_autorange(threshold=0.02) on the same cell. On CUDA it also
 compares against CUDA-event timing and, where triton is installed, triton.testing.do_bench.
 
-    python benchmarks/fidelity.py            # full run (several minutes)
-    python benchmarks/fidelity.py --smoke    # one small cell, two passes (the test suite)
+    python benchmarks/fidelity.py              # full run (several minutes)
+    python benchmarks/fidelity.py --smoke      # one small cell, two passes (the test suite)
+    python benchmarks/fidelity.py --pipeline   # the pipeline's 1-thread matmul cells against it, before and after
+
+With --pipeline it runs the one-thread CPU matmul cells (numpy and torch, float32 and float64,
+n = 256 and 1024) through the real pipeline, and times each cell's exact callable with
+torch.utils.benchmark's adaptive_autorange in fresh processes of their own (the workers'
+thread and allocator settings) before and after the run; it prints the pipeline's median ÷
+the geometric mean of the two.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
 
 import numpy as np
 import torch
@@ -231,12 +239,114 @@ def _shown(rel_ci: float) -> str:
     return "±undefined" if not math.isfinite(rel_ci) else f"±{rel_ci:.1%}"
 
 
+# The reference for the pipeline: torch.utils.benchmark in a fresh process of its own with the
+# workers' thread and allocator settings, timing the exact callable the cell's region times,
+# after half a second of calls (a program's heap has settled by then). Prints its median.
+REFERENCE = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from offloadbench.measure.devices import import_torch
+torch = import_torch()
+import torch.utils.benchmark as tbench
+from offloadbench.cells import Cell
+from offloadbench.measure.backend import Backend, build_regions, make_host_inputs
+from offloadbench.measure.ops import get_op
+from offloadbench.measure.settings import Settings
+from offloadbench.measure.threads import apply_thread_limits
+cell = Cell.from_key(sys.argv[1])
+apply_thread_limits(1, torch)
+op = get_op(cell.op)
+backend = Backend(cell, op, Settings(), torch if cell.library == "torch" else None)
+fn = build_regions(backend, make_host_inputs(op, cell, 0, torch))["compute"].fn
+until = time.perf_counter() + 0.5
+while time.perf_counter() < until:
+    fn()
+timer = tbench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=1)
+print(json.dumps({"median_s": timer.adaptive_autorange(threshold=0.01, max_run_time=float(sys.argv[3])).median}))
+"""
+PIPELINE_CELLS = [Cell("matmul", lib, "cpu", dtype, n, "1") for n in (256, 1024) for dtype in ("float32", "float64")
+                  for lib in ("numpy", "torch")]
+
+
+def reference_alone(cell: Cell, seconds: float) -> float:
+    import json
+    import os
+    import subprocess
+
+    from offloadbench.measure.allocator import STEADY, allocator_env
+    from offloadbench.measure.threads import thread_env
+
+    env = {**os.environ, **thread_env(1), **allocator_env(STEADY)}
+    out = subprocess.run([sys.executable, "-c", REFERENCE, cell.key, str(ROOT / "workflow"), str(seconds)],
+                         capture_output=True, text=True, env=env, check=False, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"the reference process of {cell.key} failed: {out.stderr.strip().splitlines()[-1:]}")
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["median_s"])
+
+
+def references(cells: list[Cell], processes: int, seconds: float) -> dict[Cell, list[float]]:
+    """Each cell's reference in fresh processes, NumPy's and torch's alternating A B A B."""
+    found: dict[Cell, list[float]] = {cell: [] for cell in cells}
+    for k in range(processes):
+        for cell in cells if k % 2 == 0 else cells[::-1]:
+            found[cell].append(reference_alone(cell, seconds))
+    return found
+
+
+def pipeline_fidelity(processes: int, reference_processes: int, seconds: float, smoke: bool = False) -> list[str]:
+    """The pipeline's median of every one-thread CPU matmul cell against torch.utils.benchmark
+    timed before and after the run, each in fresh processes (the geometric mean of the two)."""
+    import tempfile
+
+    from offloadbench import sandbox
+    from offloadbench.analysis.tables import read_table
+
+    cells = PIPELINE_CELLS[:2] if smoke else PIPELINE_CELLS
+    sizes = sorted({c.size for c in cells})
+    dtypes = sorted({c.dtype for c in cells})
+    config = {"machine": "fidelity", "kernels": [],
+              "grid": {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": dtypes,
+                       "sizes": sizes, "threads": [1], "modes": ["eager"]},
+              "measure": {"processes": processes, "max_processes": processes},
+              "analysis": {"controls": 0}, "roofs": {"devices": []}, "transfer": {"devices": []}}
+    before = references(cells, reference_processes, seconds)
+    with tempfile.TemporaryDirectory(prefix="offloadbench-fidelity-") as tmp:
+        workdir = sandbox.copy_workflow(Path(tmp) / "wf")
+        result = sandbox.snakemake(workdir, "--until", "aggregate", config=config, timeout=3600)
+        if result.returncode != 0:
+            raise SystemExit(f"the pipeline run failed:\n{result.stderr[-3000:]}")
+        timings = read_table("timings", str(workdir / "results" / "fidelity" / "timings.csv"))
+    after = references(cells, reference_processes, seconds)
+    lines = ["", "pipeline ÷ torch.utils.benchmark before and after it, one-thread CPU matmul cells",
+             "| cell | pipeline (CI) | reference before | after | pipeline ÷ reference (CI) |", "|---|---|---|---|---|"]
+    worst = 1.0
+    for cell in cells:
+        row = next(r for r in timings.itertuples() if r.library == cell.library and r.dtype == cell.dtype
+                   and int(r.size) == cell.size)
+        ref = math.sqrt(statistics.median(before[cell]) * statistics.median(after[cell]))
+        ratio = row.median_s / ref
+        worst = ratio if abs(math.log(ratio)) > abs(math.log(worst)) else worst
+        lines.append(f"| {cell.stem} | {row.median_s * 1e3:.4f} ms ({row.ci_low_s * 1e3:.4f}–{row.ci_high_s * 1e3:.4f}) "
+                     f"| {statistics.median(before[cell]) * 1e3:.4f} ms | {statistics.median(after[cell]) * 1e3:.4f} ms "
+                     f"| {ratio:.3f} ({row.ci_low_s / ref:.3f}–{row.ci_high_s / ref:.3f}) |")
+    lines.append(f"worst pipeline ÷ reference: {worst:.3f} (goal: within 0.98–1.02)")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="one tiny cell, two passes")
+    parser.add_argument("--pipeline", action="store_true",
+                        help="the pipeline's one-thread CPU matmul cells against torch.utils.benchmark before and after")
+    parser.add_argument("--processes", type=int, default=8, help="--pipeline: the run's processes per cell")
     parser.add_argument("--passes", type=int, default=40, help="most passes per cell (fewer once ±2%% is resolved)")
     parser.add_argument("--budget", type=float, default=0.3, help="seconds of ours per cell and pass")
     args = parser.parse_args(argv)
+    if args.pipeline:
+        print(f"fidelity: the pipeline vs torch.utils.benchmark (torch {torch.__version__}, numpy {np.__version__})")
+        print("\n".join(pipeline_fidelity(3 if args.smoke else args.processes, 2 if args.smoke else 3,
+                                          0.2 if args.smoke else 1.0, args.smoke)))
+        return 0
     if args.smoke:
         cells = cpu_cells([64], ["float32"], ["numpy", "torch"], ["1"])
         tallies = run_cpu(cells, passes=2, budget_s=0.05, adaptive_max_s=0.2, min_passes=2)

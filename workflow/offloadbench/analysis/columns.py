@@ -136,6 +136,8 @@ TIMINGS = {
     "d2h_s": number("median copy of the result device→host (s)"),
     "finish_s": number("median plotting on the host, for compute-then-plot (s)"),
     "end_to_end_s": number("median of the three phases timed as one region (s)"),
+    "conversion_s": number("a torch cell on the cpu: wrapping NumPy's arrays as tensors and back, per call, timed "
+                           "apart; in its time, not the function's own (s)"),
     "end_to_end_ci_low_s": number("lower end of the CI of end_to_end_s (s)"),
     "end_to_end_ci_high_s": number("upper end of the CI of end_to_end_s (s)"),
     "transfer_fraction": number("share of end_to_end_s spent in the copies"),

@@ -206,6 +206,8 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
         "faults_per_call": mc.faults_per_call(),
+        "conversion_s": float(np.median(found)) if (found := [r.conversion_s for r in mc.ok
+                                                               if r.conversion_s is not None]) else math.nan,
         "allocator": _joined(r.settings.get("allocator") for r in mc.records),
         "measure_s": sum(r.measure_s or 0.0 for r in mc.records),
         "import_s": float(np.mean([r.import_s for r in mc.ok if r.import_s is not None] or [math.nan])),

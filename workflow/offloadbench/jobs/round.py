@@ -364,7 +364,8 @@ class Round:
                 document = read_json(path)
                 facts = {name: document.get(name) for name in ("check", "model", "memory")}
                 if all(isinstance(value, dict) for value in facts.values()):
-                    return {"round": k, **facts}
+                    conversion = document.get("conversion")
+                    return {"round": k, **facts, **({"conversion": conversion} if isinstance(conversion, dict) else {})}
         return None
 
     def earlier_bouts(self) -> dict[str, list[dict]]:

@@ -37,7 +37,15 @@ from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
 from ..stats import median_ci_rel_halfwidth
 from . import correctness, devices, diagnostics, disturbance, memory
-from .backend import Backend, as_float64, build_regions, configure_torch, make_host_inputs, np_dtype
+from .backend import (
+    Backend,
+    as_float64,
+    build_regions,
+    configure_torch,
+    conversion_seconds,
+    make_host_inputs,
+    np_dtype,
+)
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
@@ -417,11 +425,13 @@ class CellRun:
         if carried.get("check") and carried.get("model"):
             measured["check"] = {**carried["check"], "from_round": carried["round"]}
             measured["model"] = carried["model"]
+            measured["conversion"] = carried.get("conversion") or {"seconds": None}
             return
         result = backend.as_numpy(backend.round_trip(self.host_inputs))
         check = check_result(backend, self.host_inputs, result)
         measured["check"] = check
         measured["model"] = model_of(self.op, cell, self.host_inputs, result)
+        measured["conversion"] = {"seconds": conversion_seconds(backend, self.host_inputs)}
         if not check["passed"]:
             raise CellFailed("error", f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
                                       f"tolerance {check['tolerance']:.2e}")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..stats import median_ci_rel_halfwidth
+from .allocator import heap_bytes
 
 try:
     import resource
@@ -60,12 +61,15 @@ class WarmupRule:
     """Warm-up ends once the time per call has settled: a block within `rel_tol` of the
     best block before it, either way (the time no longer falls, and the block is no
     passing slow one), that maps no more fresh pages than the fewest before it
-    (`pages_settled`); or at `max_blocks`, or at its budget, a cap."""
+    (`pages_settled`) and did not grow the heap; or at `max_blocks`, or at its budget, a
+    cap. While the calls still grow the heap, the cap is `growing_budget_s`: a program
+    that calls the function for real runs past its heap's growth."""
 
     rel_tol: float = 0.05
     min_blocks: int = 2
     max_blocks: int = 50
     budget_s: float = 1.0
+    growing_budget_s: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -175,14 +179,16 @@ def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
     first_is_block = calls == 1
     blocks = [first_call] if first_is_block else []
     pages = [first.faults_per_call] if first_is_block else []
-    deadline = time.perf_counter() + rule.budget_s
+    began = time.perf_counter()
     while len(blocks) < rule.max_blocks:
+        heap = heap_bytes()
         taken = region.sample(calls)
+        grew = heap is not None and (heap_bytes() or 0) > heap
         blocks.append(taken.seconds)
         pages.append(taken.faults_per_call)
-        if len(blocks) >= rule.min_blocks and settled(blocks, rule.rel_tol) and pages_settled(pages):
+        if len(blocks) >= rule.min_blocks and not grew and settled(blocks, rule.rel_tol) and pages_settled(pages):
             break
-        if time.perf_counter() > deadline:
+        if time.perf_counter() - began > (rule.growing_budget_s if grew else rule.budget_s):
             break
     recorded = blocks if first_is_block else [first_call, *blocks]
     # Re-size once from warm numbers: the cold estimate may have been far off.

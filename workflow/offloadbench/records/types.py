@@ -247,6 +247,7 @@ class CellRecord:
     device_peak: Peak = field(default_factory=Peak)
     compile: CompilePhase | None = None
     compiler_startup_s: float | None = None
+    conversion_s: float | None = None  # a torch cpu cell's NumPy<->tensor wrapping per call, timed apart
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
     prepare_s: float | None = None  # getting ready: inputs, check, compile, warm-up
@@ -323,6 +324,7 @@ class CellRecord:
             device_peak=Peak.from_json(_object(memory.get("device"))),
             compile=CompilePhase.from_json(compiled) if isinstance(compiled, dict) else None,
             compiler_startup_s=_number(data.get("compiler_startup_s")),
+            conversion_s=_number(_object(data.get("conversion")).get("seconds")),
             import_s=_number(data.get("import_s")), measure_s=_number(data.get("measure_s")),
             prepare_s=_number(data.get("prepare_s")), finish_s=_number(data.get("finish_s")),
             heavy_modules=tuple(m for m in data.get("heavy_modules_loaded") or () if isinstance(m, str)),
