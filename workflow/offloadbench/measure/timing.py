@@ -56,6 +56,9 @@ class StopRule:
         return None
 
 
+HEAP_GROWTH_BYTES = 64 * 1024  # a block that grows the C heap by less is the interpreter's own small objects
+
+
 @dataclass(frozen=True)
 class WarmupRule:
     """Warm-up ends once the time per call has settled: a block within `rel_tol` of the
@@ -180,12 +183,13 @@ def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
     blocks = [first_call] if first_is_block else []
     pages = [first.faults_per_call] if first_is_block else []
     began = time.perf_counter()
+    heaps = [heap_bytes()]
     while len(blocks) < rule.max_blocks:
-        heap = heap_bytes()
         taken = region.sample(calls)
-        grew = heap is not None and (heap_bytes() or 0) > heap
+        heaps.append(heap_bytes())
         blocks.append(taken.seconds)
         pages.append(taken.faults_per_call)
+        grew = heap_growing(heaps)
         if len(blocks) >= rule.min_blocks and not grew and settled(blocks, rule.rel_tol) and pages_settled(pages):
             break
         if time.perf_counter() - began > (rule.growing_budget_s if grew else rule.budget_s):
@@ -193,6 +197,14 @@ def warm_up(region: Region, block: BlockRule, rule: WarmupRule) -> Warmup:
     recorded = blocks if first_is_block else [first_call, *blocks]
     # Re-size once from warm numbers: the cold estimate may have been far off.
     return Warmup(first_call, tuple(recorded), choose_calls_per_sample(min(blocks), overhead, block))
+
+
+def heap_growing(heaps: Sequence[int | None], blocks: int = 3) -> bool:
+    """Whether the C heap grew over the last `blocks` blocks (by at least HEAP_GROWTH_BYTES):
+    glibc takes more from the system only once the slack above its top is used up, so a
+    call that keeps memory may grow it every second or third block."""
+    recent = heaps[-(blocks + 1):]
+    return len(recent) >= 2 and None not in recent and recent[-1] >= recent[0] + HEAP_GROWTH_BYTES
 
 
 def pages_settled(pages: Sequence[float | None]) -> bool:
