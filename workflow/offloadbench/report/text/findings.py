@@ -102,8 +102,8 @@ def break_even_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
         largest = group.loc[group["size"].idxmax()]
         lines.append(
-            f"- {op}, {dtype} on {device}: with the copies counted, offloading pays from "
-            f"{largest['break_even']}; at n = {int(largest['size'])} the end-to-end speedup is "
+            f"- {op}, {dtype} on {device}: with the copies counted, offloading {pays_from(group)}; at "
+            f"n = {int(largest['size'])} the end-to-end speedup is "
             f"{ratio_of(largest, 'end_to_end_speedup', judging.ci)} against {ratio_of(largest, ci=judging.ci)} with "
             "the data already on the device."
         )
@@ -118,10 +118,20 @@ def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
              "cannot be answered here: run `config/paper.yaml` on a GPU machine, or `make gpu-check`.")
         ]
     gpu = speedups[speedups["device"] != "cpu"]
-    return [
-        f"- Offloading {op} ({dtype}) to {device} pays with the copies counted from {group['break_even'].iloc[0]}."
-        for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"])
-    ]
+    return [f"- Offloading {op} ({dtype}) to {device} {pays_from(group)} with the copies counted."
+            for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"])]
+
+
+def pays_from(series: pd.DataFrame) -> str:
+    """"pays from n ≈ 606", "pays at every size measured (from n = 256)", "does not pay at
+    any size measured (up to n = 256)": a series' break-even, from its status and size."""
+    first, sizes = series.iloc[0], series["size"].astype(int)
+    status, size = first.get("break_even_status"), first.get("break_even_size")
+    if status == "from the smallest size":
+        return f"pays at every size measured (from n = {sizes.min()})"
+    if status == "reached" and finite(size):
+        return f"pays from n ≈ {float(size):.0f}"
+    return f"does not pay at any size measured (up to n = {sizes.max()})"
 
 
 def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
