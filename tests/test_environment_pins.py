@@ -72,3 +72,21 @@ def test_python_version_matches_snakemake_9():
     python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
     major, minor = map(int, python.split("=")[1].split(".")[:2])
     assert (major, minor) >= (3, 11)
+
+
+def test_the_pinned_pytest_and_xdist_keep_a_group_on_one_worker(tmp_path):
+    """make test runs the tiny pipeline once, in the worker that runs every test of its
+    group; pytest 9.2 with xdist 3.8 spread a group over the workers, and each ran it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pytest\npytestmark = pytest.mark.xdist_group('one')\n" + "".join(
+            f"def test_{k}():\n    open('seen', 'a').write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
+            for k in range(4)))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                           "-q", "test_grouped.py"], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    workers = (tmp_path / "seen").read_text().split()
+    assert len(workers) == 4 and len(set(workers)) == 1, workers
