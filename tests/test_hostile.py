@@ -173,7 +173,9 @@ def test_a_kernels_file_python_cannot_parse_is_one_line_naming_it(tmp_path, sour
 
 @pytest.mark.parametrize("policy, words", [({"min_effect": True, "confidence": 0.95}, "min_effect"),
                                            ({"min_effect": 0.05, "confidence": True}, "confidence"),
-                                           ({"min_effect": 0.05, "confidence": 0.999999999999}, "confidence")])
+                                           ({"min_effect": 0.05, "confidence": 0.999999999999}, "confidence"),
+                                           ({"min_effect": 0.05, "confidence": 0.95, "method": {"x": "1"}}, "method"),
+                                           ({"min_effect": 0.05, "confidence": 0.95, "method": [1]}, "method")])
 def test_a_judging_policy_of_booleans_or_unprintable_levels_is_refused(tmp_path, policy, words):
     path = tmp_path / "judging.json"
     path.write_text(json.dumps(policy))

@@ -171,6 +171,22 @@ def test_records_carry_their_process_and_provenance(run):
     assert env["system"]["cores_present"] >= 1
 
 
+def test_the_method_is_worded_from_the_thresholds_the_run_recorded(run):
+    from offloadbench.jobs.bout import method as bout_method
+    from offloadbench.measure.settings import Settings
+
+    defaults = {**Settings().method(), **bout_method()}
+    manifest = json.loads((run["out"] / "raw" / "rounds" / "round-1.json").read_text())
+    assert manifest["method"].keys() == defaults.keys()
+    assert manifest["method"]["warmup_budget_s"] == TINY["measure"]["warmup_budget_s"]  # the run's, not the default
+    assert all(manifest["method"][key] == defaults[key] for key in ("disturbed_cores", "bout_stop_confidence"))
+    judging = json.loads((run["out"] / "judging.json").read_text())
+    assert judging["method"]["outlier_sigmas"] > 0 and judging["method"]["max_ci_span"] > 1
+    method = (run["out"] / "report.md").read_text().split("## Method")[1]
+    warmup = manifest["method"]["warmup_rel_tol"]
+    assert f"within ±{warmup:.0%} of the best block" in method and "?" not in method.split("## ")[0]
+
+
 def test_figures_are_real_images(run):
     for name in FIGURE_NAMES:
         assert_real_figure(run["out"] / "figures" / f"{name}.pdf", run["out"] / "figures" / f"{name}.png")

@@ -30,7 +30,7 @@ from offloadbench.logs import run_logged
 from offloadbench.records import Environment, MalformedRecord, load_record
 from offloadbench.report.escape import md_text, safe_html
 from offloadbench.report.publish import render, run_settings, write_comparison
-from offloadbench.report.text.markdown import processes_held
+from offloadbench.report.text.method import processes_held
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = Analysis(resamples=200)
@@ -281,6 +281,7 @@ def test_the_method_states_the_processes_the_records_hold(tmp_path):
     method = (out / "report.md").read_text().split("## Method")[1]
     assert "each measured cell was measured in one process" in method
     assert "3 independent processes" not in method
+    assert "predate recorded thresholds" in method  # measured before the rounds recorded their thresholds
 
 
 def test_a_corrupt_record_names_the_whole_way_back(tmp_path):

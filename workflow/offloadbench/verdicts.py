@@ -32,7 +32,9 @@ undecided. A missing or non-positive bound is undecided.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
 VERDICTS = (FASTER, SLOWER, SAME, UNDECIDED)
@@ -68,6 +70,9 @@ class Judging:
 
     min_effect: float = 0.05
     confidence: float = 0.95
+    # the analysis's thresholds the tables were built with (judging.json's `method`: which
+    # processes count, the widest CI that is a result), for the report's words; not policy
+    method: Mapping = field(default_factory=lambda: MappingProxyType({}), compare=False, hash=False)
 
     @classmethod
     def from_config(cls, analysis: dict) -> Judging:
@@ -76,10 +81,13 @@ class Judging:
 
     @classmethod
     def from_json(cls, data: dict) -> Judging:
-        return cls(float(data["min_effect"]), float(data["confidence"]))
+        return cls(float(data["min_effect"]), float(data["confidence"]), MappingProxyType(dict(data.get("method") or {})))
+
+    def with_method(self, method: Mapping) -> Judging:
+        return Judging(self.min_effect, self.confidence, MappingProxyType({**method, "max_ci_span": MAX_CI_SPAN}))
 
     def as_json(self) -> dict:
-        return {"min_effect": self.min_effect, "confidence": self.confidence}
+        return {"min_effect": self.min_effect, "confidence": self.confidence, "method": dict(self.method)}
 
     @property
     def level(self) -> str:

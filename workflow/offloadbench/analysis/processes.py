@@ -66,6 +66,12 @@ class Judgement:
         return bool(self.wanted) or bool(self.disagree)
 
 
+def method() -> dict[str, float]:
+    """Which processes count, as numbers: written into judging.json for the report's words."""
+    return {"outlier_min_rel": round(math.exp(OUTLIER_MIN) - 1, 6), "outlier_sigmas": OUTLIER_SIGMAS,
+            "min_kept_processes": MIN_KEPT}
+
+
 def robust_spread(log_medians) -> float | None:
     """σ of log process medians from their median absolute deviation (None below three)."""
     values = np.asarray(list(log_medians), dtype=float)

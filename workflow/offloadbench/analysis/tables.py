@@ -52,6 +52,7 @@ from .decisions import decisions_table
 from .measured import Analysis, MeasuredCell, carry_over, load_cells
 from .memory_fit import memory_table
 from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, compared
+from .processes import method as processes_method
 from .roofline import page_cost_s
 from .round_trip import NOT_MEASURED, calls_per_round_trip
 
@@ -462,7 +463,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
 
 
 def write_judging(judging: Judging, path: str) -> None:
-    write_json_atomic(path, {"kind": "judging", **judging.as_json()})
+    """judging.json: the policy, and the analysis's thresholds the tables were built with."""
+    write_json_atomic(path, {"kind": "judging", **judging.with_method(processes_method()).as_json()})
 
 
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,

@@ -43,6 +43,11 @@ from ..stats import median_ci_rel_halfwidth
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
 
 
+def method() -> dict[str, float]:
+    """The bout's stop rule as numbers, for the round's record (the report words it)."""
+    return {"bout_stop_confidence": STOP_CONFIDENCE}
+
+
 def paired_cycles(turns: dict[Cell, dict[str, dict[int, float]]], a: Cell, b: Cell) -> list[tuple[float, float]]:
     """(a's, b's) median in each cycle both took a turn in, in the region the comparison is
     decided on (compared.decided_region: end to end, the copies counted on a GPU); none

@@ -59,6 +59,7 @@ from ..machine import mismatch
 from ..measure import devices, system
 from ..measure.allocator import STEADY, allocator_env
 from ..measure.provenance import host_facts, utc_now, where
+from ..measure.settings import Settings
 from ..measure.threads import thread_env
 from ..records import (
     FAILED,
@@ -74,6 +75,7 @@ from ..records import (
 )
 from ..units import fmt_duration
 from .bout import Bout
+from .bout import method as bout_method
 from .launcher import Launcher, LauncherFailed
 from .launcher import available as launcher_available
 from .lock import DEFAULT_TIMEOUT_S, host_lock
@@ -812,6 +814,8 @@ class Round:
             "system_before": before,
             "system_after": after,
             "advice": system.advice(before) if before else [],
+            # the method's thresholds as this code applied them: the report words its method from these
+            "method": {**Settings.from_config(self.settings, self.compile_settings).method(), **bout_method()},
             **where(),
         })
 

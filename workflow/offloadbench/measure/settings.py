@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalogue import MEMORY_HEADROOM
+from . import diagnostics, disturbance, timing
 from .timing import BlockRule, StopRule, WarmupRule
 
 
@@ -50,3 +51,24 @@ class Settings:
             resident_calls=tuple(int(k) for k in section.get("resident_calls", (1, 16))),
             turn_s=float(section.get("turn_s", 0.02)),
         )
+
+    def method(self) -> dict[str, float]:
+        """The thresholds of the measuring method as numbers, from the rules that apply them:
+        every round writes them into its record, and the report words its method from them."""
+        return {
+            "warmup_rel_tol": self.warmup.rel_tol,
+            "warmup_budget_s": self.warmup.budget_s,
+            "warmup_growing_budget_s": self.warmup.growing_budget_s,
+            "heap_growth_bytes": timing.HEAP_GROWTH_BYTES,
+            "min_sample_s": self.block.min_sample_s,
+            "max_overhead_frac": self.block.max_overhead_frac,
+            "turn_s": self.turn_s,
+            "min_samples": self.stop.min_samples,
+            "target_rel_ci": self.stop.target_rel_ci,
+            "budget_s": self.stop.budget_s,
+            "disturbed_cores": disturbance.DISTURBED_CORES,
+            "disturbed_pressure": disturbance.DISTURBED_PRESSURE,
+            "clock_change_rel": diagnostics.CLOCK_CHANGE_REL,
+            "bimodal_explained_variance": diagnostics.BIMODAL_EXPLAINED_VARIANCE,
+            "check_rows": self.check_rows,
+        }

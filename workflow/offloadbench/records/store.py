@@ -11,9 +11,11 @@ records (measured alone, before bouts) and version 1 records (one process per ce
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
+from types import MappingProxyType
 
 from ..bundles import unpacked_from
 from ..cells import Cell
@@ -237,7 +239,11 @@ def load_judging(path: str | os.PathLike) -> Judging:
     if not (number(confidence) and 0.5 < confidence <= MAX_CONFIDENCE):
         raise MalformedRecord(f"{shown(path)}: malformed judging policy: confidence must be a number in "
                               f"(0.5, {MAX_CONFIDENCE:g}]")
-    return Judging(float(min_effect), float(confidence))
+    method = data.get("method", {})  # older tables recorded none
+    if not (isinstance(method, dict) and len(method) <= 50
+            and all(isinstance(k, str) and len(k) <= 100 and number(v) and math.isfinite(v) for k, v in method.items())):
+        raise MalformedRecord(f"{shown(path)}: malformed judging policy: method must map at most 50 names to numbers")
+    return Judging(float(min_effect), float(confidence), MappingProxyType(method))
 
 
 def load_environment(path: str | os.PathLike) -> Environment:

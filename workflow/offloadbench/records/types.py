@@ -365,6 +365,7 @@ class RoundRecord:
     worker_processes: tuple[Mapping, ...] = ()  # every worker process it started: pid, import_s, warm_s, ...
     split_s: Mapping = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
     launchers: tuple[Mapping, ...] = ()  # what each imported, whether it hid the GPUs, forks it refused
+    method: Mapping = field(default_factory=lambda: EMPTY)  # its thresholds (Settings.method); empty before they were recorded
 
     @classmethod
     def from_json(cls, data: dict) -> RoundRecord:
@@ -379,6 +380,7 @@ class RoundRecord:
             worker_processes=tuple(_frozen(p) for w in workers for p in w.get("processes") or () if isinstance(p, dict)),
             split_s=_frozen({k: v for k, v in _object(data.get("split_s")).items() if _number(v) is not None}),
             launchers=tuple(_frozen(launcher) for launcher in data.get("launchers") or () if isinstance(launcher, dict)),
+            method=_frozen({k: v for k, v in _object(data.get("method")).items() if _number(v) is not None}),
         )
 
 

@@ -39,6 +39,7 @@ from .findings import (
     stability_findings,
 )
 from .fit import fit_section
+from .method import method_section, processes_held, recorded_method
 from .ops_findings import bound_lines, bound_notes, missing_baseline_lines, payoff_lines, unplaced_line
 from .seed import SEED_CLAIM, check_seed_claims
 
@@ -184,79 +185,6 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body])
 
 
-def processes_held(timings: pd.DataFrame) -> str:
-    """How many processes the records hold per measured cell, as a phrase: what the data
-    are, whatever the current config asks for."""
-    ok = timings[timings["status"] == "ok"] if "processes" in timings else timings.iloc[0:0]
-    counts = ok["processes"].dropna().astype(int).value_counts().sort_index(ascending=False)
-    if counts.empty:
-        return "no cell was measured"
-    if len(counts) == 1:
-        p = int(counts.index[0])
-        return f"each measured cell was measured in {'one process' if p == 1 else f'{p} independent processes'}"
-    parts = [f"{n} cells in {p} process{'es' if p != 1 else ''}" for p, n in counts.items()]
-    return "the records hold " + ", ".join(parts)
-
-
-def method_section(settings: dict, timings: pd.DataFrame, judging: Judging, rejudged: str = "") -> list[str]:
-    m, a = settings["measure"], settings["analysis"]
-    memory = (
-        "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
-        "as when an application allocates its buffers pinned. "
-        if m["pinned_memory"] else "pageable. "
-    )
-    measuring = (
-        f"As the records show, {processes_held(timings)}. The run goes in rounds, and every round measures every "
-        "cell once, in fresh worker processes (one per library, device, thread count and mode), alone on the machine "
-        "(a host-wide lock). Within a round, the cells compared with each other (one op, dtype and size: every "
-        "variant, device and thread count, and a self-comparison's twin) are measured in one *bout*: every worker "
-        "first gets ready for its cell (imports, warm-up, compile, inputs, check), then the workers take turns, one "
-        "computing at a time, in a fresh random order each cycle in which every cell goes first equally often; after "
-        "a multi-threaded worker's turn the bout pauses while its thread pool spins down. A machine whose speed "
-        "drifts over seconds so slows both sides of a ratio alike. Every worker reads, around each of its turns, "
-        "how much CPU time other processes used (the machine's busy time minus its own) and how long tasks waited "
-        "for a CPU; a process that saw more than a tenth of a core used by others is disturbed. A disturbed process, "
-        "or one whose median lies far from the cell's others (beyond 20% and four times the spread its worker's "
-        "cells typically show), is replaced by a process of an extra round, and recorded as replaced; "
-        f"extra rounds also run the bouts of every comparison still undecided, up to {m['max_processes']} "
-        f"processes per cell and {fmt_percent(m['extra_time_fraction'])} of the planned rounds' time. "
-        "Thread counts are set before NumPy and PyTorch load and read back afterwards. "
-        "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
-        "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
-        f"A region first runs until two consecutive blocks agree within 5% (warm-up), then repeats calls within a "
-        f"sample until a sample lasts at least {m['min_sample_s'] * 1e3:g} ms and the timer's own cost is below 0.1%. "
-        f"A turn samples each region of its cell for at least {m['turn_s'] * 1e3:g} ms, after about a millisecond of "
-        f"untimed calls that bring back the steady state the other workers' turns disturbed; a bout runs at least "
-        f"{m['min_samples']} cycles, then until every cell's median is within ±{fmt_percent(m['target_rel_ci'])} "
-        f"or its cells' {m['budget_s']:g} s per region are spent; every sample is kept in `raw/` with its cycle and "
-        "the fresh pages its calls mapped. "
-        "Cells are flagged unstable when the CI target is not met, the samples have two modes, the second half drifts "
-        "from the first, a readable CPU/GPU clock moved by more than 10%, or a process failed. "
-        f"Each result is checked against a float64 NumPy reference on {m['check_rows']} sampled rows with a "
-        "dtype-aware tolerance; a wrong result is an error, not a speedup. "
-        f"TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is {memory}"
-        "The copy-out phase and the end-to-end region make a fresh host array each call, as `.cpu().numpy()` does; "
-        "the bandwidth sweep copies into reused buffers, so it shows what the link itself sustains."
-    )
-    intervals = (
-        f"Every interval is a {judging.ci}. A cell's time is the geometric mean of its process medians; its CI comes "
-        f"from a two-level bootstrap ({a['bootstrap_resamples']} resamples, random state {a['random_state']}): "
-        "processes are resampled, then samples within each. Where the processes disagree more than their own noise "
-        "explains, that spread sets the interval, with Student's t on the processes' degrees of freedom; otherwise "
-        "the noise within each process does. A cell measured in one process has a CI of its within-process noise "
-        "only, and the tables say so (`ci_scope`). A ratio of two cells that took turns in a bout in three rounds or "
-        "more is *paired in time*: per round, the median over the bout's cycles of the log of their times' ratio, "
-        "then a t-interval on the rounds' medians with rounds − 1 degrees of freedom, so what a moment shares "
-        "cancels and what a process does not (its memory, its pages) stays in the interval; the tables say which "
-        "ratios were paired (`pairing`). "
-        f"Every ratio gets one of four verdicts, with the minimum effect δ = {judging.delta}: *faster* when "
-        "its CI lies above 1 and it is at least 1 + δ; *slower*, the mirror image; *the same* when the whole CI "
-        "lies within ±δ of 1 (an equivalence test); *undecided* otherwise, and always when the CI spans more "
-        f"than 2×, which is never stated as a result.{' ' + rejudged if rejudged else ''}"
-    )
-    return ["## Method", "", measuring, "", intervals, ""]
-
-
 QUESTION = ("*When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from "
             "the GPU cost?*")
 ANSWER = "The answer, per operation"
@@ -383,7 +311,8 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         ("the tables", lambda: ["## Speedups", "", speedups_markdown(s, judging), "", "## Timings", "",
                                 timings_markdown(t, judging), "",
                                 "## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]),
-        ("the method", lambda: method_section(inputs.settings, t, judging, inputs.rejudged)),
+        ("the method", lambda: method_section(inputs.settings, processes_held(t), recorded_method(inputs.rounds, judging),
+                                              judging, inputs.rejudged)),
         ("the machine", lambda: machine_section(inputs.environment, inputs.machine)),
     ]
     for name, section in details:
