@@ -183,3 +183,21 @@ def test_natural_configs_plan_through_snakemake(tmp_path, name, text):
     result = sandbox.snakemake(workdir, "-n", "--configfile", "mine.yaml", timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "error:" not in result.stderr and "Job stats" in result.stdout + result.stderr
+
+
+def test_the_config_reference_is_generated_from_the_schema(tmp_path):
+    """config/README.md's key tables are the schema's descriptions (tools/config-reference.py):
+    current as committed, and refused once a row no longer says what the schema says."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("config_reference", Path(__file__).resolve().parents[1] / "tools" / "config-reference.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--check"]) == 0
+    stale = tmp_path / "README.md"
+    stale.write_text(tool.README.read_text().replace("| Shortest sample in seconds.", "| Shortest sample."))
+    tool.README = stale
+    assert tool.main(["--check"]) == 1
+    tool.main([])
+    assert "| Shortest sample in seconds." in stale.read_text()
+    assert tool.first_sentence("Most samples (at most 9; e.g. 3). More.") == "Most samples (at most 9; e.g. 3)."

@@ -6,7 +6,7 @@ Two kinds of interval, each where it fits:
 - in the analysis, the CI of a cell measured in several processes, and of the ratio of
   two such cells, from a two-level bootstrap (processes, then samples within each).
 
-Why the two-level estimate is built as it is (docs/architecture.md has the longer story):
+Why the two-level estimate is built as it is (docs/measuring.md has the longer story):
 a cell's time is the geometric mean of its process medians. Its variance has a part
 between processes, known only with P - 1 degrees of freedom, and the noise of each median
 within its process, known with many. The two-level bootstrap (resample processes, then

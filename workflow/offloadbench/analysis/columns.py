@@ -244,8 +244,8 @@ DECISIONS = {
     "threads": text("the CPU thread label the decision is for; for a GPU, the host threads of its cells"),
     "threads_effective": TIMINGS["threads_effective"],
     "baseline_threads": text("the thread label of the NumPy baseline (all cores for a GPU)"),
-    "decision": text("use <variant>, stay with NumPy, depends on the state, or cannot tell yet, at the largest "
-                     "size measured", empty=False),
+    "decision": text("at the largest size measured: use (the variant in `variant`), stay (with NumPy), unsure "
+                     "(cannot tell yet) or depends (on the state a process is in)", empty=False),
     "variant": text("the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell "
                     "yet)"),
     "by_size": text("the variant each measured size recommends, as 'n: variant; …' ('?': cannot tell yet)"),
@@ -283,8 +283,8 @@ DECISIONS = {
     "simpler_than_speedup": number("that variant's speedup over NumPy at size"),
     "why": text("why the variants that lose do, where the records say: fresh pages mapped per call, a graph "
                 "break, the copies"),
-    "tie": text("where the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across "
-                "1 ± δ): how far from 1 it is, in words; no number of processes would decide it"),
+    "tie": boolean("the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across 1 ± δ): "
+                   "no number of processes would decide it"),
     "states": text("where a cell behind the stated speedup has two states: the speedup in each, and whether the "
                    "decision holds in both"),
 }

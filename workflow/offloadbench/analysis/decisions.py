@@ -42,7 +42,9 @@ from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
 from .columns import DECISIONS, compile_fallbacks, flag, interval, weak_cells
 from .pairs import DEPENDS as STATE_DEPENDS
 
-USE, STAY, UNSURE, DEPENDS = "use", "stay with NumPy", "cannot tell yet", "depends on the state"
+# the decision at a size, as a value (report.text.decisions words it): use a variant, stay with
+# NumPy, cannot tell yet, or it depends on the state a process is in
+USE, STAY, UNSURE, DEPENDS = "use", "stay", "unsure", "depends"
 NUMPY = "numpy"
 E2E = "end_to_end_speedup"
 
@@ -274,7 +276,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "threads": threads if device == "cpu" else (str(option.row["threads"]) if option is not None else ""),
         "threads_effective": option.row.get("threads_effective") if option is not None else math.nan,
         "baseline_threads": str(option.row["baseline_threads"]) if option is not None else "",
-        "decision": f"{USE} {option.variant}" if headline.state == USE else headline.state,
+        "decision": headline.state,
         "variant": headline.variant,
         "by_size": "; ".join(f"{c.size}: {c.variant or '?'}" for c in choices),
         "from_size": _from_size(choices, headline),
@@ -299,7 +301,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "simpler_than": passed.variant if passed else "",
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
         "why": why,
-        "tie": f"{shown.variant} {judging.tie_words(speedup[0])}" if shown and judging and shown.tie(judging) else "",
+        "tie": bool(shown and judging and shown.tie(judging)),
         "states": text_of(shown.row.get("states")) if shown else "",
     }
 

@@ -166,22 +166,36 @@ def why_text(row) -> str:
     return f"; why the others lose: {why}" if why else ""
 
 
+DECISION_WORDS = {USE: "use {variant}", STAY: "stay with NumPy", UNSURE: "cannot tell yet", DEPENDS: "depends on the state"}
+
+
+def decision_words(row) -> str:
+    """"use torch", "stay with NumPy", …: a row's decision in words (an unknown one as it is)."""
+    decision = str(row["decision"])
+    return DECISION_WORDS.get(decision, decision).replace("{variant}", text_of(row.get("variant")))
+
+
+def tie_text(row, judging: Judging) -> str:
+    """"about 5% slower; too close to δ = 5% to call" where the row's speedup is a tie, else ""."""
+    speedup = row.get("speedup")
+    return judging.tie_words(float(speedup)) if flag(row, "tie") and finite(speedup) else ""
+
+
 def answer(row, judging: Judging) -> str:
     """The decision of one row as a sentence, without naming the row."""
     decision, size = str(row["decision"]), int(row["size"])
     alternative = text_of(row.get("compared_variant"))
     trip, why, speedup = _trip(row), why_text(row), speedup_text(row, judging.ci)
-    if decision.startswith(USE):
+    if decision == USE:
         payback = payback_text(row)
         simpler = simpler_text(row)
-        return (f"{decision} {from_text(row)}: at n = {size} it is {speedup} as fast as NumPy, "
+        return (f"{decision_words(row)} {from_text(row)}: at n = {size} it is {speedup} as fast as NumPy, "
                 f"{_how(row)}{'; ' + simpler if simpler else ''}{'; ' + payback if payback else ''}{trip}"
                 f"{_fits(row)}{_below(row)}{why}.")
     if decision == STAY:
         if not alternative:
             return f"stay with NumPy: nothing else ran at n = {size}{_below(row)}."
-        tie = text_of(row.get("tie")).removeprefix(f"{alternative} ")
-        said = tie or {SLOWER: "slower", SAME: "the same within the minimum effect"}.get(
+        said = tie_text(row, judging) or {SLOWER: "slower", SAME: "the same within the minimum effect"}.get(
             str(row["verdict"]), "not faster by the minimum effect")
         return (f"stay with NumPy: at n = {size} the best alternative, {alternative}, is {said}, "
                 f"{speedup} {_how(row)}{trip}{_below(row)}{why}.")
@@ -192,7 +206,7 @@ def answer(row, judging: Judging) -> str:
     if decision == UNSURE:
         return (f"cannot tell yet: at n = {size} {alternative} is {speedup} {_how(row)}; "
                 f"{processes_text(row)}{_below(row)}{why}.")
-    return f"{decision}."
+    return f"{decision_words(row)}."
 
 
 # --- the table that leads the report, and its terminal twin ---------------------------------
@@ -257,7 +271,7 @@ def table_rows(decisions: pd.DataFrame, judging: Judging, compact_where: bool = 
             where = f"cpu {'all' if str(row['threads']) == 'all' else str(row['threads']) + 't'}" \
                 if row["device"] == "cpu" else str(row["device"])
         rows.append({
-            "op": row["op"], "where": where, "dtype": row["dtype"], "decision": row["decision"],
+            "op": row["op"], "where": where, "dtype": row["dtype"], "decision": decision_words(row),
             "from n": _from_cell(row), "at n": str(int(row["size"])), speedup: _speedup_cell(row, once),
             "compile pays back after": _payback_cell(row),
             "simpler than": _simpler_cell(row),
@@ -272,13 +286,13 @@ def _speedup_cell(row, once: bool) -> str:
     """The speedup, named by its variant where the decision does not name it ("torch 0.94×")."""
     text = speedup_text(row, mark=_marked(row, once))
     variant = text_of(row.get("compared_variant"))
-    if text == "–" or not variant or str(row["decision"]).startswith(USE):
+    if text == "–" or not variant or str(row["decision"]) == USE:
         return text
     return f"{variant} {text}"
 
 
 def _from_cell(row) -> str:
-    if not str(row["decision"]).startswith(USE):
+    if str(row["decision"]) != USE:
         return "–"
     text = from_text(row)
     return "every n" if text == "at every size measured" else text.removeprefix("from n ").removeprefix("= ")
@@ -370,13 +384,13 @@ def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> 
     for i, (_, row) in enumerate(decisions.iterrows()):
         name = f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}" + ("" if "dtype" not in columns
                                                                   else f" {cells.loc[i, 'dtype']}")
-        for note in row_notes(row):
+        for note in row_notes(row, judging):
             notes += textwrap.wrap(f"{name}: {note}", width, subsequent_indent="    ", break_on_hyphens=False)
     return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows()),
                     *(["notes:", *notes] if notes else [])]
 
 
-def row_notes(row) -> list[str]:
+def row_notes(row, judging: Judging) -> list[str]:
     """What a row needs said beyond its cells, each naming its size: a compile's payback, the
     variant the simplicity rule passed over, a tie, two states, the sizes still open, why
     the others lose."""
@@ -389,9 +403,10 @@ def row_notes(row) -> list[str]:
     simpler = simpler_text(row)
     if simpler:
         notes.append(f"at n = {size} {simpler}")
-    tie = text_of(row.get("tie"))
+    tie = tie_text(row, judging)
     if tie:
-        notes.append(f"at n = {size} a tie: {tie.replace(';', ',')}; more processes would not decide it")
+        notes.append(f"at n = {size} a tie: {text_of(row.get('compared_variant'))} {tie.replace(';', ',')}; "
+                     "more processes would not decide it")
     if str(row["decision"]) == DEPENDS:
         notes.append(f"at n = {size} two states of a process: {text_of(row.get('states')).partition(': ')[2]}")
     sizes = _open_sizes(row)
@@ -439,7 +454,7 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Jud
     if decisions.empty:
         return ("No decision can be made here: no variant other than NumPy has both a result and a NumPy "
                 "baseline on this machine.")
-    use = decisions[decisions["decision"].str.startswith(USE)]
+    use = decisions[decisions["decision"] == USE]
     stay = decisions[decisions["decision"] == STAY]
     unsure = decisions[decisions["decision"] == UNSURE]
     parts = []
