@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 import pytest
-from offloadbench.analysis.round_trip import calls_per_round_trip
+from offloadbench.analysis.round_trip import AFTER, EVERY_CALL, NEVER, calls_per_round_trip, trip_kind
 from offloadbench.analysis.tables import read_tables
 from offloadbench.stats import Interval
 
@@ -18,11 +18,11 @@ def exact(value, spread=0.0):
 
 def test_the_copies_over_the_saving_per_call():
     trip = calls_per_round_trip(exact(78e-6), exact(47e-6), exact(71e-6), exact(23e-6))
-    assert trip.calls == pytest.approx(125 / 48) and trip.words.endswith("at least 3 calls")
-    assert calls_per_round_trip(exact(1e-6), exact(1e-6), exact(1e-3), exact(1e-4)).words == \
-        "pays with a copy on every call"
+    assert trip.calls == pytest.approx(125 / 48) and trip_kind(trip.calls, trip.high) == AFTER
+    every = calls_per_round_trip(exact(1e-6), exact(1e-6), exact(1e-3), exact(1e-4))
+    assert trip_kind(every.calls, every.high) == EVERY_CALL
     never = calls_per_round_trip(exact(1e-6), exact(1e-6), exact(1e-4), exact(2e-4))
-    assert math.isinf(never.calls) and never.words.startswith("never")
+    assert math.isinf(never.calls) and trip_kind(never.calls, never.high) == NEVER
 
 
 def test_its_interval_joins_the_ends_of_the_copies_and_of_the_saving():
@@ -38,8 +38,9 @@ def test_the_h200_needs_about_2_6_calls_at_256_and_one_call_pays_from_1024():
     speedups = read_tables({"speedups": str(H200 / "speedups.csv")})["speedups"]
     matmul = speedups[(speedups["op"] == "matmul") & (speedups["device"] == "cuda")].set_index("size")
     assert matmul.loc[256, "calls_per_round_trip"] == pytest.approx(2.6, abs=0.1)
-    assert "at least 3 calls" in matmul.loc[256, "round_trip"]
-    assert all(matmul.loc[n, "round_trip"] == "pays with a copy on every call" for n in (1024, 2048, 4096, 10000))
+    kinds = {n: trip_kind(matmul.loc[n, "calls_per_round_trip"], matmul.loc[n, "calls_per_round_trip_ci_high"])
+             for n in (256, 1024, 2048, 4096, 10000)}
+    assert kinds == {256: AFTER, 1024: EVERY_CALL, 2048: EVERY_CALL, 4096: EVERY_CALL, 10000: EVERY_CALL}
     gpu = speedups[speedups["device"] == "cuda"]
     assert gpu["calls_per_round_trip"].notna().all() and speedups.loc[speedups["device"] == "cpu",
                                                                         "calls_per_round_trip"].isna().all()

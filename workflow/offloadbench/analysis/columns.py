@@ -210,8 +210,6 @@ SPEEDUPS = {
                                    "out to pay: (h2d + d2h) ÷ (NumPy's time − the device's compute time)"),
     "calls_per_round_trip_ci_low": number("lower end of its interval"),
     "calls_per_round_trip_ci_high": number("upper end of its interval"),
-    "round_trip": text("the same in words: pays with a copy on every call, pays once the data stay for at least "
-                       "k calls, or never"),
     "break_even_size": number("the series' smallest size from which the end-to-end CI stays above 1"),
     "break_even": text("the same in words, or not reached within the grid"),
     "break_even_status": text("reached, not reached, or from the smallest size"),
@@ -268,7 +266,6 @@ DECISIONS = {
     "fits_up_to": number("the largest n whose call of the stated variant fits the device's memory (memory.csv)"),
     "calls_per_round_trip": number("GPU rows: k* of the stated variant at size, the calls per copy in and out that "
                                    "make the copies pay"),
-    "round_trip": text("the same in words"),
     "undecided_sizes": text("the sizes where it cannot tell yet"),
     "processes_to_decide": number("processes per cell that would likely decide the largest of them, estimated "
                                   "from the spread between processes seen"),

@@ -26,14 +26,6 @@ class RoundTrip:
     low: float
     high: float
 
-    @property
-    def words(self) -> str:
-        if not math.isfinite(self.calls):
-            return "never: the device does not compute it faster"
-        if math.isfinite(self.high) and self.high <= 1:
-            return "pays with a copy on every call"
-        return f"pays once the data stay on the device for at least {max(1, math.ceil(self.calls)):,} calls"
-
 
 NOT_MEASURED = RoundTrip(math.nan, math.nan, math.nan)
 NEVER, EVERY_CALL, AFTER = "never", "every call", "after"

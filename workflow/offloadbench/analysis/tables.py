@@ -312,7 +312,6 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "calls_per_round_trip": trip.calls,
         "calls_per_round_trip_ci_low": trip.low,
         "calls_per_round_trip_ci_high": trip.high,
-        "round_trip": "" if math.isnan(trip.calls) else trip.words,
     }
 
 
