@@ -21,7 +21,7 @@ def recorded(tmp_path, settings: Settings | None = None, judging: Judging | None
     """The thresholds as a run records them: a round's record and judging.json, read back."""
     path = tmp_path / "judging.json"
     write_judging(judging or Judging(), str(path))
-    round_ = RoundRecord.from_json({"round": 1, "method": {**(settings or Settings()).method(), **bout.method()}})
+    round_ = RoundRecord.from_json({"round": 1, "method": {**(settings or Settings()).method(), **bout.method(4)}})
     return recorded_method([round_], load_judging(path))
 
 
@@ -45,6 +45,7 @@ HOMES = [
     (diagnostics, "CLOCK_CHANGE_REL", "clock_change_rel", 0.15),
     (diagnostics, "BIMODAL_EXPLAINED_VARIANCE", "bimodal_explained_variance", 0.9),
     (timing, "HEAP_GROWTH_BYTES", "heap_growth_bytes", 128 * 1024),
+    (timing, "PREROLL_S", "preroll_s", 0.004),
     (bout, "STOP_CONFIDENCE", "bout_stop_confidence", 0.9),
     (processes, "OUTLIER_SIGMAS", "outlier_sigmas", 3.0),
     (processes, "MIN_KEPT", "min_kept_processes", 4),
@@ -68,7 +69,7 @@ def test_the_rules_thresholds_are_recorded_as_applied(tmp_path):
     method = recorded(tmp_path, settings)
     words = text(method)
     for said in ("within ±7% of the best block", "at most 0.5 s", "2 s while the heap", "at least 2 ms",
-                 "below 0.2%", "at least 50 ms", "at least 8 cycles", "within ±3%", "4 s per region", "16 sampled rows"):
+                 "below 0.2%", "at least 50 ms", "at least 4 cycles, and from 8 on", "within ±3%", "4 s per region", "16 sampled rows"):
         assert said in words, said
     outlier = recorded(tmp_path)["outlier_min_rel"]
     assert outlier == pytest.approx(0.20) and f"beyond {outlier:.0%}" in text(recorded(tmp_path))

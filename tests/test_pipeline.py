@@ -175,7 +175,7 @@ def test_the_method_is_worded_from_the_thresholds_the_run_recorded(run):
     from offloadbench.jobs.bout import method as bout_method
     from offloadbench.measure.settings import Settings
 
-    defaults = {**Settings().method(), **bout_method()}
+    defaults = {**Settings().method(), **bout_method(4)}
     manifest = json.loads((run["out"] / "raw" / "rounds" / "round-1.json").read_text())
     assert manifest["method"].keys() == defaults.keys()
     assert manifest["method"]["warmup_budget_s"] == TINY["measure"]["warmup_budget_s"]  # the run's, not the default

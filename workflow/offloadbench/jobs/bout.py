@@ -43,9 +43,9 @@ from ..stats import median_ci_rel_halfwidth
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
 
 
-def method() -> dict[str, float]:
-    """The bout's stop rule as numbers, for the round's record (the report words it)."""
-    return {"bout_stop_confidence": STOP_CONFIDENCE}
+def method(min_cycles: int) -> dict[str, float]:
+    """The bout's length and stop rule as numbers, for the round's record (the report words them)."""
+    return {"min_cycles": min_cycles, "bout_stop_confidence": STOP_CONFIDENCE}
 
 
 def paired_cycles(turns: dict[Cell, dict[str, dict[int, float]]], a: Cell, b: Cell) -> list[tuple[float, float]]:

@@ -266,6 +266,7 @@ class Round:
         self.settings = json.loads(args.settings)
         self.timeout_s = float(self.settings["timeout_s"])
         self.compile_settings = json.loads(args.compile)
+        self.min_cycles = int(self.settings.get("min_cycles", 4))  # the fewest cycles of a bout
         self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
         self.environment = load_environment(args.environment)
         self.cells = grid.expand(json.loads(args.grid), self.kernels, self.environment.usable_devices)
@@ -430,7 +431,7 @@ class Round:
                     separate = self.settings.get("pairing") == "separate"
                     groups = schedule.groups(self.todo, self.args.round, separate)
                     plans = {} if separate else plan_cycles(self.earlier_bouts(), [g[0].group_name for g in groups],
-                                                            int(self.settings.get("min_cycles", 4)))
+                                                            self.min_cycles)
                     for cells in groups:
                         bout = Bout(self, cells, plans.get(cells[0].group_name)).run()
                         self.bouts.append(bout.as_dict())
@@ -815,7 +816,8 @@ class Round:
             "system_after": after,
             "advice": system.advice(before) if before else [],
             # the method's thresholds as this code applied them: the report words its method from these
-            "method": {**Settings.from_config(self.settings, self.compile_settings).method(), **bout_method()},
+            "method": {**Settings.from_config(self.settings, self.compile_settings).method(),
+                       **bout_method(self.min_cycles)},
             **where(),
         })
 

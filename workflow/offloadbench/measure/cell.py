@@ -49,15 +49,7 @@ from .backend import (
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
-from .timing import Measurement, Region, Warmup, warm_up
-
-# Another worker's turn leaves this one's caches, TLB and thread pool cold: the first call of a
-# turn ran 10-25% slower here (a 12 ms matmul on two threads). So a turn starts with untimed
-# calls, about PREROLL_S of them and at least one, for calls up to PREROLL_UP_TO_S; a longer
-# call refills what it needs within a small part of itself.
-PREROLL_S = 0.002
-PREROLL_UP_TO_S = 0.05
-
+from .timing import PREROLL_S, PREROLL_UP_TO_S, Measurement, Region, Warmup, warm_up
 
 SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
 

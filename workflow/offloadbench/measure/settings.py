@@ -63,6 +63,7 @@ class Settings:
             "min_sample_s": self.block.min_sample_s,
             "max_overhead_frac": self.block.max_overhead_frac,
             "turn_s": self.turn_s,
+            "preroll_s": timing.PREROLL_S,
             "min_samples": self.stop.min_samples,
             "target_rel_ci": self.stop.target_rel_ci,
             "budget_s": self.stop.budget_s,

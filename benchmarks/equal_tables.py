@@ -1,0 +1,96 @@
+"""The tables of one run's raw records, built by two checkouts of this code, compared value by
+value: a refactoring that moves words out of the tables must leave every number as it was.
+
+    python benchmarks/equal_tables.py <results folder> <older checkout> [<newer checkout>]
+
+Each checkout re-aggregates the same records in a process of its own (its own package on
+the path); the tables are then compared column by column. Columns that only changed their
+representation (a decision in words against its code, a tie said in words against a
+boolean) are compared through that mapping; columns one side lacks are listed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = """
+import sys
+sys.path.insert(0, sys.argv[1] + "/workflow")
+from offloadbench.analysis.measured import Analysis
+from offloadbench.analysis.sources import Source
+from offloadbench.csvsafe import write_csv
+from offloadbench.layout import TABLES
+from pathlib import Path
+tables = Source("run", Path(sys.argv[2])).tables(Analysis())
+for name in TABLES:
+    write_csv(tables[name], Path(sys.argv[3]) / f"{name}.csv")
+"""
+# decisions.csv's decision in words (before) and as a code with the variant (after)
+DECISION_CODES = {"stay with NumPy": "stay", "cannot tell yet": "unsure", "depends on the state": "depends"}
+
+
+def build(checkout: Path, results: Path, out: Path) -> None:
+    out.mkdir(parents=True)
+    subprocess.run([sys.executable, "-c", BUILD, str(checkout), str(results), str(out)], check=True)
+
+
+def as_code(decision: str) -> str:
+    return "use" if decision.startswith("use ") else DECISION_CODES.get(decision, decision)
+
+
+def normalised(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    if name == "decisions" and "decision" in frame:
+        frame = frame.assign(decision=frame["decision"].astype(str).map(as_code))
+    if "tie" in frame:
+        frame = frame.assign(tie=frame["tie"].map(lambda v: str(v) not in ("", "nan", "False", "false")))
+    return frame
+
+
+def compare(old: Path, new: Path) -> dict:
+    report = {}
+    for path in sorted(old.glob("*.csv")):
+        name = path.stem
+        a = normalised(name, pd.read_csv(path, dtype=str, keep_default_na=False))
+        b = normalised(name, pd.read_csv(new / path.name, dtype=str, keep_default_na=False))
+        shared = [c for c in a.columns if c in b.columns]
+        differing = []
+        if len(a) != len(b):
+            differing.append(f"rows {len(a)} against {len(b)}")
+        else:
+            for column in shared:
+                x, y = a[column].astype(str).to_numpy(), b[column].astype(str).to_numpy()
+                numbers_x, numbers_y = pd.to_numeric(a[column], errors="coerce"), pd.to_numeric(b[column], errors="coerce")
+                if numbers_x.notna().any() and (numbers_x.notna() == numbers_y.notna()).all():
+                    same = np.allclose(numbers_x.fillna(0), numbers_y.fillna(0), rtol=1e-12, atol=0) and \
+                        (x[numbers_x.isna()] == y[numbers_y.isna()]).all()
+                else:
+                    same = (x == y).all()
+                if not same:
+                    differing.append(column)
+        report[name] = {"rows": len(a), "columns compared": len(shared), "differing": differing,
+                        "only before": [c for c in a.columns if c not in b.columns],
+                        "only after": [c for c in b.columns if c not in a.columns]}
+    return report
+
+
+def main(argv: list[str]) -> int:
+    results, older = Path(argv[0]).resolve(), Path(argv[1]).resolve()
+    newer = Path(argv[2]).resolve() if len(argv) > 2 else ROOT
+    with tempfile.TemporaryDirectory() as tmp:
+        build(older, results, Path(tmp) / "old")
+        build(newer, results, Path(tmp) / "new")
+        report = compare(Path(tmp) / "old", Path(tmp) / "new")
+    print(json.dumps(report, indent=1))
+    return 1 if any(entry["differing"] for entry in report.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
