@@ -104,11 +104,14 @@ def payback_text(row) -> str:
     return text
 
 
+QUIETER_NOTE = ("a quieter machine would decide it: other programs disturbed half or more of a cell's processes, "
+                "which more processes here would not change.")
+
+
 def processes_text(row) -> str:
     """"about 9 processes per cell would likely decide it (…, 4 now)", from the spread seen."""
     if flag(row, "needs_quieter_machine"):
-        return ("a quieter machine would decide it: other programs disturbed half or more of a cell's processes, "
-                "which more processes here would not change")
+        return "a quieter machine would decide it"  # the table's legend says why: disturbed processes
     needed = row.get("processes_to_decide")
     if needed == math.inf:
         return "more processes would hardly decide it: the ratio sits on a boundary of the minimum effect"
@@ -434,6 +437,8 @@ def plain_legend(decisions: pd.DataFrame | None = None) -> list[str]:
             "effect δ of a boundary, as close as it will get; a cell: one variant at one n and place, measured in "
             f"fresh processes; 1t: one thread; all: every core{f' ({count} threads here)' if count else ''}.")
     notes = weak_notes(decisions) if decisions is not None else [WEAK_NOTE]
+    if decisions is not None and any(flag(row, "needs_quieter_machine") for _, row in decisions.iterrows()):
+        notes.append(QUIETER_NOTE)
     return [line for part in (text, *notes) for line in _wrap(part, 100)]
 
 
