@@ -6,7 +6,8 @@ value: a refactoring that moves words out of the tables must leave every number 
 Each checkout re-aggregates the same records in a process of its own (its own package on
 the path); the tables are then compared column by column. Columns that only changed their
 representation (a decision in words against its code, a tie said in words against a
-boolean) are compared through that mapping; columns one side lacks are listed.
+boolean, a comparison's states as "<answer>: <details>" against an answer beside its
+details) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -46,7 +47,19 @@ def as_code(decision: str) -> str:
     return "use" if decision.startswith("use ") else DECISION_CODES.get(decision, decision)
 
 
+# a comparison's states in words, "<answer>: <details>" (before), and as a value beside the details (after)
+STATES_ANSWERS = {"depends on the state": "depends", "holds in both states": "holds", "differs in one round": "one_round"}
+
+
+def split_states(text: str) -> tuple[str, str]:
+    answer, _, details = text.partition(": ")
+    return (STATES_ANSWERS[answer], details) if answer in STATES_ANSWERS else ("", text)
+
+
 def normalised(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    if name != "timings" and "states" in frame and "states_answer" not in frame:
+        split = frame["states"].astype(str).map(split_states)
+        frame = frame.assign(states_answer=split.map(lambda pair: pair[0]), states=split.map(lambda pair: pair[1]))
     if name == "decisions" and "decision" in frame:
         frame = frame.assign(decision=frame["decision"].astype(str).map(as_code))
     if "tie" in frame:

@@ -278,19 +278,20 @@ def test_a_tie_at_the_boundary_is_an_answer_that_asks_for_no_more_processes():
 
 def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
     speed, timing = cell("torch", 2048, 1.1, 0.8, 1.5)
-    states = ("depends on the state: 1.35× where numpy-cpu-float32-n2048-t1 ran 32 ms (5 of 8 rounds); "
+    states = ("1.35× where numpy-cpu-float32-n2048-t1 ran 32 ms (5 of 8 rounds); "
               "0.77× where numpy-cpu-float32-n2048-t1 ran 20 ms (3 of 8 rounds)")
-    row = only(decide((speed | {"end_to_end_verdict": "undecided", "states": states}, timing)))
-    assert row["decision"] == DEPENDS and row["states"] == states
+    depends = {"end_to_end_verdict": "undecided", "states_answer": "depends", "states": states}
+    row = only(decide((speed | depends, timing)))
+    assert row["decision"] == DEPENDS and row["states_answer"] == "depends" and row["states"] == states
     text = answer(row, DELTA)
     assert text.startswith("it depends on the state of the process: at n = 2048 torch against NumPy is 1.35× where")
     assert "at n = 2048 two states of a process: 1.35× where" in "\n".join(plain_table(decide(
-        (speed | {"end_to_end_verdict": "undecided", "states": states}, timing)), DELTA))
+        (speed | depends, timing)), DELTA))
     # where both states give the same answer, the verdict stands
-    holds = "holds in both states: 2.1× where …; 1.8× where …"
+    holds = {"states_answer": "holds", "states": "2.1× where …; 1.8× where …"}
     assert only(decide(cell("torch", 2048, 2.0, 1.9, 2.1)))["decision"] == USE
     speed, timing = cell("torch", 2048, 2.0, 1.9, 2.1)
-    assert only(decide((speed | {"states": holds}, timing)))["decision"] == USE
+    assert only(decide((speed | holds, timing)))["decision"] == USE
 
 
 # --- a table that explains itself --------------------------------------------------------------

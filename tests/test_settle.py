@@ -85,14 +85,14 @@ def test_a_cell_in_two_states_reports_both_and_judges_its_comparisons_in_each():
     assert text.startswith("two states: 1.00 ms in 4 of 6 processes (rounds 3, 4, 5, 6), 1.60 ms in 2 (rounds 1, 2)")
     assert "fresh pages per call: 0 in the fast state, 4,096 in the slow" in text
     row = speedups_table(list(cells.values()), "m").iloc[0]
-    assert row["speedup_verdict"] == "undecided" and row["states"].startswith("depends on the state: ")
-    fast, slow = row["states"].removeprefix("depends on the state: ").split("; ")
+    assert row["speedup_verdict"] == "undecided" and row["states_answer"] == "depends"
+    fast, slow = row["states"].split("; ")
     assert slow.startswith("1.3") and slow.endswith("(2 of 6 rounds)") and "numpy-cpu-float32-n256-t1 ran" in slow
     assert fast.startswith("0.8") and fast.endswith("(4 of 6 rounds)")
     # a speedup that holds in both states keeps its verdict
     faster = processes(0.3e-3, n=6, library="torch", seed=5, rounds=6)
     row = speedups_table(list(grouped(base, faster).values()), "m").iloc[0]
-    assert row["speedup_verdict"] == "faster" and row["states"].startswith("holds in both states: ")
+    assert row["speedup_verdict"] == "faster" and row["states_answer"] == "holds"
     plan = plan_round(list(cells.values()), max_processes=8)
     assert not plan.undecided  # more processes would not change that it depends on the state
 
@@ -267,7 +267,7 @@ def test_a_state_seen_in_one_round_only_is_said_but_leaves_the_verdict_to_the_in
     base[0]["samples_s"] = [s * 1.6 for s in base[0]["samples_s"]]  # round 1 only
     torch = processes(1.2e-3, n=8, library="torch", seed=5, rounds=8)
     row = speedups_table(list(grouped(base, torch).values()), "m").iloc[0]
-    assert row["states"].startswith("differs in one round: ") and "depends" not in row["speedup_undecided"]
+    assert row["states_answer"] == "one_round" and "depends" not in row["speedup_undecided"]
 
 
 def test_a_round_the_whole_group_ran_slower_in_is_no_state_of_one_cell():

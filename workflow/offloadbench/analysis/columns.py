@@ -60,6 +60,9 @@ class Column(str):
         return Column, (str(self), self.kind)
 
 
+STATES_ANSWER = ("where a side has two states, whether the {} holds in both: holds, depends (each state two rounds "
+                 "or more) or one_round (one state seen in a single round)")
+
 def text(meaning: str, *, empty: bool = True) -> Column:
     return Column(meaning, Kind(TEXT, empty))
 
@@ -196,7 +199,8 @@ SPEEDUPS = {
     "disturbed": boolean("whether either cell still counts disturbed processes in half or more of its count: its "
                          "verdict waits for a quieter machine"),
     "unstable": text("noise flags of the cell, then of the baseline"),
-    "states": text("where a side has two states: the speedup in each, and whether the verdict holds in both"),
+    "states_answer": text(STATES_ANSWER.format("verdict")),
+    "states": text("where a side has two states: the speedup in each, and what each side ran there"),
     "compile_s": number("compiled cells: the compile phase (s)"),
     "compile_s_ci_low": TIMINGS["compile_s_ci_low"],
     "compile_s_ci_high": TIMINGS["compile_s_ci_high"],
@@ -230,7 +234,8 @@ THREAD_SCALING = {
     "verdict_undecided": text("why the scaling is undecided"),
     "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its one-thread cell"),
-    "states": text("where a side has two states: the scaling in each, and whether the verdict holds in both"),
+    "states_answer": text(STATES_ANSWER.format("verdict")),
+    "states": text("where a side has two states: the scaling in each, and what each side ran there"),
 }
 
 DECISIONS = {
@@ -282,8 +287,9 @@ DECISIONS = {
                 "break, the copies"),
     "tie": boolean("the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across 1 ± δ): "
                    "no number of processes would decide it"),
-    "states": text("where a cell behind the stated speedup has two states: the speedup in each, and whether the "
-                   "decision holds in both"),
+    "states_answer": text(STATES_ANSWER.format("decision")),
+    "states": text("where a cell behind the stated speedup has two states: the speedup in each, and what each "
+                   "side ran there"),
 }
 
 CONTROLS = {
@@ -299,7 +305,8 @@ CONTROLS = {
     "false_verdict": boolean("whether the verdict is faster or slower: a false one"),
     "shares_cores": boolean("whether either copy shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its twin"),
-    "states": text("where a side has two states: the ratio in each, and whether the verdict holds in both"),
+    "states_answer": text(STATES_ANSWER.format("verdict")),
+    "states": text("where a side has two states: the ratio in each, and what each side ran there"),
     "twin_measure_s": number("wall time the twin's processes spent measuring it (s): what the control cost"),
     "carry_over": number("the cell's and its twin's time in the cycles of their bouts that came right after a "
                          "multi-threaded OpenMP worker (torch, compiled code) ÷ their time in the other cycles: "

@@ -75,7 +75,7 @@ class Option:
     @property
     def depends(self) -> bool:
         """Faster in one state of a cell behind it and not in the other (analysis/pairs.py)."""
-        return text_of(self.row.get("states")).startswith(STATE_DEPENDS)
+        return text_of(self.row.get("states_answer")) == STATE_DEPENDS
 
     def tie(self, judging: Judging) -> bool:
         """Undecided, but a tie at the boundary: about δ from 1, as close as it will get."""
@@ -301,6 +301,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
         "why": why,
         "tie": bool(shown and judging and shown.tie(judging)),
+        "states_answer": text_of(shown.row.get("states_answer")) if shown else "",
         "states": text_of(shown.row.get("states")) if shown else "",
     }
 

@@ -33,7 +33,8 @@ class Comparison:
     ratio: Interval
     verdict: str
     why: str  # why it is undecided ("" when decided)
-    states: str = ""  # where a side has two states: the ratio in each, and whether the answer holds in both
+    states_answer: str = ""  # where a side has two states: HOLDS, DEPENDS or ONE_ROUND
+    states: str = ""  # and the ratio in each state, with what each side ran there
 
     @property
     def name(self) -> str:
@@ -48,7 +49,7 @@ class Comparison:
     @property
     def depends(self) -> bool:
         """The answer differs between a side's two states: more processes would not change that."""
-        return self.states.startswith(DEPENDS)
+        return self.states_answer == DEPENDS
 
     def processes_needed(self) -> float:
         """Processes per cell that would likely decide it (NaN: nothing known of the spread;
@@ -67,7 +68,9 @@ class Comparison:
         return count
 
 
-DEPENDS, HOLDS, ONE_ROUND = "depends on the state", "holds in both states", "differs in one round"
+# whether a comparison's answer holds in both states of a side, as a value (the report words it):
+# holds in both, depends on the state (each state two rounds or more), or differs in one round
+HOLDS, DEPENDS, ONE_ROUND = "holds", "depends", "one_round"
 MIN_STATE_ROUNDS = 2  # a state seen in one round only cannot be told from a passing glitch
 
 
@@ -78,15 +81,15 @@ def point_word(ratio: float, judging: Judging) -> str:
     return SLOWER if ratio <= 1 / (1 + judging.min_effect) else SAME
 
 
-def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> str:
-    """Where a side has two states: the ratio (base over contender) of the rounds in each,
-    and whether its verdict holds in both ("holds in both states: 1.30× where torch …; 1.52×
-    where …") or not ("depends on the state: …", where each state has two rounds or more;
-    "differs in one round: …" where one has a single round, which the interval already
-    holds and the verdict follows); "" where neither side has two."""
+def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> tuple[str, str]:
+    """Where a side has two states: whether its verdict holds in both (HOLDS) or not
+    (DEPENDS, where each state has two rounds or more; ONE_ROUND where one has a single
+    round, which the interval already holds and the verdict follows), and the ratio (base
+    over contender) of the rounds in each ("1.30× where torch …; 1.52× where …"); two
+    empty strings where neither side has two."""
     split = [(mc, mc.states) for mc in (base, contender) if mc.states is not None]
     if not split:
-        return ""
+        return "", ""
     theirs = {r.round: r for r in contender.counted}
     logs: dict[tuple, list[float]] = {}
     for mine in base.counted:
@@ -101,7 +104,7 @@ def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> str:
         if math.isfinite(value) and None not in label:
             logs.setdefault(label, []).append(value)
     if len(logs) < 2:
-        return ""
+        return "", ""
     judging = base.analysis.judging
     parts, words = [], set()
     for label, values in sorted(logs.items()):
@@ -111,9 +114,9 @@ def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> str:
                              for (mc, states), state in zip(split, label, strict=True))
         parts.append(f"{ratio:.3g}× where {where} ({len(values)} of {sum(map(len, logs.values()))} rounds)")
     if len(words) == 1:
-        return f"{HOLDS}: " + "; ".join(parts)
+        return HOLDS, "; ".join(parts)
     few = min(len(values) for values in logs.values()) < MIN_STATE_ROUNDS
-    return f"{ONE_ROUND if few else DEPENDS}: " + "; ".join(parts)
+    return ONE_ROUND if few else DEPENDS, "; ".join(parts)
 
 
 def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str = "compute") -> Comparison:
@@ -121,12 +124,12 @@ def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str 
     processes still disagree after replacing what could be, or half or more of them were
     disturbed, or where the answer differs between a side's two states."""
     ratio = base.ratio(contender, phase)
-    states = by_state(base, contender, phase)
+    answer, states = by_state(base, contender, phase)
     unsettled = next((f"{mc.cell.key}: {mc.unsettled}" for mc in (contender, base) if mc.unsettled), "")
-    if not unsettled and states.startswith(DEPENDS):
-        unsettled = states
+    if not unsettled and answer == DEPENDS:
+        unsettled = f"depends on the state: {states}"
     word, why = contender.analysis.judging.judged(ratio.low, ratio.high, ratio.value, unstable=unsettled)
-    return Comparison(kind, contender, base, phase, ratio, word, why, states)
+    return Comparison(kind, contender, base, phase, ratio, word, why, answer, states)
 
 
 def comparisons(cells: list[MeasuredCell]) -> list[Comparison]:

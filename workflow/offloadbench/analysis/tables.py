@@ -299,6 +299,7 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "shares_cores": mc.shares_cores or base.shares_cores,
         "disturbed": bool(mc.judgement.disturbed or base.judgement.disturbed),
         "unstable": _pair_flags(mc, base),
+        "states_answer": (e2e if e2e.states else speed).states_answer,
         "states": e2e.states or speed.states,
         "compile_s": compiled.get("compile_s", math.nan),
         "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
@@ -344,6 +345,7 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
             "unstable": _pair_flags(original, twin, "twin"),
+            "states_answer": control.states_answer,
             "states": control.states,
             "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
             **_ratio_columns("carry_over", carry_over([original, twin])),
@@ -367,6 +369,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
             "verdict": scaling.verdict, "verdict_undecided": scaling.why,
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
+            "states_answer": scaling.states_answer,
             "states": scaling.states,
         })
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))

@@ -203,7 +203,7 @@ def answer(row, judging: Judging) -> str:
         return (f"stay with NumPy: at n = {size} the best alternative, {alternative}, is {said}, "
                 f"{speedup} {_how(row)}{trip}{_below(row)}{why}.")
     if decision == DEPENDS:
-        states = text_of(row.get("states")).partition(": ")[2]
+        states = text_of(row.get("states"))
         return (f"it depends on the state of the process: at n = {size} {alternative} against NumPy is {states}"
                 f"{_below(row)}{why}.")
     if decision == UNSURE:
@@ -411,7 +411,7 @@ def row_notes(row, judging: Judging) -> list[str]:
         notes.append(f"at n = {size} a tie: {text_of(row.get('compared_variant'))} {tie.replace(';', ',')}; "
                      "more processes would not decide it")
     if str(row["decision"]) == DEPENDS:
-        notes.append(f"at n = {size} two states of a process: {text_of(row.get('states')).partition(': ')[2]}")
+        notes.append(f"at n = {size} two states of a process: {text_of(row.get('states'))}")
     sizes = _open_sizes(row)
     if sizes:
         notes.append(f"{sizes} cannot tell yet: {processes_text(row)}")
