@@ -69,8 +69,13 @@ def normalised(name: str, frame: pd.DataFrame) -> pd.DataFrame:
 
 def compare(old: Path, new: Path) -> dict:
     report = {}
+    for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
+        report[name] = {"only after": "the whole table"}
     for path in sorted(old.glob("*.csv")):
         name = path.stem
+        if not (new / path.name).exists():
+            report[name] = {"only before": "the whole table"}
+            continue
         a = normalised(name, pd.read_csv(path, dtype=str, keep_default_na=False))
         b = normalised(name, pd.read_csv(new / path.name, dtype=str, keep_default_na=False))
         shared = [c for c in a.columns if c in b.columns]
@@ -102,7 +107,7 @@ def main(argv: list[str]) -> int:
         build(newer, results, Path(tmp) / "new")
         report = compare(Path(tmp) / "old", Path(tmp) / "new")
     print(json.dumps(report, indent=1))
-    return 1 if any(entry["differing"] for entry in report.values()) else 0
+    return 1 if any(entry.get("differing") for entry in report.values()) else 0
 
 
 if __name__ == "__main__":

@@ -215,6 +215,26 @@ def test_the_summary_of_a_folder_without_decisions_rebuilds_them_from_its_record
     assert all(len(line) <= 100 for line in lines)
 
 
+def test_the_summary_of_an_older_versions_tables_rebuilds_them_and_refuses_where_it_cannot(tmp_path):
+    """decisions.csv as an earlier version wrote it (the decision in words, no states_answer):
+    rebuilt from the folder's raw records; without them, one line says to aggregate again."""
+    import shutil
+
+    from offloadbench.records import MalformedRecord
+    from offloadbench.report.text.summary import summarize
+
+    folder = tmp_path / "h200"
+    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    old = pd.read_csv(folder / "decisions.csv", dtype=str, keep_default_na=False).drop(columns=["states_answer"])
+    old["decision"] = old["decision"].map({"use": "use torch", "unsure": "cannot tell yet"}).fillna(old["decision"])
+    old.to_csv(folder / "decisions.csv", index=False)
+    matmul_gpu = next(line for line in summarize(folder) if line.startswith("matmul") and " cuda " in line)
+    assert "use torch" in matmul_gpu and "3.81× (3.42–4.25)" in matmul_gpu
+    shutil.rmtree(folder / "raw")
+    with pytest.raises(MalformedRecord, match="lacks the column 'states_answer'; aggregate again"):
+        summarize(folder)
+
+
 def test_the_summary_of_a_bundle_reads_its_records_not_its_tables(tmp_path):
     import shutil
 

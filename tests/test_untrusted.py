@@ -282,6 +282,7 @@ def test_the_method_states_the_processes_the_records_hold(tmp_path):
     assert "each measured cell was measured in one process" in method
     assert "3 independent processes" not in method
     assert "predate recorded thresholds" in method  # measured before the rounds recorded their thresholds
+    assert "beyond 20% and 4 times" in method and "spans more than 2×" in method  # this code's analysis, rebuilt
 
 
 def test_a_corrupt_record_names_the_whole_way_back(tmp_path):

@@ -67,11 +67,17 @@ def rows(schema: dict, config: dict) -> dict[str, list[tuple[str, str, str]]]:
     return tables
 
 
+def choices(node: dict) -> str:
+    """" One of: `a`, `b`." where the schema lists the values a key (or each item of its list) takes."""
+    values = node.get("enum") or (node.get("items") or {}).get("enum")
+    return f" One of: {', '.join(shown(v) for v in values)}." if values else ""
+
+
 def row(key: str, node: dict, configured) -> tuple[str, str, str]:
     default = shown(node.get("default"))
     if configured != node.get("default"):
         default += f" ({shown(configured)} in config.yaml)"
-    return key, default, first_sentence(node.get("description", ""))
+    return key, default, first_sentence(node.get("description", "")) + choices(node)
 
 
 def cell(text: str) -> str:

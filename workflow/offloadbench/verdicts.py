@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
 VERDICTS = (FASTER, SLOWER, SAME, UNDECIDED)
@@ -72,7 +71,7 @@ class Judging:
     confidence: float = 0.95
     # the analysis's thresholds the tables were built with (judging.json's `method`: which
     # processes count, the widest CI that is a result), for the report's words; not policy
-    method: Mapping = field(default_factory=lambda: MappingProxyType({}), compare=False, hash=False)
+    method: tuple[tuple[str, float], ...] = field(default=(), compare=False)  # (name, value) pairs
 
     @classmethod
     def from_config(cls, analysis: dict) -> Judging:
@@ -81,10 +80,10 @@ class Judging:
 
     @classmethod
     def from_json(cls, data: dict) -> Judging:
-        return cls(float(data["min_effect"]), float(data["confidence"]), MappingProxyType(dict(data.get("method") or {})))
+        return cls(float(data["min_effect"]), float(data["confidence"]), tuple(sorted((data.get("method") or {}).items())))
 
-    def with_method(self, method: Mapping) -> Judging:
-        return Judging(self.min_effect, self.confidence, MappingProxyType({**method, "max_ci_span": MAX_CI_SPAN}))
+    def with_method(self, method: Mapping[str, float]) -> Judging:
+        return Judging(self.min_effect, self.confidence, tuple(sorted({**method, "max_ci_span": MAX_CI_SPAN}.items())))
 
     def as_json(self) -> dict:
         return {"min_effect": self.min_effect, "confidence": self.confidence, "method": dict(self.method)}

@@ -31,7 +31,7 @@ from ..records import (
     load_environment,
     write_json_atomic,
 )
-from ..stats import Interval, median_and_ci, stream_for
+from ..stats import MIN_PAIRED, Interval, median_and_ci, stream_for
 from ..units import fmt_time, format_bytes
 from ..verdicts import FASTER, SLOWER, Judging
 from .breakeven import break_even
@@ -464,9 +464,15 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
     }
 
 
+def with_thresholds(judging: Judging) -> Judging:
+    """The policy with the analysis's thresholds this code builds tables with (which
+    processes count, the fewest rounds of a paired ratio, the widest CI that is a result)."""
+    return judging.with_method({**processes_method(), "min_paired_rounds": MIN_PAIRED})
+
+
 def write_judging(judging: Judging, path: str) -> None:
     """judging.json: the policy, and the analysis's thresholds the tables were built with."""
-    write_json_atomic(path, {"kind": "judging", **judging.with_method(processes_method()).as_json()})
+    write_json_atomic(path, {"kind": "judging", **with_thresholds(judging).as_json()})
 
 
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
@@ -498,6 +504,11 @@ REQUIRED_COLUMNS = {
 }
 
 
+class StaleTable(MalformedRecord):
+    """A table that lacks a column its readers need or holds a value of another kind: one
+    written by another version; its raw records can build it again."""
+
+
 def read_table(name: str, path: str) -> pd.DataFrame:
     """Read one CSV table back (a regular file, at most MAX_TABLE_BYTES), keeping its text
     columns (thread labels, reasons) as text, and the cells csvsafe made inert as they were;
@@ -515,14 +526,14 @@ def read_table(name: str, path: str) -> pd.DataFrame:
         raise MalformedRecord(f"{path}: not a readable {name} table ({str(error).splitlines()[0][:200]})") from None
     missing = [c for c in REQUIRED_COLUMNS.get(name, []) if c not in frame.columns]
     if missing and len(frame.columns):
-        raise MalformedRecord(f"{path}: the {name} table lacks the column {missing[0]!r}; aggregate again")
+        raise StaleTable(f"{path}: the {name} table lacks the column {missing[0]!r}; aggregate again")
     misfit = first_misfit(frame, name)
     if misfit:
         column, row, value, kind = misfit
         said = (f"is empty in row {row + 1} (it needs {kind.described()})" if pd.isna(value) else
                 f"holds {one_line(repr(value) if isinstance(value, str) else value, 80)} in row {row + 1}, not "
                 f"{kind.described()}")
-        raise MalformedRecord(f"{path}: the {name} table's column {column!r} {said}; aggregate again")
+        raise StaleTable(f"{path}: the {name} table's column {column!r} {said}; aggregate again")
     return frame
 
 

@@ -15,7 +15,6 @@ import math
 import os
 import re
 from pathlib import Path
-from types import MappingProxyType
 
 from ..bundles import unpacked_from
 from ..cells import Cell
@@ -243,7 +242,7 @@ def load_judging(path: str | os.PathLike) -> Judging:
     if not (isinstance(method, dict) and len(method) <= 50
             and all(isinstance(k, str) and len(k) <= 100 and number(v) and math.isfinite(v) for k, v in method.items())):
         raise MalformedRecord(f"{shown(path)}: malformed judging policy: method must map at most 50 names to numbers")
-    return Judging(float(min_effect), float(confidence), MappingProxyType(method))
+    return Judging(float(min_effect), float(confidence), tuple(sorted(method.items())))
 
 
 def load_environment(path: str | os.PathLike) -> Environment:

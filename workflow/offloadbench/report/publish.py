@@ -11,7 +11,7 @@ from pathlib import Path
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
-from ..analysis.tables import read_tables, write_judging
+from ..analysis.tables import read_tables, with_thresholds, write_judging
 from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
@@ -57,8 +57,8 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     own = source.judging() or Judging.from_config(settings["analysis"])
     rejudged = "" if own == analysis.judging else (
         f"Re-judged here under {analysis.judging.describe()}: its own tables were judged under {own.describe()}.")
-    inputs = Inputs(source.label, source.environment(), tables, settings, analysis.judging, source.rounds(),
-                    source.settle(), rejudged)
+    inputs = Inputs(source.label, source.environment(), tables, settings, with_thresholds(analysis.judging),
+                    source.rounds(), source.settle(), rejudged)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:
         write_csv(tables[name], out / f"{name}.csv")

@@ -1,8 +1,9 @@
 """The report's Method section, worded from the thresholds the run recorded: the measuring
 method's in each round's record (Settings.method, written by the round), the analysis's in
-judging.json (written beside the tables). Nothing here holds a threshold of its own, so the
-text cannot drift from the code that measured; records from before the thresholds were
-recorded show "?" where a number would be."""
+judging.json (written beside the tables), and the config's settings for what the run was
+asked (extra rounds, memory, TF32, the bootstrap). Nothing here holds a threshold of its
+own, so the text cannot drift from the code that measured; records from before the
+thresholds were recorded show "?" where a number would be."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ UNRECORDED = "?"
 def recorded_method(rounds: list[RoundRecord], judging: Judging) -> dict[str, float]:
     """The thresholds the run used: the newest round's that recorded them, and the analysis's."""
     measuring = next((r.method for r in reversed(rounds) if r.method), {})
-    return {**measuring, **judging.method}
+    return {**measuring, **dict(judging.method)}
 
 
 class Numbers:
@@ -73,22 +74,23 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         "cell once, in fresh worker processes (one per library, device, thread count and mode), alone on the machine "
         "(a host-wide lock). Within a round, the cells compared with each other (one op, dtype and size: every "
         "variant, device and thread count, and a self-comparison's twin) are measured in one *bout*: every worker "
-        "first gets ready for its cell (imports, warm-up, compile, inputs, check), then the workers take turns, one "
+        "first gets ready for its cell (imports, inputs, compile, warm-up), then the workers take turns, one "
         "computing at a time, in a fresh random order each cycle in which every cell goes first equally often; after "
         "a multi-threaded worker's turn the bout pauses while its thread pool spins down. A machine whose speed "
         "drifts over seconds so slows both sides of a ratio alike. Every worker reads, around each of its turns, "
-        "how much CPU time other processes used (the machine's busy time minus its own) and how long tasks waited "
-        f"for a CPU; a process that saw others use more than {n.number('disturbed_cores')} cores, or its tasks "
-        f"wait for a CPU more than {n.percent('disturbed_pressure')} of the time, is *disturbed*. A disturbed "
-        "process is left out and replaced by a process of an extra round, and recorded as replaced. A process whose "
+        "how much CPU time other processes used (the machine's busy time minus its own and its bout's other "
+        "workers') and the system's CPU pressure (how long some task waited for a CPU); a process that saw others use "
+        f"more than {n.number('disturbed_cores')} cores, or a pressure above {n.percent('disturbed_pressure')}, is "
+        "*disturbed*. A disturbed process is left out and replaced by a process of an extra round where the cap "
+        "allows (recorded as replaced), and kept and flagged where too few would remain. A process whose "
         f"median lies far from the cell's others (beyond {n.percent('outlier_min_rel')} and "
         f"{n.number('outlier_sigmas')} times the spread its worker's cells typically show) is left out only where its "
         "own record shows why (its samples drifted or split in two, or its CPU clock moved), and only a minority "
-        "unreplaced, the cell keeping three quarters of its planned processes and at least "
-        f"{n.number('min_kept_processes')}; one that is only fast or slow is kept, and where the kept processes fall into two groups far apart, the cell has two states, "
-        "each reported. Extra rounds also run the bouts of every comparison still undecided, up to "
-        f"{m['max_processes']} processes per cell and {fmt_percent(m['extra_time_fraction'])} of the planned rounds' "
-        "time. Thread counts are set before NumPy and PyTorch load and read back afterwards. "
+        f"unreplaced, the cell keeping at least {n.number('min_kept_processes')}; one that is only fast or slow is "
+        "kept, and where the kept processes fall into two groups far apart, the cell has two states, "
+        "each reported. Extra rounds also run the bouts of the undecided comparisons that more processes would "
+        f"likely decide within {m['max_processes']} processes per cell, likeliest first (never a tie or an answer that "
+        f"depends on a state), within {fmt_percent(m['extra_time_fraction'])} of the planned rounds' time. Thread counts are set before NumPy and PyTorch load and read back afterwards. "
         "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
         "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
         f"A region first runs blocks of calls until one is within ±{n.percent('warmup_rel_tol')} of the best block "
@@ -97,12 +99,14 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         f"{n.seconds('warmup_growing_budget_s')} while the heap still grows), then repeats calls within a sample "
         f"until a sample lasts at least {n.ms('min_sample_s')} and the timer's own cost is below "
         f"{n.percent('max_overhead_frac')}. A turn samples each region of its cell for at least {n.ms('turn_s')}, "
-        f"after about {n.ms('preroll_s')} of untimed calls that bring back the steady state the other workers' turns "
-        f"disturbed; a bout runs at least {n.number('min_cycles')} cycles, and from {n.number('min_samples')} on "
-        "until the ratio of every pair it "
-        f"compares (end to end, the copies counted on a GPU) is known within ±{n.percent('target_rel_ci')} (the "
-        f"{n.percent('bout_stop_confidence')} CI of its median over the cycles), or its cells' "
-        f"{n.seconds('budget_s')} per region are spent; every sample is kept in `raw/` with its cycle and the fresh "
+        f"after about {n.ms('preroll_s')} of untimed calls (none for calls of {n.ms('preroll_up_to_s')} or more) "
+        "that bring back the steady state the other workers' turns disturbed. A bout runs at least "
+        f"{n.number('min_cycles')} cycles; in the first two rounds it goes on, from {n.number('min_samples')} cycles, "
+        "until the ratio of every pair it compares (end to end, the copies counted on a GPU) is known within "
+        f"±{n.percent('target_rel_ci')} (the {n.percent('bout_stop_confidence')} CI of its median over the cycles) "
+        f"and every cell compared with none has met that target, or until its cells' {n.seconds('budget_s')} per "
+        "region are spent; from the third round it stops, unless precise before, at the cycles planned from the "
+        "variances its earlier rounds showed (Kalibera & Jones); `measure.max_samples` caps the cycles; every sample is kept in `raw/` with its cycle and the fresh "
         "pages its calls mapped. Cells are flagged unstable when the CI target is not met, the samples have two "
         f"modes (a split explaining {n.percent('bimodal_explained_variance')} of their log variance or more), the "
         "second half drifts from the first, a readable CPU/GPU clock moved by more than "
@@ -118,8 +122,8 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         "processes are resampled, then samples within each. Where the processes disagree more than their own noise "
         "explains, that spread sets the interval, with Student's t on the processes' degrees of freedom; otherwise "
         "the noise within each process does. A cell measured in one process has a CI of its within-process noise "
-        "only, and the tables say so (`ci_scope`). A ratio of two cells that took turns in a bout in three rounds or "
-        "more is *paired in time*: per round, the median over the bout's cycles of the log of their times' ratio, "
+        "only, and the tables say so (`ci_scope`). A ratio of two cells that took turns in a bout in "
+        f"{n.number('min_paired_rounds')} rounds or more is *paired in time*: per round, the median over the bout's cycles of the log of their times' ratio, "
         "then a t-interval on the rounds' medians with rounds − 1 degrees of freedom, so what a moment shares "
         "cancels and what a process does not (its memory, its pages) stays in the interval; the tables say which "
         "ratios were paired (`pairing`). "

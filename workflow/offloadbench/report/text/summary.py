@@ -21,7 +21,7 @@ import pandas as pd
 from ...analysis.columns import has_text
 from ...analysis.measured import Analysis
 from ...analysis.sources import Source
-from ...analysis.tables import read_table, read_tables
+from ...analysis.tables import StaleTable, read_table, read_tables
 from ...bundles import BUNDLE_SUFFIX, source_label, unpack
 from ...cells import Cell
 from ...errors import UserError, one_line, shown
@@ -39,15 +39,19 @@ USAGE = "usage: python -m offloadbench.report.text.summary [results/<machine> | 
 def answer_tables(folder: Path, label: str, rebuild: bool = False) -> tuple[dict[str, pd.DataFrame], Judging]:
     """A results folder's decisions and self-comparisons, with the policy they were judged
     with: its CSV tables and judging.json, or rebuilt from its raw records under the default
-    policy where it has no tables (results of an older version) or where `rebuild` says to
+    policy where it has no tables or tables of an older version, or where `rebuild` says to
     (a bundle, whose tables are only what someone else wrote; its records are checked one
     by one)."""
     names = ("decisions", "controls")
     source = Source(label, folder)
     if (folder / "decisions.csv").is_file() and not rebuild:
-        tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
-                  else pd.DataFrame() for name in names}
-        return tables, source.judging() or Judging()
+        try:
+            tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
+                      else pd.DataFrame() for name in names}
+            return tables, source.judging() or Judging()
+        except StaleTable:
+            if not source.raw.is_dir():
+                raise
     analysis = Analysis()
     tables = source.tables(analysis)
     return {name: tables[name] for name in names}, analysis.judging
