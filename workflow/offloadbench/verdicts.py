@@ -42,6 +42,11 @@ MAX_CI_SPAN = 2.0  # a ratio whose CI spans more than this factor is never a hea
 TIE = "tie at the boundary"  # how the reason of an undecided ratio that is a tie begins
 
 
+def method() -> dict[str, float]:
+    """The widest CI that is a result, as a number (judging.json's `method`, with the analysis's)."""
+    return {"max_ci_span": MAX_CI_SPAN}
+
+
 def _finite_positive(*values: float) -> bool:
     return all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values)
 
@@ -83,7 +88,7 @@ class Judging:
         return cls(float(data["min_effect"]), float(data["confidence"]), tuple(sorted((data.get("method") or {}).items())))
 
     def with_method(self, method: Mapping[str, float]) -> Judging:
-        return Judging(self.min_effect, self.confidence, tuple(sorted({**method, "max_ci_span": MAX_CI_SPAN}.items())))
+        return Judging(self.min_effect, self.confidence, tuple(sorted(method.items())))
 
     def as_json(self) -> dict:
         return {"min_effect": self.min_effect, "confidence": self.confidence, "method": dict(self.method)}

@@ -34,6 +34,7 @@ from ..records import (
 from ..stats import MIN_PAIRED, Interval, median_and_ci, stream_for
 from ..units import fmt_time, format_bytes
 from ..verdicts import FASTER, SLOWER, Judging
+from ..verdicts import method as verdicts_method
 from .breakeven import break_even
 from .columns import (
     CONTROLS,
@@ -467,7 +468,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
 def with_thresholds(judging: Judging) -> Judging:
     """The policy with the analysis's thresholds this code builds tables with (which
     processes count, the fewest rounds of a paired ratio, the widest CI that is a result)."""
-    return judging.with_method({**processes_method(), "min_paired_rounds": MIN_PAIRED})
+    return judging.with_method({**processes_method(), **verdicts_method(), "min_paired_rounds": MIN_PAIRED})
 
 
 def write_judging(judging: Judging, path: str) -> None:

@@ -7,7 +7,7 @@ thresholds were recorded show "?" where a number would be."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 
@@ -31,29 +31,24 @@ class Numbers:
     def __init__(self, method: Mapping[str, float]):
         self.method = method
 
-    def _value(self, key: str) -> float | None:
+    def _said(self, key: str, words: Callable[[float], str]) -> str:
         value = self.method.get(key)
-        return float(value) if finite(value) else None
+        return words(float(value)) if finite(value) else UNRECORDED
 
     def percent(self, key: str) -> str:
-        value = self._value(key)
-        return UNRECORDED if value is None else fmt_percent(value)
+        return self._said(key, fmt_percent)
 
     def number(self, key: str) -> str:
-        value = self._value(key)
-        return UNRECORDED if value is None else f"{value:g}"
+        return self._said(key, lambda v: f"{v:g}")
 
     def ms(self, key: str) -> str:
-        value = self._value(key)
-        return UNRECORDED if value is None else f"{value * 1e3:g} ms"
+        return self._said(key, lambda v: f"{v * 1e3:g} ms")
 
     def seconds(self, key: str) -> str:
-        value = self._value(key)
-        return UNRECORDED if value is None else f"{value:g} s"
+        return self._said(key, lambda v: f"{v:g} s")
 
     def size(self, key: str) -> str:
-        value = self._value(key)
-        return UNRECORDED if value is None else format_bytes(value)
+        return self._said(key, format_bytes)
 
 
 def method_section(settings: dict, held: str, method: Mapping[str, float], judging: Judging,
@@ -66,9 +61,9 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         "as when an application allocates its buffers pinned. "
         if m["pinned_memory"] else "pageable. "
     )
+    # the measuring thresholds every round has recorded since they were (the analysis's are this code's)
     unrecorded = (" The records of this run predate recorded thresholds: "
-                  f"each number they do not hold shows as {UNRECORDED}." if UNRECORDED in "".join(
-                      [n.percent(k) for k in ("warmup_rel_tol", "disturbed_cores", "outlier_min_rel")]) else "")
+                  f"each number they do not hold shows as {UNRECORDED}." if "warmup_rel_tol" not in method else "")
     measuring = (
         f"As the records show, {held}. The run goes in rounds, and every round measures every "
         "cell once, in fresh worker processes (one per library, device, thread count and mode), alone on the machine "
