@@ -104,11 +104,25 @@ def test_a_process_that_failed_is_named_among_the_flags():
     assert "1 of 3 processes failed (timeout: exceeded the cell time limit)" in row.unstable
 
 
-def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_processes_saw_it():
+def typed(kind, region, size, text):
+    return {"kind": kind, "region": region, "size": size, "text": text}
+
+
+FLAGS_AS_WORDS = [  # as records before version 4 kept them
+    ["drift: second half 12.0% slower than the first", "end_to_end: drift: second half 9.0% faster than the first"],
+    ["drift: second half 49.9% faster than the first", "CI not reached (±3.1% > ±2.0%, stopped on budget)"],
+    ["bimodal samples (two modes 50% apart, 30/50 in the faster)"]]
+FLAGS_TYPED = [  # the sizes alone pick the strongest: the words are not read
+    [typed("drift", "compute", 0.12, "drift: second half 12.0% slower than the first"),
+     typed("drift", "end_to_end", 0.09, "end_to_end: drift: second half 9.0% faster than the first")],
+    [typed("drift", "compute", 0.499, "drift: second half 49.9% faster than the first"),
+     typed("not_converged", "compute", 0.031, "CI not reached (±3.1% > ±2.0%, stopped on budget)")],
+    [typed("bimodal", "compute", 0.5, "bimodal samples (two modes 50% apart, 30/50 in the faster)")]]
+
+
+@pytest.mark.parametrize("flags", [FLAGS_AS_WORDS, FLAGS_TYPED], ids=["words", "typed"])
+def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_processes_saw_it(flags):
     records = make_processes(3, seed=9, median=1e-3)
-    flags = [["drift: second half 12.0% slower than the first", "end_to_end: drift: second half 9.0% faster than the first"],
-             ["drift: second half 49.9% faster than the first", "CI not reached (±3.1% > ±2.0%, stopped on budget)"],
-             ["bimodal samples (two modes 50% apart, 30/50 in the faster)"]]
     for record, seen in zip(records, flags):
         record["diagnostics"] = {"unstable": True, "flags": seen}
     (cell,) = group_typed(records, FAST)

@@ -186,7 +186,7 @@ def test_fuzzed_cell_records_load_or_fail_in_one_line(data):
                 assert 0 < ci.low <= ci.value <= ci.high and math.isfinite(ci.high), ci
             else:
                 assert mc.reason == mc.records[0].reason and isinstance(mc.reason, str)
-            recorded = {flag for r in mc.records for flag in r.flags}
+            recorded = {flag.text for r in mc.records for flag in r.flags}
             assert all(f in recorded for f in mc.flags if not f.startswith("processes disagree")), mc.flags
         timings = timings_table(cells, "m")
         assert len(timings) == len(cells)

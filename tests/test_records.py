@@ -6,6 +6,7 @@ from offloadbench.analysis.measured import load_cells
 from offloadbench.cells import Cell
 from offloadbench.records import (
     ROOFS_SCHEMA,
+    SCHEMA_VERSION,
     TRANSFER_SCHEMA,
     Environment,
     MalformedRecord,
@@ -123,7 +124,7 @@ def test_the_builder_refuses_a_record_that_breaks_the_schema():
     good = {"status": "ok", "reason": "", "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:01+00:00",
             "provenance": {"hostname": "h", "cpu_model": "c"}, "settings": {}, "measured": {"samples_s": [1e-3]}}
     record = cell_record(cell, "m", {"round": 1, "processes": 1}, **good)
-    assert record["schema_version"] == 3 and record["cell"]["size"] == 64
+    assert record["schema_version"] == SCHEMA_VERSION and record["cell"]["size"] == 64
     with pytest.raises(ValueError, match="breaks the record schema"):
         cell_record(cell, "m", {"round": 0, "processes": 1}, **good)
     with pytest.raises(ValueError, match=r"at samples_s: \[\] should be non-empty"):

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import FINGERPRINT, group_typed, make_processes, make_record, typed
 from offloadbench.analysis.measured import Analysis
@@ -18,6 +19,9 @@ from offloadbench.analysis.settle import plan_round
 from offloadbench.analysis.tables import speedups_table
 from offloadbench.cells import Cell
 from offloadbench.jobs import settle as settle_job
+from offloadbench.records import SettleRecord
+from offloadbench.records.types import WouldDecide
+from offloadbench.report.text.conditions import settle_lines
 
 FAST = Analysis(resamples=300)
 NUMPY = Cell("matmul", "numpy", "cpu", "float32", 256, "1")
@@ -160,7 +164,21 @@ def test_a_comparison_more_processes_cannot_decide_within_the_cap_is_not_measure
                         processes(0.99e-3, library="torch", seed=2, process_spread=0.06)).values())
     plan = plan_round(tied, max_processes=6)
     assert plan.cells == {} and list(plan.cannot_decide) == [f"speedup of {TORCH.key}"]
-    assert "processes per cell would" in plan.cannot_decide[f"speedup of {TORCH.key}"]
+    would = plan.cannot_decide[f"speedup of {TORCH.key}"]
+    assert would["processes"] > 6 and would["shares_cores"] is False
+
+
+@pytest.mark.parametrize("advice", [
+    {"a": {"processes": 40, "shares_cores": True}, "b": {"processes": None, "shares_cores": False}},
+    {"a": "about 40 processes per cell would; its cells use every core, shared with the orchestrator, so fewer "
+          "threads than cores (or a machine with more) would measure them alone",
+     "b": "no number of processes would"}], ids=["typed", "words"])
+def test_the_report_words_what_would_decide_from_the_settle_records_values(advice):
+    settle = SettleRecord.from_json({"planned_rounds": 3, "max_processes": 6, "cannot_decide": advice})
+    assert settle.cannot_decide == {"a": WouldDecide(40, True), "b": WouldDecide(None, False)}
+    (line,) = [line for line in settle_lines(settle, pd.DataFrame(columns=["replaced"])) if "cannot be decided" in line]
+    assert "a: about 40 processes per cell would (a); b: no number of processes would." in line
+    assert line.count("fewer threads than cores") == 1
 
 
 def test_the_likeliest_decisions_go_first_when_the_budget_buys_only_some():

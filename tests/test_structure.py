@@ -175,3 +175,75 @@ def test_the_record_key_check_finds_a_dict_read(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("def f(record):\n    return record.get('samples_s', {}), record['warmup']\n")
     assert record_key_reads(sample) == ["2: samples_s", "2: warmup"]
+
+
+# Tables and records hold values: the analysis and the report read their fields, and never
+# take words apart, theirs or another stage's. A string method or regex that could split or
+# match text is allowed only where it works on text the code itself formats, or makes data
+# inert; each such place is named here with why, so a new parse fails this test.
+TEXT_TOOLS = {"startswith", "endswith", "partition", "rpartition", "split", "rsplit", "removeprefix", "removesuffix"}
+OWN_TEXT = {
+    "analysis/tables.py speedups_table": "picks column names from a declared list",
+    "report/captions.py size_label": "the catalogue's own words for n",
+    "report/escape.py <module>": "makes data inert: rewrites text, reads no value from it",
+    "report/escape.py md_text": "makes data inert",
+    "report/escape.py literal": "makes data inert",
+    "report/escape.py tex_comment": "makes data inert",
+    "report/figures/compare_figures.py _legend": "measures the lines of its own labels",
+    "report/figures/style.py wrap": "wraps its own labels",
+    "report/figures/style.py Page.add_legend": "wraps its own labels",
+    "report/figures/style.py panel_title": "wraps its own titles",
+    "report/format.py fmt_ci": "counts the decimals of the number it has just formatted",
+    "report/page.py slug": "anchors of the report's own headings",
+    "report/page.py unescaped": "the report's own headings",
+    "report/page.py markdown_headings": "the report's own headings",
+    "report/page.py _print_size": "reads a PNG's header from the page it builds",
+    "report/text/decisions.py by_size": "decisions.csv's by_size list (the one list still kept as text)",
+    "report/text/gpu_check.py judge": "CUDA's own error text, which no code of ours writes",
+    "report/text/latex_macros.py camel_words": "names of its own macros",
+    "report/text/latex_macros.py Macros.__post_init__": "checks its own macro prefix",
+    "report/text/latex_macros.py Macros.add": "checks its own macro names",
+    "report/text/latex_macros.py _check_disjoint": "names of its own macros",
+    "report/text/latex_tables.py <module>": "labels and alignment of its own cells",
+    "report/text/latex_tables.py slug": "labels of its own tables",
+    "report/text/markdown.py build_markdown": "the layout's figure names",
+    "report/text/markdown.py figure_lines": "alt text from its own caption",
+    "report/text/summary.py summarize": "a file name's suffix",
+}
+
+
+def text_parsing(path: Path, root: Path = PACKAGE) -> set[str]:
+    """"<module> <function>" of every call that could take text apart: a string method of
+    TEXT_TOOLS, `re.*`, or a pandas `.str` accessor."""
+    found = set()
+
+    def visit(node, where):
+        for child in ast.iter_child_nodes(node):
+            name = where
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = child.name if where == "<module>" else f"{where}.{child.name}"
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+                func = child.func
+                if func.attr in TEXT_TOOLS or (isinstance(func.value, ast.Name) and func.value.id == "re") or \
+                        (isinstance(func.value, ast.Attribute) and func.value.attr == "str"):
+                    found.add(f"{path.relative_to(root)} {name}")
+            visit(child, name)
+
+    visit(ast.parse(path.read_text()), "<module>")
+    return found
+
+
+def test_the_analysis_and_report_parse_no_text_from_tables_or_records():
+    found = set().union(*(text_parsing(p) for stage in ("analysis", "report") for p in (PACKAGE / stage).rglob("*.py")))
+    assert not found - set(OWN_TEXT), f"text taken apart outside the named places: {sorted(found - set(OWN_TEXT))}"
+    assert not set(OWN_TEXT) - found, f"named places that no longer parse (drop them): {sorted(set(OWN_TEXT) - found)}"
+
+
+def test_the_text_parsing_check_finds_a_flag_taken_apart(tmp_path):
+    sample = tmp_path / "sample.py"
+    for line in ("row['unstable'].startswith('drift')", "re.search('x', row.why)", "row.str.lower()",
+                 "row.why.partition('; ')"):
+        sample.write_text(f"import re\ndef f(row):\n    return {line}\n")
+        assert text_parsing(sample, tmp_path) == {"sample.py f"}, line
+    sample.write_text("def f(row):\n    return row.kind == 'drift'\n")
+    assert text_parsing(sample, tmp_path) == set()

@@ -124,7 +124,8 @@ def test_noisy_stream_hits_the_budget_and_is_flagged():
     assert outcome.stop_reason == "budget"
     assert not m.converged
     flags = flags_for_samples(m.samples_s, outcome.stop_reason, m.rel_ci, rule.target_rel_ci)
-    assert any(f.startswith("CI not reached") for f in flags)
+    (flag,) = [f for f in flags if f.kind == "not_converged"]
+    assert flag.region == "compute" and flag.size == m.rel_ci > rule.target_rel_ci
 
 
 def test_bimodal_stream_is_flagged():
@@ -133,13 +134,16 @@ def test_bimodal_stream_is_flagged():
     rule = StopRule(target_rel_ci=0.02, min_samples=40, budget_s=100)
     outcome, (m,) = sample(ScriptedRegion(values), rule=rule, now=FakeClock(0.001))
     flags = flags_for_samples(m.samples_s, outcome.stop_reason, m.rel_ci, rule.target_rel_ci)
-    assert any(f.startswith("bimodal") for f in flags)
+    (flag,) = [f for f in flags if f.kind == "bimodal"]
+    assert flag.size == pytest.approx(0.4, abs=0.03)  # the modes lie 40% apart
 
 
 def test_drifting_stream_is_flagged():
     values = [1e-3] * 30 + [1.2e-3] * 30
-    flags = flags_for_samples(values, "ci", 0.01, 0.02)
-    assert any(f.startswith("drift") for f in flags)
+    flags = flags_for_samples(values, "ci", 0.01, 0.02, region="end_to_end")
+    (flag,) = [f for f in flags if f.kind == "drift"]
+    assert (flag.region, round(flag.size, 3)) == ("end_to_end", 0.2)
+    assert flag.text.startswith("end_to_end: drift: second half 20.0% slower")
 
 
 def test_unimodal_noise_is_not_flagged():

@@ -76,8 +76,7 @@ DECIDING_FIELDS = {
     "CPU vendor, family, model, stepping": _cpu_identity,
     "CPU vector extensions": lambda e: ", ".join(e.cpu_identity.get("vector_extensions") or ()) or None,
     "NumPy's SIMD targets": lambda e: ", ".join(e.numpy_targets) or None,
-    "NumPy's float32 loops": lambda e: ", ".join(f"{k.split()[0]} {v}" for k, v in e.numpy_loops.items()
-                                                  if k.endswith("float32")) or None,
+    "NumPy's float32 loops": lambda e: ", ".join(f"{k} {v}" for k, v in e.numpy_loops_of("float32").items()) or None,
     "torch's CPU capability": lambda e: e.torch_cpu_capability,
     "Inductor's vector instructions": lambda e: e.vec_isa,
     "GPU (CUDA index, PCI address, NVML index)": lambda e: "; ".join(

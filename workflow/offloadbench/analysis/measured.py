@@ -18,7 +18,6 @@ cell and phase, whatever number of tables use them), and its ratio to another ce
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +31,7 @@ from ..errors import shown
 from ..kernels import read_kernel_files
 from ..machine import mismatch
 from ..records import FAILED, CellRecord, Environment, MalformedRecord, check_record_path, load_record
-from ..records.types import Turn
+from ..records.types import Flag
 from ..stats import (
     MIN_PAIRED,
     NO_INTERVAL,
@@ -67,21 +66,6 @@ class Analysis:
     @classmethod
     def from_config(cls, section: dict) -> Analysis:
         return cls(int(section["bootstrap_resamples"]), int(section["random_state"]), Judging.from_config(section))
-
-
-def is_precision_note(flag: str) -> bool:
-    return "CI not reached" in flag
-
-
-def _flag_kind(flag: str) -> str:
-    """The words before a flag's first number: "end_to_end: drift: second half", "bimodal samples"."""
-    return re.split(r"\s[\d(+±-]", flag, maxsplit=1)[0].rstrip(" :")
-
-
-def _flag_size(flag: str) -> float:
-    """A flag's first percentage, its strength: the drift, the gap between modes, the CI reached."""
-    found = re.search(r"(\d+(?:\.\d+)?)%", flag)
-    return float(found.group(1)) if found else 0.0
 
 
 def cycle_values(record: CellRecord, phase: str) -> dict[int, float]:
@@ -325,21 +309,23 @@ class MeasuredCell:
                 medians.append(float(np.median(faults)))
         return float(np.median(medians)) if medians else math.nan
 
-    def _diagnostics(self) -> list[str]:
-        """Each kind of flag once: its strongest case, and in how many processes it was seen."""
-        by_kind: dict[str, list[str]] = {}
+    def _diagnostics(self, precision: bool) -> list[str]:
+        """Each kind of flag once per region: its strongest case, and in how many processes
+        it was seen (`precision`: only the CI not reached, else all but it)."""
+        by_kind: dict[tuple[str, str], list[Flag]] = {}
         for record in self.counted:
             for flag in record.flags:
-                by_kind.setdefault(_flag_kind(flag), []).append(flag)
+                if (flag.kind == "not_converged") == precision:
+                    by_kind.setdefault((flag.region, flag.kind), []).append(flag)
         n = len(self.counted)
-        return [max(seen, key=_flag_size) + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
+        return [max(seen, key=lambda f: f.size).text + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
                 for seen in by_kind.values()]
 
     @property
     def flags(self) -> list[str]:
         """What makes the cell's numbers untrustworthy as they stand: two modes, drift, a
         clock that moved, a process that failed (each once over the processes)."""
-        seen = [f for f in self._diagnostics() if not is_precision_note(f)]
+        seen = self._diagnostics(precision=False)
         if self.disagree:
             seen.append(f"processes disagree: {self.disagree}")
         failed = [r for r in self.records if r.status in FAILED]
@@ -351,7 +337,7 @@ class MeasuredCell:
     def precision_notes(self) -> list[str]:
         """Regions whose median within a process did not reach the CI target in its budget:
         the cell's CI is wider for it, which is honest, so it is a note, not a flag."""
-        return [f for f in self._diagnostics() if is_precision_note(f)]
+        return self._diagnostics(precision=True)
 
     @property
     def shares_cores(self) -> bool:
@@ -364,13 +350,6 @@ class MeasuredCell:
         return max((r.disturbance.others_cores or 0.0 for r in self.ok), default=0.0)
 
 
-def after_openmp_pool(turn: Turn) -> bool:
-    """A turn right after a worker whose OpenMP pool ran several threads (torch, or code
-    torch.compile made): the pool most likely still spinning."""
-    after = turn.after or ""
-    return (after.startswith("torch-") or "-compiled" in after) and (turn.after_threads or 0) > 1
-
-
 def carry_over(cells: list[MeasuredCell], phase: str = "compute") -> Interval:
     """How much slower the cells' turns ran right after a multi-threaded OpenMP worker's turn
     than after any other: per process, the median log time of such cycles minus that of
@@ -381,8 +360,8 @@ def carry_over(cells: list[MeasuredCell], phase: str = "compute") -> Interval:
         for record in mc.counted:
             values = cycle_values(record, phase)
             places = {turn.cycle: turn for turn in record.turns}
-            hit = [v for c, v in values.items() if c in places and after_openmp_pool(places[c])]
-            rest = [v for c, v in values.items() if c in places and not after_openmp_pool(places[c])]
+            hit = [v for c, v in values.items() if c in places and places[c].after_openmp_pool]
+            rest = [v for c, v in values.items() if c in places and not places[c].after_openmp_pool]
             if hit and rest:
                 per_process.append(float(np.median(hit) - np.median(rest)))
     if len(per_process) < 2:

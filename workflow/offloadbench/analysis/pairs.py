@@ -59,13 +59,13 @@ class Comparison:
         r = self.ratio
         return processes_to_decide(r.low, r.high, r.value, r.processes, self.cell.analysis.judging, MAX_CI_SPAN)
 
-    def what_would_decide(self, needed: float) -> str:
-        """Advice for a comparison more processes cannot decide within the cap."""
-        count = "no number of processes would" if math.isinf(needed) else f"about {int(needed)} processes per cell would"
-        if self.cell.shares_cores or self.other.shares_cores:
-            return (f"{count}; its cells use every core, shared with the orchestrator, so fewer threads than cores "
-                    "(or a machine with more) would measure them alone")
-        return count
+    def what_would_decide(self, needed: float) -> dict:
+        """What would decide a comparison more processes cannot decide within the cap, as
+        values (the report words them): the processes per cell (None: no number would), and
+        whether its cells share every core with the orchestrator (then fewer threads than
+        cores, or a machine with more, would measure them alone)."""
+        return {"processes": None if math.isinf(needed) else int(needed),
+                "shares_cores": self.cell.shares_cores or self.other.shares_cores}
 
 
 # whether a comparison's answer holds in both states of a side, as a value (the report words it):
@@ -110,7 +110,7 @@ def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> tuple[s
     for label, values in sorted(logs.items()):
         ratio = math.exp(float(np.mean(values)))
         words.add(point_word(ratio, judging))
-        where = " and ".join(f"{mc.cell.key.split('/', 1)[1]} ran {fmt_time(states.fast_s if state == 'fast' else states.slow_s)}"
+        where = " and ".join(f"{mc.cell.stem} ran {fmt_time(states.fast_s if state == 'fast' else states.slow_s)}"
                              for (mc, states), state in zip(split, label, strict=True))
         parts.append(f"{ratio:.3g}× where {where} ({len(values)} of {sum(map(len, logs.values()))} rounds)")
     if len(words) == 1:

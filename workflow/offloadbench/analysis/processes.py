@@ -110,14 +110,10 @@ def disturbed_share(records: list[CellRecord], counted: list[int]) -> str:
             "cores while they sampled)")
 
 
-# What a process's own record may show that makes its distance from the others a fault of
-# its own, not a state of the function: the diagnostics' flags of its compute samples.
-OWN_FAULTS = ("drift", "bimodal samples", "CPU clock changed", "GPU clock changed")
-
-
 def own_fault(record: CellRecord) -> str:
-    """The first flag of the process's own compute samples that explains a distance ("")."""
-    return next((flag for flag in record.flags if flag.startswith(OWN_FAULTS)), "")
+    """The first flag of the process's own compute samples that explains its distance from
+    the others, a fault of its own, not a state of the function (records.OWN_FAULT_KINDS; "")."""
+    return next((flag.text for flag in record.flags if flag.own_fault), "")
 
 
 def split_states(log_medians: dict[int, float], limit: float) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -146,10 +142,12 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
     why = {i: record.disturbance.describe() for i, record in enumerate(records) if record.disturbance.disturbed}
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
     limit = threshold(typical_spread)
+    outlying = []
     for i, factor in _outliers(clean, limit).items():
         fault = own_fault(records[i])
         if fault:  # far for a reason of its own; far alone is a state
             why[i] = f"its median lies {factor:.2f}× from the other processes' ({fault})"
+            outlying.append(why[i])
     kept = [i for i in range(len(records)) if i not in why]
     reasons = tuple(sorted(why.items()))
     replaced = bool(why) and len(kept) >= enough(planned)
@@ -162,7 +160,6 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
     states = split_states({i: log_medians[i] for i in counted}, limit)
     if replaced:
         return Judgement(tuple(counted), reasons, (), disagree, disturbed_share(records, counted), states)
-    outlying = [text for _, text in reasons if text.startswith("its median")]
     if outlying and not disagree:
         disagree = f"{len(outlying)} of {len(records)} processes disagree ({outlying[0]})"
     return Judgement(tuple(counted), (), reasons, disagree, disturbed_share(records, counted),

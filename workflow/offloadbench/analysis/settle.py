@@ -34,13 +34,14 @@ class Plan:
     replacing: dict[str, str] = field(default_factory=dict)  # cell key → the process it replaces
     undecided: list[str] = field(default_factory=list)  # comparisons given another round, likeliest first
     capped: list[str] = field(default_factory=list)  # what needs more but is at max_processes
-    cannot_decide: dict[str, str] = field(default_factory=dict)  # comparison → what would decide it
+    cannot_decide: dict[str, dict] = field(default_factory=dict)  # comparison → what would decide it
     sides: dict[str, tuple[Cell, Cell]] = field(default_factory=dict)  # an undecided comparison's two cells
+    for_undecided: set[Cell] = field(default_factory=set)  # cells measured only for undecided comparisons
 
     def within(self, fits) -> Plan:
         """The plan cut to what `fits` (a cell set -> bool) allows: its replacements (with the
         cells they are compared with) whole, then undecided comparisons likeliest first."""
-        replacing = {c: why for c, why in self.cells.items() if not why.endswith(" undecided")}
+        replacing = {c: why for c, why in self.cells.items() if c not in self.for_undecided}
         kept = Plan(dict(replacing), dict(self.replacing), [], list(self.capped), dict(self.cannot_decide), {})
         if replacing and not fits(set(replacing)):
             return Plan(capped=list(self.capped), cannot_decide=dict(self.cannot_decide))
@@ -52,6 +53,7 @@ class Plan:
                     kept.cells.setdefault(cell, self.cells.get(cell, "undecided"))
                 kept.undecided.append(name)
                 kept.sides[name] = (a, b)
+        kept.for_undecided = set(kept.cells) & self.for_undecided
         return kept
 
 
@@ -90,8 +92,10 @@ def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
         else:
             ranked.append((needed if math.isfinite(needed) else 0.0, comparison.name, a, b, comparison.kind))
     for _, name, a, b, kind in sorted(ranked, key=lambda item: (item[0], item[1])):
-        plan.cells.setdefault(a, f"{kind} undecided")
-        plan.cells.setdefault(b, f"{kind} undecided")
+        for cell in (a, b):
+            if cell not in plan.cells:
+                plan.cells[cell] = f"{kind} undecided"
+                plan.for_undecided.add(cell)
         plan.undecided.append(name)
         plan.sides[name] = (a, b)
     return plan

@@ -106,7 +106,7 @@ class Settling:
         budget = self.budget_s(cells)
         undecided_at_start = [c.name for c in comparisons(cells) if c.verdict == UNDECIDED]
         stopped = "every verdict settled"
-        cannot_decide: dict[str, str] = {}
+        cannot_decide: dict[str, dict] = {}
         while self.cap > self.planned:
             whole = plan_round(cells, self.cap)
             cannot_decide = whole.cannot_decide

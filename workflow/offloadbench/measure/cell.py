@@ -607,14 +607,13 @@ def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, 
     flags = [flag for flag in [disturbance.flag_for(seen or {})] if flag]
     for name, m in measurements.items():
         reason = "ci" if m.converged else m.stop_reason
-        for flag in diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci):
-            flags.append(flag if name == "compute" else f"{name}: {flag}")
+        flags += diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci, name)
     for flag in (diagnostics.clock_change(before[0], after[0], "CPU"), diagnostics.clock_change(before[1], after[1], "GPU")):
         if flag:
             flags.append(flag)
     return {
         "unstable": bool(flags),
-        "flags": flags,
+        "flags": [flag.to_json() for flag in flags],
         "cpu_clocks": {"before": before[0], "after": after[0]},
         "gpu_clocks": {"before": before[1], "after": after[1]},
     }

@@ -1,7 +1,8 @@
 """Noise diagnostics: flags that say a cell's samples should not be trusted as they are.
 
-Each check takes the raw samples and returns a short reason, or None. The flags travel in
-the record, `timings.csv` (`unstable`), the report and the figures (hollow markers).
+Each check takes the raw samples and returns a typed flag (records.Flag: kind, region,
+size, words), or None. The flags travel in the record, `timings.csv` (`unstable`), the
+report and the figures (hollow markers).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..records.types import WHOLE_CELL, Flag
 from ..stats import median_ci
 
 # Two groups whose split explains this share of the log-time variance are two modes: a
@@ -21,14 +23,20 @@ MIN_BIMODAL_SAMPLES = 20
 CLOCK_CHANGE_REL = 0.10
 
 
-def not_converged(stop_reason: str, rel_ci: float, target: float) -> str | None:
+def not_converged(stop_reason: str, rel_ci: float, target: float, region: str = "compute") -> Flag | None:
     if stop_reason == "ci":
         return None
     shown = "undefined" if math.isinf(rel_ci) else f"±{rel_ci:.1%}"
-    return f"CI not reached ({shown} > ±{target:.1%}, stopped on {stop_reason})"
+    return _found("not_converged", region, rel_ci, f"CI not reached ({shown} > ±{target:.1%}, stopped on {stop_reason})")
 
 
-def bimodality(samples: Sequence[float], min_separation: float) -> str | None:
+def _found(kind: str, region: str, size: float, words: str) -> Flag:
+    """A flag of a timed region, its words led by the region's name where it is not the
+    compute region ("end_to_end: drift: ...")."""
+    return Flag(kind, region, size, words if region in ("compute", WHOLE_CELL) else f"{region}: {words}")
+
+
+def bimodality(samples: Sequence[float], min_separation: float, region: str = "compute") -> Flag | None:
     """Flag two well-separated modes, e.g. a frequency step or two code paths."""
     data = np.sort(np.log(np.asarray(samples, dtype=float)))
     n = data.size
@@ -53,10 +61,11 @@ def bimodality(samples: Sequence[float], min_separation: float) -> str | None:
     gap = math.exp(np.median(data[best_k:]) - np.median(data[:best_k])) - 1
     if gap < min_separation:
         return None
-    return f"bimodal samples (two modes {gap:.0%} apart, {best_k}/{n} in the faster)"
+    return _found("bimodal", region, gap, f"bimodal samples (two modes {gap:.0%} apart, {best_k}/{n} in the faster)")
 
 
-def drift(samples: Sequence[float], min_shift: float, confidence: float = 0.95) -> str | None:
+def drift(samples: Sequence[float], min_shift: float, confidence: float = 0.95,
+          region: str = "compute") -> Flag | None:
     """Flag a shift between the first and second half whose median CIs do not overlap."""
     n = len(samples)
     if n < 12:
@@ -72,10 +81,10 @@ def drift(samples: Sequence[float], min_shift: float, confidence: float = 0.95) 
     if overlap or abs(shift) < min_shift:
         return None
     direction = "slower" if shift > 0 else "faster"
-    return f"drift: second half {abs(shift):.1%} {direction} than the first"
+    return _found("drift", region, abs(shift), f"drift: second half {abs(shift):.1%} {direction} than the first")
 
 
-def clock_change(before: dict | None, after: dict | None, what: str) -> str | None:
+def clock_change(before: dict | None, after: dict | None, what: str) -> Flag | None:
     """Flag a clock that moved by more than 10% between the start and the end of sampling."""
     if not before or not after:
         return None
@@ -85,18 +94,19 @@ def clock_change(before: dict | None, after: dict | None, what: str) -> str | No
             continue
         change = end / start - 1
         if abs(change) > CLOCK_CHANGE_REL:
-            return f"{what} clock changed {change:+.0%} during sampling ({key})"
+            return Flag(f"{what.lower()}_clock", WHOLE_CELL, abs(change),
+                        f"{what} clock changed {change:+.0%} during sampling ({key})")
     return None
 
 
 def flags_for_samples(
-    samples: Sequence[float], stop_reason: str, rel_ci: float, target: float
-) -> list[str]:
+    samples: Sequence[float], stop_reason: str, rel_ci: float, target: float, region: str = "compute"
+) -> list[Flag]:
     """All sample-based flags of one timed region."""
     separation = max(0.05, 3 * target)
     checks = (
-        not_converged(stop_reason, rel_ci, target),
-        bimodality(samples, separation),
-        drift(samples, separation),
+        not_converged(stop_reason, rel_ci, target, region),
+        bimodality(samples, separation, region),
+        drift(samples, separation, region=region),
     )
     return [flag for flag in checks if flag]

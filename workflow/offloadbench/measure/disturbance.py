@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..records.types import WHOLE_CELL, Flag
+
 # Others using more than this share of one core during the sampling flag the process
 # `disturbed`: about what a browser tab or an editor's indexer takes in bursts.
 DISTURBED_CORES = 0.10
@@ -243,8 +245,9 @@ def describe(disturbance: dict) -> str:
     return "; ".join(words)
 
 
-def flag_for(disturbance: dict) -> str | None:
-    """The noise flag of a disturbed sampling window, or None."""
+def flag_for(disturbance: dict) -> Flag | None:
+    """The noise flag of a disturbed sampling window (its size the cores others used), or None."""
     if not disturbance.get("disturbed"):
         return None
-    return f"disturbed: {describe(disturbance)} while it sampled"
+    return Flag("disturbed", WHOLE_CELL, disturbance.get("others_cores") or 0.0,
+                f"disturbed: {describe(disturbance)} while it sampled")

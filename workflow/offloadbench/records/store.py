@@ -35,8 +35,8 @@ from .schemas import (
 )
 from .types import CellRecord, DeviceRecord, Environment, RoundRecord, SettleRecord
 
-SCHEMA_VERSION = 3  # of a cell's record; 3 added the bouts: each sample's cycle and page faults
-READABLE_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4  # of a cell's record; 3 added the bouts (each sample's cycle and page faults), 4 typed flags
+READABLE_VERSIONS = (1, 2, 3, 4)
 DOCUMENT_VERSION = 2  # of the other files a run writes (environment.json, copy sweeps, roofs)
 # Bounds on what a file from elsewhere may hold, so that reading it costs bounded time and
 # memory. The largest record this pipeline writes (max_samples at its ceiling, five phases)

@@ -11,6 +11,7 @@ read, and every reader sees the same object.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -150,6 +151,54 @@ class Disturbance:
                 + (f"; a task waited for a CPU {waited:.0%} of the time" if waited > 0.1 else "") + ")")
 
 
+# The kinds of noise flag; those a process's own compute samples show explain its distance
+# from the others (a fault of its own, not a state of the function).
+FLAG_KINDS = ("not_converged", "bimodal", "drift", "cpu_clock", "gpu_clock", "disturbed")
+OWN_FAULT_KINDS = frozenset({"bimodal", "drift", "cpu_clock", "gpu_clock"})
+WHOLE_CELL = ""  # the region of a flag about the whole sampling window, not one timed region
+_LEGACY_PREFIXES = (("CI not reached", "not_converged"), ("bimodal samples", "bimodal"), ("drift", "drift"),
+                    ("CPU clock changed", "cpu_clock"), ("GPU clock changed", "gpu_clock"), ("disturbed", "disturbed"))
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A noise flag as it was found: its kind (FLAG_KINDS), the timed region it was found in
+    (WHOLE_CELL for the sampling window), its size (a fraction: the drift, the gap between
+    modes, the CI reached, the clock's change, the cores others used) and its words."""
+
+    kind: str
+    region: str
+    size: float
+    text: str
+
+    @property
+    def own_fault(self) -> bool:
+        return self.kind in OWN_FAULT_KINDS and self.region in ("compute", WHOLE_CELL)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "region": self.region, "size": self.size if math.isfinite(self.size) else None,
+                "text": self.text}
+
+    @classmethod
+    def from_json(cls, data) -> Flag:
+        if isinstance(data, str):
+            return cls._from_words(data)
+        size = _number(data.get("size"))
+        return cls(data["kind"], _text(data.get("region")) or WHOLE_CELL, math.inf if size is None else size,
+                   _text(data.get("text")) or data["kind"])
+
+    @classmethod
+    def _from_words(cls, text: str) -> Flag:
+        """A flag of a record before version 4, which kept only its words: "[region: ]kind ...
+        12.0% ..." (its size the first percentage)."""
+        region, _, rest = text.partition(": ") if text.split(":", 1)[0].isidentifier() and not \
+            text.startswith(("drift:", "disturbed:")) else ("", "", text)
+        kind = next((k for prefix, k in _LEGACY_PREFIXES if rest.startswith(prefix)), "")
+        found = re.search(r"(\d+(?:\.\d+)?)%", rest)
+        return cls(kind, region or ("compute" if kind in ("not_converged", "bimodal", "drift") else WHOLE_CELL),
+                   float(found.group(1)) / 100 if found else 0.0, text)
+
+
 @dataclass(frozen=True)
 class CompilePhase:
     """A compiled cell's compile: its first call, what Dynamo captured, broke on and
@@ -189,6 +238,14 @@ class Turn:
     after: str | None = None
     after_threads: int | None = None
     pause_s: float = 0.0
+
+    @property
+    def after_openmp_pool(self) -> bool:
+        """Right after a worker whose OpenMP pool ran several threads (torch, or code
+        torch.compile made; cells.WorkerSpec.name: "<library>-<device>-t<threads>[-compiled]…"):
+        the pool most likely still spinning."""
+        after = self.after or ""
+        return (after.startswith("torch-") or "-compiled" in after) and (self.after_threads or 0) > 1
 
 
 def _turns(data: dict) -> tuple[Turn, ...]:
@@ -236,7 +293,7 @@ class CellRecord:
     calls_per_sample: int | None = None
     warmup_count: int | None = None
     converged: bool | None = None
-    flags: tuple[str, ...] = ()
+    flags: tuple[Flag, ...] = ()
     disturbance: Disturbance = field(default_factory=Disturbance)
     shares_cores: bool = False
     threads_effective: int | None = None
@@ -312,8 +369,8 @@ class CellRecord:
             calls_per_sample=_integer(data.get("calls_per_sample")),
             warmup_count=_integer(_object(data.get("warmup")).get("count")),
             converged=_object(data.get("stopping")).get("converged"),
-            flags=tuple(dict.fromkeys(f for f in _object(data.get("diagnostics")).get("flags") or ()
-                                      if isinstance(f, str))),
+            flags=tuple(dict.fromkeys(Flag.from_json(f) for f in _object(data.get("diagnostics")).get("flags") or ()
+                                      if isinstance(f, dict) or (isinstance(f, str) and f.strip()))),
             disturbance=Disturbance.from_json(_object(data.get("disturbance"))),
             shares_cores=_object(data.get("sharing")).get("shares_cores_with_orchestrator") is True,
             threads_effective=_integer(threads.get("effective")),
@@ -385,6 +442,24 @@ class RoundRecord:
 
 
 @dataclass(frozen=True)
+class WouldDecide:
+    """What would decide a comparison more processes cannot decide within the cap: the
+    processes per cell (None: no number would), and whether its cells share every core
+    with the orchestrator (fewer threads than cores would measure them alone)."""
+
+    processes: int | None
+    shares_cores: bool
+
+    @classmethod
+    def from_json(cls, data) -> WouldDecide:
+        if isinstance(data, str):  # a settle record before typed advice kept its words
+            found = re.search(r"about (\d+) processes", data)
+            return cls(int(found.group(1)) if found else None, "every core" in data)
+        data = _object(data)
+        return cls(_integer(data.get("processes")), data.get("shares_cores") is True)
+
+
+@dataclass(frozen=True)
 class SettleRecord:
     """What the extra rounds after the planned ones did, and why they stopped."""
 
@@ -397,7 +472,7 @@ class SettleRecord:
     undecided_at_start: tuple[str, ...] = ()
     undecided_at_end: tuple[str, ...] = ()
     rounds_needed: Mapping = field(default_factory=lambda: EMPTY)
-    cannot_decide: Mapping = field(default_factory=lambda: EMPTY)
+    cannot_decide: Mapping[str, WouldDecide] = field(default_factory=lambda: EMPTY)
     stopped: str = ""
 
     @classmethod
@@ -409,7 +484,9 @@ class SettleRecord:
             comparisons=_integer(data.get("comparisons")) or 0,
             extra_rounds=tuple(_frozen(r) for r in data.get("extra_rounds") or () if isinstance(r, dict)),
             undecided_at_start=texts("undecided_at_start"), undecided_at_end=texts("undecided_at_end"),
-            rounds_needed=_frozen(data.get("rounds_needed")), cannot_decide=_frozen(data.get("cannot_decide")),
+            rounds_needed=_frozen(data.get("rounds_needed")),
+            cannot_decide=MappingProxyType({str(name): WouldDecide.from_json(what) for name, what
+                                            in _object(data.get("cannot_decide")).items()}),
             stopped=_text(data.get("stopped")) or "",
         )
 
@@ -546,6 +623,11 @@ class Environment:
             numpy_loops=_frozen(_object(_object(data.get("numpy_dispatch")).get("loops"))),
             torch_cpu_capability=_text(data.get("torch_cpu_capability")), standin_gpu=data.get("standin_gpu") is True,
         )
+
+    def numpy_loops_of(self, dtype: str) -> dict[str, str]:
+        """The SIMD target of each NumPy loop recorded for `dtype` (its key: "<ufunc> <dtype>")."""
+        return {key.rsplit(" ", 1)[0]: str(target) for key, target in self.numpy_loops.items()
+                if key.rsplit(" ", 1)[-1] == dtype}
 
     @property
     def usable_devices(self) -> set[str] | None:

@@ -74,7 +74,7 @@ def _device_line(device: str, rows: pd.DataFrame, threads: str) -> str:
     return f"{device}{name}: copies counted, vs numpy on all cores"
 
 
-def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) -> None:
+def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], sizes: list[int], norm) -> None:
     values = np.full((len(ops), len(sizes)), np.nan)
     for _, row in rows.iterrows():
         values[ops.index(row["row"]), sizes.index(int(row["size"]))] = row["end_to_end_speedup"]
@@ -104,14 +104,12 @@ def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], sizes: list[int], norm) 
     ax.grid(False)
     for side in ax.spines.values():
         side.set_visible(False)
-    families = [family_of(op.split(" · ")[0]) for op in ops]
     for i in range(1, len(ops)):
         if families[i] != families[i - 1]:  # a rule between families
             ax.axhline(i, color="0.45", linewidth=0.9)
 
 
-def _label_families(ax, ops: list[str]) -> None:
-    families = [family_of(op.split(" · ")[0]) for op in ops]
+def _label_families(ax, ops: list[str], families: list[str]) -> None:
     where = blended_transform_factory(ax.transAxes, ax.transData)
     start = 0
     for i in range(1, len(ops) + 1):
@@ -139,15 +137,16 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     dtypes = sorted(frame["dtype"].unique(), key=dtype_sort_key)
     norm = speedup_norm(frame["end_to_end_speedup"])
     rank = {op: i for i, op in enumerate(op_order(frame["op"]))}
+    op_of = dict(zip(frame["row"], frame["op"], strict=True))  # each row label's op
     per_device = {}
     for device in devices:
         rows = frame[frame["device"] == device]
-        ops = sorted(rows["row"].unique(), key=lambda r: (rank[r.split(" · ")[0]], r))
-        per_device[device] = (ops, sorted(rows["size"].astype(int).unique()))
-    widest = max(len(sizes) for _, sizes in per_device.values())
-    heights = [len(ops) for ops, _ in per_device.values()]
-    labels_in = CHAR_IN * max(len(r) for ops, _ in per_device.values() for r in ops) + 0.15
-    families_in = CHAR_IN * max(len(family_of(r.split(" · ")[0])) for ops, _ in per_device.values() for r in ops) + 0.2
+        ops = sorted(rows["row"].unique(), key=lambda r: (rank[op_of[r]], r))
+        per_device[device] = (ops, sorted(rows["size"].astype(int).unique()), [family_of(op_of[r]) for r in ops])
+    widest = max(len(sizes) for _, sizes, _ in per_device.values())
+    heights = [len(ops) for ops, _, _ in per_device.values()]
+    labels_in = CHAR_IN * max(len(r) for ops, _, _ in per_device.values() for r in ops) + 0.15
+    families_in = CHAR_IN * max(len(f) for _, _, families in per_device.values() for f in families) + 0.2
     cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / (widest * len(dtypes)))
     side_by_side = cell_w >= MIN_CELL_IN[0]  # else the dtypes stack, each panel the page's width
     if not side_by_side:
@@ -164,7 +163,7 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     fig = plt.figure(figsize=(width, sum(row_heights) + BAR_IN + TITLE_IN), layout="constrained")
     *device_figs, bar_fig = fig.subfigures(len(devices) + 1, 1, height_ratios=[*row_heights, BAR_IN])
     for device, sub in zip(devices, device_figs, strict=True):
-        ops, sizes = per_device[device]
+        ops, sizes, families = per_device[device]
         grid = sub.subplots(1 if side_by_side else len(dtypes), len(dtypes) if side_by_side else 1, squeeze=False)
         sub.suptitle(_device_line(device, frame[frame["device"] == device], threads), x=0.0, ha="left",
                      fontsize=SMALL_PT)
@@ -175,13 +174,13 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                 ax.text(0.5, 0.5, f"{device} · {dtype}: not measured", ha="center", va="center",
                         transform=ax.transAxes, color="0.4")
                 continue
-            _draw_panel(ax, rows, ops, sizes, norm)
+            _draw_panel(ax, rows, ops, families, sizes, norm)
             ax.set_title(dtype, fontsize=SMALL_PT, loc="left")
             ax.set_xlabel("size n")
             if side_by_side and c:  # one set of op labels per row of panels
                 ax.set_yticklabels([])
             if not side_by_side or c == len(dtypes) - 1:
-                _label_families(ax, ops)
+                _label_families(ax, ops, families)
     mappable = plt.cm.ScalarMappable(norm=norm, cmap=CMAP)
     values = frame["end_to_end_speedup"]
     beyond = {(True, True): "both", (True, False): "min", (False, True): "max"}.get(

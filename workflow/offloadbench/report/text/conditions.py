@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...analysis.columns import TRUE_TEXTS, has_text, sharing_cells
+from ...analysis.columns import flag, has_text, sharing_cells
 from ...analysis.measured import PAIRED_IN_TIME
 from ...cells import Cell
 from ...records import Environment, RoundRecord, SettleRecord
+from ...records.types import WouldDecide
 from ...stats import binomial_interval
 from ...verdicts import UNDECIDED, Judging, percent
 from ..format import fmt_duration, fmt_percent, fmt_sig
@@ -88,6 +89,15 @@ def duration_lines(rounds: list[RoundRecord]) -> list[str]:
             f"{ratio} ({per_round}).")]
 
 
+SHARED_CORES_ADVICE = ("Its cells use every core, shared with the orchestrator, so fewer threads than cores "
+                       "(or a machine with more) would measure them alone")
+
+
+def _would_decide(what: WouldDecide) -> str:
+    return "no number of processes would" if what.processes is None else \
+        f"about {what.processes} processes per cell would"
+
+
 def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str]:
     """What the extra rounds did: how many comparisons needed them, what stayed undecided,
     and every process replaced, with why."""
@@ -107,14 +117,11 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
             + f"{len(still)} stayed undecided ({settle.stopped}).")
     cannot = settle.cannot_decide if settle else {}
     if cannot:
-        # Each comparison's advice is "<count>; <why>": the count per comparison, each why once.
-        split = {name: why.partition("; ") for name, why in cannot.items()}
-        notes = list(dict.fromkeys(note for _, _, note in split.values() if note))
-        marks = {note: f"({'abcdefgh'[i % 8]})" for i, note in enumerate(notes)}
-        shown = "; ".join(f"{name}: {count}{' ' + marks[note] if note else ''}"
-                          for name, (count, _, note) in list(split.items())[:6])
+        # the count per comparison; the shared cores' advice once, marked where it applies
+        shown = "; ".join(f"{name}: {_would_decide(what)}{' (a)' if what.shares_cores else ''}"
+                          for name, what in list(cannot.items())[:6])
         more = f"; and {len(cannot) - 6} more" if len(cannot) > 6 else ""
-        why = "".join(f" {mark} {note[0].upper()}{note[1:]}." for note, mark in marks.items())
+        why = f" (a) {SHARED_CORES_ADVICE}." if any(what.shares_cores for what in cannot.values()) else ""
         lines.append(f"- {len(cannot)} comparisons cannot be decided on this machine within "
                      f"measure.max_processes ({settle.max_processes} processes per cell), so no "
                      f"extra round went to them: {shown}{more}.{why}")
@@ -167,8 +174,7 @@ def controls_summary(controls: pd.DataFrame) -> tuple[int, int]:
     """(self-comparisons judged, how many were called faster or slower)."""
     if controls is None or controls.empty or "false_verdict" not in controls:
         return 0, 0
-    false = controls["false_verdict"].astype(str).str.lower().isin(TRUE_TEXTS)
-    return len(controls), int(false.sum())
+    return len(controls), sum(flag(row, "false_verdict") for _, row in controls.iterrows())
 
 
 def false_rate_text(false: int, count: int, judging: Judging) -> str:

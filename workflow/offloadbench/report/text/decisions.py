@@ -68,18 +68,25 @@ def _how(row) -> str:
     return "with the copies counted" if row["device"] != "cpu" else "end to end"
 
 
-def from_text(row) -> str:
-    """"at every size measured", "from n = 1024", or "from n ≈ 700" where a GPU series'
-    break-even lies between the last size that does not pay and the first that does."""
+def starts_at(row) -> tuple[str, int]:
+    """Where a decision starts to pay: ("every", 0) at every size measured, ("=", n) from the
+    first size that pays, or ("≈", n) where a GPU series' break-even lies between the last
+    size that does not pay and the first that does."""
     sizes = [size for size, _ in by_size(row)]
     first = int(row["from_size"])
     if not sizes or first <= sizes[0]:
-        return "at every size measured"
+        return "every", 0
     before = max(size for size in sizes if size < first)
     break_even = row.get("break_even_size")
     if finite(break_even) and before < float(break_even) <= first:
-        return f"from n ≈ {float(break_even):.0f}"
-    return f"from n = {first}"
+        return "≈", round(float(break_even))
+    return "=", first
+
+
+def from_text(row) -> str:
+    """"at every size measured", "from n = 1024", or "from n ≈ 700" (starts_at)."""
+    how, size = starts_at(row)
+    return "at every size measured" if how == "every" else f"from n {how} {size}"
 
 
 def _below(row) -> str:
@@ -297,8 +304,8 @@ def _speedup_cell(row, once: bool) -> str:
 def _from_cell(row) -> str:
     if str(row["decision"]) != USE:
         return "–"
-    text = from_text(row)
-    return "every n" if text == "at every size measured" else text.removeprefix("from n ").removeprefix("= ")
+    how, size = starts_at(row)
+    return {"every": "every n", "=": str(size)}.get(how, f"≈ {size}")
 
 
 def _payback_cell(row) -> str:
