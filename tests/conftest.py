@@ -291,3 +291,39 @@ def tiny_run(tmp_path_factory):
                                                 **STANDIN_GPU})
     return {"dir": workdir, "out": workdir / "results" / "ci-box", "log": done.stdout + done.stderr, "scratch": scratch,
             "stderr": done.stderr, "python_calls": (spy / "calls.log").read_text().splitlines()}
+
+
+def plotted_points(ax) -> np.ndarray:
+    """Every finite (x, y) an axes draws as lines, markers or bars (their corners), in data
+    coordinates."""
+    import matplotlib.collections as mcoll
+    import matplotlib.lines as mlines
+    from matplotlib.container import BarContainer
+
+    points = [np.column_stack([np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)])
+              for line in ax.get_lines() if isinstance(line, mlines.Line2D) and len(line.get_xdata())
+              and line.get_transform() == ax.transData]
+    points += [np.asarray(c.get_offsets(), float) for c in ax.collections
+               if isinstance(c, mcoll.PathCollection) and len(c.get_offsets())]
+    points += [np.array([[bar.get_x(), bar.get_y()], [bar.get_x() + bar.get_width(), bar.get_y() + bar.get_height()]])
+               for container in ax.containers if isinstance(container, BarContainer) for bar in container]
+    stacked = np.concatenate(points) if points else np.empty((0, 2))
+    return stacked[np.isfinite(stacked).all(axis=1)]
+
+
+def assert_shows_its_data(fig) -> None:
+    """A figure that draws data: at least one panel has marks, and every panel's axes span
+    all of its marks (none drawn outside the visible range)."""
+    drawn = 0
+    for ax in fig.axes:
+        points = plotted_points(ax)
+        if not len(points):
+            continue
+        drawn += len(points)
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        slack = lambda lo, hi: 1e-9 * max(abs(lo), abs(hi), 1.0)
+        assert (points[:, 0] >= x0 - slack(x0, x1)).all() and (points[:, 0] <= x1 + slack(x0, x1)).all(), \
+            f"{ax.get_title()!r}: x {points[:, 0].min()}..{points[:, 0].max()} beyond {x0}..{x1}"
+        assert (points[:, 1] >= y0 - slack(y0, y1)).all() and (points[:, 1] <= y1 + slack(y0, y1)).all(), \
+            f"{ax.get_title()!r}: y {points[:, 1].min()}..{points[:, 1].max()} beyond {y0}..{y1}"
+    assert drawn, "no panel draws any mark"

@@ -11,6 +11,7 @@ import pytest
 from conftest import (
     assert_real_figure,
     assert_real_image,
+    assert_shows_its_data,
     gpu_machine_records,
     group_typed,
     make_transfer_record,
@@ -150,6 +151,7 @@ def test_each_figure_renders_with_two_machines(tmp_path, shape, name):
     # PNG only: embedding the fonts in a PDF costs a second a figure and is tested above.
     theme()
     fig = COMPARE_FIGURES[name](comparison_of(shape))
+    assert_shows_its_data(fig)
     fig.savefig(tmp_path / "figure.png", dpi=200)
     plt.close(fig)
     assert_real_image(tmp_path / "figure.png")

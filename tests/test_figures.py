@@ -1,5 +1,6 @@
+import matplotlib.pyplot as plt
 import pytest
-from conftest import assert_real_figure
+from conftest import assert_real_figure, assert_shows_its_data
 from offloadbench.analysis.tables import read_tables
 from offloadbench.layout import FIGURE_NAMES
 from offloadbench.report.figures.draw import FIGURES, draw
@@ -11,6 +12,25 @@ def test_each_figure_is_drawn_from_gpu_tables(tmp_path, gpu_tables, name):
     pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
     draw(name, gpu_tables, "gpubox", str(pdf), str(png), Judging())
     assert_real_figure(pdf, png)
+
+
+@pytest.mark.parametrize("name", [n for n in FIGURE_NAMES if n != "heatmap"])  # the heatmap: test_ops_figures
+def test_each_figure_shows_its_data_within_its_axes(gpu_tables, name):
+    fig = FIGURES[name](gpu_tables, "gpubox", Judging())
+    try:
+        assert_shows_its_data(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_the_data_check_finds_marks_outside_the_axes(gpu_tables):
+    fig = FIGURES["speedup"](gpu_tables, "gpubox", Judging())
+    ax = next(ax for ax in fig.axes if ax.get_lines())
+    low = min(ax.get_ylim())
+    ax.set_ylim(low, low * 1.0001)  # a range that cuts off every mark above it
+    with pytest.raises(AssertionError, match="beyond"):
+        assert_shows_its_data(fig)
+    plt.close(fig)
 
 
 def test_pngs_are_300_dpi(tmp_path, gpu_tables):

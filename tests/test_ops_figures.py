@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_processes, tables_of
+from conftest import assert_shows_its_data, make_processes, tables_of
 from matplotlib.collections import PathCollection
 from offloadbench.analysis.roofline import attainable, bounds, device_roofs
 from offloadbench.catalogue import get_spec
@@ -189,12 +189,14 @@ def test_roofline_has_a_panel_per_device_with_labelled_roofs(tmp_path, gpu_ops):
     assert "float32 peak 1,000 GFLOP/s" in texts and "float64 peak 500 GFLOP/s" in texts
     assert "memory 20 GB/s" in texts and "memory 3,000 GB/s" in texts
     assert any("hollow marker" in t for t in texts)  # the weak sort cell
+    assert_shows_its_data(fig)
     save_and_check(fig, tmp_path, "roofline", pdf=True)
 
 
 def test_roofline_of_a_machine_without_gpu_has_one_panel(tmp_path, cpu_ops):
     fig = roofline_figure(cpu_ops["timings"], cpu_ops["roofs"], "laptop")
     assert len([ax for ax in fig.axes if ax.get_title()]) == 1
+    assert_shows_its_data(fig)
     save_and_check(fig, tmp_path, "roofline-cpu")
 
 
