@@ -38,14 +38,12 @@ import contextlib
 import json
 import os
 import secrets
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
@@ -79,6 +77,7 @@ from .bout import method as bout_method
 from .launcher import Launcher, LauncherFailed
 from .launcher import available as launcher_available
 from .lock import DEFAULT_TIMEOUT_S, host_lock
+from .protocol import WROTE_TO_CHANNEL, ProtocolFault, WorkerProcess, well_formed
 from .worker import EXIT_REFUSED
 
 PROGRESS_EVERY_S = 20.0
@@ -89,20 +88,12 @@ class Refused(UserError):
     """The round must stop without measuring (another machine's label, say)."""
 
 
-class ProtocolFault(Exception):
-    """What came on a worker's measuring channel is no event of the command in flight."""
-
-
 class WorkerFailed(Exception):
     """A worker did not start: its cells get records with `status` and `reason`."""
 
     def __init__(self, status: str, reason: str):
         super().__init__(reason)
         self.status, self.reason = status, reason
-
-
-WROTE_TO_CHANNEL = "its kernel wrote to the measuring channel"
-STATUSES = ("ok", "error", "oom", "timeout", "skipped")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -119,116 +110,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
     parser.add_argument("--only", help="an extra round: the keys of the cells it measures, as JSON (jobs/settle)")
     return parser.parse_args(argv)
-
-
-@dataclass
-class WorkerProcess:
-    """A running worker, and what the round saw of it."""
-
-    spec: WorkerSpec
-    proc: subprocess.Popen
-    events: object
-    pid: int
-    started_at: str
-    ready: dict = field(default_factory=dict)
-    cells: int = 0
-    buffer: bytes = b""
-    cell_pid: int | None = None  # the process measuring its current cell (itself where it forks none)
-    token: str = ""  # of its own events (ready, forked, died)
-    prepared: set = field(default_factory=set)  # the keys of the cells this process prepared
-
-    def send(self, command: dict) -> None:
-        self.proc.stdin.write((json.dumps(command) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def next_event(self, deadline: float) -> dict | None:
-        """The next event, or None when the deadline passed; EOFError when the worker died."""
-        while b"\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.events], [], [], min(remaining, 1.0))
-            if ready:
-                chunk = os.read(self.events.fileno(), 65536)
-                if not chunk:
-                    raise EOFError(self.spec.name)
-                self.buffer += chunk
-            if len(self.buffer) > MAX_EVENT_BYTES:
-                raise ProtocolFault(WROTE_TO_CHANNEL)
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            raise ProtocolFault(WROTE_TO_CHANNEL) from None
-        if not isinstance(event, dict):
-            raise ProtocolFault(WROTE_TO_CHANNEL)
-        return event
-
-    def kill(self) -> int:
-        """Kill the worker and its cell's process, and wait until both are gone (a killed
-        cell's process writes no record after the round job has written its own)."""
-        cell = self.cell_pid if self.cell_pid != self.pid else None
-        if cell is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(cell, signal.SIGKILL)
-        if self.proc.poll() is None:
-            self.proc.kill()
-        code = self.proc.wait()
-        if cell is not None:
-            wait_gone(cell)
-        return code
-
-    @property
-    def busy_pid(self) -> int:
-        """The process whose CPU time is the worker's: its cell's, where it forked one."""
-        return self.cell_pid or self.pid
-
-    def end_commands(self) -> None:
-        """Close the command channel: the worker ends once it has read what was sent."""
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.end_commands()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.events.close()
-
-
-MAX_EVENT_BYTES = 1 << 20  # an event line longer than this is no event of ours
-
-
-def well_formed(event: dict, expect: str, key: str) -> bool:
-    """Whether an event with the command's token has the form of the answer it stands for."""
-    if event.get("done") == key:
-        return event.get("status") in STATUSES and isinstance(event.get("reason"), str)
-    if expect == "prepared":
-        return event.get("prepared") == key and isinstance(event.get("pid"), int) and \
-            isinstance(event.get("regions"), int)
-    if expect == "turned":
-        medians = event.get("medians")
-        return (event.get("turned") == key and isinstance(event.get("converged"), bool)
-                and isinstance(medians, dict) and all(isinstance(v, int | float) and not isinstance(v, bool)
-                                                      for v in medians.values()))
-    return False
-
-
-def wait_gone(pid: int, wait_s: float = 2.0) -> None:
-    """Wait until a killed process is gone (or a zombie) and can write nothing more."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-                if handle.read().rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"]):
-                    return
-        except OSError:
-            return
-        time.sleep(0.005)
 
 
 def oom_kills() -> int | None:

@@ -68,6 +68,7 @@ from ..machine import mismatch
 from ..measure import devices
 from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
 from .output import CappedOutput, ProcessOutput
+from .protocol import ChannelFault, Channels, CommandReader
 
 EXIT_REFUSED = 2
 # Modules a measuring process should load only when its cells need them (kept in the record).
@@ -122,72 +123,6 @@ def forks_cells(device: str) -> bool:
     return device == "cpu" and sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-class CommandReader:
-    """The round job's commands, one JSON object per line, read straight from the file
-    descriptor into one buffer kept for the process's life: between two turns a cell's
-    process allocates next to nothing on the heap, as the function alone would not. The
-    round sends a command only once the last one is answered, so nothing is buffered here
-    when a cell's process is forked: the child and the worker never both see one command."""
-
-    def __init__(self, fd: int, size: int = 1 << 16):
-        self.fd = fd
-        self.buffer = bytearray(size)
-        self.start = self.end = 0  # the unread bytes
-
-    def next(self) -> dict | None:
-        """The next command; None once the round job has closed the channel."""
-        while True:
-            newline = self.buffer.find(b"\n", self.start, self.end)
-            if newline >= 0:
-                line = bytes(memoryview(self.buffer)[self.start:newline])
-                self.start = newline + 1
-                if line.strip():
-                    return json.loads(line)
-                continue
-            if self.start:  # move the unread bytes to the front
-                self.buffer[:self.end - self.start] = self.buffer[self.start:self.end]
-                self.start, self.end = 0, self.end - self.start
-            if self.end == len(self.buffer):
-                self.buffer.extend(bytes(len(self.buffer)))  # a command longer than the buffer
-            read = os.readv(self.fd, [memoryview(self.buffer)[self.end:]])
-            if not read:
-                return None
-            self.end += read
-
-
-def _identity(fd: int) -> tuple[int, int] | None:
-    """Which open file a descriptor is (None: closed)."""
-    try:
-        found = os.fstat(fd)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
-
-
-class ChannelFault(Exception):
-    """A kernel closed or replaced a channel to the round job; the cell ends here."""
-
-
-class Channels:
-    """The worker's two channels to the round job, on private copies of their descriptors: a
-    kernel that closes stdin or the events descriptor cannot cut the worker off, and
-    `fault` names what it did."""
-
-    def __init__(self, events_fd: int):
-        self.watched = {0: "the command channel", events_fd: "the measuring channel"}
-        self.identity = {fd: _identity(fd) for fd in self.watched}
-        self.command_fd = os.dup(0)
-        self.events = os.fdopen(os.dup(events_fd), "w", buffering=1)
-
-    def fault(self) -> str | None:
-        """What a kernel did to the original descriptors, or None."""
-        for fd, name in self.watched.items():
-            now = _identity(fd)
-            if now != self.identity[fd]:
-                return f"its kernel {'closed' if now is None else 'replaced'} {name}"
-        return None
-
-
 def _interrupted(signum, frame):
     from ..measure.cell import Interrupted
 
@@ -198,7 +133,6 @@ class Worker:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.channels = Channels(args.events_fd)
-        self.events = self.channels.events
         self.token = args.token  # of the command in flight; the worker's own between cells
         self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
         self.threads = args.threads
@@ -219,17 +153,10 @@ class Worker:
         self.replace = False  # a cell left what cannot be restored: end after it
 
     def send(self, **event) -> None:
-        self.events.write(json.dumps({**event, "token": self.token}) + "\n")
-        self.events.flush()
+        self.channels.send(self.token, **event)
 
     def answer(self, key: str, **event) -> None:
-        """Answer the command in flight, unless a kernel tampered with a channel: then say so
-        and end the cell (ChannelFault)."""
-        fault = self.channels.fault()
-        if fault:
-            self.send(fault=key, reason=fault)
-            raise ChannelFault(fault)
-        self.send(**event)
+        self.channels.answer(self.token, key, **event)
 
     def start(self) -> bool:
         """Import the libraries, pin the threads, check the hardware; False if refused."""
