@@ -7,7 +7,8 @@ Each checkout re-aggregates the same records in a process of its own (its own pa
 the path); the tables are then compared column by column. Columns that only changed their
 representation (a decision in words against its code, a tie said in words against a
 boolean, a comparison's states as "<answer>: <details>" against an answer beside its
-details) are compared through that mapping; columns one side lacks are listed.
+details, the by-size answers as "n: variant; …" against decision_sizes.csv's rows) are
+compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -67,6 +68,18 @@ def normalised(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def with_by_size_words(decisions: pd.DataFrame, sizes_path: Path) -> pd.DataFrame:
+    """decisions.csv's by-size answers as the older version wrote them ("256: numpy; 1024: ?"),
+    from decision_sizes.csv's rows."""
+    if not sizes_path.exists() or "by_size" in decisions:
+        return decisions
+    sizes = pd.read_csv(sizes_path, dtype=str, keep_default_na=False)
+    key = ["op", "device", "dtype", "threads"]
+    words = {tuple(k): "; ".join(f"{r.size}: {r.variant or '?'}" for r in group.itertuples())
+             for k, group in sizes.groupby(key, sort=False)}
+    return decisions.assign(by_size=[words.get(tuple(r[k] for k in key), "") for _, r in decisions.iterrows()])
+
+
 def compare(old: Path, new: Path) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -78,6 +91,8 @@ def compare(old: Path, new: Path) -> dict:
             continue
         a = normalised(name, pd.read_csv(path, dtype=str, keep_default_na=False))
         b = normalised(name, pd.read_csv(new / path.name, dtype=str, keep_default_na=False))
+        if name == "decisions" and "by_size" in a:
+            b = with_by_size_words(b, new / "decision_sizes.csv")
         shared = [c for c in a.columns if c in b.columns]
         differing = []
         if len(a) != len(b):

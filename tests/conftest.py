@@ -130,7 +130,7 @@ def environment_json():
 
 def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = None, resamples: int = 300,
               environment: dict | None = None) -> dict:
-    from offloadbench.analysis.decisions import decisions_table
+    from offloadbench.analysis.decisions import decision_tables
     from offloadbench.analysis.measured import Analysis
     from offloadbench.analysis.memory_fit import memory_table
     from offloadbench.analysis.tables import (
@@ -147,11 +147,13 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
     transfer = [DeviceRecord.from_json(r) for r in transfer or []]
     environment = Environment.from_json(environment) if isinstance(environment, dict) else environment
     timings, speedups = timings_table(cells, machine), speedups_table(cells, machine)
+    decisions, decision_sizes = decision_tables(speedups, timings, analysis.judging, machine)
     return {
         "timings": timings,
         "speedups": speedups,
         "thread_scaling": thread_scaling_table(cells, machine),
-        "decisions": decisions_table(speedups, timings, analysis.judging, machine),
+        "decisions": decisions,
+        "decision_sizes": decision_sizes,
         "controls": controls_table(cells, machine),
         "memory": memory_table(timings, environment, machine),
         "transfer": transfer_table(transfer, machine, analysis),

@@ -2,12 +2,14 @@
 the terminal and LaTeX, and the estimate of the processes that would decide an open case."""
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from offloadbench.analysis.columns import DECISIONS
-from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, USE, decisions_table
+from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, USE, decision_tables
+from offloadbench.analysis.tables import with_size_answers
 from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table, table_legend
 from offloadbench.report.text.latex_macros import decision_macro
 from offloadbench.report.text.latex_tables import decisions_tex
@@ -43,9 +45,11 @@ def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="he
 
 
 def decide(*cells) -> pd.DataFrame:
+    """decisions.csv with each decision's sizes beside it, as the report reads them."""
     speedups = pd.DataFrame([c[0] for c in cells])
     timings = pd.DataFrame([c[1] for c in cells])
-    return decisions_table(speedups, timings, DELTA)
+    decisions, sizes = decision_tables(speedups, timings, DELTA)
+    return with_size_answers({"decisions": decisions, "decision_sizes": sizes})["decisions"]
 
 
 def only(frame: pd.DataFrame) -> pd.Series:
@@ -117,7 +121,8 @@ def test_from_which_size_it_pays_and_what_the_smaller_sizes_say():
     frame = decide(cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6),
                    cell("torch", 2048, 2.0, 1.9, 2.1))
     row = only(frame)
-    assert row["by_size"] == "256: numpy; 1024: torch; 2048: torch" and row["from_size"] == 1024
+    assert row["by_size"] == ((256, STAY, "numpy"), (1024, USE, "torch"), (2048, USE, "torch"))
+    assert row["from_size"] == 1024
     assert answer(row, DELTA).startswith("use torch from n = 1024: at n = 2048 it is 2.00× (95% CI 1.90–2.10) as fast")
     assert answer(row, DELTA).endswith("below that, stay with NumPy.")
 
@@ -140,7 +145,8 @@ def test_one_row_per_op_device_dtype_and_cpu_thread_count():
     frame = decide(cell("torch", 1024, 1.5, 1.4, 1.6, threads="1"), cell("torch", 1024, 0.8, 0.7, 0.9, threads="all"),
                    cell("torch", 1024, 5.0, 4.5, 5.5, device="cuda"),
                    cell("torch", 1024, 2.0, 1.9, 2.1, op="other"))
-    assert list(frame.columns) == list(DECISIONS)
+    assert list(frame.columns) == [*DECISIONS, "by_size"]  # by_size: decision_sizes.csv's rows, in memory
+    assert [len(answers) for answers in frame["by_size"]] == [1, 1, 1, 1]
     assert [(r.op, r.device, r.threads) for r in frame.itertuples()] == [
         ("heat", "cpu", "1"), ("heat", "cpu", "all"), ("heat", "cuda", "1"), ("other", "cpu", "1")]
     assert list(frame["decision"]) == [USE, STAY, USE, USE] and list(frame["variant"])[::2] == ["torch", "torch"]
@@ -414,3 +420,36 @@ def test_the_summary_says_when_the_report_predates_the_tables(tmp_path):
     assert summarize(folder)[-1].startswith(f"report: {folder / 'report.html'} (made before these tables")
     os.utime(folder / "report.html")  # rebuilt after them
     assert summarize(folder)[-1] == f"report: {folder / 'report.html'}"
+
+
+def test_a_decisions_sizes_come_back_from_their_csv_as_they_were_built(tmp_path):
+    from offloadbench.analysis.tables import read_tables
+    from offloadbench.csvsafe import write_csv
+
+    cells = (cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6), cell("torch", 2048, 1.0, 0.5, 2.0))
+    decisions, sizes = decision_tables(pd.DataFrame([c[0] for c in cells]), pd.DataFrame([c[1] for c in cells]), DELTA)
+    assert list(sizes["size"]) == [256, 1024, 2048] and list(sizes["decision"]) == [STAY, USE, UNSURE]
+    for name, frame in (("decisions", decisions), ("decision_sizes", sizes)):
+        write_csv(frame, tmp_path / f"{name}.csv")
+    read = read_tables({name: str(tmp_path / f"{name}.csv") for name in ("decisions", "decision_sizes")})
+    built = with_size_answers({"decisions": decisions, "decision_sizes": sizes})
+    assert list(read["decisions"]["by_size"]) == list(built["decisions"]["by_size"]) == [
+        ((256, STAY, "numpy"), (1024, USE, "torch"), (2048, UNSURE, ""))]
+
+
+def test_the_summary_of_tables_without_their_sizes_rebuilds_them_or_says_what_is_missing(tmp_path):
+    import shutil
+
+    from offloadbench.errors import UserError
+    from offloadbench.report.text.summary import summarize
+
+    folder = tmp_path / "box"
+    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    # the intervals and break-even estimates are resampled anew; the decisions and sizes are not
+    without_cis = lambda lines: [re.sub(r"\([0-9.–]+\)|≈ [0-9]+", "", line) for line in lines]
+    whole = without_cis(summarize(folder))
+    (folder / "decision_sizes.csv").unlink()  # tables of the version before it
+    assert without_cis(summarize(folder)) == whole  # rebuilt from the raw records, from n included
+    shutil.rmtree(folder / "raw")
+    with pytest.raises(UserError, match=r"decision_sizes\.csv: missing; aggregate again"):
+        summarize(folder)

@@ -162,3 +162,9 @@ def test_the_largest_speedup_is_the_decisions_end_to_end_with_the_resident_one_b
     lines = speedup_findings(slower, Judging())
     assert "n = 4096" not in lines[0]  # a cell slower end to end is no headline, however fast on the device
     assert any(line.startswith("- The slowest against NumPy is matmul with torch on cuda") for line in lines)
+
+def test_a_small_ratio_keeps_two_significant_digits_so_its_ci_is_not_rounded_wide():
+    from offloadbench.report.format import fmt_ratio
+
+    assert fmt_ratio(0.0201, 0.014, 0.028) == "0.020× (0.014–0.028)"  # not "0.02× (0.01–0.03)", thrice as wide
+    assert fmt_ratio(2.1, 2.05, 2.14, "95% CI") == "2.10× (95% CI 2.05–2.14)"

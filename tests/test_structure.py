@@ -198,7 +198,6 @@ OWN_TEXT = {
     "report/page.py unescaped": "the report's own headings",
     "report/page.py markdown_headings": "the report's own headings",
     "report/page.py _print_size": "reads a PNG's header from the page it builds",
-    "report/text/decisions.py by_size": "decisions.csv's by_size list (the one list still kept as text)",
     "report/text/gpu_check.py judge": "CUDA's own error text, which no code of ours writes",
     "report/text/latex_macros.py camel_words": "names of its own macros",
     "report/text/latex_macros.py Macros.__post_init__": "checks its own macro prefix",

@@ -15,6 +15,7 @@ rule aggregate:
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
         decisions=f"{OUT}/decisions.csv",
+        decision_sizes=f"{OUT}/decision_sizes.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",

@@ -7,6 +7,7 @@ rule report:
         speedups=f"{OUT}/speedups.csv",
         thread_scaling=f"{OUT}/thread_scaling.csv",
         decisions=f"{OUT}/decisions.csv",
+        decision_sizes=f"{OUT}/decision_sizes.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",
@@ -37,6 +38,7 @@ rule latex:
         speedups=f"{OUT}/speedups.csv",
         transfer=f"{OUT}/transfer.csv",
         decisions=f"{OUT}/decisions.csv",
+        decision_sizes=f"{OUT}/decision_sizes.csv",
         controls=f"{OUT}/controls.csv",
         judging=f"{OUT}/{JUDGING}",
     output:

@@ -251,7 +251,6 @@ DECISIONS = {
                      "(cannot tell yet) or depends (on the state a process is in)", empty=False),
     "variant": text("the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell "
                     "yet)"),
-    "by_size": text("the variant each measured size recommends, as 'n: variant; …' ('?': cannot tell yet)"),
     "from_size": integer("the smallest measured size from which every larger size decides as the largest does",
                          minimum=1, empty=False),
     "size": integer("the largest size measured, where the speedup below is stated", minimum=1, empty=False),
@@ -374,7 +373,17 @@ ROOFS = {
     "unit": text("GB/s or GFLOP/s"),
 }
 
+# What each measured size of a decision's series says, a row per size (decisions.csv states
+# the largest): the series' key as in DECISIONS, the size, and its decision and variant.
+DECISION_SIZES = {
+    **{name: DECISIONS[name] for name in ("machine", "op", "device", "dtype", "threads")},
+    "size": integer("a measured size of the series", minimum=1, empty=False),
+    "decision": DECISIONS["decision"],
+    "variant": DECISIONS["variant"],
+}
+
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
+            "decision_sizes": DECISION_SIZES,
             "controls": CONTROLS, "memory": MEMORY, "transfer": TRANSFER, "roofs": ROOFS}
 
 

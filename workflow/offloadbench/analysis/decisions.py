@@ -39,7 +39,7 @@ from ..kernels import FAMILY as KERNEL_FAMILY
 from ..stats import independent_ratio, processes_to_decide
 from ..units import fmt_count, fmt_time, format_bytes
 from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
-from .columns import DECISIONS, compile_fallbacks, flag, interval, weak_cells
+from .columns import DECISION_SIZES, DECISIONS, compile_fallbacks, flag, interval, weak_cells
 from .pairs import DEPENDS as STATE_DEPENDS
 
 # the decision at a size, as a value (report.text.decisions words it): use a variant, stay with
@@ -278,7 +278,6 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "baseline_threads": str(option.row["baseline_threads"]) if option is not None else "",
         "decision": headline.state,
         "variant": headline.variant,
-        "by_size": "; ".join(f"{c.size}: {c.variant or '?'}" for c in choices),
         "from_size": _from_size(choices, headline),
         "size": headline.size,
         "compared_variant": shown.variant if shown else "",
@@ -309,12 +308,19 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
 def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
                     machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
                     process_cap: int | None = None) -> pd.DataFrame:
+    """decisions.csv alone (decision_tables)."""
+    return decision_tables(speedups, timings, judging, machine, memory, fault_s, process_cap)[0]
+
+
+def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
+                    machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
+                    process_cap: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One decision per op × device × dtype (× CPU thread count), in the declared columns
     (`columns.DECISIONS`); `memory` (memory.csv) gives the largest size that fits, `fault_s`
     what one fresh page costs, to say what the pages a loser maps cost it, and `process_cap`
     the run's measure.max_processes, against which an open size's processes are read."""
     if speedups is None or speedups.empty:
-        return pd.DataFrame(columns=list(DECISIONS))
+        return pd.DataFrame(columns=list(DECISIONS)), pd.DataFrame(columns=list(DECISION_SIZES))
     machine = machine or str(speedups["machine"].iloc[0])
     weak = weak_cells(speedups)
     families = dict(zip(timings["op"], timings["family"], strict=False)) if "family" in timings else {}
@@ -325,7 +331,7 @@ def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
         by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
     cells = Cells.of(timings, fault_s)
     fallen = speedups[compile_fallbacks(speedups)]
-    rows = []
+    rows, sizes = [], []
     for key, by_size in by_key.items():
         choices = [choose(size, by_size[size], judging) for size in sorted(by_size)]
         headline = choices[-1]
@@ -333,9 +339,23 @@ def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
         why = loss_reasons(by_size[headline.size], headline, here, cells)
         rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, why,
                                  judging, process_cap))
+        series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
+        sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
     frame = pd.DataFrame(rows, columns=list(DECISIONS))
     order = {op: i for i, op in enumerate(op_order(frame["op"]))}
     key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),
             thread_sort_key(r.threads) if r.device == "cpu" else 0) for r in frame.itertuples()]
-    return frame.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+    frame = frame.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+    return frame, _in_order_of(pd.DataFrame(sizes, columns=list(DECISION_SIZES)), frame)
+
+
+def _in_order_of(sizes: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
+    """The size rows in the decisions' order, each series smallest size first."""
+    rank = {_size_key(r): i for i, (_, r) in enumerate(decisions.iterrows())}
+    order = [(rank[_size_key(r)], int(r["size"])) for _, r in sizes.iterrows()]
+    return sizes.assign(_k=order).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+
+
+def _size_key(row) -> tuple:
+    return tuple(str(row[name]) for name in ("op", "device", "dtype", "threads"))
 

@@ -38,6 +38,7 @@ from ..verdicts import method as verdicts_method
 from .breakeven import break_even
 from .columns import (
     CONTROLS,
+    DECISION_SIZES,
     DECISIONS,
     ROOFS,
     SPEEDUPS,
@@ -49,7 +50,7 @@ from .columns import (
     read_dtypes,
 )
 from .compile_cost import amortization, compile_interval
-from .decisions import decisions_table
+from .decisions import decision_tables
 from .measured import Analysis, MeasuredCell, carry_over, load_cells
 from .memory_fit import memory_table
 from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, compared
@@ -451,8 +452,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
     roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
     with stage("decisions.csv"):
-        decisions = decisions_table(speedups, timings, analysis.judging, machine, memory, page_cost_s(roofs),
-                                    process_cap(cells))
+        decisions, decision_sizes = decision_tables(speedups, timings, analysis.judging, machine, memory,
+                                                    page_cost_s(roofs), process_cap(cells))
     return {
         "timings": timings,
         "speedups": speedups,
@@ -460,6 +461,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "controls": controls,
         "memory": memory,
         "decisions": decisions,
+        "decision_sizes": decision_sizes,
         "transfer": transfer_table([load_device_record(p, TRANSFER_SCHEMA) for p in transfer_paths], machine, analysis),
         "roofs": roofs,
     }
@@ -498,6 +500,7 @@ REQUIRED_COLUMNS = {
     # every column report/text/decisions.py reads: the summary prints a folder's own decisions.csv
     "decisions": [c for c in DECISIONS if c not in ("family", "baseline_threads", "amortize_calls_ci_low",
                                                     "amortize_calls_ci_high")],
+    "decision_sizes": list(DECISION_SIZES),
     "controls": ["machine", "op", "library", "device", "size", "threads", "ratio", "verdict"],
     "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
     "transfer": ["device", "status"],
@@ -539,5 +542,21 @@ def read_table(name: str, path: str) -> pd.DataFrame:
 
 
 def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
-    """Read the named CSV tables back (see read_table)."""
-    return {name: read_table(name, path) for name, path in paths.items()}
+    """Read the named CSV tables back (see read_table), each decision with its sizes'
+    answers (with_size_answers)."""
+    return with_size_answers({name: read_table(name, path) for name, path in paths.items()})
+
+
+def with_size_answers(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables, where they hold decision_sizes, with each decision's answers by size
+    beside it, in memory: `by_size`, a tuple of (size, decision, variant), smallest first."""
+    decisions, sizes = tables.get("decisions"), tables.get("decision_sizes")
+    if decisions is None or sizes is None:
+        return tables
+    key = ["op", "device", "dtype", "threads"]
+    answers: dict[tuple, list] = {}
+    for row in sizes.itertuples(index=False):
+        answers.setdefault(tuple(str(getattr(row, k)) for k in key), []).append(
+            (int(row.size), str(row.decision), "" if pd.isna(row.variant) else str(row.variant)))
+    by_size = [tuple(sorted(answers.get(tuple(str(r[k]) for k in key), ()))) for _, r in decisions.iterrows()]
+    return {**tables, "decisions": decisions.assign(by_size=pd.Series(by_size, index=decisions.index, dtype=object))}

@@ -67,7 +67,7 @@ def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", ci: str | None 
     """The one way an estimate and its CI are written. In a table whose header names the
     CI: "1.23 (1.20–1.26)", the bounds with as many decimals as the value so they line up;
     with its label `ci` (Judging.ci, "95% CI"), in a sentence: "1.23 s (95% CI 1.20–1.26 s)".
-    A `ratio` has two decimals and "×" ("2.10× faster (95% CI 2.05–2.14)" with `word`), and
+    A `ratio` has two decimals (two significant digits under 0.1) and "×" ("2.10× faster (95% CI 2.05–2.14)" with `word`), and
     one whose CI spans more than MAX_CI_SPAN is no result and never a number: "undecided
     (its CI spans 3.5×)", or "CI spans 3.5×" in a table."""
     named = ci is not None
@@ -77,7 +77,9 @@ def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", ci: str | None 
     if ratio and bounded and ci_span(low, high) > MAX_CI_SPAN:
         span = ci_span(low, high)
         return f"undecided (its CI spans {span:.1f}×)" if named else f"CI spans {span:.1f}×"
-    text = f"{float(value):.2f}" if ratio else fmt_sig(value, digits)
+    # a ratio under 0.1 keeps two significant digits: "0.020× (0.014–0.028)", not "0.02× (0.01–0.03)"
+    text = (f"{float(value):.2f}" if abs(float(value)) >= 0.1 else fmt_sig(value, 2)) if ratio else \
+        fmt_sig(value, digits)
     head = f"{text}{'×' if ratio else unit}{' ' + word if word else ''}"
     if not bounded:
         return f"{head} (CI unavailable)" if named else head

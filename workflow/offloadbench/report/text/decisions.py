@@ -25,13 +25,10 @@ def is_weak(row) -> bool:
 
 
 def by_size(row) -> list[tuple[int, str]]:
-    """(size, variant) of each size measured, from the row's `by_size` ("256: numpy; 1024: ?")."""
-    pairs = []
-    for part in text_of(row.get("by_size")).split(";"):
-        size, _, variant = part.partition(":")
-        if size.strip().isdigit():
-            pairs.append((int(size), variant.strip()))
-    return pairs
+    """(size, variant) of each size measured, smallest first: decision_sizes.csv's rows of the
+    decision's series (analysis.tables.with_size_answers); "?" where it cannot tell yet."""
+    answers = row.get("by_size")
+    return [(size, variant or "?") for size, _, variant in answers] if isinstance(answers, tuple) else []
 
 
 def _said(variant: str) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from ...analysis.columns import has_text
 from ...analysis.measured import Analysis
 from ...analysis.sources import Source
-from ...analysis.tables import StaleTable, read_table, read_tables
+from ...analysis.tables import StaleTable, read_table, read_tables, with_size_answers
 from ...bundles import BUNDLE_SUFFIX, source_label, unpack
 from ...cells import Cell
 from ...errors import UserError, one_line, shown
@@ -42,19 +42,21 @@ def answer_tables(folder: Path, label: str, rebuild: bool = False) -> tuple[dict
     policy where it has no tables or tables of an older version, or where `rebuild` says to
     (a bundle, whose tables are only what someone else wrote; its records are checked one
     by one)."""
-    names = ("decisions", "controls")
+    names = ("decisions", "decision_sizes", "controls")
     source = Source(label, folder)
     if (folder / "decisions.csv").is_file() and not rebuild:
         try:
+            if not (folder / "decision_sizes.csv").is_file():  # tables of a version before it
+                raise StaleTable(f"{shown(folder / 'decision_sizes.csv')}: missing; aggregate again")
             tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
                       else pd.DataFrame() for name in names}
-            return tables, source.judging() or Judging()
+            return with_size_answers(tables), source.judging() or Judging()
         except StaleTable:
             if not source.raw.is_dir():
                 raise
     analysis = Analysis()
     tables = source.tables(analysis)
-    return {name: tables[name] for name in names}, analysis.judging
+    return with_size_answers({name: tables[name] for name in names}), analysis.judging
 
 
 def summary_lines(tables: dict[str, pd.DataFrame], judging: Judging, label: str, report: Path | None) -> list[str]:
