@@ -150,3 +150,19 @@ def test_a_device_record_point_that_is_ok_needs_samples(schema, point):
         validate_record(record, "cuda", schema)
     validate_record({**record, "points": [{**point, "samples_s": [1e-3]}]}, "cuda", schema)
     validate_record({**record, "points": [{**point, "status": "skipped", "reason": "no GPU"}]}, "cuda", schema)
+
+
+@pytest.mark.parametrize("words, kind, region, size, own", [
+    ("end_to_end: drift: second half 9.0% faster than the first", "drift", "end_to_end", 0.09, False),
+    ("drift: second half 12.0% slower than the first", "drift", "compute", 0.12, True),
+    ("CPU clock changed +12% during sampling (cpu0)", "cpu_clock", "", 0.12, True),
+    ("disturbed: other processes used 0.90 cores while it sampled", "disturbed", "", 0.0, False),
+    ("h2d: CI not reached (±3.1% > ±2.0%, stopped on budget)", "not_converged", "h2d", 0.031, False),
+    ("bimodal samples (two modes 50% apart, 30/50 in the faster)", "bimodal", "compute", 0.5, True),
+])
+def test_a_flag_kept_as_words_by_an_older_record_is_read_as_a_typed_flag(words, kind, region, size, own):
+    from offloadbench.records.types import Flag
+
+    flag = Flag.from_json(words)
+    assert (flag.kind, flag.region, flag.size, flag.own_fault, flag.text) == (kind, region, pytest.approx(size), own,
+                                                                               words)

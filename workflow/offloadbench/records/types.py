@@ -191,8 +191,8 @@ class Flag:
     def _from_words(cls, text: str) -> Flag:
         """A flag of a record before version 4, which kept only its words: "[region: ]kind ...
         12.0% ..." (its size the first percentage)."""
-        region, _, rest = text.partition(": ") if text.split(":", 1)[0].isidentifier() and not \
-            text.startswith(("drift:", "disturbed:")) else ("", "", text)
+        head, _, tail = text.partition(": ")  # "end_to_end: drift: ..." names its region; "drift: ..." does not
+        region, rest = (head, tail) if tail and head.isidentifier() and head not in ("drift", "disturbed") else ("", text)
         kind = next((k for prefix, k in _LEGACY_PREFIXES if rest.startswith(prefix)), "")
         found = re.search(r"(\d+(?:\.\d+)?)%", rest)
         return cls(kind, region or ("compute" if kind in ("not_converged", "bimodal", "drift") else WHOLE_CELL),
