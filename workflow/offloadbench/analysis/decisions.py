@@ -305,18 +305,12 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
     }
 
 
-def decisions_table(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
-                    machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
-                    process_cap: int | None = None) -> pd.DataFrame:
-    """decisions.csv alone (decision_tables)."""
-    return decision_tables(speedups, timings, judging, machine, memory, fault_s, process_cap)[0]
-
-
 def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
                     machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
                     process_cap: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One decision per op × device × dtype (× CPU thread count), in the declared columns
-    (`columns.DECISIONS`); `memory` (memory.csv) gives the largest size that fits, `fault_s`
+    """decisions.csv: one decision per op × device × dtype (× CPU thread count), in the
+    declared columns (`columns.DECISIONS`), and decision_sizes.csv: each measured size's
+    answer of each decision's series (`columns.DECISION_SIZES`); `memory` (memory.csv) gives the largest size that fits, `fault_s`
     what one fresh page costs, to say what the pages a loser maps cost it, and `process_cap`
     the run's measure.max_processes, against which an open size's processes are read."""
     if speedups is None or speedups.empty:

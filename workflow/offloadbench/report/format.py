@@ -67,9 +67,9 @@ def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", ci: str | None 
     """The one way an estimate and its CI are written. In a table whose header names the
     CI: "1.23 (1.20–1.26)", the bounds with as many decimals as the value so they line up;
     with its label `ci` (Judging.ci, "95% CI"), in a sentence: "1.23 s (95% CI 1.20–1.26 s)".
-    A `ratio` has two decimals (two significant digits under 0.1) and "×" ("2.10× faster (95% CI 2.05–2.14)" with `word`), and
-    one whose CI spans more than MAX_CI_SPAN is no result and never a number: "undecided
-    (its CI spans 3.5×)", or "CI spans 3.5×" in a table."""
+    A `ratio` has two decimals (two significant digits under 0.1) and "×" ("2.10× faster
+    (95% CI 2.05–2.14)" with `word`), and one whose CI spans more than MAX_CI_SPAN is no
+    result and never a number: "undecided (its CI spans 3.5×)", or "CI spans 3.5×" in a table."""
     named = ci is not None
     if not finite(value):
         return "–"
