@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 from offloadbench import sandbox
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source
+from offloadbench.report.format import fmt_payback
 from offloadbench.units import fmt_duration, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                      if row["mode"] == "compiled" else "–")
         print(f"| {row['op']} | {row['size']} | {row['variant']} | "
               f"{interval(row['speedup'], row['speedup_ci_low'], row['speedup_ci_high'], ratio)} | "
-              f"{row['speedup_verdict']} | {compile_s} | {row['amortize'] or '–'} |")
+              f"{row['speedup_verdict']} | {compile_s} | "
+              f"{fmt_payback(row['amortize_calls'], row['amortize_calls_ci_low'], row['amortize_calls_ci_high'])} |")
     startup = timings["compiler_startup_s"].dropna()
     print()
     print(f"compiler start-up per compiled process: {startup.min():.1f}–{startup.max():.1f} s; "

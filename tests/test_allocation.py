@@ -13,7 +13,6 @@ from offloadbench.allocation import (
     cycle_stats,
     pair_spread,
     plan_cycles,
-    rounds_for,
 )
 
 
@@ -49,13 +48,6 @@ def test_m_star_buys_the_narrowest_interval_for_a_fixed_time():
         return spread.round_variance(cycles) / rounds
 
     assert variance_of_mean(m) < variance_of_mean(m / 10) and variance_of_mean(m) < variance_of_mean(m * 10)
-
-
-def test_rounds_for_a_half_width_pay_students_t():
-    spread = pair_spread([(0.0, 0.0, 10), (0.1, 0.0, 10), (-0.1, 0.0, 10)])  # σ between = 0.1
-    rounds = rounds_for(spread, cycles=10, half_width=0.05)
-    assert 15 < rounds < 25  # t(P-1)·0.1/√P ≤ log 1.05 near P = 19
-    assert rounds_for(spread, cycles=10, half_width=1e-9) == math.inf
 
 
 def test_a_bouts_cycle_statistics_resist_one_stray_cycle():

@@ -10,7 +10,7 @@ import pytest
 from offloadbench.analysis.columns import DECISIONS
 from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, USE, decision_tables
 from offloadbench.analysis.tables import with_size_answers
-from offloadbench.report.text.decisions import answer, lead_paragraph, plain_table, table_legend
+from offloadbench.report.text.decisions import answer, decision_table, lead_paragraph, plain_table
 from offloadbench.report.text.latex_macros import decision_macro
 from offloadbench.report.text.latex_tables import decisions_tex
 from offloadbench.stats import independent_ratio, processes_to_decide
@@ -165,7 +165,7 @@ def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
     from offloadbench.report.escape import terminal_frame
 
     lines = plain_table(terminal_frame(frame), DELTA)
-    table = lines[:lines.index("notes:")] if "notes:" in lines else lines
+    table = lines[:lines.index("notes:")] if "notes:" in lines else lines[:lines.index("")]
     assert len(table) == 2 + len(frame)  # the dtype said once, the header, a line per row; then any notes
     assert all(len(line) <= 100 for line in lines)
     assert not any(ch in "".join(lines) for ch in "\x1b\x07\n") and not any(l.startswith("error") for l in lines)
@@ -274,10 +274,12 @@ def test_a_tampered_decisions_table_prints_inert(tmp_path):
 
 
 def test_the_legend_explains_only_the_columns_the_table_has():
-    legend = table_legend(DELTA, ["op", "decision", "still open"])
-    assert "*Still open*" in legend and "Compile pays back" not in legend and "Fits up to" not in legend
-    assert all(f"*{name}*" in table_legend(DELTA)
-               for name in ("Compile pays back after", "Simpler than", "Fits up to n", "Still open"))
+    shown = decision_table(decide(cell("torch", 256, 1.06, 0.96, 1.17), cell("torch", 1024, 3.0, 2.9, 3.1)), DELTA)
+    assert "still open" in shown.cells and "compile pays back after" not in shown.cells
+    assert "still open: " in shown.legend and "compile pays back after: " not in shown.legend
+    compiled = decision_table(decide(cell("torch compiled", 1024, 6.0, 5.8, 6.2, compile_s=0.8, startup=6.0,
+                                          calls=100.0)), DELTA)
+    assert "compile pays back after: " in compiled.legend and "still open: " not in compiled.legend
 
 
 def test_counts_of_calls_in_the_terminal_keep_three_digits_rounded_up():
@@ -324,9 +326,7 @@ def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
 
 
 def _terminal(frame: pd.DataFrame) -> list[str]:
-    from offloadbench.report.text.decisions import plain_legend
-
-    return plain_table(frame, DELTA) + plain_legend(frame)
+    return plain_table(frame, DELTA)
 
 
 def test_a_stay_row_names_the_best_alternative_beside_its_ratio():
@@ -355,11 +355,9 @@ def test_an_open_size_past_the_cap_reads_as_more_than_the_cap():
     text = " ".join(line.strip() for line in _terminal(frame))
     assert f"about {needed} processes per cell would likely decide it, more than the run's cap of {cap}" in text
     assert f"≈{needed}" not in text
-    from offloadbench.report.text.decisions import table_rows
-
-    assert table_rows(frame, DELTA)["still open"].iloc[0] == f"n = 256: more processes than the cap of {cap}"
+    assert decision_table(frame, DELTA).cells["still open"].iloc[0] == f"n = 256: more processes than the cap of {cap}"
     frame["process_cap"] = 1000  # within the cap: the estimate itself
-    assert table_rows(frame, DELTA)["still open"].iloc[0] == f"n = 256: ≈{needed} processes"
+    assert decision_table(frame, DELTA).cells["still open"].iloc[0] == f"n = 256: ≈{needed} processes"
 
 
 def test_a_row_chosen_by_the_simplicity_rule_says_so():
@@ -375,7 +373,8 @@ def test_a_row_chosen_by_the_simplicity_rule_says_so():
 
 def test_the_legend_explains_1t_all_n_and_from_n():
     frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1, threads="all"))
-    legend = " ".join(_terminal(frame)[-6:])
+    lines = _terminal(frame)
+    legend = " ".join(lines[lines.index("") + 1:])
     assert all(word in legend for word in ("1t: one thread", "all: every core (2 threads here)", "n: the op's size",
                                            "from n: the smallest n"))
 
@@ -387,7 +386,7 @@ def test_sharing_cores_on_every_all_threads_row_is_said_once():
     assert frame["shares_cores"].tolist() == [False, True] * 3
     lines = _terminal(frame)
     assert sum(line.count("†") for line in lines) == 0
-    assert sum("Every all-threads row shared its 2 cores" in line for line in lines) == 1
+    assert " ".join(lines).count("Every all-threads row shared its 2 cores") == 1
     # an unstable cell keeps its own mark, explained once
     rows[0] = (rows[0][0] | {"unstable": "two modes"}, rows[0][1])
     lines = _terminal(decide(*rows))
@@ -395,7 +394,7 @@ def test_sharing_cores_on_every_all_threads_row_is_said_once():
     # where some all-threads row did not share its cores, each sharing row is marked
     rows[3] = (rows[3][0] | {"shares_cores": False}, rows[3][1])
     lines = plain_table(decide(*rows), DELTA)
-    assert sum(line.count("†") for line in lines) == 3  # two sharing rows and the unstable one
+    assert sum(line.count("†") for line in lines) == 4  # two sharing rows, the unstable one and the legend
 
 
 def test_sizes_that_decide_otherwise_than_from_n_says_are_listed_by_size():

@@ -123,7 +123,7 @@ def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
     assert (compiled["graph_breaks"] == 0).all()
     assert set(timings.loc[timings["op"] == "heat_step", "family"]) == {"user kernels"}
     speedups = pd.read_csv(run["out"] / "speedups.csv", dtype={"threads": str})
-    assert speedups.loc[speedups["mode"] == "compiled", "amortize"].notna().all()
+    assert speedups.loc[speedups["mode"] == "compiled", "amortize_calls"].notna().all()
     record = json.loads((run["out"] / "raw" / "heat_step" / "numpy-cpu-float32-n64-t1-compiled" / "p1.json").read_text())
     assert record["op_info"]["file"] == "examples/kernels.py" and record["compile"]["first_call_s"] > 0
     text = (run["out"] / "report.md").read_text()

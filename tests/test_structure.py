@@ -97,10 +97,10 @@ def test_ruff_is_clean():
 
 # The report is two rooms over shared pieces: report/figures/ draws, report/text/ writes
 # sentences, and both take their words, numbers and orders from the shared modules beside
-# them (format, escape, captions, page), so a figure never needs a prose module.
+# them (format, escape, captions, page, table), so a figure never needs a prose module.
 REPORT = PACKAGE / "report"
 ROOMS = ("figures", "text")
-SHARED = {"__init__", "format", "escape", "captions", "page", "publish"}
+SHARED = {"__init__", "format", "escape", "captions", "page", "publish", "table"}
 
 
 def modules_of(room: str) -> list[Path]:
@@ -195,6 +195,7 @@ OWN_TEXT = {
     "report/figures/style.py panel_title": "wraps its own titles",
     "report/format.py fmt_ci": "counts the decimals of the number it has just formatted",
     "report/page.py slug": "anchors of the report's own headings",
+    "report/table.py <module>": "labels and alignment of its own cells",
     "report/page.py unescaped": "the report's own headings",
     "report/page.py markdown_headings": "the report's own headings",
     "report/page.py _print_size": "reads a PNG's header from the page it builds",
@@ -203,7 +204,6 @@ OWN_TEXT = {
     "report/text/latex_macros.py Macros.__post_init__": "checks its own macro prefix",
     "report/text/latex_macros.py Macros.add": "checks its own macro names",
     "report/text/latex_macros.py _check_disjoint": "names of its own macros",
-    "report/text/latex_tables.py <module>": "labels and alignment of its own cells",
     "report/text/latex_tables.py slug": "labels of its own tables",
     "report/text/markdown.py build_markdown": "the layout's figure names",
     "report/text/markdown.py figure_lines": "alt text from its own caption",
@@ -236,6 +236,32 @@ def test_the_analysis_and_report_parse_no_text_from_tables_or_records():
     found = set().union(*(text_parsing(p) for stage in ("analysis", "report") for p in (PACKAGE / stage).rglob("*.py")))
     assert not found - set(OWN_TEXT), f"text taken apart outside the named places: {sorted(found - set(OWN_TEXT))}"
     assert not set(OWN_TEXT) - found, f"named places that no longer parse (drop them): {sorted(set(OWN_TEXT) - found)}"
+
+
+# Every number the report writes goes through report/format.py, so one value reads the same
+# in a sentence, a table, LaTeX and a figure: no format spec anywhere else in report/.
+def number_formats(path: Path) -> list[int]:
+    """Lines of `path` that format a number themselves: an f-string's format spec, or a
+    "{:...}" template for str.format."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sorted({node.lineno for node in ast.walk(tree)
+                   if (isinstance(node, ast.FormattedValue) and node.format_spec is not None)
+                   or (isinstance(node, ast.Constant) and isinstance(node.value, str) and "{:" in node.value)})
+
+
+def test_the_report_formats_numbers_in_one_module():
+    found = {f"{p.relative_to(PACKAGE)}:{line}" for p in (PACKAGE / "report").rglob("*.py")
+             if p.name != "format.py" for line in number_formats(p)}
+    assert not found, f"numbers formatted outside report/format.py: {sorted(found)}"
+
+
+def test_the_number_format_check_finds_a_format_spec(tmp_path):
+    sample = tmp_path / "sample.py"
+    for line in ('f"{x:.2f}×"', '"{:.4g}".format(x)', 'f"{x:g}"'):
+        sample.write_text(f"def f(x):\n    return {line}\n")
+        assert number_formats(sample) == [2], line
+    sample.write_text('def f(x):\n    return f"{x} calls"\n')
+    assert number_formats(sample) == []
 
 
 def test_the_text_parsing_check_finds_a_flag_taken_apart(tmp_path):

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import t_quantile
-
 MEDIAN_EFFICIENCY = math.pi / 2  # the variance of a median of m normal values is about π/2 · σ²/m
 FIRST_PLANNED_ROUND = 3  # two earlier rounds give the first estimate of `between`
 BETWEEN_FLOOR = 1e-6  # (0.1% as a standard deviation): rounds never agree better than this
@@ -68,18 +66,6 @@ def best_cycles(process_s: float, cycle_s: float, spread: PairSpread) -> float:
     if not (process_s > 0 and cycle_s > 0):
         return math.nan
     return math.sqrt(process_s / cycle_s * MEDIAN_EFFICIENCY * spread.within / spread.between)
-
-
-def rounds_for(spread: PairSpread, cycles: float, half_width: float, confidence: float = 0.95,
-               cap: int = 1000) -> float:
-    """Rounds whose t-interval on the log ratio is at most ±`half_width` (a share) with
-    `cycles` per round; inf beyond `cap`."""
-    target = math.log1p(half_width)
-    variance = spread.round_variance(cycles)
-    for rounds in range(2, cap + 1):
-        if t_quantile(1 - (1 - confidence) / 2, rounds - 1) * math.sqrt(variance / rounds) <= target:
-            return float(rounds)
-    return math.inf
 
 
 def cycle_stats(log_ratios: Sequence[float]) -> tuple[float, float, int]:

@@ -161,10 +161,6 @@ class Judging:
             return f"its CI includes 1 and reaches beyond ±{self.delta}"
         return f"the difference is real but may be smaller than {self.delta}"
 
-    def time_ratio_tie(self, low: float, high: float, point: float) -> bool:
-        """`tie` of a time ratio (below 1: B faster)."""
-        return _finite_positive(low, high, point) and self.tie(1 / high, 1 / low, 1 / point)
-
     def time_ratio_undecided_reason(self, low: float, high: float, point: float) -> str:
         """Why the verdict of a time ratio (below 1: B faster) is undecided ("" when decided)."""
         if not _finite_positive(low, high, point):
@@ -190,8 +186,3 @@ def contradicts(first: str, second: str) -> bool:
 
 def is_decided(word: str) -> bool:
     return word in DECIDED
-
-
-def is_tie(reason: str) -> bool:
-    """Whether an undecided ratio's reason (a table's `_undecided` column) says it is a tie."""
-    return isinstance(reason, str) and reason.startswith(TIE)

@@ -205,10 +205,9 @@ SPEEDUPS = {
     "compile_s_ci_low": TIMINGS["compile_s_ci_low"],
     "compile_s_ci_high": TIMINGS["compile_s_ci_high"],
     "compiler_startup_s": number("the compiler's one-time start-up (s)"),
-    "amortize_calls": number("calls after which the compile has paid for itself"),
+    "amortize_calls": number("calls after which the compile has paid for itself (inf: never, not faster)"),
     "amortize_calls_ci_low": number("lower end of its interval"),
     "amortize_calls_ci_high": number("upper end of its interval"),
-    "amortize": text("the same in words (never, where compiled is not faster)"),
     "compile_fallback": TIMINGS["compile_fallback"],
     "calls_per_round_trip": number("GPU cells: k*, the calls the data must stay on the device for one copy in and "
                                    "out to pay: (h2d + d2h) ÷ (NumPy's time − the device's compute time)"),

@@ -9,7 +9,7 @@ t interval on the logs (none with one such process). The calls to amortize the c
 paid its compile back. Its interval combines the ends of the compile time's interval and
 of the per-call saving's (from the baseline's time and the speedup's CI), so it covers at
 least the confidence asked for; where the saving's interval reaches zero the upper end is
-"never".
+infinite (never).
 """
 
 from __future__ import annotations
@@ -36,27 +36,13 @@ class Amortization:
     calls: float  # inf: never
     low: float
     high: float
-    ci: str = "CI"  # how its interval is labelled: Judging.ci, "95% CI"
-
-    @property
-    def text(self) -> str:
-        if not math.isfinite(self.calls):
-            return "never"
-        text = f"{_calls(self.calls)} calls"
-        if math.isfinite(self.low):
-            text += f" ({self.ci} {_calls(self.low)}–{_calls(self.high) if math.isfinite(self.high) else 'never'})"
-        return text
 
 
-def _calls(value: float) -> str:
-    return f"{math.ceil(value):,}"
-
-
-def amortization(compile_time: Interval, baseline: Interval, speedup: Interval, ci: str) -> Amortization:
+def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) -> Amortization:
     """Calls after which a compiled cell has paid its compile back against the baseline;
-    `never` when it is not faster. `ci` labels its interval (Judging.ci)."""
+    infinitely many (never) when it is not faster."""
     if not (math.isfinite(compile_time.value) and math.isfinite(speedup.value)) or speedup.value <= 1:
-        return Amortization(math.inf, math.inf, math.inf, ci)
+        return Amortization(math.inf, math.inf, math.inf)
 
     def saving(base: float, ratio: float) -> float:
         return base * (1 - 1 / ratio) if math.isfinite(ratio) and ratio > 0 else math.nan
@@ -66,4 +52,4 @@ def amortization(compile_time: Interval, baseline: Interval, speedup: Interval, 
     low_saving = saving(baseline.low, speedup.low)
     low = compile_time.low / high_saving if math.isfinite(high_saving) and high_saving > 0 else math.nan
     high = compile_time.high / low_saving if math.isfinite(low_saving) and low_saving > 0 else math.inf
-    return Amortization(calls, low, high, ci)
+    return Amortization(calls, low, high)

@@ -276,8 +276,8 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
     cell, judging = mc.cell, mc.analysis.judging
     speed, e2e = compared(SPEEDUP, base, mc, "compute"), compared(SPEEDUP, base, mc, "end_to_end")
     compiled = compile_columns(mc)
-    amortized = amortization(compile_interval(mc, judging.confidence), base.interval("compute"), speed.ratio,
-                             judging.ci) if compiled else None
+    amortized = amortization(compile_interval(mc, judging.confidence), base.interval("compute"),
+                             speed.ratio) if compiled else None
     trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
                                 mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
     return {
@@ -310,7 +310,6 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "amortize_calls": amortized.calls if amortized else math.nan,
         "amortize_calls_ci_low": amortized.low if amortized else math.nan,
         "amortize_calls_ci_high": amortized.high if amortized else math.nan,
-        "amortize": amortized.text if amortized else "",
         "compile_fallback": compiled.get("compile_fallback", ""),
         "calls_per_round_trip": trip.calls,
         "calls_per_round_trip_ci_low": trip.low,

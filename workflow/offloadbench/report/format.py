@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from ..analysis.breakeven import FROM_SMALLEST
 from ..analysis.columns import interval
 from ..catalogue import family_of, op_order
 from ..cells import (
@@ -123,6 +124,16 @@ def fmt_speedup(value: float, decided: bool = False) -> str:
     return f"{value:.2f}×" if value >= 0.1 else f"{value:.2g}×"
 
 
+def fmt_plain(value: float) -> str:
+    """"2", "0.05", "1e-06": a constant or setting as short as it reads."""
+    return f"{value:g}"
+
+
+def fmt_tick(value: float) -> str:
+    """"1,250", "0.25": a tick label of a log axis, whole numbers from 1 on."""
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
 def fmt_factor(value: float) -> str:
     """"1/8×", "1×", "8×": a power of two as a short tick label."""
     return f"{value:g}×" if value >= 1 else f"1/{round(1 / value)}×"
@@ -167,9 +178,38 @@ def fmt_calls(value, compact: bool = False) -> str:
     return f"{calls / scale:.3g}{suffix}"
 
 
-def fmt_seconds(value) -> str:
-    """"0.81 s": a compile time or start-up, two significant digits."""
-    return f"{value:.2g} s" if finite(value) else "–"
+def fmt_payback(calls, low=math.nan, high=math.nan, ci: str | None = None) -> str:
+    """"93 calls (70–130)": the calls that pay a compile back, with its interval where known
+    (labelled `ci` in a sentence: "93 calls (95% CI 70–130)"); "never" where compiling is
+    not faster (an infinite count)."""
+    if not finite(calls):
+        return "never" if calls == math.inf else "–"
+    text = f"{fmt_calls(calls)} calls"
+    if finite(low):
+        text += f" ({f'{ci} ' if ci else ''}{fmt_calls(low)}–{fmt_calls(high) if finite(high) else 'never'})"
+    return text
+
+
+def fmt_break_even(size, status) -> str:
+    """A series' break-even size in a table: "606", "at most 256", "not reached"."""
+    if not finite(size):
+        return "not reached"
+    return f"at most {float(size):.0f}" if status == FROM_SMALLEST else f"{float(size):.0f}"
+
+
+def fmt_seconds(value, digits: int = 2) -> str:
+    """"0.81 s": a compile time or start-up, `digits` significant digits (no exponent below 10⁴)."""
+    return f"{float(value):.{digits}g} s" if finite(value) else "–"
+
+
+def fmt_times(value, decimals: int = 2) -> str:
+    """"2.10×": a ratio in a sentence or a cell, without its CI."""
+    return f"{float(value):.{decimals}f}×" if finite(value) else "–"
+
+
+def fmt_error(value) -> str:
+    """"3.2e-07": a relative error, one decimal and its power of ten."""
+    return f"{float(value):.1e}" if finite(value) else "–"
 
 
 def fmt_interval(lo: float, hi: float, ci: str, scale: float = 1.0, unit: str = "") -> str:

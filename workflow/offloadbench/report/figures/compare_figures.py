@@ -17,13 +17,14 @@ import seaborn as sns
 from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 
+from ...analysis.breakeven import FROM_SMALLEST, NOT_REACHED
 from ...analysis.columns import weak_cells
 from ...analysis.compare import MachineComparison
 from ...layout import COMPARE_FIGURE_NAMES
 from ...verdicts import FASTER, SAME, SLOWER, UNDECIDED
 from ..captions import size_label
 from ..escape import literal_frame
-from ..format import dtype_sort_key, format_bytes, thread_sort_key, verdict_counts
+from ..format import dtype_sort_key, fmt_rate, format_bytes, thread_sort_key, verdict_counts
 from .style import (
     COLUMN_WIDTH_IN,
     MARKERS,
@@ -238,7 +239,7 @@ def _break_even_rows(comparison: MachineComparison) -> pd.DataFrame:
         for (op, dtype, device, threads, variant), group in gpu.groupby(["op", "dtype", "device", "threads", "variant"]):
             op = op if variant == "torch" else f"{op} ({variant})"
             size = group["break_even_size"].iloc[0]
-            status = {"from the smallest size": "at or below"}.get(group["break_even_status"].iloc[0],
+            status = {FROM_SMALLEST: "at or below"}.get(group["break_even_status"].iloc[0],
                                                                    group["break_even_status"].iloc[0])
             name = group["device_name"].dropna()
             rows.append({"machine": machine, "op": op, "dtype": dtype, "device": device, "threads": threads,
@@ -280,7 +281,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     for r in frame.itertuples():
         y = categories.index((r.op, r.dtype)) + offsets[(r.machine, r.device, r.threads)]
         colour, marker = colours[r.machine], device_markers[r.device]
-        if r.status == "not reached":
+        if r.status == NOT_REACHED:
             ax.plot(r.largest, y, marker=marker, markersize=6, markerfacecolor="white", markeredgecolor=colour,
                     markeredgewidth=1.3, linestyle="none")
             ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y),
@@ -294,7 +295,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]}
                    | {int(s) for s in frame["smallest"]} | {int(s) for s in frame["largest"]})
     # Room for the arrows beyond the grid; the legend says what an arrow means.
-    room_right = 2.5 if (frame["status"] == "not reached").any() else 1.5
+    room_right = 2.5 if (frame["status"] == NOT_REACHED).any() else 1.5
     ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == "at or below").any() else 1.5), max(sizes) * room_right)
     size_axis(ax, sizes)
     ax.set_yticks(range(len(categories)))
@@ -321,7 +322,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     if (frame["status"] == "at or below").any():
         rows.append((Line2D([], [], color="0.3", marker="$\u2190$", linestyle="none", markersize=9),
                      "arrow left: at or below the smallest size"))
-    if (frame["status"] == "not reached").any():
+    if (frame["status"] == NOT_REACHED).any():
         rows.append((Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", markersize=6),
                      "hollow, arrow right: not reached by the largest size measured"))
     _legend(page, rows)
@@ -391,7 +392,7 @@ def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
             text = f"{machine}: {name}"
             if not link.empty:
                 kind = link["link"].iloc[0]
-                text += f"\n  link{f' {kind},' if isinstance(kind, str) and kind else ''} {link['link_gbs'].iloc[0]:.0f} GB/s"
+                text += f"\n  link{f' {kind},' if isinstance(kind, str) and kind else ''} {fmt_rate(link['link_gbs'].iloc[0])} GB/s"
             rows.append((Line2D([], [], color=colours[machine], linestyle=":" if not link.empty else "none",
                                 linewidth=1.3, marker="o", markersize=4), text))
     rows.append(_header("direction (line, panel)"))

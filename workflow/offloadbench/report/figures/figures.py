@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 from ...analysis.columns import interval_frame, weak_cells, without_models
 from ...verdicts import Judging
 from ..captions import size_label
-from ..format import device_order, dtype_order, format_bytes, op_order, variant_of
+from ..format import device_order, dtype_order, fmt_rate, format_bytes, op_order, variant_of
 from .style import (
     SMALL_PT,
     WEAK_NOTE,
@@ -215,7 +215,7 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str, judging: Judging) -> 
         if not link.empty:
             ax.axhline(link.iloc[0], color="0.2", linestyle=":", linewidth=1.0)
             # No copy beats the link's theoretical rate, so the space above its line is free.
-            ax.text(0.02, link.iloc[0] * 1.04, f"link: {here['link'].iloc[0]}, {link.iloc[0]:.0f} GB/s",
+            ax.text(0.02, link.iloc[0] * 1.04, f"link: {here['link'].iloc[0]}, {fmt_rate(link.iloc[0])} GB/s",
                     transform=ax.get_yaxis_transform(), ha="left", va="bottom", fontsize=SMALL_PT, color="0.2")
             ax.set_ylim(top=link.iloc[0] * 1.6)
         names = here["device_name"].dropna()

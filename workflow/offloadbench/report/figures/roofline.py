@@ -18,6 +18,7 @@ from ..format import (
     device_order,
     dtype_sort_key,
     fmt_rate,
+    fmt_tick,
     op_order,
     threads_phrase,
     variant_of,
@@ -33,10 +34,6 @@ DIRECT_LABELS_FROM = 7  # ops; from there on colours alone no longer tell them a
 NO_ROOFS_NOTE = "The roofs were not measured for these results (older results, or the roofs rule did not run): points only."
 
 
-def _rate_formatter(value, _=None) -> str:
-    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
-
-
 def _log_axis(axis, lo: float, hi: float) -> None:
     """Round log ticks, thinned to powers of ten when 1-2-5 steps would crowd the axis."""
     ticks = log_ticks(lo, hi)
@@ -44,7 +41,7 @@ def _log_axis(axis, lo: float, hi: float) -> None:
         ticks = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
     axis.set_major_locator(ticker.FixedLocator(ticks))
     axis.set_minor_locator(ticker.NullLocator())
-    axis.set_major_formatter(ticker.FuncFormatter(_rate_formatter))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: fmt_tick(value)))
 
 
 def _marker_sizes(sizes) -> dict[int, float]:

@@ -28,6 +28,7 @@ from matplotlib.font_manager import FontProperties
 from ..format import (
     device_sort_key,
     dtype_order,
+    fmt_plain,
     library_sort_key,
     mode_sort_key,
     op_order,
@@ -344,7 +345,7 @@ def log_y(ax, suffix: str = "") -> None:
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(NiceLogLocator())
     ax.yaxis.set_minor_locator(ticker.NullLocator())
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{fmt_plain(v)}{suffix}"))
 
 
 # --- series: one colour and marker per library, mode, device and thread count --------------

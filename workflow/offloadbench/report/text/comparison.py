@@ -15,9 +15,20 @@ from ...layout import COMPARE_FIGURE_NAMES
 from ...verdicts import FASTER, SAME, SLOWER
 from ..captions import COMPARE_CAPTIONS, compare_caption
 from ..escape import md_data, md_frame
-from ..format import fmt_ci, fmt_percent, fmt_time, fmt_time_ratio, threads_text, variant_of, verdict_counts
-from .markdown import figure_lines, markdown_table, write_page
+from ..format import (
+    fmt_ci,
+    fmt_percent,
+    fmt_time,
+    fmt_time_ratio,
+    fmt_times,
+    threads_text,
+    variant_of,
+    verdict_counts,
+)
+from ..table import markdown_table
+from .markdown import figure_lines, write_page
 from .seed import check_seed_claims
+from .tables import comparison_table
 
 
 def _series_name(row) -> str:
@@ -149,7 +160,7 @@ def reproducibility_section(comparison: MachineComparison) -> list[str]:
             f"## Reproducibility: {b} against {a}", "",
             (f"- {r['inside']} of {r['cells']} medians of {b} ({fmt_percent(r['inside'] / max(1, r['cells']))}) lie inside the "
             f"{comparison.judging.ci} of {a}; the median CI half-width is ±{fmt_percent(r['median_rel_halfwidth'])}."),
-            f"- The largest disagreement is {r['worst_ratio']:.2f}× ({r['worst_cell']}).",
+            f"- The largest disagreement is {fmt_times(r['worst_ratio'])} ({r['worst_cell']}).",
             (f"- {r['verdicts_changed']} of {r['verdicts']} verdicts (speedups and thread scalings) change; "
              f"{r['contradictions']} contradict each other (faster against slower, or same against either)"
              f"{': ' + ', '.join(r['changed_cells'][:10]) if r['verdicts_changed'] else ''}."),
@@ -162,17 +173,14 @@ def reproducibility_section(comparison: MachineComparison) -> list[str]:
     return lines
 
 
-def cells_table(table: pd.DataFrame, ci: str) -> str:
+def cells_table(comparison: MachineComparison) -> list[str]:
+    """Every cell measured on two machines, from the one spec of the comparison table."""
+    table = comparison.comparison
     shown = table.assign(_t=table["threads"].map(thread_sort_key)).sort_values(
         ["machine_b", "op", "library", "mode", "device", "dtype", "_t", "size"])
-    frame = pd.DataFrame({
-        "machine": shown["machine_b"], "cell": [Cell.from_dict(r).key for _, r in shown.iterrows()],
-        "time A": shown["median_a_s"].map(fmt_time), "time B": shown["median_b_s"].map(fmt_time),
-        "B against A": [fmt_time_ratio(r, lo, hi, ci) for r, lo, hi in
-                        zip(shown["ratio"], shown["ratio_ci_low"], shown["ratio_ci_high"], strict=True)],
-        "verdict": shown["verdict"], "CI": shown["ci_scope"],
-    })
-    return markdown_table(frame)
+    a, others = comparison.labels[0], comparison.labels[1:]
+    rendered = comparison_table(len(others) == 1).shown(shown, comparison.judging, a=a, b=others[0] if others else "b")
+    return [rendered.markdown(), "", rendered.legend, ""]
 
 
 def escaped(comparison: MachineComparison) -> MachineComparison:
@@ -209,7 +217,7 @@ def build_markdown(comparison: MachineComparison, figure_dir: str = "figures") -
         "## Figures", "",
     ]
     lines += figure_lines({name: compare_caption(name, comparison.judging) for name in COMPARE_CAPTIONS}, figure_dir)
-    lines += ["## Every cell", "", cells_table(comparison.comparison, comparison.judging.ci), ""]
+    lines += ["## Every cell", "", *cells_table(comparison)]
     return "\n".join(lines)
 
 

@@ -8,15 +8,20 @@ kernels, why a variant or a figure leaves one out.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from ...analysis.columns import falls_back
+from ...analysis.columns import falls_back, interval
 from ...cells import COMPILED
 from ...kernels import FAMILY as KERNEL_FAMILY
 from ...verdicts import Judging
 from ..format import (
     by_variant,
     finite,
+    fmt_calls,
+    fmt_interval,
+    fmt_payback,
     fmt_seconds,
     ratio_of,
     report_groups,
@@ -31,7 +36,7 @@ from .findings import caveat
 def _compile_time(row, judging: Judging) -> str:
     text = fmt_seconds(row["compile_s"])
     if finite(row.get("compile_s_ci_low")) and finite(row.get("compile_s_ci_high")):
-        text += f" ({judging.ci} {row['compile_s_ci_low']:.2g}–{row['compile_s_ci_high']:.2g} s)"
+        text += f" ({fmt_interval(row['compile_s_ci_low'], row['compile_s_ci_high'], judging.ci, unit=' s')})"
     return text
 
 
@@ -54,16 +59,17 @@ def series_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
             lines.append(f"{head}: **no compiled speedup**, {row['compile_fallback']}; its time is that of partly "
                          "uncompiled code.")
             continue
-        pays = (f"pays its compile back after {row['amortize']}" if row["amortize"] != "never"
-                else "never pays its compile back: it is not faster than NumPy")
+        never = row.get("amortize_calls") == math.inf  # compiled is not faster
+        pays = ("never pays its compile back: it is not faster than NumPy" if never else
+                f"pays its compile back after {fmt_payback(*interval(row, 'amortize_calls'), ci=judging.ci)}")
         startup = row.get("compiler_startup_s")
-        if row["amortize"] != "never" and finite(startup) and finite(row["amortize_calls"]):
+        if finite(startup) and finite(row["amortize_calls"]):
             whole = row["amortize_calls"] * (row["compile_s"] + startup) / row["compile_s"]
-            pays += (f"; after about {whole:,.0f} calls for a program's first compiled function, which also pays "
-                     f"the compiler's start-up ({startup:.2g} s)")
-        lines.append(f"{head}: {ratio_of(row, ci=judging.ci)}{caveat(row)} against NumPy; the compile takes "
-                     f"{_compile_time(row, judging)} "
-                     f"once per process and {pays}.")
+            pays += (f"; after about {fmt_calls(whole)} calls for a program's first compiled function, which also "
+                     f"pays the compiler's start-up ({fmt_seconds(startup)})")
+        # the series first in each clause, so no clause reads the same for two series
+        lines.append(f"{head}: the compile takes {_compile_time(row, judging)} once per process and {pays}; its "
+                     f"speedup over NumPy is {ratio_of(row, ci=judging.ci)}{caveat(row)}.")
     return lines
 
 

@@ -14,7 +14,7 @@ from ...records import Environment, RoundRecord, SettleRecord
 from ...records.types import WouldDecide
 from ...stats import binomial_interval
 from ...verdicts import UNDECIDED, Judging, percent
-from ..format import fmt_duration, fmt_percent, fmt_sig
+from ..format import fmt_duration, fmt_percent, fmt_sig, fmt_times
 
 
 def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[str]:
@@ -84,7 +84,7 @@ def duration_lines(rounds: list[RoundRecord]) -> list[str]:
         f"round {r.round}: {r.measured_now} cells in {fmt_duration(r.took_s or 0)} "
         f"(estimated {fmt_duration(r.estimated_s or 0)})" for r in measured
     )
-    ratio = f", {took / estimated:.2f}× the estimate" if estimated > 0 else ""
+    ratio = f", {fmt_times(took / estimated)} the estimate" if estimated > 0 else ""
     return [(f"- Measuring took {fmt_duration(took)} against {fmt_duration(estimated)} estimated before each round"
             f"{ratio} ({per_round}).")]
 
@@ -213,7 +213,7 @@ def carry_over_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
     middle = float(np.exp(np.median(values)))
     decided = seen[(seen["carry_over_ci_low"] > 1) | (seen["carry_over_ci_high"] < 1)]
     return [(f"- Carry-over between turns: in the self-comparisons' bouts, cycles right after a multi-threaded torch "
-             f"or compiled worker's turn ran {middle:.3f}× as long as the others (the median over {len(seen)} "
+             f"or compiled worker's turn ran {fmt_times(middle, 3)} as long as the others (the median over {len(seen)} "
              f"cells, {fmt_sig(float(np.exp(values.min())))}–{fmt_sig(float(np.exp(values.max())))}); "
              f"{len(decided)} of them tell it from 1 at {judging.level}.")]
 

@@ -1,11 +1,13 @@
 """The decisions in words: the sentence of each row of decisions.csv, the table that leads
-the report, the paragraph that answers the question for the machine, and the same table as
-plain text for the terminal (analysis/decisions.py makes the rows)."""
+the report (declared once, DECISIONS, and rendered in every format), the notes the terminal
+adds under it, and the paragraph that answers the question for the machine
+(analysis/decisions.py makes the rows)."""
 
 from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import replace
 
 import pandas as pd
 
@@ -13,7 +15,18 @@ from ...analysis.columns import flag
 from ...analysis.decisions import DEPENDS, STAY, UNSURE, USE
 from ...analysis.round_trip import AFTER, NEVER, trip_kind
 from ...verdicts import SAME, SLOWER, Judging
-from ..format import finite, fmt_calls, fmt_ratio, fmt_size, text_of, threads_text, where_phrase
+from ..format import (
+    finite,
+    fmt_calls,
+    fmt_rate,
+    fmt_ratio,
+    fmt_size,
+    fmt_times,
+    text_of,
+    threads_text,
+    where_phrase,
+)
+from ..table import LATEX, MARKDOWN, TERMINAL, Column, Shown, Table, wrapped
 
 WEAK_MARK = "†"
 WEAK_NOTE = (f"{WEAK_MARK} marks a number from a weak cell: one that shared its cores with the orchestrator, or "
@@ -142,7 +155,7 @@ def simpler_text(row) -> str:
     if not other:
         return ""
     speed = row.get("simpler_than_speedup")
-    return (f"chosen over {other}{f' ({float(speed):.2f}×)' if finite(speed) else ''}, the simpler of two that "
+    return (f"chosen over {other}{f' ({fmt_times(speed)})' if finite(speed) else ''}, the simpler of two that "
             "cannot be told apart")
 
 
@@ -163,7 +176,7 @@ def _trip(row) -> str:
         return f"; keeping the data on {row['device']} between calls would not help: it computes {row['op']} no faster"
     if kind == AFTER:
         return (f"; with the data kept on the device between calls, it pays once they stay "
-                f"{max(1, math.ceil(float(calls))):,} calls (k* = {float(calls):.2g})")
+                f"{fmt_calls(max(1, float(calls)))} calls (k* = {fmt_rate(calls)})")
     return ""
 
 
@@ -219,13 +232,6 @@ def answer(row, judging: Judging) -> str:
 # --- the table that leads the report, and its terminal twin ---------------------------------
 
 
-OPTIONAL = ("compile pays back after", "simpler than", "fits up to n", "still open")  # only where a row has one
-
-
-def speedup_header(judging: Judging) -> str:
-    return f"speedup ({judging.ci})"
-
-
 def sharing_said_once(decisions: pd.DataFrame) -> bool:
     """Whether every all-threads cpu row shares its cores with the orchestrator (a machine of
     few cores): then that is said once for them all instead of a mark on each."""
@@ -265,30 +271,6 @@ def weak_notes(decisions: pd.DataFrame) -> list[str]:
     return notes
 
 
-def table_rows(decisions: pd.DataFrame, judging: Judging, compact_where: bool = False) -> pd.DataFrame:
-    """The decision table's cells as text, one row per decision, in the table's order; a
-    row that does not use a variant names the one its speedup is of; the optional columns
-    only where a row has one."""
-    speedup = speedup_header(judging)
-    once = sharing_said_once(decisions)
-    rows = []
-    for _, row in decisions.iterrows():
-        where = where_cell(row)
-        if compact_where:
-            where = f"cpu {'all' if str(row['threads']) == 'all' else str(row['threads']) + 't'}" \
-                if row["device"] == "cpu" else str(row["device"])
-        rows.append({
-            "op": row["op"], "where": where, "dtype": row["dtype"], "decision": decision_words(row),
-            "from n": _from_cell(row), "at n": str(int(row["size"])), speedup: _speedup_cell(row, once),
-            "compile pays back after": _payback_cell(row),
-            "simpler than": _simpler_cell(row),
-            "fits up to n": fmt_size(row["fits_up_to"]) if finite(row.get("fits_up_to")) else "–",
-            "still open": _open_cell(row),
-        })
-    frame = pd.DataFrame(rows, columns=["op", "where", "dtype", "decision", "from n", "at n", speedup, *OPTIONAL])
-    return frame.drop(columns=[c for c in OPTIONAL if (frame[c] == "–").all()])
-
-
 def _speedup_cell(row, once: bool) -> str:
     """The speedup, named by its variant where the decision does not name it ("torch 0.94×")."""
     text = speedup_text(row, mark=_marked(row, once))
@@ -317,7 +299,7 @@ def _simpler_cell(row) -> str:
     if not other:
         return "–"
     speed = row.get("simpler_than_speedup")
-    return f"{other} {float(speed):.2f}×" if finite(speed) else other
+    return f"{other} {fmt_times(speed)}" if finite(speed) else other
 
 
 def _open_sizes(row) -> str:
@@ -339,62 +321,6 @@ def _open_cell(row) -> str:
     if finite(needed):
         return f"{sizes}: ≈{int(needed)} processes"
     return f"{sizes}: not by processes" if needed == math.inf else f"{sizes}: more processes"
-
-
-def table_legend(judging: Judging, columns=OPTIONAL, decisions: pd.DataFrame | None = None) -> str:
-    """What the decision table's columns mean, in one paragraph: the optional columns only
-    where the table (`columns`) has them; then what its weak rows need said."""
-    text = ("Each row is one op (or kernel of yours) where it runs: *decision* is what to use at the largest size "
-            "measured (*at n*; n is the op's size, the side of its matrices for most), judged against NumPy end to "
-            "end (on a GPU with the copies counted), and *from n* the smallest size from which it holds; *speedup* "
-            f"is the variant's speedup over NumPy there (above 1: faster than NumPy), with the {judging.ci}; where "
-            "the decision uses no variant, the speedup names the best alternative (\"torch 0.94×\"). The rule: the "
-            "fastest variant decided faster than NumPy, but a simpler one (NumPy, torch, numpy compiled, torch "
-            "compiled) where the two cannot be told apart.")
-    optional = {
-        "compile pays back after": "*Compile pays back after*: the calls at n that pay a compile back, and in "
-                                   "parentheses with the compiler's one-time start-up.",
-        "simpler than": "*Simpler than*: the faster-looking variant the rule passed over for the simpler one, with "
-                        "its speedup.",
-        "fits up to n": "*Fits up to n*: the largest size whose call fits the memory of its device (the host's for "
-                        "the cpu), from the measured peaks.",
-        "still open": "*Still open*: the sizes that cannot tell yet, and the processes per cell that would likely "
-                      "decide the largest of them, estimated from the spread between processes seen (or more than "
-                      "the run's cap, measure.max_processes), or a quieter machine where other programs disturbed "
-                      "half or more of a cell's processes.",
-    }
-    notes = weak_notes(decisions) if decisions is not None else []
-    return " ".join([text, *(optional[c] for c in OPTIONAL if c in columns), *notes])
-
-
-def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> list[str]:
-    """The decision table as plain text for the terminal: one line per row, at most `width`
-    characters; the dtype column is left out (and said once) when every row has one; then
-    the notes each row needs, one kind of note per line, each naming its size."""
-    cells = table_rows(decisions, judging, compact_where=True)
-    if cells.empty:
-        return ["no decision: no variant other than NumPy has both a result and a NumPy baseline"]
-    columns = ["op", "where", "dtype", "decision", "from n", "at n", speedup_header(judging)]
-    lines = []
-    if cells["dtype"].nunique() == 1:
-        columns.remove("dtype")
-        lines.append(f"all {cells['dtype'].iloc[0]}:")
-    widths = {c: max(len(c), *(len(v) for v in cells[c])) for c in columns}
-    widths["op"] = min(widths["op"], 18)
-    while sum(widths.values()) + 2 * (len(columns) - 1) > width and widths["op"] > 10:
-        widths["op"] -= 1  # a long name gives way before the numbers do
-
-    def line(values) -> str:
-        return "  ".join(_fit(str(values[c]), widths[c]) for c in columns).rstrip()[:width]
-
-    notes = []
-    for i, (_, row) in enumerate(decisions.iterrows()):
-        name = f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}" + ("" if "dtype" not in columns
-                                                                  else f" {cells.loc[i, 'dtype']}")
-        for note in row_notes(row, judging):
-            notes += textwrap.wrap(f"{name}: {note}", width, subsequent_indent="    ", break_on_hyphens=False)
-    return lines + [line({c: c for c in columns}), *(line(row) for _, row in cells.iterrows()),
-                    *(["notes:", *notes] if notes else [])]
 
 
 def row_notes(row, judging: Judging) -> list[str]:
@@ -429,29 +355,87 @@ def row_notes(row, judging: Judging) -> list[str]:
     return notes
 
 
-def plain_legend(decisions: pd.DataFrame | None = None) -> list[str]:
-    """The terminal table's legend: every column and mark it uses, and what its weak rows
-    need said once."""
-    count = all_threads_count(decisions) if decisions is not None else None
-    text = ("decision: what to use at the largest n measured (at n), end to end (on a GPU with the copies "
-            "counted); from n: the smallest n from which it holds; n: the op's size (its matrices' side for most "
-            "ops); speedup: NumPy's time ÷ the variant's (above 1: faster), with its CI, without a compile's one-time "
-            "cost (see its payback); a row that uses no variant names the best alternative; numpy compiled: the "
-            "NumPy code through torch.compile, torch compiled: the torch code through it; a tie: within the minimum "
-            "effect δ of a boundary, as close as it will get; a cell: one variant at one n and place, measured in "
-            f"fresh processes; 1t: one thread; all: every core{f' ({count} threads here)' if count else ''}.")
-    notes = weak_notes(decisions) if decisions is not None else [WEAK_NOTE]
-    if decisions is not None and any(flag(row, "needs_quieter_machine") for _, row in decisions.iterrows()):
+def _where(row, context) -> str:
+    if context["format"] != TERMINAL:
+        return where_cell(row)
+    return f"cpu {'all' if str(row['threads']) == 'all' else str(row['threads']) + 't'}" if row["device"] == "cpu" \
+        else str(row["device"])
+
+
+DECISIONS = Table(
+    (
+        Column("op", lambda row, context: str(row["op"])),
+        Column("where", _where, formats=frozenset({MARKDOWN, LATEX})),
+        Column("where", _where, formats=frozenset({TERMINAL}),
+               legend="1t: one thread; all: every core{threads_here}."),
+        Column("dtype", lambda row, context: str(row["dtype"])),
+        Column("decision", lambda row, context: decision_words(row),
+               legend="decision: what to use at the largest size measured, judged against NumPy end to end (on a "
+                      "GPU with the copies counted); numpy compiled is the NumPy code through torch.compile, torch "
+                      "compiled the torch code."),
+        Column("from n", lambda row, context: _from_cell(row),
+               legend="from n: the smallest n from which the decision holds."),
+        Column("at n", lambda row, context: str(int(row["size"])),
+               legend="at n: the largest size measured; n: the op's size (the side of its matrices for most)."),
+        Column("speedup ({ci})", lambda row, context: _speedup_cell(row, context["once"]),
+               legend="speedup: NumPy's time ÷ the variant's at n (above 1: faster), with the {ci}, without a "
+                      "compile's one-time cost; where the decision uses no variant, it names the best alternative "
+                      "(\"torch 0.94×\")."),
+        Column("compile pays back after", lambda row, context: _payback_cell(row), optional=True,
+               formats=frozenset({MARKDOWN, LATEX}),
+               legend="compile pays back after: the calls at n that pay a compile back, and in parentheses with the "
+                      "compiler's one-time start-up."),
+        Column("simpler than", lambda row, context: _simpler_cell(row), optional=True,
+               formats=frozenset({MARKDOWN, LATEX}),
+               legend="simpler than: the faster-looking variant the rule passed over for the simpler one, with its "
+                      "speedup."),
+        Column("fits up to n", lambda row, context: fmt_size(row["fits_up_to"]) if finite(row.get("fits_up_to"))
+               else "–", optional=True, formats=frozenset({MARKDOWN, LATEX}),
+               legend="fits up to n: the largest size whose call fits the memory of its device (the host's for the "
+                      "cpu), from the measured peaks."),
+        Column("still open", lambda row, context: _open_cell(row), optional=True, formats=frozenset({MARKDOWN, LATEX}),
+               legend="still open: the sizes that cannot tell yet, and the processes per cell that would likely "
+                      "decide the largest of them, estimated from the spread between processes seen (or more than "
+                      "the run's cap, measure.max_processes), or a quieter machine where other programs disturbed "
+                      "half or more of a cell's processes."),
+    ),
+    empty="No decision: no variant other than NumPy has both a result and a NumPy baseline.",
+    intro="Each row is one op (or kernel of yours) where it runs. The rule: the fastest variant decided faster than "
+          "NumPy, but a simpler one (NumPy, torch, numpy compiled, torch compiled) where the two cannot be told "
+          "apart or tie (within the minimum effect δ = {delta} of a boundary, as close as it will get).",
+    context=lambda frame, base: {"once": sharing_said_once(frame), "threads_here": _threads_here(frame)},
+)
+
+
+def _threads_here(decisions: pd.DataFrame) -> str:
+    count = all_threads_count(decisions) if not decisions.empty else None
+    return f" ({count} threads here)" if count else ""
+
+
+def decision_table(decisions: pd.DataFrame, judging: Judging, fmt: str = MARKDOWN) -> Shown:
+    """The decision table in format `fmt`, its legend followed by what its weak rows need said."""
+    shown = DECISIONS.shown(decisions, judging, fmt)
+    notes = weak_notes(decisions) if not decisions.empty else []
+    if fmt == TERMINAL and any(flag(row, "needs_quieter_machine") for _, row in decisions.iterrows()):
         notes.append(QUIETER_NOTE)
-    return [line for part in (text, *notes) for line in _wrap(part, 100)]
+    return replace(shown, legend=" ".join([shown.legend, *notes]))
 
 
-def _fit(text: str, width: int) -> str:
-    return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width, break_on_hyphens=False)
+def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> list[str]:
+    """The decision table as plain text for the terminal, at most `width` characters wide (the
+    dtype said once where every row has one), the notes each row needs, one kind of note per
+    line, each naming its size, and the legend."""
+    shown = decision_table(decisions, judging, TERMINAL)
+    if decisions.empty:
+        return shown.plain(width)
+    cells, notes = shown.cells, []
+    one_dtype = cells["dtype"].nunique() == 1
+    for i, (_, row) in enumerate(decisions.iterrows()):
+        name = f"{cells.loc[i, 'op']} {cells.loc[i, 'where']}" + ("" if one_dtype else f" {cells.loc[i, 'dtype']}")
+        for note in row_notes(row, judging):
+            notes += textwrap.wrap(f"{name}: {note}", width, subsequent_indent="    ", break_on_hyphens=False)
+    return [*shown.plain(width, once=("dtype",)), *(["notes:", *notes] if notes else []), "",
+            *wrapped(shown.legend, width)]
 
 
 # --- the paragraph that answers the question ------------------------------------------------

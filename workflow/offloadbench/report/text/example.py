@@ -4,13 +4,14 @@ writes docs/example/ from the shipped H200 results)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from ...records import Environment
 from ...verdicts import Judging
 from ..escape import md_frame, md_text
-from .decisions import table_legend, table_rows
-from .markdown import markdown_table
+from .decisions import decision_table
 from .summary import summary_lines
 
 FIGURES = {  # the figures the page shows, and what each answers
@@ -32,7 +33,7 @@ def page_text(tables: dict[str, pd.DataFrame], judging: Judging, env: Environmen
     as the report shows it (`tables`: decisions and controls), then the figures with what
     each shows."""
     decisions = tables["decisions"]
-    cells = table_rows(decisions, judging)
+    table = decision_table(decisions, judging)
     terminal = summary_lines(tables, judging, label, None)
     lines = [
         f"# An example answer: {md_text(label)}",
@@ -50,9 +51,9 @@ def page_text(tables: dict[str, pd.DataFrame], judging: Judging, env: Environmen
         "",
         "## The decision table, as the report shows it",
         "",
-        markdown_table(md_frame(cells)),
+        replace(table, cells=md_frame(table.cells)).markdown(),
         "",
-        table_legend(judging, cells.columns, decisions),
+        table.legend,
         "",
     ]
     for name, caption in FIGURES.items():

@@ -6,21 +6,25 @@ Each function takes tidy tables and returns Markdown bullet lines; the report ar
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
+from ...analysis.breakeven import FROM_SMALLEST, REACHED
 from ...analysis.columns import ci_columns, compile_fallbacks, headline, interval, is_weak_row, unstable_cells
 from ...analysis.round_trip import AFTER, EVERY_CALL, NEVER, trip_kind
 from ...verdicts import MAX_CI_SPAN, SLOWER, UNDECIDED, Judging
 from ..format import (
     cell_phrase,
     finite,
+    fmt_calls,
+    fmt_ci,
     fmt_interval,
     fmt_percent,
+    fmt_plain,
+    fmt_rate,
     fmt_ratio,
     fmt_sig,
     fmt_time,
+    fmt_times,
     format_bytes,
     ratio_of,
     report_groups,
@@ -127,10 +131,10 @@ def pays_from(series: pd.DataFrame) -> str:
     any size measured (up to n = 256)": a series' break-even, from its status and size."""
     first, sizes = series.iloc[0], series["size"].astype(int)
     status, size = first.get("break_even_status"), first.get("break_even_size")
-    if status == "from the smallest size":
+    if status == FROM_SMALLEST:
         return f"pays at every size measured (from n = {sizes.min()})"
-    if status == "reached" and finite(size):
-        return f"pays from n ≈ {float(size):.0f}"
+    if status == REACHED and finite(size):
+        return f"pays from n ≈ {round(float(size))}"
     return f"does not pay at any size measured (up to n = {sizes.max()})"
 
 
@@ -148,7 +152,7 @@ def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         for _, row in group.sort_values("size").iterrows():
             value, low, high = interval(row, "calls_per_round_trip")
             by_kind.setdefault(trip_kind(value, high), []).append((int(row["size"]), value, low, high))
-        parts = [f"pays once the data stay {max(1, math.ceil(value)):,} calls at n = {size} "
+        parts = [f"pays once the data stay {fmt_calls(max(1, value))} calls at n = {size} "
                  f"(k* = {fmt_sig(value, 2)}, {fmt_interval(low, high, judging.ci)})"
                  for size, value, low, high in by_kind.get(AFTER, [])]
         if by_kind.get(EVERY_CALL):
@@ -202,17 +206,16 @@ def bandwidth_lines(transfer: pd.DataFrame, judging: Judging) -> list[str]:
         row = group.loc[group["bytes"].idxmax()]
         arrow = "host→device" if direction == "h2d" else "device→host"
         line = (
-            f"- {device} {arrow}, {memory} memory: {row['gbs']:.1f} GB/s ({judging.ci} {row['gbs_ci_low']:.1f}–"
-            f"{row['gbs_ci_high']:.1f}) "
+            f"- {device} {arrow}, {memory} memory: {fmt_ci(*interval(row, 'gbs'), unit=' GB/s', ci=judging.ci)} "
             f"for {format_bytes(row['bytes'])}"
         )
         if finite(row["link_gbs"]):
-            line += f", {fmt_percent(row['link_fraction'])} of the {row['link']} rate ({row['link_gbs']:.0f} GB/s)"
+            line += f", {fmt_percent(row['link_fraction'])} of the {row['link']} rate ({fmt_rate(row['link_gbs'])} GB/s)"
         lines.append(line + ".")
     for (device, direction), group in ok.groupby(["device", "direction"]):
         kinds = group[group["bytes"] == group["bytes"].max()].set_index("memory")["gbs"]
         if {"pinned", "pageable"} <= set(kinds.index):
-            lines.append(f"- {device} {direction}: pinned memory copies the largest size {kinds['pinned'] / kinds['pageable']:.2f}× as fast as pageable memory.")
+            lines.append(f"- {device} {direction}: pinned memory copies the largest size {fmt_times(kinds['pinned'] / kinds['pageable'])} as fast as pageable memory.")
     return lines
 
 
@@ -288,7 +291,7 @@ def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str | None
     more = f" and {len(wide) - 5} more" if len(wide) > 5 else ""
     said = "1 ratio is undecided because its CI spans" if len(wide) == 1 else \
         f"{len(wide)} ratios are undecided because their CIs span"
-    return [(f"- {said} more than {MAX_CI_SPAN:g}× "
+    return [(f"- {said} more than {fmt_plain(MAX_CI_SPAN)}× "
             f"(too wide to be a result): {names}{more}.")]
 
 

@@ -33,9 +33,9 @@ from ...cells import EAGER
 from ...errors import UserError
 from ...verdicts import VERDICTS, Judging
 from ..escape import tex_comment, tex_escape
-from ..format import cell_phrase, finite, fmt_sig, format_bytes, times_of
+from ..format import cell_phrase, finite, fmt_break_even, fmt_sig, format_bytes, times_of
 from .decisions import answer, who
-from .latex_tables import NA, break_even_text, comparison_pairs, machine_of, range_text, with_machines
+from .latex_tables import NA, comparison_pairs, machine_of, range_text, with_machines
 
 _ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
@@ -186,7 +186,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
         row = group.loc[group["size"].idxmax()]
         variant = "" if mode == EAGER else camel_words(named["library"]) + camel_words(mode)  # eager names as before
         macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
-                   break_even_text(row),
+                   fmt_break_even(row.get("break_even_size"), row.get("break_even_status")),
                    f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted "
                    f"({row.get('break_even')})")
 

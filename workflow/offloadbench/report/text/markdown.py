@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...analysis.columns import texts, unstable_cells
+from ...analysis.columns import unstable_cells
 from ...analysis.roofline import page_cost_s
 from ...cells import Cell
 from ...layout import TABLES, machine_figures
@@ -25,11 +25,12 @@ from ...records import Environment, RoundRecord, SettleRecord
 from ...verdicts import Judging
 from ..captions import caption_of
 from ..escape import md_data, md_frame, safe_html
-from ..format import finite, fmt_percent, fmt_ratio, fmt_time, format_bytes, op_order, ratio_of
+from ..format import fmt_ratio, format_bytes, op_order
 from ..page import anchors, markdown_headings, slug, unescaped
+from ..table import Shown, Table, markdown_table
 from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section, controls_line, controls_warning
-from .decisions import WEAK_MARK, WEAK_NOTE, answer, lead_paragraph, table_legend, table_rows, where_cell
+from .decisions import WEAK_MARK, WEAK_NOTE, answer, decision_table, lead_paragraph, where_cell
 from .findings import (
     gpu_findings,
     no_gpu_reason,
@@ -42,6 +43,7 @@ from .fit import fit_section
 from .method import method_section, processes_held, recorded_method
 from .ops_findings import bound_lines, bound_notes, missing_baseline_lines, payoff_lines, unplaced_line
 from .seed import SEED_CLAIM, check_seed_claims
+from .tables import SPEEDUPS, TIMINGS, TRANSFER
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Inputs:
 
 
 def machine_section(env: Environment, machine: str) -> list[str]:
-    gpu = ", ".join(f"{g.name} ({g.total_memory_bytes / 2**30:.0f} GiB)" if g.total_memory_bytes else g.name
+    gpu = ", ".join(f"{g.name} ({format_bytes(g.total_memory_bytes)})" if g.total_memory_bytes else g.name
                     for g in env.gpus) or "none visible to torch"
     return [
         "### Machine",
@@ -129,60 +131,10 @@ def status_section(timings: pd.DataFrame) -> list[str]:
     return lines
 
 
-def timings_markdown(timings: pd.DataFrame, judging: Judging) -> str:
-    ok = timings.copy()
-    table = pd.DataFrame({
-        "op": ok["op"], "library": ok.get("variant", ok["library"]), "device": ok["device"], "dtype": ok["dtype"],
-        "n": ok["size"].astype(int), "threads": ok["threads"], "status": ok["status"],
-        "median": ok["median_s"].map(fmt_time),
-        judging.ci: [f"{fmt_time(lo)}–{fmt_time(hi)}" if finite(lo) else "–"
-                     for lo, hi in zip(ok["ci_low_s"], ok["ci_high_s"])],
-        "GFLOP/s": ok["gflops"].map(lambda v: f"{v:.1f}" if finite(v) else "–"),
-        "end to end": ok["end_to_end_s"].map(fmt_time),
-        "copies": ok["transfer_fraction"].map(fmt_percent),
-        "rel. error": ok["rel_err"].map(lambda v: f"{v:.1e}" if finite(v) else "–"),
-        "samples": ok["n_samples"].astype(int),
-        "stable": [("no" if flags else "yes") if status == "ok" else "–"
-                   for flags, status in zip(texts(ok["unstable"]), ok["status"])],
-    })
-    return markdown_table(table)
-
-
-def speedups_markdown(speedups: pd.DataFrame, judging: Judging) -> str:
-    if speedups.empty:
-        return "_No speedups: no PyTorch cell has a NumPy baseline._"
-    table = pd.DataFrame({
-        "op": speedups["op"], "library": speedups.get("variant", speedups["library"]), "device": speedups["device"],
-        "dtype": speedups["dtype"], "n": speedups["size"].astype(int), "threads": speedups["threads"],
-        f"speedup ({judging.ci})": [ratio_of(row) for _, row in speedups.iterrows()],
-        "verdict": speedups["speedup_verdict"],
-        f"end-to-end speedup ({judging.ci})": [ratio_of(row, "end_to_end_speedup") for _, row in speedups.iterrows()],
-        "end-to-end verdict": speedups["end_to_end_verdict"],
-        "break-even (copies counted)": speedups["break_even"],
-        **({"compile pays back after": texts(speedups["amortize"])}
-           if "mode" in speedups and (speedups["mode"] == "compiled").any() else {}),
-    })
-    return markdown_table(table)
-
-
-def transfer_markdown(transfer: pd.DataFrame) -> str:
-    ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
-    if ok.empty:
-        return "_No copy was measured on this machine (see Does offloading pay?)._"
-    table = pd.DataFrame({
-        "device": ok["device"], "direction": ok["direction"], "memory": ok["memory"],
-        "size": ok["bytes"].map(format_bytes), "median": ok["median_s"].map(fmt_time),
-        "GB/s": [f"{v:.2f} ({lo:.2f}–{hi:.2f})" for v, lo, hi in zip(ok["gbs"], ok["gbs_ci_low"], ok["gbs_ci_high"])],
-        "of link": ok["link_fraction"].map(fmt_percent),
-    })
-    return markdown_table(table)
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
+def table_section(title: str, table: Table, frame: pd.DataFrame, judging: Judging, **values) -> list[str]:
+    """A table of the report under its heading, with its legend."""
+    shown = table.shown(frame, judging, **values)
+    return [f"## {title}", "", shown.markdown(), "", *([shown.legend, ""] if not shown.cells.empty else [])]
 
 
 QUESTION = ("*When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from "
@@ -199,14 +151,12 @@ def folded(level: int, text: str, section: str) -> bool:
     return (level == 2 and text in FOLDED) or (level == 3 and section == PER_OP)
 
 
-def decisions_markdown(cells: pd.DataFrame) -> str:
-    """The decision table from its cells (`table_rows`), each op linked to its section under
-    Per operation."""
-    cells = cells.copy()
-    if cells.empty:
-        return "_No decision: no variant other than NumPy has both a result and a NumPy baseline._"
-    cells["op"] = [f"[{op}]({ANCHOR.format(op)})" for op in cells["op"]]
-    return markdown_table(cells)
+def decisions_markdown(shown: Shown) -> str:
+    """The decision table, each op linked to its section under Per operation."""
+    if shown.cells.empty:
+        return shown.markdown()
+    return replace(shown, cells=shown.cells.assign(op=[f"[{op}]({ANCHOR.format(op)})" for op in shown.cells["op"]])
+                   ).markdown()
 
 
 def op_section(op: str, inputs: Inputs) -> list[str]:
@@ -257,8 +207,8 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
             stability_findings(t)
         warning = controls_warning(inputs.controls, judging)
     with stage("the decision table"):
-        cells = table_rows(d, judging)
-        legend = table_legend(judging, cells.columns, d)
+        answer_table = decision_table(d, judging)
+        legend = answer_table.legend
         lead = lead_paragraph(d, no_gpu_reason(t), judging)
     with stage("the thread scaling table"):
         scaling = scaling_table(inputs.thread_scaling)
@@ -273,7 +223,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         *([f"**{warning}**", ""] if warning else []),
         f"## {ANSWER}",
         "",
-        decisions_markdown(cells),
+        decisions_markdown(answer_table),
         "",
         legend,
         "",
@@ -308,9 +258,9 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         ("the figures", lambda: ["## Figures", "", *figure_lines(
             {name: text for name, text in figures.items() if name not in glance}, figure_dir)]),
         ("the cells", lambda: status_section(t)),
-        ("the tables", lambda: ["## Speedups", "", speedups_markdown(s, judging), "", "## Timings", "",
-                                timings_markdown(t, judging), "",
-                                "## Copy bandwidth, every size", "", transfer_markdown(inputs.transfer), ""]),
+        ("the tables", lambda: [
+            *table_section("Speedups", SPEEDUPS, s, judging), *table_section("Timings", TIMINGS, t, judging),
+            *table_section("Copy bandwidth, every size", TRANSFER, inputs.transfer, judging)]),
         ("the method", lambda: method_section(inputs.settings, processes_held(t), recorded_method(inputs.rounds, judging),
                                               judging, inputs.rejudged)),
         ("the machine", lambda: machine_section(inputs.environment, inputs.machine)),

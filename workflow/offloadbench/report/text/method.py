@@ -14,7 +14,7 @@ import pandas as pd
 from ...records import RoundRecord
 from ...units import format_bytes
 from ...verdicts import Judging
-from ..format import finite, fmt_percent
+from ..format import finite, fmt_percent, fmt_plain
 
 UNRECORDED = "?"
 
@@ -39,13 +39,13 @@ class Numbers:
         return self._said(key, fmt_percent)
 
     def number(self, key: str) -> str:
-        return self._said(key, lambda v: f"{v:g}")
+        return self._said(key, fmt_plain)
 
     def ms(self, key: str) -> str:
-        return self._said(key, lambda v: f"{v * 1e3:g} ms")
+        return self._said(key, lambda v: f"{fmt_plain(v * 1e3)} ms")
 
     def seconds(self, key: str) -> str:
-        return self._said(key, lambda v: f"{v:g} s")
+        return self._said(key, lambda v: f"{fmt_plain(v)} s")
 
     def size(self, key: str) -> str:
         return self._said(key, format_bytes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...analysis.breakeven import FROM_SMALLEST, REACHED
 from ...analysis.columns import falls_back, without_models
 from ...analysis.roofline import bounds, device_roofs
 from ...verdicts import FASTER, Judging
@@ -59,11 +60,11 @@ def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         status, said = largest.get("break_even_status"), largest.get("break_even")  # the table's, per series
         head = f"- {op} with {variant} {where_phrase(device)} ({dtype})" if several_variants else \
             f"- {op} {where_phrase(device)} ({dtype})"
-        if status == "from the smallest size":
+        if status == FROM_SMALLEST:
             lines.append(f"{head} pays at every size measured (from n = {int(group.iloc[0]['size'])}) with the "
                          "copies counted; "
                          f"at n = {n_max} it is {at_largest}.")
-        elif status == "reached":
+        elif status == REACHED:
             lines.append(f"{head} pays from {said} with the copies counted; at n = {n_max} it is {at_largest}.")
         else:
             paying = group.loc[group["end_to_end_verdict"] == FASTER, "size"].astype(int).tolist()

@@ -8,7 +8,17 @@ import pandas as pd
 
 from ...analysis.columns import interval
 from ...verdicts import MAX_CI_SPAN, Judging, ci_span
-from ..format import fmt_interval, fmt_percent, fmt_ratio, threads_phrase, widest_threads
+from ..format import (
+    fmt_calls,
+    fmt_interval,
+    fmt_percent,
+    fmt_plain,
+    fmt_ratio,
+    fmt_seconds,
+    fmt_times,
+    threads_phrase,
+    widest_threads,
+)
 
 SEED_SIZE = 10000
 SEED_DTYPE = "float32"
@@ -18,7 +28,7 @@ SEED_SPEEDUP = 10.0
 SEED_SAVING = 0.40
 SEED_CLAIM = (
     f"Seed: a {SEED_SIZE}×{SEED_SIZE} {SEED_DTYPE} matmul takes {SEED_GPU_S} s on a GPU against "
-    f"{SEED_CPU_S} s on a CPU, more than {SEED_SPEEDUP:g}× faster than NumPy; copying the result "
+    f"{SEED_CPU_S} s on a CPU, more than {fmt_plain(SEED_SPEEDUP)}× faster than NumPy; copying the result "
     f"back costs time, yet the total still saves up to {fmt_percent(SEED_SAVING)} when the result is then plotted."
 )
 
@@ -66,16 +76,16 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judgin
             f"so the seed's seconds are not compared directly. Run `config/paper.yaml` to measure n = {SEED_SIZE}."
         )
     if base is not None:
-        line = (f"- NumPy on the CPU ({threads}) takes {base['median_s']:.4g} s at n = {n} "
+        line = (f"- NumPy on the CPU ({threads}) takes {fmt_seconds(base['median_s'], 4)} at n = {n} "
                 f"({fmt_interval(base['ci_low_s'], base['ci_high_s'], judging.ci, unit=' s')})")
         if n == SEED_SIZE:
-            line += f", against the seed's {SEED_CPU_S} s: this CPU is {SEED_CPU_S / base['median_s']:.2f}× as fast as the seed's"
+            line += f", against the seed's {SEED_CPU_S} s: this CPU is {fmt_times(SEED_CPU_S / base['median_s'])} as fast as the seed's"
         lines.append(line + ".")
     if gpu.empty:
         lines.append("- No GPU cell ran here, so the GPU half of the claim (and the \"more than 10×\") cannot be checked on this machine.")
         return lines
     for row in gpu.itertuples():
-        line = f"- PyTorch on {row.device} ({row.device_name}) takes {row.median_s:.4g} s device-resident and {row.end_to_end_s:.4g} s with copies at n = {n}"
+        line = f"- PyTorch on {row.device} ({row.device_name}) takes {fmt_seconds(row.median_s, 4)} device-resident and {fmt_seconds(row.end_to_end_s, 4)} with copies at n = {n}"
         if n == SEED_SIZE:
             line += f", against the seed's {SEED_GPU_S} s"
         lines.append(line + ".")
@@ -94,7 +104,7 @@ def speedup_claim(s: pd.Series, n: int, judging: Judging) -> str:
         value, low, high = interval(s, column)
         verdict = judge(low, high, SEED_SPEEDUP)
         parts.append(f"{label}, {fmt_ratio(value, low, high, judging.ci)}: it **{verdict}**")
-    return f"- \"More than {SEED_SPEEDUP:g}× faster than NumPy\"{where}: " + "; ".join(parts) + "."
+    return f"- \"More than {fmt_plain(SEED_SPEEDUP)}× faster than NumPy\"{where}: " + "; ".join(parts) + "."
 
 
 def judge_up_to(lo: float, hi: float, claim: float) -> str:
@@ -158,7 +168,7 @@ def steps_for_saving(speedups: pd.DataFrame, timings: pd.DataFrame, saving: floa
         gain = (1 - saving) * row["baseline_median_s"] - row["median_s"]
         if not all(math.isfinite(v) for v in (copies, plot, gain)):
             continue
-        words = "never" if gain <= 0 else f"{max(1, math.ceil((copies + saving * plot) / gain)):,} steps"
+        words = "never" if gain <= 0 else f"{fmt_calls(max(1, (copies + saving * plot) / gain))} steps"
         parts.append(f"{words} at n = {int(size)}")
     return "; ".join(parts)
 

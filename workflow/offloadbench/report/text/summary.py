@@ -27,10 +27,10 @@ from ...cells import Cell
 from ...errors import UserError, one_line, shown
 from ...verdicts import Judging
 from ..escape import terminal_frame
-from ..format import finite, fmt_percent, format_bytes
+from ..format import finite, fmt_percent, fmt_sig, format_bytes
+from ..table import markdown_table
 from .conditions import controls_warning
-from .decisions import plain_legend, plain_table
-from .markdown import markdown_table
+from .decisions import plain_table
 
 WIDTH = 100
 USAGE = "usage: python -m offloadbench.report.text.summary [results/<machine> | <machine>.tar.gz] [--cells]"
@@ -66,7 +66,7 @@ def summary_lines(tables: dict[str, pd.DataFrame], judging: Judging, label: str,
     warning = controls_warning(tables.get("controls", pd.DataFrame()), judging)
     decisions = terminal_frame(tables["decisions"])
     lines = [f"offloadbench: the answer for {shown(label)}", *(textwrap.wrap(warning, WIDTH) if warning else []),
-             *plain_table(decisions, judging, WIDTH), "", *plain_legend(decisions)]
+             *plain_table(decisions, judging, WIDTH)]
     if report is not None:
         lines.append(f"report: {shown(report)}")
     return lines
@@ -108,8 +108,8 @@ def cells_summary(folder: Path) -> str:
     rows = t[t["status"] == "ok"]
     brief = pd.DataFrame({
         "cell": [Cell.from_dict(r).key for _, r in rows.iterrows()],
-        "median_s": rows["median_s"].map("{:.4g}".format),
-        "end_to_end_s": rows["end_to_end_s"].map("{:.4g}".format),
+        "median_s": rows["median_s"].map(lambda v: fmt_sig(v, 4)),
+        "end_to_end_s": rows["end_to_end_s"].map(lambda v: fmt_sig(v, 4)),
         "copies": rows["transfer_fraction"].map(fmt_percent),
         "processes": rows["processes"],
         "spread": rows["process_spread"].map(fmt_percent),
