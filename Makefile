@@ -73,7 +73,7 @@ example: $(RUN_STAMP)
 test-slurm: $(STAMP)
 	@SLURM_FAKE_GPUS=1 tools/slurm-cluster.sh up; status=$$?; \
 	if [ $$status -eq 3 ]; then exit 0; elif [ $$status -ne 0 ]; then exit $$status; fi; \
-	$(BIN)/python -m pytest -m slurm -v -s tests/test_slurm.py; rc=$$?; \
+	$(BIN)/python -m pytest -m slurm -v -s tests/jobs/test_slurm.py; rc=$$?; \
 	tools/slurm-cluster.sh down; exit $$rc
 
 lint: $(STAMP)

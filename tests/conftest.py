@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -329,3 +331,13 @@ def assert_shows_its_data(fig) -> None:
         assert (points[:, 1] >= y0 - slack(y0, y1)).all() and (points[:, 1] <= y1 + slack(y0, y1)).all(), \
             f"{ax.get_title()!r}: y {points[:, 1].min()}..{points[:, 1].max()} beyond {y0}..{y1}"
     assert drawn, "no panel draws any mark"
+
+
+def load_benchmark(name: str):
+    """benchmarks/<name>.py as a module (the benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}",
+                                                  Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module

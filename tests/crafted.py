@@ -1,6 +1,6 @@
 """The second security review's crafted bundles and results folders, one builder per case.
 
-`tests/test_untrusted.py` runs each case through `render` or the comparison and asserts
+`tests/pipeline/test_untrusted.py` runs each case through `render` or the comparison and asserts
 what must hold. The same cases also give the before/after table of the review, run through
 the real pipeline of any checkout:
 

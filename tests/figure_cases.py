@@ -1,4 +1,4 @@
-"""The three grids every figure must fit a page for (tests/test_figure_layout.py), built as
+"""The three grids every figure must fit a page for (tests/report/test_figure_layout.py), built as
 the aggregate builds tables: from synthetic records through the real analysis.
 
 - default: the default config's grid (config/config.yaml) on a CPU-only laptop;

@@ -5,7 +5,7 @@ A shape is what a user's config can ask for: one or several sizes and thread cou
 libraries present or absent, eager and/or compiled cells, GPU cells, ops of the catalogue
 and kernels of the user's with and without FLOP/byte models, self-comparisons, roofs and
 a copy sweep or none; and how each cell ended: ok, error, skipped, oom or timeout, with
-whole ops failing. `tests/test_shapes.py` runs the analysis, figures, reports, LaTeX and
+whole ops failing. `tests/pipeline/test_shapes.py` runs the analysis, figures, reports, LaTeX and
 the terminal summary on the folders, in process.
 """
 

@@ -1,4 +1,4 @@
-"""Kernels that harm their process, each in its own way (tests/test_hostile.py). Their
+"""Kernels that harm their process, each in its own way (tests/jobs/test_hostile.py). Their
 names sort before `sum_rows`, so the catalogue op's cells come after them in the same
 worker. The harm is done once per process (the first call), as a careless kernel would."""
 

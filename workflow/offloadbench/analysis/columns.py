@@ -388,7 +388,7 @@ DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_S
 
 def kinds(name: str) -> dict[str, Kind]:
     """The kind of each declared column of table `name` (none for a table not declared, nor
-    for a column declared as plain text without one: tests/test_columns.py asks for one)."""
+    for a column declared as plain text without one: tests/analysis/test_columns.py asks for one)."""
     return {column: meaning.kind for column, meaning in DECLARED.get(name, {}).items() if isinstance(meaning, Column)}
 
 

@@ -9,7 +9,7 @@ from offloadbench.analysis.round_trip import AFTER, EVERY_CALL, NEVER, calls_per
 from offloadbench.analysis.tables import read_tables
 from offloadbench.stats import Interval
 
-H200 = Path(__file__).parent / "data" / "h200"
+H200 = Path(__file__).parents[1] / "data" / "h200"
 
 
 def exact(value, spread=0.0):

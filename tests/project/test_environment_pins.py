@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONDA_TO_PIP = {"pytorch": "torch", "snakemake-minimal": "snakemake", "matplotlib-base": "matplotlib"}
 CONDA_ONLY = {"python", "pip"}
 

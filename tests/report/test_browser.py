@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from offloadbench.report.text.decisions import decision_words
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OFFLOADBENCH_ARTIFACTS", ROOT / "test-artifacts"))
 # As root on a closed network: no sandbox, and none of Chromium's own connections.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

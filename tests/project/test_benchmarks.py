@@ -2,26 +2,17 @@
 `make test-bench` runs them (CI does, after `make test`); their full runs (`make
 bench-fidelity`, `make bench-paired`, ...) stay out of CI."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.bench
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_fidelity_smoke(capsys):
-    assert load("fidelity").main(["--smoke"]) == 0
+    assert load_benchmark("fidelity").main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert "| matmul" not in out  # rows are named by cell stem
     assert "numpy-cpu-float32-n64-t1" in out and "torch-cpu-float32-n64-t1" in out
@@ -31,7 +22,7 @@ def test_fidelity_smoke(capsys):
 
 @pytest.mark.pipeline
 def test_overhead_smoke(capsys):
-    assert load("overhead").main(["--smoke"]) == 0
+    assert load_benchmark("overhead").main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert "| round-1 | " in out and "| round-2 | " in out and "| all 2 | " in out
     header = next(line for line in out.splitlines() if line.startswith("| round | wall |"))
@@ -47,7 +38,7 @@ def test_overhead_smoke(capsys):
 
 @pytest.mark.pipeline
 def test_alone_smoke(capsys):
-    assert load("alone").main(["--smoke"]) == 0
+    assert load_benchmark("alone").main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert "| sum_rows/numpy-cpu-float32-n128-t1 | " in out and "| sum_rows/torch-cpu-float32-n128-t1 | " in out
     row = next(line for line in out.splitlines() if line.startswith("| sum_rows n = 128 |"))
@@ -59,7 +50,7 @@ def test_alone_smoke(capsys):
 def test_reproducibility_smoke_beside_a_busy_loop(capsys):
     """One smoke run serves both views: the tables of a reproducibility check, and the
     second run disturbed by an on/off busy loop (the benchmark's DISTURB=1)."""
-    assert load("reproducibility").main(["--smoke", "--disturb"]) == 0
+    assert load_benchmark("reproducibility").main(["--smoke", "--disturb"]) == 0
     out = capsys.readouterr().out
     assert "| matmul/numpy-cpu-float32-n64-t1 |" in out and "wall time: run 1 " in out
     assert "levels: between-process variance dominates in" in out
@@ -70,7 +61,7 @@ def test_reproducibility_smoke_beside_a_busy_loop(capsys):
 
 @pytest.mark.pipeline
 def test_pyperf_reference_smoke(capsys):
-    assert load("pyperf_reference").main(["--smoke"]) == 0
+    assert load_benchmark("pyperf_reference").main(["--smoke"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| matmul n=64 |"))
     assert "processes" in row and "values" in row
@@ -81,7 +72,7 @@ def test_pyperf_reference_smoke(capsys):
 
 @pytest.mark.pipeline
 def test_paired_smoke(capsys):
-    assert load("paired").main(["--smoke"]) == 0
+    assert load_benchmark("paired").main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert "| matmul, n = 64, torch / numpy |" in out and "| seconds measuring |" in out
     # each method analysed as it was measured: alone, paired by round; in bouts, paired in time

@@ -16,8 +16,8 @@ from offloadbench.kernels import load_kernels
 from offloadbench.measure.settings import Settings
 from offloadbench.records import load_record
 
-ROOT = Path(__file__).resolve().parents[1]
-KERNELS = Path(__file__).parent / "kernels"
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = Path(__file__).parents[1] / "kernels"
 GOOD, BAD = str(KERNELS / "good.py"), str(KERNELS / "bad.py")
 FAST = {"budget_s": 0.02, "warmup_budget_s": 0.01, "min_sampling_s": 0.005, "timeout_s": 120}
 
@@ -126,7 +126,7 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
     """A round over bad.py: each failing kernel is recorded with what went wrong; `fine` is measured."""
     from offloadbench.machine import fingerprint
     from offloadbench.measure.provenance import cpu_model
-    from test_round import start_round
+    from rounds import start_round
 
     (tmp_path / "faults").mkdir()
     (tmp_path / "environment.json").write_text(json.dumps({

@@ -190,7 +190,7 @@ def test_the_config_reference_is_generated_from_the_schema(tmp_path):
     current as committed, and refused once a row no longer says what the schema says."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("config_reference", Path(__file__).resolve().parents[1] / "tools" / "config-reference.py")
+    spec = importlib.util.spec_from_file_location("config_reference", Path(__file__).resolve().parents[2] / "tools" / "config-reference.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     assert tool.main(["--check"]) == 0

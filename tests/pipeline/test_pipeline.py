@@ -19,7 +19,7 @@ from offloadbench import sandbox
 from offloadbench.analysis.columns import DECLARED
 from offloadbench.layout import FIGURE_NAMES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # per op and size: numpy, torch on the cpu, cuda and mps, over 3 ops at 2 sizes (heat_step a kernel of
 # examples/kernels.py) and 3 at one; heat_step compiled at n = 64, numpy and torch, on the cpu and on

@@ -11,7 +11,7 @@ from offloadbench.analysis.columns import DECLARED, ci_columns, interval, weak_c
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.tables import timing_row
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", DECLARED)

@@ -1,5 +1,6 @@
-"""The answer first: the decision rule on small synthetic tables, its words in the report,
-the terminal and LaTeX, and the estimate of the processes that would decide an open case."""
+"""The decisions in words: the report's sentences, the decision table in the terminal and
+LaTeX with its legend and notes, the lead paragraph and the summary of a folder or bundle,
+from the rule's rows on small synthetic tables (decision_cases.py)."""
 
 import math
 import re
@@ -7,75 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from offloadbench.analysis.columns import DECISIONS
-from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, USE, decision_tables
-from offloadbench.analysis.tables import with_size_answers
+from decision_cases import DELTA, cell, decide, only
+from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, USE
 from offloadbench.report.text.decisions import answer, decision_table, lead_paragraph, plain_table
 from offloadbench.report.text.latex_macros import decision_macro
 from offloadbench.report.text.latex_tables import decisions_tex
-from offloadbench.stats import independent_ratio, processes_to_decide
-from offloadbench.verdicts import MAX_CI_SPAN, Judging
-
-DELTA = Judging(min_effect=0.05, confidence=0.95)
-
-
-def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="heat", processes=3, weak=False,
-         fallback="", compile_s=float("nan"), startup=float("nan"), calls=float("nan"), break_even=float("nan"),
-         time_spread=None):
-    """One speedup row and the timing row of its cell: NumPy takes 1 ms, the cell 1 ms ÷ speedup;
-    the cell's own time CI is as wide as its speedup's unless `time_spread` says otherwise."""
-    library, _, mode = variant.partition(" ")
-    mode = mode or "eager"
-    time = 1e-3 / speedup
-    spread = time_spread if time_spread is not None else (high / low) ** 0.5
-    speed = {
-        "machine": "box", "op": op, "library": library, "device": device, "dtype": "float32", "size": size,
-        "threads": threads, "mode": mode, "variant": variant, "threads_effective": 2 if threads == "all" else 1,
-        "baseline_threads": threads if device == "cpu" else "all", "processes": processes,
-        "end_to_end_speedup": speedup, "end_to_end_speedup_ci_low": low, "end_to_end_speedup_ci_high": high,
-        "end_to_end_verdict": DELTA.verdict(low, high, speedup), "unstable": "two modes" if weak else "",
-        "shares_cores": False, "compile_fallback": fallback, "compile_s": compile_s, "compiler_startup_s": startup,
-        "amortize_calls": calls, "amortize_calls_ci_low": calls * 0.9, "amortize_calls_ci_high": calls * 1.1,
-        "break_even_size": break_even,
-    }
-    timing = {"op": op, "library": library, "mode": mode, "device": device, "dtype": "float32", "size": size,
-              "threads": threads, "family": "user kernels", "end_to_end_s": time,
-              "end_to_end_ci_low_s": time / spread, "end_to_end_ci_high_s": time * spread}
-    return speed, timing
-
-
-def decide(*cells) -> pd.DataFrame:
-    """decisions.csv with each decision's sizes beside it, as the report reads them."""
-    speedups = pd.DataFrame([c[0] for c in cells])
-    timings = pd.DataFrame([c[1] for c in cells])
-    decisions, sizes = decision_tables(speedups, timings, DELTA)
-    return with_size_answers({"decisions": decisions, "decision_sizes": sizes})["decisions"]
-
-
-def only(frame: pd.DataFrame) -> pd.Series:
-    assert len(frame) == 1, frame
-    return frame.iloc[0]
-
-
-def test_the_fastest_variant_decided_faster_is_used():
-    row = only(decide(cell("torch", 1024, 3.0, 2.9, 3.1), cell("torch compiled", 1024, 6.0, 5.8, 6.2,
-                                                                  compile_s=0.8, startup=6.0, calls=100.0)))
-    assert row["decision"] == USE and row["variant"] == "torch compiled"
-    assert row["speedup"] == 6.0 and row["verdict"] == "faster"
-    assert row["amortize_calls"] == 100.0 and row["amortize_calls_with_startup"] == pytest.approx(100 * 6.8 / 0.8)
-
-
-def test_a_simpler_variant_that_cannot_be_told_apart_from_the_fastest_is_preferred():
-    row = only(decide(cell("torch", 1024, 3.0, 2.8, 3.2), cell("torch compiled", 1024, 3.1, 2.9, 3.3),
-                      cell("numpy compiled", 1024, 3.05, 2.85, 3.25)))
-    assert row["variant"] == "torch"  # NumPy, torch eager, numpy compiled, torch compiled
-    row = only(decide(cell("numpy compiled", 1024, 3.05, 2.85, 3.25), cell("torch compiled", 1024, 3.1, 2.9, 3.3)))
-    assert row["variant"] == "numpy compiled"  # compiled NumPy keeps the NumPy code
-
-
-def test_a_simpler_variant_must_itself_be_faster_than_numpy():
-    row = only(decide(cell("torch", 1024, 1.3, 0.9, 1.8), cell("torch compiled", 1024, 1.5, 1.4, 1.6)))
-    assert row["variant"] == "torch compiled"
 
 
 def test_numpy_stays_when_nothing_is_or_can_be_faster():
@@ -87,6 +24,7 @@ def test_numpy_stays_when_nothing_is_or_can_be_faster():
     assert row["decision"] == STAY and row["verdict"] == "undecided"
 
 
+
 def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
     row = only(decide(cell("torch", 1024, 1.12, 0.95, 1.32)))
     assert row["decision"] == UNSURE and row["variant"] == "" and row["undecided_sizes"] == "1024"
@@ -94,6 +32,7 @@ def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
     text = answer(row, DELTA)
     assert "cannot tell yet" in text and f"about {int(row['processes_to_decide'])} processes per cell" in text
     assert "estimated from the spread between processes seen, 3 now" in text
+
 
 
 def test_an_open_case_whose_cell_was_disturbed_waits_for_a_quieter_machine_not_more_processes():
@@ -110,11 +49,13 @@ def test_an_open_case_whose_cell_was_disturbed_waits_for_a_quieter_machine_not_m
     assert 3 < row["processes_to_decide"] < 100
 
 
+
 def test_a_ratio_whose_ci_spans_more_than_twice_is_no_number_anywhere():
     row = only(decide(cell("torch", 1024, 2.7, 0.33, 22.9)))
     assert row["decision"] == UNSURE
     for text in (answer(row, DELTA), "\n".join(plain_table(pd.DataFrame([row]), DELTA)), decisions_tex(pd.DataFrame([row]), DELTA)):
         assert "2.7" not in text and "22.9" not in text and "spans" in text
+
 
 
 def test_from_which_size_it_pays_and_what_the_smaller_sizes_say():
@@ -127,6 +68,7 @@ def test_from_which_size_it_pays_and_what_the_smaller_sizes_say():
     assert answer(row, DELTA).endswith("below that, stay with NumPy.")
 
 
+
 def test_a_gpu_break_even_between_sizes_is_the_size_it_pays_from():
     row = only(decide(cell("torch", 256, 0.5, 0.45, 0.55, device="cuda", break_even=700.0),
                       cell("torch", 1024, 4.0, 3.8, 4.2, device="cuda", break_even=700.0)))
@@ -135,26 +77,11 @@ def test_a_gpu_break_even_between_sizes_is_the_size_it_pays_from():
     assert "with the copies counted" in answer(row, DELTA)
 
 
-def test_code_that_did_not_all_compile_is_never_the_answer():
-    row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6),
-                      cell("torch compiled", 1024, 9.0, 8.8, 9.2, fallback="graph break: print")))
-    assert row["variant"] == "torch"
-
-
-def test_one_row_per_op_device_dtype_and_cpu_thread_count():
-    frame = decide(cell("torch", 1024, 1.5, 1.4, 1.6, threads="1"), cell("torch", 1024, 0.8, 0.7, 0.9, threads="all"),
-                   cell("torch", 1024, 5.0, 4.5, 5.5, device="cuda"),
-                   cell("torch", 1024, 2.0, 1.9, 2.1, op="other"))
-    assert list(frame.columns) == [*DECISIONS, "by_size"]  # by_size: decision_sizes.csv's rows, in memory
-    assert [len(answers) for answers in frame["by_size"]] == [1, 1, 1, 1]
-    assert [(r.op, r.device, r.threads) for r in frame.itertuples()] == [
-        ("heat", "cpu", "1"), ("heat", "cpu", "all"), ("heat", "cuda", "1"), ("other", "cpu", "1")]
-    assert list(frame["decision"]) == [USE, STAY, USE, USE] and list(frame["variant"])[::2] == ["torch", "torch"]
-
 
 def test_a_weak_headline_carries_one_mark():
     row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6, weak=True)))
     assert bool(row["weak"]) and answer(row, DELTA).count("†") == 1
+
 
 
 def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
@@ -171,6 +98,7 @@ def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
     assert not any(ch in "".join(lines) for ch in "\x1b\x07\n") and not any(l.startswith("error") for l in lines)
 
 
+
 def test_the_lead_paragraph_answers_for_the_machine():
     frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1), cell("torch", 1024, 0.8, 0.7, 0.9, op="other"))
     text = lead_paragraph(frame, "cuda unavailable", DELTA)
@@ -178,32 +106,11 @@ def test_the_lead_paragraph_answers_for_the_machine():
     assert "Stay with NumPy for other" in text and "answers for the CPU only" in text
 
 
+
 def test_each_decision_has_its_macro_name():
     row = only(decide(cell("torch", 1024, 3.0, 2.9, 3.1, threads="all")))
     assert decision_macro(row) == "HeatCpuFloatThirtyTwoThreadsAllDecision"
 
-
-# --- the statistics behind it ---------------------------------------------------------------
-
-
-def test_an_independent_ratio_adds_the_two_intervals_on_the_log_scale():
-    value, low, high = independent_ratio((2.0, 2.0 / 1.1, 2.0 * 1.1), (1.0, 1 / 1.1, 1.2))
-    assert value == pytest.approx(2.0)
-    assert math.log(high / value) == pytest.approx(math.hypot(math.log(1.1), math.log(1.1)))
-    assert math.log(value / low) == pytest.approx(math.hypot(math.log(1.1), math.log(1.2)))
-    assert all(math.isnan(v) for v in independent_ratio((1.0, math.nan, 2.0), (1.0, 0.9, 1.1)))
-
-
-def test_processes_to_decide_follow_the_spread_and_the_distance_from_the_boundary():
-    near = processes_to_decide(0.95, 1.32, 1.12, 3, DELTA, MAX_CI_SPAN)
-    wide = processes_to_decide(0.80, 1.57, 1.12, 3, DELTA, MAX_CI_SPAN)
-    far = processes_to_decide(0.95, 1.89, 1.34, 3, DELTA, MAX_CI_SPAN)
-    assert 3 < near < wide and far < wide
-    assert processes_to_decide(1.0, 1.1, 1.0499, 3, DELTA, MAX_CI_SPAN) == math.inf  # just inside δ: never
-    assert math.isnan(processes_to_decide(0.9, 1.2, 1.05, 1, DELTA, MAX_CI_SPAN))  # one process: no spread known
-
-
-# --- the summary printed for a folder or a bundle ---------------------------------------------
 
 
 def test_the_summary_of_a_folder_without_decisions_rebuilds_them_from_its_records(tmp_path):
@@ -212,13 +119,14 @@ def test_the_summary_of_a_folder_without_decisions_rebuilds_them_from_its_record
     from offloadbench.report.text.summary import summarize
 
     folder = tmp_path / "h200"
-    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "h200", folder)
     (folder / "decisions.csv").unlink()  # results of a version before the decisions
     lines = summarize(folder)
     assert lines[0] == "offloadbench: the answer for h200"
     matmul_gpu = next(line for line in lines if line.startswith("matmul") and " cuda " in line)
     assert "use torch" in matmul_gpu and "≈ 605" in matmul_gpu and "3.81× (3.42–4.25)" in matmul_gpu
     assert all(len(line) <= 100 for line in lines)
+
 
 
 def test_the_summary_of_an_older_versions_tables_rebuilds_them_and_refuses_where_it_cannot(tmp_path):
@@ -230,7 +138,7 @@ def test_the_summary_of_an_older_versions_tables_rebuilds_them_and_refuses_where
     from offloadbench.report.text.summary import summarize
 
     folder = tmp_path / "h200"
-    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "h200", folder)
     old = pd.read_csv(folder / "decisions.csv", dtype=str, keep_default_na=False).drop(columns=["states_answer"])
     old["decision"] = old["decision"].map({"use": "use torch", "unsure": "cannot tell yet"}).fillna(old["decision"])
     old.to_csv(folder / "decisions.csv", index=False)
@@ -241,6 +149,7 @@ def test_the_summary_of_an_older_versions_tables_rebuilds_them_and_refuses_where
         summarize(folder)
 
 
+
 def test_the_summary_of_a_bundle_reads_its_records_not_its_tables(tmp_path):
     import shutil
 
@@ -248,7 +157,7 @@ def test_the_summary_of_a_bundle_reads_its_records_not_its_tables(tmp_path):
     from offloadbench.report.text.summary import summarize
 
     folder = tmp_path / "h200"
-    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "h200", folder)
     (folder / "decisions.csv").write_text("machine,op,device,dtype,threads,decision,speedup\nx,\x1b]0;pwn\x07,cpu,"
                                           "float32,1,use evil,99\n")
     bundle = tmp_path / "h200.tar.gz"
@@ -258,19 +167,21 @@ def test_the_summary_of_a_bundle_reads_its_records_not_its_tables(tmp_path):
     assert not list(tmp_path.glob("offloadbench-summary-*"))  # the unpacked copy is gone
 
 
+
 def test_a_tampered_decisions_table_prints_inert(tmp_path):
     import shutil
 
     from offloadbench.report.text.summary import summarize
 
     folder = tmp_path / "box"
-    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "h200", folder)
     frame = pd.read_csv(folder / "decisions.csv", dtype=str)
     frame.loc[0, "op"] = "evil\x1b[31m\nerror: forged line"
     frame.to_csv(folder / "decisions.csv", index=False)
     lines = summarize(folder)
     assert not any("\x1b" in line or line.startswith("error") for line in lines)
     assert any("evil\\x1b" in line for line in lines)
+
 
 
 def test_the_legend_explains_only_the_columns_the_table_has():
@@ -282,12 +193,14 @@ def test_the_legend_explains_only_the_columns_the_table_has():
     assert "compile pays back after: " in compiled.legend and "still open: " not in compiled.legend
 
 
+
 def test_counts_of_calls_in_the_terminal_keep_three_digits_rounded_up():
     from offloadbench.report.format import fmt_calls
 
     assert [fmt_calls(v, compact=True) for v in (1090, 35_325, 402_456, 1_234_567)] == ["1,090", "35.4k", "403k",
                                                                                        "1.24M"]
     assert fmt_calls(35_325) == "35,325"  # the report and LaTeX keep every digit
+
 
 
 def test_a_tie_at_the_boundary_is_an_answer_that_asks_for_no_more_processes():
@@ -302,6 +215,7 @@ def test_a_tie_at_the_boundary_is_an_answer_that_asks_for_no_more_processes():
     assert any("about 4.5% faster" in line for line in plain_table(frame, DELTA))
     # wider than ±δ around its point: still open, with what would decide it
     assert only(decide(cell("torch", 1024, 1.05, 0.97, 1.14)))["decision"] == UNSURE
+
 
 
 def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
@@ -322,11 +236,10 @@ def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
     assert only(decide((speed | holds, timing)))["decision"] == USE
 
 
-# --- a table that explains itself --------------------------------------------------------------
-
 
 def _terminal(frame: pd.DataFrame) -> list[str]:
     return plain_table(frame, DELTA)
+
 
 
 def test_a_stay_row_names_the_best_alternative_beside_its_ratio():
@@ -337,6 +250,7 @@ def test_a_stay_row_names_the_best_alternative_beside_its_ratio():
     assert "torch 3.00" not in "\n".join(plain_table(use, DELTA))  # the decision names it already
 
 
+
 def test_every_note_names_its_size_and_payback_and_open_sizes_are_separate():
     frame = decide(cell("torch compiled", 256, 1.12, 0.95, 1.32, compile_s=0.8, startup=6.0, calls=50.0),
                    cell("torch compiled", 1024, 6.0, 5.8, 6.2, compile_s=0.8, startup=6.0, calls=100.0))
@@ -345,6 +259,7 @@ def test_every_note_names_its_size_and_payback_and_open_sizes_are_separate():
     assert any(n.startswith("heat cpu 1t: at n = 1024 the compile pays back after 100 calls (850") for n in notes)
     assert any(n.startswith("heat cpu 1t: n = 256 cannot tell yet: about ") for n in notes)
     assert all("n = " in note for note in notes if note.startswith("heat"))
+
 
 
 def test_an_open_size_past_the_cap_reads_as_more_than_the_cap():
@@ -360,6 +275,7 @@ def test_an_open_size_past_the_cap_reads_as_more_than_the_cap():
     assert decision_table(frame, DELTA).cells["still open"].iloc[0] == f"n = 256: ≈{needed} processes"
 
 
+
 def test_a_row_chosen_by_the_simplicity_rule_says_so():
     frame = decide(cell("numpy compiled", 1024, 8.54, 8.0, 9.1), cell("torch compiled", 1024, 8.91, 8.3, 9.5))
     row = only(frame)
@@ -371,12 +287,14 @@ def test_a_row_chosen_by_the_simplicity_rule_says_so():
     assert only(decide(cell("torch", 1024, 3.0, 2.9, 3.1)))["simpler_than"] == ""  # nothing passed over
 
 
+
 def test_the_legend_explains_1t_all_n_and_from_n():
     frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1, threads="all"))
     lines = _terminal(frame)
     legend = " ".join(lines[lines.index("") + 1:])
     assert all(word in legend for word in ("1t: one thread", "all: every core (2 threads here)", "n: the op's size",
                                            "from n: the smallest n"))
+
 
 
 def test_sharing_cores_on_every_all_threads_row_is_said_once():
@@ -397,6 +315,7 @@ def test_sharing_cores_on_every_all_threads_row_is_said_once():
     assert sum(line.count("†") for line in lines) == 4  # two sharing rows, the unstable one and the legend
 
 
+
 def test_sizes_that_decide_otherwise_than_from_n_says_are_listed_by_size():
     mixed = decide(cell("torch", 256, 1.12, 0.95, 1.32), cell("torch", 1024, 1.5, 1.4, 1.6),
                    cell("torch compiled", 2048, 3.0, 2.9, 3.1), cell("torch", 2048, 1.2, 1.15, 1.25))
@@ -406,6 +325,7 @@ def test_sizes_that_decide_otherwise_than_from_n_says_are_listed_by_size():
     assert "by size" not in " ".join(plain_table(plain, DELTA))  # NumPy below from n: the row says it all
 
 
+
 def test_the_summary_says_when_the_report_predates_the_tables(tmp_path):
     import os
     import shutil
@@ -413,27 +333,13 @@ def test_the_summary_says_when_the_report_predates_the_tables(tmp_path):
     from offloadbench.report.text.summary import summarize
 
     folder = tmp_path / "box"
-    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "h200", folder)
     (folder / "report.html").write_text("<html></html>")
     os.utime(folder / "report.html", (1_000_000, 1_000_000))  # older than decisions.csv
     assert summarize(folder)[-1].startswith(f"report: {folder / 'report.html'} (made before these tables")
     os.utime(folder / "report.html")  # rebuilt after them
     assert summarize(folder)[-1] == f"report: {folder / 'report.html'}"
 
-
-def test_a_decisions_sizes_come_back_from_their_csv_as_they_were_built(tmp_path):
-    from offloadbench.analysis.tables import read_tables
-    from offloadbench.csvsafe import write_csv
-
-    cells = (cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6), cell("torch", 2048, 1.0, 0.5, 2.0))
-    decisions, sizes = decision_tables(pd.DataFrame([c[0] for c in cells]), pd.DataFrame([c[1] for c in cells]), DELTA)
-    assert list(sizes["size"]) == [256, 1024, 2048] and list(sizes["decision"]) == [STAY, USE, UNSURE]
-    for name, frame in (("decisions", decisions), ("decision_sizes", sizes)):
-        write_csv(frame, tmp_path / f"{name}.csv")
-    read = read_tables({name: str(tmp_path / f"{name}.csv") for name in ("decisions", "decision_sizes")})
-    built = with_size_answers({"decisions": decisions, "decision_sizes": sizes})
-    assert list(read["decisions"]["by_size"]) == list(built["decisions"]["by_size"]) == [
-        ((256, STAY, "numpy"), (1024, USE, "torch"), (2048, UNSURE, ""))]
 
 
 def test_the_summary_of_tables_without_their_sizes_rebuilds_them_or_says_what_is_missing(tmp_path):
@@ -443,7 +349,7 @@ def test_the_summary_of_tables_without_their_sizes_rebuilds_them_or_says_what_is
     from offloadbench.report.text.summary import summarize
 
     folder = tmp_path / "box"
-    shutil.copytree(Path(__file__).parent / "data" / "h200", folder)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "h200", folder)
     # the intervals and break-even estimates are resampled anew; the decisions and sizes are not
     without_cis = lambda lines: [re.sub(r"\([0-9.–]+\)|≈ [0-9]+", "", line) for line in lines]
     whole = without_cis(summarize(folder))
@@ -452,3 +358,4 @@ def test_the_summary_of_tables_without_their_sizes_rebuilds_them_or_says_what_is
     shutil.rmtree(folder / "raw")
     with pytest.raises(UserError, match=r"decision_sizes\.csv: missing; aggregate again"):
         summarize(folder)
+

@@ -235,7 +235,7 @@ def test_warm_up_goes_on_past_its_budget_while_the_calls_grow_the_heap(cap, call
 
     if heap_bytes() is None:
         pytest.skip("no glibc mallinfo2 here to see the heap")
-    workflow = str(Path(__file__).resolve().parents[1] / "workflow")
+    workflow = str(Path(__file__).resolve().parents[2] / "workflow")
     done = subprocess.run([sys.executable, "-c", GROWING, str(cap)], capture_output=True, text=True, check=True,
                           env={**os.environ, **allocator_env(STEADY), "PYTHONPATH": workflow}, timeout=120)
     kept = int(done.stdout.strip())

@@ -21,7 +21,7 @@ from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import Region, StopRule, WarmupRule
 
 pytestmark = pytest.mark.standin
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KERNELS = str(ROOT / "examples" / "kernels.py")
 SETTINGS = Settings(stop=StopRule(budget_s=0.2, min_samples=6), warmup=WarmupRule(budget_s=0.1))
 
@@ -272,7 +272,7 @@ def test_a_gpu_whose_compiler_cannot_build_code_is_gated_with_the_reason(torch, 
 
 def standin_box(folder: Path) -> Path:
     """A machine folder whose environment.json has the stand-in's cuda (test_round's box)."""
-    from test_round import make_box
+    from rounds import make_box
 
     box = make_box(folder)
     environment = json.loads((box / "environment.json").read_text())
@@ -288,7 +288,7 @@ def test_compiled_cpu_cells_forked_from_the_compiler_launcher_run_where_a_gpu_is
     available) initialised CUDA there, so every compiled CPU cell forked from it failed with
     "Cannot re-initialize CUDA in forked subprocess"."""
     from offloadbench.records import load_record, read_json
-    from test_round import SETTINGS, run_round
+    from rounds import SETTINGS, run_round
 
     box = standin_box(tmp_path)
     grid = {"ops": ["axpy"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
@@ -320,7 +320,7 @@ def test_a_launcher_with_cuda_up_refuses_to_fork_and_its_cells_say_why(tmp_path)
     """The guard behind the fix: a launcher that finds CUDA initialised in itself forks no
     broken child; each of its cells is an error that says so, and the round goes on."""
     from offloadbench.records import load_record
-    from test_round import run_round
+    from rounds import run_round
 
     box = standin_box(tmp_path)
     (box / "faults" / "sitecustomize.py").write_text(LAUNCHER_WITH_CUDA_UP)
@@ -351,7 +351,7 @@ def test_ctrl_c_during_a_gpu_cell_leaves_no_record_so_a_rerun_measures_it(tmp_pa
     which a rerun takes as done."""
     import signal
 
-    from test_round import SETTINGS, start_round
+    from rounds import SETTINGS, start_round
 
     box = standin_box(tmp_path)
     kernels = tmp_path / "slow.py"

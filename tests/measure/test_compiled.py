@@ -18,8 +18,8 @@ from offloadbench.measure.settings import Settings
 from offloadbench.verdicts import Judging
 
 torch = pytest.importorskip("torch")
-ROOT = Path(__file__).resolve().parents[1]
-KERNELS = Path(__file__).parent / "kernels"
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = Path(__file__).parents[1] / "kernels"
 SETTINGS = Settings.from_config({**validate({})["measure"], "budget_s": 0.02, "warmup_budget_s": 0.01,
                                  "min_sampling_s": 0.005})
 

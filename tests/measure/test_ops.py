@@ -26,7 +26,7 @@ def run(op, library, dtype, n):
 @pytest.fixture
 def without_rendering(monkeypatch):
     """The ops without their host finish: the maths is what is checked here, and rendering
-    (tests/test_measure.py) would take most of this file's time."""
+    (tests/measure/test_measure.py) would take most of this file's time."""
     monkeypatch.setattr(measure_cell, "get_op", lambda name, kernels=None: dataclasses.replace(get_op(name), finish=None))
 
 

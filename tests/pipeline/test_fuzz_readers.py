@@ -338,7 +338,7 @@ def assert_inert(html: str) -> None:
 
 # --- a results folder's own decisions.csv, printed by `make summary FROM=<folder>` ------------
 
-H200 = Path(__file__).resolve().parent / "data" / "h200"
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
 
 def _folder_with_decisions(tmp: Path, edit) -> Path:

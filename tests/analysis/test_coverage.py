@@ -2,9 +2,9 @@
 (benchmarks/coverage.py) builds the records of many runs whose true ratio is known, and
 the analysis the pipeline uses puts an interval on each."""
 
-from test_benchmarks import load
+from conftest import load_benchmark
 
-coverage = load("coverage")
+coverage = load_benchmark("coverage")
 
 
 def test_the_paired_interval_covers_the_true_ratio_at_its_level_where_drift_misleads_separate_processes():

@@ -17,7 +17,7 @@ from offloadbench.bundles import BundleError, make_bundle, resolve_sources, unpa
 from offloadbench.layout import TABLES
 from offloadbench.verdicts import Judging
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "tests" / "data" / "h200"
 FAST = Analysis(resamples=300)
 

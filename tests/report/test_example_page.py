@@ -11,7 +11,7 @@ from matplotlib.image import imread
 from offloadbench.report.publish import write_example
 from offloadbench.report.text.example import FIGURES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "example"
 H200 = ROOT / "tests" / "data" / "h200"
 

@@ -11,9 +11,9 @@ import pytest
 from offloadbench.kernels import KernelError, read_kernel_file, read_kernel_files
 from offloadbench.records import load_record, read_json
 from offloadbench.records.store import MalformedRecord, load_judging
-from test_round import SETTINGS, make_box, run_round
+from rounds import SETTINGS, make_box, run_round
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = str(ROOT / "tests" / "kernels" / "hostile.py")
 GRID = {"libraries": ["numpy"], "devices": ["cpu"], "dtypes": ["float32"], "sizes": [64], "threads": [1]}
 # kernel -> (status, words its reason holds)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workflow" / "offloadbench"
 STAGES = ("measure", "jobs", "analysis", "report")
 LEAF_PACKAGES = ("records",)  # shared leaves too, in a folder of their own: the typed records and their readers

@@ -21,7 +21,7 @@ from offloadbench.estimate import (
 )
 from offloadbench.layout import record_relpath
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = validate({"grid": {"ops": ["matmul"], "devices": ["cpu", "cuda"], "dtypes": ["float32"], "sizes": [256, 1024],
                             "threads": [1]}, "analysis": {"controls": 0}})
 

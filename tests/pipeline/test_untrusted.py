@@ -32,7 +32,7 @@ from offloadbench.report.escape import md_text, safe_html
 from offloadbench.report.publish import render, run_settings, write_comparison
 from offloadbench.report.text.method import processes_held
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = Analysis(resamples=200)
 XSS = '<script>alert("x")</script><img src="/etc/secret.png" onerror=alert(1)>[link](javascript:alert(2))'
 
