@@ -140,10 +140,11 @@ def test_only_other_multi_threaded_workers_active_lately_are_waited_for():
 
 
 class FakeRound:
-    """What a bout asks of its round for a hand-off: the pids of running workers."""
+    """What a bout asks of its round for a hand-off: the pids of running workers (its pool's)."""
 
     def __init__(self, running: dict):
         self.running = running
+        self.pool = self
 
     def pids(self, specs):
         return [self.running[spec] for spec in specs if spec in self.running]

@@ -8,7 +8,7 @@ the sizes measured is the calibrated `scale` of results and temporaries. A call 
 its inputs and `scale` outputs (`catalogue.call_bytes`); the model guessed TEMPORARIES
 outputs, and the row says how far that was from the measurements. The largest n that fits
 keeps HEADROOM of the device's memory (environment.json: the GPU's, else the host's) free.
-The OOM pre-check of a later run uses the same scale where a measurement exists (jobs/round.py).
+The OOM pre-check of a later run uses the same scale where a measurement exists (jobs/earlier.py).
 """
 
 from __future__ import annotations

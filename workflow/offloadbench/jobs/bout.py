@@ -39,6 +39,7 @@ from ..cells import Cell, WorkerSpec
 from ..compared import DECIDED_ON, decided_region, planned_comparisons
 from ..measure.disturbance import processes_cpu_s, processes_running
 from ..stats import median_ci_rel_halfwidth
+from .protocol import Done, Finish, Prepare, Prepared, Turn, Turned
 
 STOP_CONFIDENCE = 0.95  # of the in-bout precision that ends a bout (the tables use the config's level)
 
@@ -187,7 +188,7 @@ class Bout:
         A pool still spinning at the cap is counted in the bout's `still_spinning`."""
         if pause is None:
             spinning = schedule.may_spin(self.active, after, time.monotonic())
-            pids = self.job.pids(spinning)
+            pids = self.job.pool.pids(spinning)
             if not pids:
                 return 0.0
             waited = schedule.wait_until_still(lambda: processes_running(pids)) or \
@@ -206,31 +207,28 @@ class Bout:
     def prepare(self, cell: Cell) -> int:
         """Get the cell's worker ready for it; its timed regions, 0 when the cell failed."""
         artifact = cell.op in SPECS and SPECS[cell.op].finish is not None
-        answer = self.job.command(cell, {"prepare": cell.key, "out": str(self.job.partial(cell)), "artifact": artifact,
-                                         "memory_scale": self.job.memory_scale(cell)}, expect="prepared")
+        answer = self.job.command(cell, Prepare(cell.key, str(self.job.staging.partial(cell)), artifact,
+                                                self.job.earlier.memory_scale(cell)), Prepared)
         self.last = cell.worker  # its warm-up left its pool spinning, as a turn does
         self.active[cell.worker] = time.monotonic()
         if answer is None:
             self.result.failed.append(cell.key)
             return 0
-        return int(answer.get("regions") or 1)
+        return answer.regions or 1
 
     def turn(self, cell: Cell, cycle: int, position: int, pause: float) -> bool:
         before = self.last
-        answer = self.job.command(cell, {
-            "turn": cell.key, "cycle": cycle, "position": position,
-            "after": before.name if before else None, "after_threads": before.host_threads if before else None,
-            "pause_s": pause, "siblings": self.job.sibling_pids(cell, self.regions),
-        }, expect="turned")
+        answer = self.job.command(cell, Turn(cell.key, cycle, position, before.name if before else None,
+                                             before.host_threads if before else None, pause,
+                                             self.job.sibling_pids(cell, self.regions)), Turned)
         self.active[cell.worker] = time.monotonic()
         if answer is None:
             self.result.failed.append(cell.key)
             return False
-        self.converged[cell] = bool(answer.get("converged"))
-        for region, seconds in (answer.get("medians") or {}).items():
+        self.converged[cell] = answer.converged
+        for region, seconds in answer.medians.items():
             self.turns.setdefault(cell, {}).setdefault(region, {})[cycle] = float(seconds)
         return True
 
     def finish(self, cell: Cell) -> None:
-        self.job.command(cell, {"finish": cell.key, "stop_reason": self.result.stop_reason or "budget",
-                                "bout": self.info()}, expect="done")
+        self.job.command(cell, Finish(cell.key, self.result.stop_reason or "budget", self.info()), Done)

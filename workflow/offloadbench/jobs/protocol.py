@@ -1,10 +1,13 @@
-"""The channels between the round job and its workers, both ends in one place: the round
-sends one JSON command per line on a worker's stdin (`WorkerProcess.send`), and the worker
-reads them (`CommandReader`); the worker answers with one JSON event per line on its
-measuring channel (`Channels`), which the round reads within bounds (`next_event`) and
-checks for the form of the answer it waits for (`well_formed`). A kernel that writes to,
-closes or replaces a channel ends its own cell, never the round (`ProtocolFault`,
-`ChannelFault`).
+"""The protocol between the round job and its workers, both ends in one place: its typed
+messages, and the channels they travel on. The round sends one command per line on a
+worker's stdin (`WorkerProcess.send`), and the worker reads them (`CommandReader`); the
+worker answers with one event per line on its measuring channel (`Channels`), which the
+round reads within bounds (`next_event`). Each line is a JSON object: a message's fields
+and the token of the command it answers (the worker's own token on its own events), and
+a line counts only as a message of the form declared here (`read_message`). A kernel that
+writes to, closes or replaces a channel ends its own cell, never the round
+(`ProtocolFault`, `ChannelFault`). How a worker's process ended reads as a cell's status
+and reason (`death_reason`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import select
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from ..cells import WorkerSpec
 
@@ -26,6 +29,200 @@ STATUSES = ("ok", "error", "oom", "timeout", "skipped")
 
 class ProtocolFault(Exception):
     """What came on a worker's measuring channel is no event of the command in flight."""
+
+
+# --- the messages ---------------------------------------------------------------------------
+# A message's first field is its tag: its name says the kind on the wire, its value is the
+# cell's key where the message is about a cell. The fields are the keys of the JSON line.
+MESSAGES: dict[str, type] = {}
+FORMS = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,), "list": (list,)}
+
+
+def message(cls):
+    """Declare a message kind (a frozen dataclass, known by its tag)."""
+    cls = dataclass(frozen=True)(cls)
+    MESSAGES[fields(cls)[0].name] = cls
+    return cls
+
+
+class Message:
+    @property
+    def tag(self) -> str:
+        """Its kind: the name of its first field."""
+        return fields(self)[0].name
+
+    @property
+    def key(self) -> str:
+        """The tag's value: the cell's key, for a message about a cell."""
+        return getattr(self, self.tag)
+
+    def valid(self) -> bool:
+        """A form the fields' types cannot say (overridden where there is one)."""
+        return True
+
+    def line(self, token: str) -> bytes:
+        return (json.dumps({**asdict(self), "token": token}) + "\n").encode()
+
+
+def _fits(value, form: str) -> bool:
+    """Whether a decoded value has a field's declared form ("int", "str | None", ...)."""
+    if value is None:
+        return "None" in form
+    kinds = tuple(kind for name, kinds in FORMS.items() if name in form.split(" | ") for kind in kinds)
+    return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+
+
+def read_message(data: dict) -> Message | None:
+    """The message a decoded line stands for; None where it has no single tag of ours, or a
+    field of another form."""
+    tags = [tag for tag in MESSAGES if tag in data]
+    if len(tags) != 1:
+        return None
+    kind, values = MESSAGES[tags[0]], {}
+    for declared in fields(kind):
+        if declared.name in data:
+            values[declared.name] = data[declared.name]
+        elif declared.default is MISSING and declared.default_factory is MISSING:
+            return None
+        if declared.name in values and not _fits(values[declared.name], declared.type):
+            return None
+    found = kind(**values)
+    return found if found.valid() else None
+
+
+# The round's commands, in a cell's order.
+@message
+class Prepare(Message):
+    """Make the cell's inputs, compile and warm up; `out` is where its record goes."""
+
+    prepare: str
+    out: str
+    artifact: bool = False  # an op that plots renders next to the record
+    memory_scale: dict = field(default_factory=dict)  # what its series measured (jobs/earlier.py)
+    position: int = 0  # the worker's how-manieth cell
+    carried: dict | None = None  # what an earlier round measured once of it
+
+
+@message
+class Turn(Message):
+    """One turn of the bout: `after` is the worker whose turn came before (with its threads)."""
+
+    turn: str
+    cycle: int
+    position: int = 0
+    after: str | None = None
+    after_threads: int | None = None
+    pause_s: float = 0.0
+    siblings: list = field(default_factory=list)  # pids of the bout's other running workers
+
+
+@message
+class Finish(Message):
+    """Check against float64, read the peak memory and the noise, and write the record."""
+
+    finish: str
+    stop_reason: str | None = None
+    bout: dict | None = None
+
+
+# The worker's own events, with its own token.
+@message
+class Ready(Message):
+    ready: dict  # its pid, import and warm-up seconds, compiler start, threads
+
+
+@message
+class Refusal(Message):
+    refused: str  # why it stops the round (another machine's label)
+
+
+@message
+class Broken(Message):
+    broken: str  # why it cannot measure its cells
+
+
+@message
+class Forked(Message):
+    forked: str
+    pid: int
+
+
+@message
+class Died(Message):
+    died: str
+    returncode: int  # negative: the signal
+
+
+# A cell's events, with its command's token.
+@message
+class Phase(Message):
+    phase: str  # the phase of the command now running, for a timeout's reason
+
+
+@message
+class Fault(Message):
+    fault: str
+    reason: str  # what its kernel did to a channel
+
+
+@message
+class Prepared(Message):
+    prepared: str
+    pid: int
+    regions: int
+    phases_s: dict = field(default_factory=dict)
+
+
+@message
+class Turned(Message):
+    turned: str
+    converged: bool
+    medians: dict  # each timed region's median over the turn
+
+    def valid(self) -> bool:
+        return all(_fits(value, "float") for value in self.medians.values())
+
+
+@message
+class Done(Message):
+    """The cell's record is written; `replace`: its code left what cannot be undone."""
+
+    done: str
+    status: str
+    reason: str
+    phases_s: dict = field(default_factory=dict)
+    replace: bool = False
+
+    def valid(self) -> bool:
+        return self.status in STATUSES
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's out-of-memory killer has killed since boot (Linux's
+    /proc/vmstat), or None where that is not known."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def death_reason(returncode: int, oom_before: int | None = None) -> tuple[str, str]:
+    """Status and reason for a measuring process that ended in the middle of a cell; a
+    SIGKILL reads as out of memory only where the kernel's OOM killer killed meanwhile
+    (`oom_before`: its count when the cell began)."""
+    if returncode < 0:
+        sig = -returncode
+        if sig == signal.SIGKILL:
+            now = oom_kills()
+            if oom_before is not None and now is not None and now > oom_before:
+                return "oom", "killed by the kernel's out-of-memory killer (SIGKILL)"
+            return "error", "the measuring process was killed by SIGKILL"
+        return "error", f"the measuring process died from signal {signal.Signals(sig).name}"
+    return "error", f"the measuring process exited with status {returncode}"
 
 
 @dataclass
@@ -44,12 +241,14 @@ class WorkerProcess:
     token: str = ""  # of its own events (ready, forked, died)
     prepared: set = field(default_factory=set)  # the keys of the cells this process prepared
 
-    def send(self, command: dict) -> None:
-        self.proc.stdin.write((json.dumps(command) + "\n").encode())
+    def send(self, command: Message, token: str) -> None:
+        self.proc.stdin.write(command.line(token))
         self.proc.stdin.flush()
 
-    def next_event(self, deadline: float) -> dict | None:
-        """The next event, or None when the deadline passed; EOFError when the worker died."""
+    def next_event(self, deadline: float) -> tuple[object, Message | None] | None:
+        """The next event's token and message (None: a line of no declared form), or None
+        when the deadline passed; EOFError when the worker died, ProtocolFault on a line
+        that is no JSON object."""
         while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -69,7 +268,7 @@ class WorkerProcess:
             raise ProtocolFault(WROTE_TO_CHANNEL) from None
         if not isinstance(event, dict):
             raise ProtocolFault(WROTE_TO_CHANNEL)
-        return event
+        return event.get("token"), read_message(event)
 
     def kill(self) -> int:
         """Kill the worker and its cell's process, and wait until both are gone (a killed
@@ -110,21 +309,6 @@ class WorkerProcess:
 MAX_EVENT_BYTES = 1 << 20  # an event line longer than this is no event of ours
 
 
-def well_formed(event: dict, expect: str, key: str) -> bool:
-    """Whether an event with the command's token has the form of the answer it stands for."""
-    if event.get("done") == key:
-        return event.get("status") in STATUSES and isinstance(event.get("reason"), str)
-    if expect == "prepared":
-        return event.get("prepared") == key and isinstance(event.get("pid"), int) and \
-            isinstance(event.get("regions"), int)
-    if expect == "turned":
-        medians = event.get("medians")
-        return (event.get("turned") == key and isinstance(event.get("converged"), bool)
-                and isinstance(medians, dict) and all(isinstance(v, int | float) and not isinstance(v, bool)
-                                                      for v in medians.values()))
-    return False
-
-
 def wait_gone(pid: int, wait_s: float = 2.0) -> None:
     """Wait until a killed process is gone (or a zombie) and can write nothing more."""
     deadline = time.monotonic() + wait_s
@@ -150,15 +334,17 @@ class CommandReader:
         self.buffer = bytearray(size)
         self.start = self.end = 0  # the unread bytes
 
-    def next(self) -> dict | None:
-        """The next command; None once the round job has closed the channel."""
+    def next(self) -> tuple[str, Message | None] | None:
+        """The next command's token and message; None once the round job has closed the
+        channel."""
         while True:
             newline = self.buffer.find(b"\n", self.start, self.end)
             if newline >= 0:
                 line = bytes(memoryview(self.buffer)[self.start:newline])
                 self.start = newline + 1
                 if line.strip():
-                    return json.loads(line)
+                    command = json.loads(line)
+                    return str(command.get("token", "")), read_message(command)
                 continue
             if self.start:  # move the unread bytes to the front
                 self.buffer[:self.end - self.start] = self.buffer[self.start:self.end]
@@ -203,16 +389,16 @@ class Channels:
                 return f"its kernel {'closed' if now is None else 'replaced'} {name}"
         return None
 
-    def send(self, token: str, **event) -> None:
-        """One event, marked with the worker's token (the round drops events without it)."""
-        self.events.write(json.dumps({**event, "token": token}) + "\n")
+    def send(self, token: str, event: Message) -> None:
+        """One event, marked with the token it answers (the round drops events without it)."""
+        self.events.write(event.line(token).decode())
         self.events.flush()
 
-    def answer(self, token: str, key: str, **event) -> None:
+    def answer(self, token: str, event: Message) -> None:
         """Answer the command in flight, unless a kernel tampered with a channel: then say so
         and end the cell (ChannelFault)."""
         fault = self.fault()
         if fault:
-            self.send(token, fault=key, reason=fault)
+            self.send(token, Fault(event.key, fault))
             raise ChannelFault(fault)
-        self.send(token, **event)
+        self.send(token, event)

@@ -15,36 +15,31 @@ worker itself runs no array code before it forks, so no thread pool is running a
 fork. GPU cells (CUDA and Metal cannot be used across a fork) and hosts without fork are
 measured in the worker itself, one after the other.
 
-Commands arrive on stdin, one JSON object per line; events go back on the file descriptor
-`--events-fd`, so that whatever a library prints cannot garble them. Every command carries a
-fresh `token`, and every event answering it carries that token back; the worker's own
-events (ready, forked, died) carry the worker's `--token`. The round job counts nothing
-else (jobs/round.py): a line a kernel wrote to the channel, or a `done` it forged, ends that
-cell as a protocol fault. Both channels are read and written on private copies of their
+Commands arrive on stdin; events go back on the file descriptor `--events-fd`, so that
+whatever a library prints cannot garble them (the messages are jobs/protocol.py's). Every
+command carries a fresh token, and every event answering it carries that token back; the
+worker's own events (Ready, Forked, Died) carry the worker's `--token`. The round job counts
+nothing else: a line a kernel wrote to the channel, or a `Done` it forged, ends that cell
+as a protocol fault. Both channels are read and written on private copies of their
 descriptors, so a kernel that closes stdin harms no record; the worker checks the original
-descriptors before each answer and names the change ({"fault": key, "reason"}).
-- {"prepare": <cell key>, "out", "position", "artifact", "memory_scale", "carried"}: inputs,
-  compile and warm-up (`measure.cell.CellRun.prepare`); answers {"prepared": key, "pid",
-  "regions", "phases_s"}, or, when the cell failed, writes its record and answers
-  {"done": key, "status", "reason", "phases_s"};
-- {"turn": key, "cycle", "position", "after", "after_threads", "pause_s"}: one turn of the
-  bout; answers {"turned": key, "converged", "medians"} (each region's median over the
-  turn), or {"done": ...} when the cell failed;
-- {"finish": key, "stop_reason", "bout"}: the check against float64 and the peak memory
-  (unless `carried` brought them from an earlier round), the noise checks, then the
-  record; answers {"done": key, "status", "reason", "phases_s"}.
-The worker answers a cell's fork with {"forked": key, "pid"}, and a cell's process that dies
-(a signal, an exit of the user's kernel) with {"died": key, "returncode"}. What a cell's
-process prints goes through its worker, which keeps the first and last 64 KiB of it in the
-log (jobs/output.py).
+descriptors before each answer and names the change (`Fault`).
+- `Prepare`: inputs, compile and warm-up (`measure.cell.CellRun.prepare`); answers
+  `Prepared`, or, when the cell failed, writes its record and answers `Done`;
+- `Turn`: one turn of the bout; answers `Turned` (each region's median over the turn), or
+  `Done` when the cell failed;
+- `Finish`: the check against float64 and the peak memory (unless `carried` brought them
+  from an earlier round), the noise checks, then the record; answers `Done`.
+The worker answers a cell's fork with `Forked`, and a cell's process that dies (a signal,
+an exit of the user's kernel) with `Died`. What a cell's process prints goes through its
+worker, which keeps the first and last 64 KiB of it in the log (jobs/output.py).
 
 Before its first cell the worker reads the process state a kernel can change (threads,
 pools, thread variables, NumPy's error state, the working directory, live threads;
 measure/process_state.py); after each cell's finish it reads it again. A cell whose code
 changed it is an error, with what changed. A worker that measures its cells one after the
 other restores what it can, and ends after a cell that left a thread running
-({"done": ..., "replace": true}), so that the next cell gets a fresh worker. Before the first command the worker answers
-{"ready": ...} (or {"refused": why}). The round job set the thread-count variables before
+(`Done.replace`), so that the next cell gets a fresh worker. Before the first command the
+worker answers `Ready` (or `Refusal`). The round job set the thread-count variables before
 this process started, so BLAS and OpenMP pools are sized right at import; the counts are
 read back and recorded.
 """
@@ -68,7 +63,25 @@ from ..machine import mismatch
 from ..measure import devices
 from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
 from .output import CappedOutput, ProcessOutput
-from .protocol import ChannelFault, Channels, CommandReader
+from .protocol import (
+    Broken,
+    ChannelFault,
+    Channels,
+    CommandReader,
+    Died,
+    Done,
+    Fault,
+    Finish,
+    Forked,
+    Message,
+    Phase,
+    Prepare,
+    Prepared,
+    Ready,
+    Refusal,
+    Turn,
+    Turned,
+)
 
 EXIT_REFUSED = 2
 # Modules a measuring process should load only when its cells need them (kept in the record).
@@ -152,11 +165,11 @@ class Worker:
         self.state_before = None  # the process state a cell starts from (measure/process_state.py)
         self.replace = False  # a cell left what cannot be restored: end after it
 
-    def send(self, **event) -> None:
-        self.channels.send(self.token, **event)
+    def send(self, event: Message) -> None:
+        self.channels.send(self.token, event)
 
-    def answer(self, key: str, **event) -> None:
-        self.channels.answer(self.token, key, **event)
+    def answer(self, event: Message) -> None:
+        self.channels.answer(self.token, event)
 
     def start(self) -> bool:
         """Import the libraries, pin the threads, check the hardware; False if refused."""
@@ -182,7 +195,7 @@ class Worker:
         self.where = where()
         refusal = self.foreign_hardware()
         if refusal:
-            self.send(refused=refusal)
+            self.send(Refusal(refusal))
             return False
         from ..measure import cell  # noqa: F401 - what every cell's process needs, loaded once here
         from ..measure.settings import Settings
@@ -205,13 +218,13 @@ class Worker:
 
         self.state_before = process_state.read(self.torch, self.kernel_files)  # what every forked cell starts from
         if self.forks and (refusal := self.fork_refusal()):
-            self.send(broken=refusal)  # its cells become errors saying why; no broken child is forked
+            self.send(Broken(refusal))  # its cells become errors saying why; no broken child is forked
             return False
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
-        self.send(ready={"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
+        self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
                          "compiler_startup_s": self.compiler_startup_s, "threads": self.threads_info.get("effective"),
-                         "forks_cells": self.forks})
+                         "forks_cells": self.forks}))
         return True
 
     def fork_refusal(self) -> str | None:
@@ -246,20 +259,19 @@ class Worker:
         return None
 
     # the commands
-    def prepare(self, command: dict) -> bool:
+    def prepare(self, command: Prepare) -> bool:
         """Get ready for the cell; False when it ended here (its record is written)."""
         from ..measure.cell import CellFailed, CellRun, Progress
         from ..measure.provenance import utc_now
 
-        cell = Cell.from_key(command["prepare"])
+        cell = Cell.from_key(command.prepare)
         if not self.forks:  # one cell after another in this process: each from the state now
             from ..measure import process_state
 
             self.state_before = process_state.read(self.torch, self.kernel_files)
-        out = Path(command["out"])
-        artifact = str(out.with_suffix(".png")) if command.get("artifact") else None
-        run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(phase=phase)),
-                      artifact, None, command.get("memory_scale") or {}, command.get("carried") or None)
+        artifact = str(Path(command.out).with_suffix(".png")) if command.artifact else None
+        run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(Phase(phase))),
+                      artifact, None, command.memory_scale, command.carried or None)
         self.runs[cell.key] = (run, command, utc_now(), time.perf_counter())
         try:
             run.kernels = self.user_kernels(cell)
@@ -270,34 +282,32 @@ class Worker:
         ready = not run.failed and run.prepare()
         self.prepare_s[cell.key] = sum(run.progress.spent().values())
         if ready:
-            self.answer(cell.key, prepared=cell.key, pid=os.getpid(), regions=len(run.states),
-                        phases_s=run.progress.spent())
+            self.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
             return True
-        self.finish({"finish": cell.key})
+        self.finish(Finish(cell.key))
         return False
 
-    def turn(self, command: dict) -> bool:
+    def turn(self, command: Turn) -> bool:
         """One turn of the cell; False when the cell failed in it (its record is written)."""
         from ..measure.cell import Place
 
-        key = command["turn"]
+        key = command.turn
         run = self.runs[key][0]
-        converged = run.turn(Place(command["cycle"], command.get("position", 0), command.get("after"),
-                                   command.get("after_threads"), command.get("pause_s", 0.0),
-                                   tuple(command.get("siblings") or ())))
+        converged = run.turn(Place(command.cycle, command.position, command.after, command.after_threads,
+                                   command.pause_s, tuple(command.siblings)))
         if run.failed:
-            self.finish({"finish": key})
+            self.finish(Finish(key))
             return False
-        self.answer(key, turned=key, converged=converged, medians=run.turn_medians())
+        self.answer(Turned(key, converged, run.turn_medians()))
         return True
 
-    def finish(self, command: dict) -> None:
+    def finish(self, command: Finish) -> None:
         from ..measure.provenance import utc_now
 
-        key = command["finish"]
+        key = command.finish
         run, prepared, started, began = self.runs.pop(key)
         finishing = time.perf_counter()
-        outcome = run.finish(command.get("stop_reason"))
+        outcome = run.finish(command.stop_reason)
         finish_s = time.perf_counter() - finishing
         changed = self.process_changes()
         if changed and outcome.status not in ("skipped",):
@@ -314,7 +324,7 @@ class Worker:
             measured={
                 **outcome.measured,
                 **({"op_info": info.describe()} if info else {}),
-                **({"bout": command["bout"]} if command.get("bout") else {}),
+                **({"bout": command.bout} if command.bout else {}),
                 "threads": threads,
                 "process_state": {"changed": changed},
                 "sharing": {"threads": effective, "cores_usable": self.facts["usable_cores"],
@@ -333,13 +343,12 @@ class Worker:
         )
         fault = self.channels.fault()
         if fault:  # its record would tell a measurement the round job cannot trust
-            self.send(fault=key, reason=fault)
+            self.send(Fault(key, fault))
             raise ChannelFault(fault)
-        write_json_atomic(prepared["out"], record)
+        write_json_atomic(prepared.out, record)
         if not self.forks:  # a cell's own process ends here: nothing to free for a next cell
             self.release(run.cell)
-        self.send(done=key, status=outcome.status, reason=outcome.reason, phases_s=run.progress.spent(),
-                  **({"replace": True} if self.replace else {}))
+        self.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
 
     def process_changes(self) -> list[str]:
         """What the cell's code changed in the process, in words; a worker that measures the
@@ -363,13 +372,13 @@ class Worker:
         except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
             return self.threads_info
 
-    def process(self, command: dict) -> dict:
+    def process(self, command: Prepare) -> dict:
         return {
             "round": self.args.round,
             "processes": self.args.processes,
             "worker": self.spec.name,
             "pid": os.getpid(),
-            "position": command.get("position"),
+            "position": command.position,
             **self.where,
         }
 
@@ -388,30 +397,31 @@ class Worker:
             signal.signal(signal.SIGINT, _interrupted)
         reader = CommandReader(self.channels.command_fd)
         output = None if self.forks else ProcessOutput()
-        while not self.replace and (command := reader.next()) is not None:
-            if "prepare" not in command:
+        while not self.replace and (received := reader.next()) is not None:
+            token, command = received
+            if not isinstance(command, Prepare):
                 continue  # the turn or finish of a cell whose process died: the round job knows already
             if self.forks:
-                self.measure_in_child(command, reader)
+                self.measure_in_child(token, command, reader)
             else:
-                self.measure_here(command, reader)
-                output.end_cell(command["prepare"])
+                self.measure_here(token, command, reader)
+                output.end_cell(command.prepare)
         return 0
 
-    def measure_here(self, command: dict, reader: CommandReader) -> None:
+    def measure_here(self, token: str, command: Prepare, reader: CommandReader) -> None:
         """One cell, from its prepare to its record, on the commands that follow; each
         answer carries its command's token."""
-        key = command["prepare"]
+        key = command.prepare
         try:
-            self.token = str(command.get("token", ""))
+            self.token = token
             if not self.prepare(command):
                 return
-            while (command := reader.next()) is not None:
-                self.token = str(command.get("token", ""))
-                if command.get("turn") == key:
+            while (received := reader.next()) is not None:
+                self.token, command = received
+                if isinstance(command, Turn) and command.turn == key:
                     if not self.turn(command):
                         return
-                elif command.get("finish") == key:
+                elif isinstance(command, Finish) and command.finish == key:
                     self.finish(command)
                     return
         except ChannelFault:
@@ -419,7 +429,7 @@ class Worker:
         finally:
             self.token = self.args.token
 
-    def measure_in_child(self, command: dict, reader: CommandReader) -> None:
+    def measure_in_child(self, token: str, command: Prepare, reader: CommandReader) -> None:
         """One cell in a process of its own, forked from this one. What it prints comes
         through this process, capped (jobs/output.py); a child that dies is answered with its
         return code (negative: the signal), as the round job reads one."""
@@ -436,7 +446,7 @@ class Worker:
                 os.dup2(out_w, 1)
                 os.dup2(out_w, 2)
                 os.close(out_w)
-                self.measure_here(command, reader)
+                self.measure_here(token, command, reader)
             except BaseException:  # noqa: BLE001 - the worker answers for it with the exit status
                 traceback.print_exc()
                 code = 1
@@ -445,12 +455,12 @@ class Worker:
                 sys.stderr.flush()
                 os._exit(code)
         os.close(out_w)
-        self.send(forked=command["prepare"], pid=pid)
-        output = CappedOutput(command["prepare"])
+        self.send(Forked(command.prepare, pid))
+        output = CappedOutput(command.prepare)
         status = output.drain(out_r, pid)
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
-            self.send(died=command["prepare"], returncode=code)
+            self.send(Died(command.prepare, code))
 
 
 def main(argv: list[str] | None = None) -> int:
