@@ -7,8 +7,9 @@ Each checkout re-aggregates the same records in a process of its own (its own pa
 the path); the tables are then compared column by column. Columns that only changed their
 representation (a decision in words against its code, a tie said in words against a
 boolean, a comparison's states as "<answer>: <details>" against an answer beside its
-details, the by-size answers as "n: variant; …" against decision_sizes.csv's rows) are
-compared through that mapping; columns one side lacks are listed.
+details, the by-size answers as "n: variant; …" and the open sizes as "256, 1024" against
+decision_sizes.csv's rows, a break-even size in words against its size, status and the
+series' sizes) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -80,6 +81,33 @@ def with_by_size_words(decisions: pd.DataFrame, sizes_path: Path) -> pd.DataFram
     return decisions.assign(by_size=[words.get(tuple(r[k] for k in key), "") for _, r in decisions.iterrows()])
 
 
+def with_open_sizes(decisions: pd.DataFrame, sizes_path: Path) -> pd.DataFrame:
+    """decisions.csv's open sizes as the older version wrote them ("256, 1024"), from
+    decision_sizes.csv's unsure rows."""
+    sizes = pd.read_csv(sizes_path, dtype=str, keep_default_na=False)
+    key = ["op", "device", "dtype", "threads"]
+    open_sizes = {tuple(k): ", ".join(g.loc[g["decision"] == "unsure", "size"]) for k, g in sizes.groupby(key, sort=False)}
+    return decisions.assign(undecided_sizes=[open_sizes.get(tuple(r[k] for k in key), "") for _, r in decisions.iterrows()])
+
+
+def with_break_even_words(speedups: pd.DataFrame) -> pd.DataFrame:
+    """speedups.csv's break-even in words as the older version wrote them, from its size, its
+    status and the sizes of its series."""
+    series = ["op", "library", "mode", "device", "dtype", "threads"]
+    words = []
+    for _, row in speedups.iterrows():
+        mine = speedups[(speedups[series] == row[series]).all(axis=1)]["size"].astype(int)
+        status = row["break_even_status"]
+        if status == "not reached":
+            words.append(f"not reached within the grid (up to n = {mine.max()})")
+        elif status == "from the smallest size":
+            words.append(f"at or below the smallest size measured (n ≤ {mine.min()})")
+        else:
+            size = float(row["break_even_size"])
+            words.append(f"n ≈ {size:.0f} (between {mine[mine < size].max()} and {mine[mine >= size].min()})")
+    return speedups.assign(break_even=words)
+
+
 def compare(old: Path, new: Path) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -93,6 +121,10 @@ def compare(old: Path, new: Path) -> dict:
         b = normalised(name, pd.read_csv(new / path.name, dtype=str, keep_default_na=False))
         if name == "decisions" and "by_size" in a:
             b = with_by_size_words(b, new / "decision_sizes.csv")
+        if name == "decisions" and "undecided_sizes" in a and "undecided_sizes" not in b:
+            b = with_open_sizes(b, new / "decision_sizes.csv")
+        if name == "speedups" and "break_even" in a and "break_even" not in b:
+            b = with_break_even_words(b)
         shared = [c for c in a.columns if c in b.columns]
         differing = []
         if len(a) != len(b):

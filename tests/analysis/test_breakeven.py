@@ -10,13 +10,11 @@ def test_crossing_within_the_grid_is_interpolated_on_log_axes():
     assert result.status == "reached"
     assert (result.below, result.above) == (1024, 4096)
     assert result.size == pytest.approx(2048, rel=1e-9)
-    assert result.describe() == "n ≈ 2048 (between 1024 and 4096)"
 
 
 def test_never_crossing_is_reported_as_not_reached():
     result = break_even([256, 1024, 4096], [0.1, 0.4, 0.9])
-    assert result.status == "not reached" and math.isnan(result.size)
-    assert result.describe() == "not reached within the grid (up to n = 4096)"
+    assert result.status == "not reached" and math.isnan(result.size) and result.below == 4096
 
 
 def test_a_ci_straddling_one_near_the_crossing_moves_the_break_even_up():
@@ -28,8 +26,7 @@ def test_a_ci_straddling_one_near_the_crossing_moves_the_break_even_up():
 
 def test_faster_everywhere_is_at_or_below_the_smallest_size():
     result = break_even([256, 1024], [1.2, 3.0])
-    assert result.status == "from the smallest size"
-    assert result.describe() == "at or below the smallest size measured (n ≤ 256)"
+    assert result.status == "from the smallest size" and (result.size, result.above) == (256, 256)
 
 
 def test_a_dip_below_one_restarts_the_count():

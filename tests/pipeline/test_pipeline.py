@@ -106,7 +106,7 @@ def test_statuses_and_columns(run):
     baselines = (timings["library"] == "numpy") & (timings["device"] == "cpu") & (timings["mode"] == "eager")
     assert len(speedups) == (timings["status"] == "ok").sum() - baselines.sum() == 20 + 2
     assert (speedups["speedup_ci_low"] <= speedups["speedup_ci_high"]).all()
-    assert speedups["break_even"].notna().all()
+    assert speedups["break_even_status"].notna().all()
     plot_cells = timings[(timings["op"] == "compute_then_plot") & (timings["status"] == "ok")]
     assert (plot_cells["finish_s"] > 0).all() and (plot_cells["end_to_end_s"] > plot_cells["median_s"]).all()
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from decision_cases import DELTA, cell, decide, only
 from offloadbench.analysis.decisions import DEPENDS, STAY, UNSURE, USE
-from offloadbench.report.text.decisions import answer, decision_table, lead_paragraph, plain_table
+from offloadbench.report.text.decisions import answer, decision_table, lead_paragraph, open_sizes, plain_table
 from offloadbench.report.text.latex_macros import decision_macro
 from offloadbench.report.text.latex_tables import decisions_tex
 
@@ -27,7 +27,7 @@ def test_numpy_stays_when_nothing_is_or_can_be_faster():
 
 def test_an_open_case_cannot_tell_yet_and_says_what_would_decide_it():
     row = only(decide(cell("torch", 1024, 1.12, 0.95, 1.32)))
-    assert row["decision"] == UNSURE and row["variant"] == "" and row["undecided_sizes"] == "1024"
+    assert row["decision"] == UNSURE and row["variant"] == "" and open_sizes(row) == [1024]
     assert 3 < row["processes_to_decide"] < 100
     text = answer(row, DELTA)
     assert "cannot tell yet" in text and f"about {int(row['processes_to_decide'])} processes per cell" in text
@@ -209,7 +209,7 @@ def test_a_tie_at_the_boundary_is_an_answer_that_asks_for_no_more_processes():
     row = only(decide(cell("torch", 1024, 1.045, 1.015, 1.075)))
     assert row["verdict"] == "undecided" and row["decision"] == STAY
     assert bool(row["tie"]) is True  # a value; the report words it
-    assert row["undecided_sizes"] == "" and math.isnan(row["processes_to_decide"])
+    assert open_sizes(row) == [] and math.isnan(row["processes_to_decide"])
     assert "the best alternative, torch, is about 4.5% faster; too close to δ = 5% to call, 1.04×" in answer(row, DELTA)
     frame = decide(cell("torch", 1024, 1.045, 1.015, 1.075))
     assert any("about 4.5% faster" in line for line in plain_table(frame, DELTA))

@@ -71,7 +71,7 @@ def test_tables_round_trip_through_csv(tmp_path, gpu_tables):
         table.to_csv(tmp_path / f"{name}.csv", index=False)
     tables = read_tables({name: str(tmp_path / f"{name}.csv") for name in gpu_tables})
     assert tables["timings"]["threads"].tolist() == gpu_tables["timings"]["threads"].tolist()
-    assert tables["speedups"]["break_even"].tolist() == gpu_tables["speedups"]["break_even"].tolist()
+    assert tables["speedups"]["break_even_status"].tolist() == gpu_tables["speedups"]["break_even_status"].tolist()
 
 
 @pytest.mark.parametrize("lo, hi", [(0.75, 1.2), (0.3, 30), (0.95, 1.05), (1e-3, 1e4)])

@@ -193,7 +193,6 @@ def test_speedups_break_even_reads_as_a_number_when_reached(tables):
     speedups = tables["speedups"]
     gpu = speedups["device"] == "cuda"
     speedups.loc[gpu, "break_even_size"] = 606.4
-    speedups.loc[gpu, "break_even"] = "n ≈ 606 (between 256 and 1024)"
     speedups.loc[gpu, "break_even_status"] = "reached"
     cells = check_table(speedups_tex(speedups, POLICY))
     assert {row[10] for row in cells[1:] if row[2] == "cuda"} == {"606"}

@@ -21,13 +21,6 @@ class BreakEven:
     below: int | None  # the measured sizes that bracket it
     above: int | None
 
-    def describe(self) -> str:
-        if self.status == NOT_REACHED:
-            return f"not reached within the grid (up to n = {self.below})"
-        if self.status == FROM_SMALLEST:
-            return f"at or below the smallest size measured (n ≤ {self.above})"
-        return f"n ≈ {self.size:.0f} (between {self.below} and {self.above})"
-
 
 def break_even(sizes: Sequence[int], ci_low: Sequence[float]) -> BreakEven:
     """Break-even of one series; `ci_low` is the lower CI bound of the end-to-end speedup."""

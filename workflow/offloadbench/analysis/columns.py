@@ -214,7 +214,6 @@ SPEEDUPS = {
     "calls_per_round_trip_ci_low": number("lower end of its interval"),
     "calls_per_round_trip_ci_high": number("upper end of its interval"),
     "break_even_size": number("the series' smallest size from which the end-to-end CI stays above 1"),
-    "break_even": text("the same in words, or not reached within the grid"),
     "break_even_status": text("reached, not reached, or from the smallest size"),
 }
 
@@ -269,7 +268,6 @@ DECISIONS = {
     "fits_up_to": number("the largest n whose call of the stated variant fits the device's memory (memory.csv)"),
     "calls_per_round_trip": number("GPU rows: k* of the stated variant at size, the calls per copy in and out that "
                                    "make the copies pay"),
-    "undecided_sizes": text("the sizes where it cannot tell yet"),
     "processes_to_decide": number("processes per cell that would likely decide the largest of them, estimated "
                                   "from the spread between processes seen"),
     "needs_quieter_machine": boolean("whether that size waits for a quieter machine rather than more processes: "

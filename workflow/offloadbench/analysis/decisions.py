@@ -290,7 +290,6 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "amortize_calls_with_startup": calls[3],
         "fits_up_to": (fits or {}).get((op, shown.variant, device, dtype), math.nan) if shown else math.nan,
         "calls_per_round_trip": float(shown.row.get("calls_per_round_trip", math.nan)) if shown else math.nan,
-        "undecided_sizes": ", ".join(str(c.size) for c in unsure),
         "processes_to_decide": unsure[-1].processes_needed if unsure else math.nan,
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "process_cap": process_cap if process_cap else math.nan,

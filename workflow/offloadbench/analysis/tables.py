@@ -321,12 +321,10 @@ def with_break_even(speedups: pd.DataFrame) -> pd.DataFrame:
     """Add each series' break-even size (end-to-end speedup CI above 1 from there on)."""
     frame = speedups.copy()
     frame["break_even_size"] = pd.Series(dtype=float)
-    frame["break_even"] = pd.Series(dtype=str)
     frame["break_even_status"] = pd.Series(dtype=str)  # reached, not reached, from the smallest size
     for _, group in frame.groupby(SERIES, sort=False):
         result = break_even(group["size"].tolist(), group["end_to_end_speedup_ci_low"].tolist())
         frame.loc[group.index, "break_even_size"] = result.size
-        frame.loc[group.index, "break_even"] = result.describe()
         frame.loc[group.index, "break_even_status"] = result.status
     return frame
 

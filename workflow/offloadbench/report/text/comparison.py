@@ -16,6 +16,7 @@ from ...verdicts import FASTER, SAME, SLOWER
 from ..captions import COMPARE_CAPTIONS, compare_caption
 from ..escape import md_data, md_frame
 from ..format import (
+    fmt_break_even,
     fmt_ci,
     fmt_percent,
     fmt_time,
@@ -94,7 +95,9 @@ def break_even_section(comparison: MachineComparison) -> list[str]:
         speedups = comparison.tables[label]["speedups"]
         gpu = speedups[speedups["device"] != "cpu"]
         for (op, variant, device, dtype), group in gpu.groupby(["op", "variant", "device", "dtype"]):
-            rows.setdefault((op, variant, device, dtype), {})[label] = group["break_even"].iloc[0]
+            first = group.iloc[0]
+            rows.setdefault((op, variant, device, dtype), {})[label] = fmt_break_even(first["break_even_size"],
+                                                                                      first["break_even_status"])
     lines = ["## Break-even sizes side by side", "",
              ("The size n from which offloading to the GPU pays with the copies counted (the end-to-end speedup's "
              f"{comparison.judging.ci} above 1 from there on), per machine."), ""]

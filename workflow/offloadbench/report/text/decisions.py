@@ -302,10 +302,16 @@ def _simpler_cell(row) -> str:
     return f"{other} {fmt_times(speed)}" if finite(speed) else other
 
 
+def open_sizes(row) -> list[int]:
+    """The sizes that cannot tell yet, smallest first (decision_sizes.csv's unsure rows)."""
+    answers = row.get("by_size")
+    return [size for size, decision, _ in answers if decision == UNSURE] if isinstance(answers, tuple) else []
+
+
 def _open_sizes(row) -> str:
     """"n = 256" or "n = 256, 1024": the sizes that cannot tell yet."""
-    sizes = text_of(row.get("undecided_sizes"))
-    return f"n = {sizes}" if sizes else ""
+    sizes = open_sizes(row)
+    return f"n = {', '.join(map(str, sizes))}" if sizes else ""
 
 
 def _open_cell(row) -> str:

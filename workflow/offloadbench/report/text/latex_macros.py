@@ -187,8 +187,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
         variant = "" if mode == EAGER else camel_words(named["library"]) + camel_words(mode)  # eager names as before
         macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
                    fmt_break_even(row.get("break_even_size"), row.get("break_even_status")),
-                   f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted "
-                   f"({row.get('break_even')})")
+                   f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted")
 
     _add_decisions(macros, decisions, judging)
 

@@ -17,6 +17,7 @@ from ..format import (
     by_variant,
     device_order,
     finite,
+    fmt_break_even,
     fmt_percent,
     fmt_rate,
     ratio_of,
@@ -57,7 +58,7 @@ def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
             lines.append(f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {n_max}, the largest "
                          f"size measured: {at_largest} end to end.")
             continue
-        status, said = largest.get("break_even_status"), largest.get("break_even")  # the table's, per series
+        status, size = largest.get("break_even_status"), largest.get("break_even_size")  # the table's, per series
         head = f"- {op} with {variant} {where_phrase(device)} ({dtype})" if several_variants else \
             f"- {op} {where_phrase(device)} ({dtype})"
         if status == FROM_SMALLEST:
@@ -65,7 +66,10 @@ def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
                          "copies counted; "
                          f"at n = {n_max} it is {at_largest}.")
         elif status == REACHED:
-            lines.append(f"{head} pays from {said} with the copies counted; at n = {n_max} it is {at_largest}.")
+            sizes = group["size"].astype(int)
+            between = f"between {sizes[sizes < size].max()} and {sizes[sizes >= size].min()}"
+            lines.append(f"{head} pays from n ≈ {fmt_break_even(size, status)} ({between}) with the copies counted; "
+                         f"at n = {n_max} it is {at_largest}.")
         else:
             paying = group.loc[group["end_to_end_verdict"] == FASTER, "size"].astype(int).tolist()
             if paying:
