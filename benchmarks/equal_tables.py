@@ -9,7 +9,8 @@ representation (a decision in words against its code, a tie said in words agains
 boolean, a comparison's states as "<answer>: <details>" against an answer beside its
 details, the by-size answers as "n: variant; …" and the open sizes as "256, 1024" against
 decision_sizes.csv's rows, a break-even size in words against its size, status and the
-series' sizes) are compared through that mapping; columns one side lacks are listed.
+series' sizes, why the losers lose in words against losses.csv's rows as the newer report
+words them) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -108,7 +109,18 @@ def with_break_even_words(speedups: pd.DataFrame) -> pd.DataFrame:
     return speedups.assign(break_even=words)
 
 
-def compare(old: Path, new: Path) -> dict:
+def with_why_words(decisions: pd.DataFrame, new: Path, checkout: Path) -> pd.DataFrame:
+    """decisions.csv's why the losers lose in words, as the older version wrote them, from
+    losses.csv's rows worded by the newer checkout's report."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.analysis.tables import read_tables
+    from offloadbench.report.text.decisions import why_losers_lose
+
+    read = read_tables({name: str(new / f"{name}.csv") for name in ("decisions", "losses")})["decisions"]
+    return decisions.assign(why=[why_losers_lose(row) for _, row in read.iterrows()])
+
+
+def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
         report[name] = {"only after": "the whole table"}
@@ -125,6 +137,8 @@ def compare(old: Path, new: Path) -> dict:
             b = with_open_sizes(b, new / "decision_sizes.csv")
         if name == "speedups" and "break_even" in a and "break_even" not in b:
             b = with_break_even_words(b)
+        if name == "decisions" and "why" in a and "why" not in b:
+            b = with_why_words(b, new, checkout)
         shared = [c for c in a.columns if c in b.columns]
         differing = []
         if len(a) != len(b):
@@ -152,7 +166,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         build(older, results, Path(tmp) / "old")
         build(newer, results, Path(tmp) / "new")
-        report = compare(Path(tmp) / "old", Path(tmp) / "new")
+        report = compare(Path(tmp) / "old", Path(tmp) / "new", newer)
     print(json.dumps(report, indent=1))
     return 1 if any(entry.get("differing") for entry in report.values()) else 0
 

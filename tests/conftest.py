@@ -149,13 +149,14 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
     transfer = [DeviceRecord.from_json(r) for r in transfer or []]
     environment = Environment.from_json(environment) if isinstance(environment, dict) else environment
     timings, speedups = timings_table(cells, machine), speedups_table(cells, machine)
-    decisions, decision_sizes = decision_tables(speedups, timings, analysis.judging, machine)
+    decisions, decision_sizes, losses = decision_tables(speedups, timings, analysis.judging, machine)
     return {
         "timings": timings,
         "speedups": speedups,
         "thread_scaling": thread_scaling_table(cells, machine),
         "decisions": decisions,
         "decision_sizes": decision_sizes,
+        "losses": losses,
         "controls": controls_table(cells, machine),
         "memory": memory_table(timings, environment, machine),
         "transfer": transfer_table(transfer, machine, analysis),

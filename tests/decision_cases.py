@@ -1,9 +1,11 @@
 """Small synthetic speedup and timing rows, and the decisions the rule makes of them: shared by
 the tests of the rule (analysis/test_decisions.py) and of its words (report/test_decision_words.py)."""
 
+import math
+
 import pandas as pd
 from offloadbench.analysis.decisions import decision_tables
-from offloadbench.analysis.tables import with_size_answers
+from offloadbench.analysis.tables import with_series_rows
 from offloadbench.verdicts import Judging
 
 DELTA = Judging(min_effect=0.05, confidence=0.95)
@@ -11,7 +13,7 @@ DELTA = Judging(min_effect=0.05, confidence=0.95)
 
 def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="heat", processes=3, weak=False,
          fallback="", compile_s=float("nan"), startup=float("nan"), calls=float("nan"), break_even=float("nan"),
-         time_spread=None):
+         time_spread=None, device_speedup=math.nan):
     """One speedup row and the timing row of its cell: NumPy takes 1 ms, the cell 1 ms ÷ speedup;
     the cell's own time CI is as wide as its speedup's unless `time_spread` says otherwise."""
     library, _, mode = variant.partition(" ")
@@ -26,7 +28,7 @@ def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="he
         "end_to_end_verdict": DELTA.verdict(low, high, speedup), "unstable": "two modes" if weak else "",
         "shares_cores": False, "compile_fallback": fallback, "compile_s": compile_s, "compiler_startup_s": startup,
         "amortize_calls": calls, "amortize_calls_ci_low": calls * 0.9, "amortize_calls_ci_high": calls * 1.1,
-        "break_even_size": break_even,
+        "break_even_size": break_even, "speedup": device_speedup,
     }
     timing = {"op": op, "library": library, "mode": mode, "device": device, "dtype": "float32", "size": size,
               "threads": threads, "family": "user kernels", "end_to_end_s": time,
@@ -34,12 +36,12 @@ def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="he
     return speed, timing
 
 
-def decide(*cells) -> pd.DataFrame:
-    """decisions.csv with each decision's sizes beside it, as the report reads them."""
+def decide(*cells, fault_s: float = math.nan) -> pd.DataFrame:
+    """decisions.csv with each decision's sizes and losses beside it, as the report reads them."""
     speedups = pd.DataFrame([c[0] for c in cells])
     timings = pd.DataFrame([c[1] for c in cells])
-    decisions, sizes = decision_tables(speedups, timings, DELTA)
-    return with_size_answers({"decisions": decisions, "decision_sizes": sizes})["decisions"]
+    decisions, sizes, losses = decision_tables(speedups, timings, DELTA, fault_s=fault_s)
+    return with_series_rows({"decisions": decisions, "decision_sizes": sizes, "losses": losses})["decisions"]
 
 
 def only(frame: pd.DataFrame) -> pd.Series:

@@ -8,7 +8,7 @@ import pytest
 from decision_cases import DELTA, cell, decide, only
 from offloadbench.analysis.columns import DECISIONS
 from offloadbench.analysis.decisions import STAY, UNSURE, USE, decision_tables
-from offloadbench.analysis.tables import with_size_answers
+from offloadbench.analysis.tables import with_series_rows
 from offloadbench.stats import independent_ratio, processes_to_decide
 from offloadbench.verdicts import MAX_CI_SPAN
 
@@ -48,7 +48,7 @@ def test_one_row_per_op_device_dtype_and_cpu_thread_count():
     frame = decide(cell("torch", 1024, 1.5, 1.4, 1.6, threads="1"), cell("torch", 1024, 0.8, 0.7, 0.9, threads="all"),
                    cell("torch", 1024, 5.0, 4.5, 5.5, device="cuda"),
                    cell("torch", 1024, 2.0, 1.9, 2.1, op="other"))
-    assert list(frame.columns) == [*DECISIONS, "by_size"]  # by_size: decision_sizes.csv's rows, in memory
+    assert list(frame.columns) == [*DECISIONS, "by_size", "losses"]  # decision_sizes.csv's and losses.csv's rows
     assert [len(answers) for answers in frame["by_size"]] == [1, 1, 1, 1]
     assert [(r.op, r.device, r.threads) for r in frame.itertuples()] == [
         ("heat", "cpu", "1"), ("heat", "cpu", "all"), ("heat", "cuda", "1"), ("other", "cpu", "1")]
@@ -80,12 +80,56 @@ def test_a_decisions_sizes_come_back_from_their_csv_as_they_were_built(tmp_path)
     from offloadbench.csvsafe import write_csv
 
     cells = (cell("torch", 256, 0.8, 0.75, 0.85), cell("torch", 1024, 1.5, 1.4, 1.6), cell("torch", 2048, 1.0, 0.5, 2.0))
-    decisions, sizes = decision_tables(pd.DataFrame([c[0] for c in cells]), pd.DataFrame([c[1] for c in cells]), DELTA)
+    decisions, sizes, _ = decision_tables(pd.DataFrame([c[0] for c in cells]), pd.DataFrame([c[1] for c in cells]),
+                                          DELTA)
     assert list(sizes["size"]) == [256, 1024, 2048] and list(sizes["decision"]) == [STAY, USE, UNSURE]
     for name, frame in (("decisions", decisions), ("decision_sizes", sizes)):
         write_csv(frame, tmp_path / f"{name}.csv")
     read = read_tables({name: str(tmp_path / f"{name}.csv") for name in ("decisions", "decision_sizes")})
-    built = with_size_answers({"decisions": decisions, "decision_sizes": sizes})
+    built = with_series_rows({"decisions": decisions, "decision_sizes": sizes})
     assert list(read["decisions"]["by_size"]) == list(built["decisions"]["by_size"]) == [
         ((256, STAY, "numpy"), (1024, USE, "torch"), (2048, UNSURE, ""))]
 
+
+
+def test_why_the_losers_lose_is_given_as_values():
+    """losses.csv: a compiled variant whose code did not all compile, and a GPU variant that
+    computes faster than NumPy but loses once the copies count, each a row of values."""
+    from offloadbench.analysis.decisions import COMPILE_FALLBACK, COPIES
+
+    row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6),
+                      cell("torch compiled", 1024, 9.0, 8.8, 9.2, fallback="graph break: print")))
+    assert [(l["variant"], l["reason"], l["compile_fallback"]) for l in row["losses"]] == [
+        ("torch compiled", COMPILE_FALLBACK, "graph break: print")]
+    row = only(decide(cell("torch", 1024, 0.6, 0.55, 0.65, device="cuda", device_speedup=3.0)))
+    assert row["decision"] == STAY
+    assert [(l["variant"], l["reason"], l["speedup"], l["end_to_end_speedup"]) for l in row["losses"]] == [
+        ("torch", COPIES, 3.0, 0.6)]
+    assert only(decide(cell("torch", 1024, 1.5, 1.4, 1.6, device="cuda", device_speedup=3.0)))["losses"] == ()
+
+
+def test_a_loser_that_maps_far_more_fresh_pages_loses_to_them_where_they_cost_enough():
+    from offloadbench.analysis.decisions import FRESH_PAGES, pages_loss
+
+    loser = pd.Series({"faults_per_call": 4064.0, "median_s": 18.3e-3})
+    winner = pd.Series({"faults_per_call": 1008.0, "median_s": 12e-3})
+    loss = pages_loss(loser, winner, "torch", "numpy", fault_s=1e-6)
+    assert loss["reason"] == FRESH_PAGES and (loss["pages_per_call"], loss["against_pages_per_call"]) == (4064, 1008)
+    assert loss["pages_s"] == pytest.approx(3056e-6) and loss["call_s"] == 18.3e-3
+    assert pages_loss(loser, winner, "torch", "numpy", fault_s=1e-8) is None  # 31 µs: under 5% of its time
+    assert math.isnan(pages_loss(loser, winner, "torch", "numpy", fault_s=math.nan)["pages_s"])  # cost not known
+    assert pages_loss(loser, pd.Series({"faults_per_call": 3000.0}), "torch", "numpy", 1e-6) is None  # not 2× as many
+
+
+def test_a_decisions_losses_come_back_from_their_csv(tmp_path):
+    from offloadbench.analysis.tables import read_tables
+    from offloadbench.csvsafe import write_csv
+
+    cells = (cell("torch", 1024, 0.6, 0.55, 0.65, device="cuda", device_speedup=3.0),)
+    tables = dict(zip(("decisions", "decision_sizes", "losses"), decision_tables(
+        pd.DataFrame([c[0] for c in cells]), pd.DataFrame([c[1] for c in cells]), DELTA), strict=True))
+    for name, frame in tables.items():
+        write_csv(frame, tmp_path / f"{name}.csv")
+    read = read_tables({name: str(tmp_path / f"{name}.csv") for name in tables})
+    (loss,) = read["decisions"]["losses"].iloc[0]
+    assert (loss["variant"], loss["reason"], loss["speedup"], loss["end_to_end_speedup"]) == ("torch", "copies", 3.0, 0.6)

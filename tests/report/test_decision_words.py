@@ -359,3 +359,19 @@ def test_the_summary_of_tables_without_their_sizes_rebuilds_them_or_says_what_is
     with pytest.raises(UserError, match=r"decision_sizes\.csv: missing; aggregate again"):
         summarize(folder)
 
+
+
+def test_why_the_losers_lose_is_worded_from_the_loss_values():
+    from offloadbench.report.text.decisions import loss_words
+
+    assert loss_words({"variant": "torch", "reason": "copies", "speedup": 3.04, "end_to_end_speedup": 0.617},
+                      "cuda") == "torch on cuda computes 3.0× faster than NumPy, but with the copies it is 0.62×"
+    pages = {"variant": "torch", "reason": "fresh_pages", "pages_per_call": 4064.0, "against": "numpy",
+             "against_pages_per_call": 1008.0, "pages_s": 3.056e-3, "call_s": 18.3e-3}
+    assert loss_words(pages, "cpu") == ("torch maps 4,064 fresh pages (15.9 MiB) per call against numpy's 1,008, "
+                                        "about 3.06 ms of torch's 18.3 ms a call")
+    assert loss_words({**pages, "pages_s": float("nan")}, "cpu").endswith("against numpy's 1,008")
+    row = only(decide(cell("torch", 1024, 1.5, 1.4, 1.6),
+                      cell("torch compiled", 1024, 9.0, 8.8, 9.2, fallback="graph break: print")))
+    assert answer(row, DELTA).endswith("; why the others lose: torch compiled did not all compile "
+                                       "(graph break: print).")

@@ -16,8 +16,8 @@ FIGURE_NAMES = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "bandwid
 BY_FAMILY = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "throughput", "memory", "round_trip")
 PAGE_PANELS = 36
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
-TABLES = ("timings", "speedups", "thread_scaling", "decisions", "decision_sizes", "controls", "memory", "transfer",
-          "roofs")
+TABLES = ("timings", "speedups", "thread_scaling", "decisions", "decision_sizes", "losses", "controls", "memory",
+          "transfer", "roofs")
 JUDGING = "judging.json"  # beside the tables: the policy (δ, confidence level) they were judged with
 LATEX_TABLES = ("timings", "speedups", "transfer", "decisions")  # tables/<name>.tex of a machine
 # Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.

@@ -16,6 +16,7 @@ rule aggregate:
         thread_scaling=f"{OUT}/thread_scaling.csv",
         decisions=f"{OUT}/decisions.csv",
         decision_sizes=f"{OUT}/decision_sizes.csv",
+        losses=f"{OUT}/losses.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",

@@ -8,6 +8,7 @@ rule report:
         thread_scaling=f"{OUT}/thread_scaling.csv",
         decisions=f"{OUT}/decisions.csv",
         decision_sizes=f"{OUT}/decision_sizes.csv",
+        losses=f"{OUT}/losses.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         transfer=f"{OUT}/transfer.csv",
@@ -39,6 +40,7 @@ rule latex:
         transfer=f"{OUT}/transfer.csv",
         decisions=f"{OUT}/decisions.csv",
         decision_sizes=f"{OUT}/decision_sizes.csv",
+        losses=f"{OUT}/losses.csv",
         controls=f"{OUT}/controls.csv",
         judging=f"{OUT}/{JUDGING}",
     output:

@@ -279,8 +279,6 @@ DECISIONS = {
     "simpler_than": text("where the simplicity rule chose the stated variant: the faster-looking variant it was "
                          "chosen over, since the two cannot be told apart"),
     "simpler_than_speedup": number("that variant's speedup over NumPy at size"),
-    "why": text("why the variants that lose do, where the records say: fresh pages mapped per call, a graph "
-                "break, the copies"),
     "tie": boolean("the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across 1 ± δ): "
                    "no number of processes would decide it"),
     "states_answer": text(STATES_ANSWER.format("decision")),
@@ -379,8 +377,26 @@ DECISION_SIZES = {
     "variant": DECISIONS["variant"],
 }
 
+# Why the variants that lose at a decision's size do, where the records say: a row per
+# variant and reason, keyed by the decision's series as in DECISIONS (the report words them).
+LOSSES = {
+    **{name: DECISIONS[name] for name in ("machine", "op", "device", "dtype", "threads")},
+    "variant": text("the variant that loses", empty=False),
+    "reason": text("compile_fallback (its code did not all compile), copies (it computes faster than NumPy, but "
+                   "not with the copies counted) or fresh_pages (it maps far more fresh pages per call than the one "
+                   "it loses to, at a cost that matters)", empty=False),
+    "compile_fallback": TIMINGS["compile_fallback"],
+    "speedup": number("copies: its speedup over NumPy with the data already on the device"),
+    "end_to_end_speedup": number("copies: its speedup over NumPy with the copies counted"),
+    "pages_per_call": number("fresh_pages: the fresh pages it maps per call"),
+    "against": text("fresh_pages: the variant it loses to (numpy where none wins)"),
+    "against_pages_per_call": number("fresh_pages: the fresh pages that one maps per call"),
+    "pages_s": number("fresh_pages: seconds its extra pages cost a call (empty where a page's cost is not measured)"),
+    "call_s": number("fresh_pages: its seconds per call"),
+}
+
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
-            "decision_sizes": DECISION_SIZES,
+            "decision_sizes": DECISION_SIZES, "losses": LOSSES,
             "controls": CONTROLS, "memory": MEMORY, "transfer": TRANSFER, "roofs": ROOFS}
 
 

@@ -21,9 +21,9 @@ out. The rule:
 
 A row gives the decision at the largest size, the size from which it holds on, its
 speedup with the CI and verdict there, for a compiled variant the calls that pay the
-compile back (with and without the compiler's start-up), each size's decision, and the
-sizes where it cannot tell yet. `report.text.decisions` words a row as a sentence for the
-report, LaTeX and the terminal.
+compile back (with and without the compiler's start-up); decision_sizes.csv gives each
+size's decision, and losses.csv why the variants that lose there do. `report.text.decisions`
+words a row as a sentence for the report, LaTeX and the terminal.
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ from ..catalogue import op_order
 from ..cells import COMPILED, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
 from ..stats import independent_ratio, processes_to_decide
-from ..units import fmt_count, fmt_time, format_bytes
 from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
-from .columns import DECISION_SIZES, DECISIONS, compile_fallbacks, flag, interval, weak_cells
+from .columns import DECISION_SIZES, DECISIONS, LOSSES, compile_fallbacks, flag, interval, weak_cells
 from .pairs import DEPENDS as STATE_DEPENDS
 
 # the decision at a size, as a value (report.text.decisions words it): use a variant, stay with
@@ -153,7 +152,6 @@ def _options(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[Option]:
     return options
 
 
-PAGE_BYTES = 4096
 MANY_MORE_PAGES = 2.0  # a loser that maps this many times the winner's fresh pages per call, and
 MATTERING_SHARE = 0.05  # whose extra pages cost at least this share of its time, loses to them
 
@@ -179,37 +177,36 @@ class Cells:
         return self.rows.get(tuple(key))
 
 
-def _pages(count: float) -> str:
-    return f"{fmt_count(count)} fresh pages ({format_bytes(count * PAGE_BYTES)})"
+# Why a variant loses at a decision's size (losses.csv's `reason`), where the records say.
+COMPILE_FALLBACK, COPIES, FRESH_PAGES = "compile_fallback", "copies", "fresh_pages"
+LOSS_REASONS = (COMPILE_FALLBACK, COPIES, FRESH_PAGES)
 
 
-def faults_reason(loser: pd.Series | None, winner: pd.Series | None, loser_name: str, winner_name: str,
-                  fault_s: float) -> str:
-    """"torch maps 4,064 fresh pages (15.9 MiB) per call against numpy's 1,008, about 3.9 ms of
-    its 18.3 ms": where a losing variant maps far more fresh pages per call than the winner,
-    and they cost it a share of its time that matters (where the cost of a page is known)."""
+def pages_loss(loser: pd.Series | None, winner: pd.Series | None, loser_name: str, winner_name: str,
+               fault_s: float) -> dict | None:
+    """Where a losing variant maps far more fresh pages per call than the winner, and they
+    cost it a share of its time that matters (where the cost of a page is known): its pages,
+    the winner's, their cost and its time per call. None where it does not."""
     if loser is None or winner is None:
-        return ""
+        return None
     mine, theirs = float(loser.get("faults_per_call", math.nan)), float(winner.get("faults_per_call", math.nan))
     if not (math.isfinite(mine) and math.isfinite(theirs)) or mine < MANY_MORE_PAGES * max(theirs, 1.0) or mine < 64:
-        return ""
-    text = f"{loser_name} maps {_pages(mine)} per call against {winner_name}'s {fmt_count(theirs)}"
-    time = float(loser.get("median_s", math.nan))
+        return None
+    time, cost = float(loser.get("median_s", math.nan)), math.nan
     if math.isfinite(fault_s) and math.isfinite(time) and time > 0:
         cost = (mine - theirs) * fault_s
         if cost < MATTERING_SHARE * time:
-            return ""
-        text += f", about {fmt_time(cost)} of {loser_name}'s {fmt_time(time)} a call"
-    return text
+            return None
+    return {"variant": loser_name, "reason": FRESH_PAGES, "pages_per_call": mine, "against": winner_name,
+            "against_pages_per_call": theirs, "pages_s": cost, "call_s": time}
 
 
-def loss_reasons(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells: Cells) -> str:
-    """Why the variants that lose at the decision's size do, where the records say: a
+def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells: Cells) -> list[dict]:
+    """Why the variants that lose at the decision's size do, as losses.csv's rows: a
     compiled variant whose code did not all compile, a GPU variant whose copies cost more
     than its compute saves, a variant that maps far more fresh pages per call."""
-    reasons = []
-    for _, row in fallbacks.iterrows():
-        reasons.append(f"{row.get('variant') or row['library']} did not all compile ({row['compile_fallback']})")
+    found = [{"variant": row.get("variant") or row["library"], "reason": COMPILE_FALLBACK,
+              "compile_fallback": row["compile_fallback"]} for _, row in fallbacks.iterrows()]
     winner = choice.option if choice.state == USE else None
     for option in options:
         if option is winner:
@@ -218,15 +215,15 @@ def loss_reasons(options: list[Option], choice: Choice, fallbacks: pd.DataFrame,
         device_speedup = float(row.get("speedup", math.nan))
         if row["device"] != "cpu" and option.verdict != FASTER and math.isfinite(device_speedup) \
                 and device_speedup > 1 and option.speedup[0] < 1:
-            reasons.append(f"{option.variant} on {row['device']} computes {device_speedup:.2g}× faster than NumPy, "
-                           f"but with the copies it is {option.speedup[0]:.2g}×")
+            found.append({"variant": option.variant, "reason": COPIES, "speedup": device_speedup,
+                          "end_to_end_speedup": option.speedup[0]})
         winner_row = cells.row(winner.row) if winner else cells.row(row, "numpy", "eager", "cpu",
                                                                     str(row.get("baseline_threads") or row["threads"]))
-        said = faults_reason(cells.row(row), winner_row, option.variant, winner.variant if winner else "numpy",
-                             cells.fault_s)
-        if said:
-            reasons.append(said)
-    return "; ".join(reasons)
+        pages = pages_loss(cells.row(row), winner_row, option.variant, winner.variant if winner else "numpy",
+                           cells.fault_s)
+        if pages:
+            found.append(pages)
+    return found
 
 
 def text_of(value) -> str:
@@ -260,8 +257,7 @@ def _payback(row: pd.Series) -> tuple[float, float, float, float]:
 
 
 def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str,
-                 fits: dict | None = None, why: str = "", judging: Judging | None = None,
-                 process_cap: int | None = None) -> dict:
+                 fits: dict | None = None, judging: Judging | None = None, process_cap: int | None = None) -> dict:
     """One row of decisions.csv from the choices at each size, smallest first."""
     op, device, dtype, threads = key
     headline = choices[-1]
@@ -297,7 +293,6 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "shares_cores": flag(shown.row, "shares_cores") if shown else False,
         "simpler_than": passed.variant if passed else "",
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
-        "why": why,
         "tie": bool(shown and judging and shown.tie(judging)),
         "states_answer": text_of(shown.row.get("states_answer")) if shown else "",
         "states": text_of(shown.row.get("states")) if shown else "",
@@ -306,14 +301,16 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
 
 def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging,
                     machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
-                    process_cap: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    process_cap: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """decisions.csv: one decision per op × device × dtype (× CPU thread count), in the
-    declared columns (`columns.DECISIONS`), and decision_sizes.csv: each measured size's
-    answer of each decision's series (`columns.DECISION_SIZES`); `memory` (memory.csv) gives the largest size that fits, `fault_s`
-    what one fresh page costs, to say what the pages a loser maps cost it, and `process_cap`
-    the run's measure.max_processes, against which an open size's processes are read."""
+    declared columns (`columns.DECISIONS`); decision_sizes.csv: each measured size's
+    answer of each decision's series (`columns.DECISION_SIZES`); and losses.csv: why the
+    variants that lose at a decision's size do (`columns.LOSSES`). `memory` (memory.csv)
+    gives the largest size that fits, `fault_s` what one fresh page costs, to say what the
+    pages a loser maps cost it, and `process_cap` the run's measure.max_processes, against
+    which an open size's processes are read."""
     if speedups is None or speedups.empty:
-        return pd.DataFrame(columns=list(DECISIONS)), pd.DataFrame(columns=list(DECISION_SIZES))
+        return tuple(pd.DataFrame(columns=list(c)) for c in (DECISIONS, DECISION_SIZES, LOSSES))
     machine = machine or str(speedups["machine"].iloc[0])
     weak = weak_cells(speedups)
     families = dict(zip(timings["op"], timings["family"], strict=False)) if "family" in timings else {}
@@ -324,29 +321,30 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
         by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
     cells = Cells.of(timings, fault_s)
     fallen = speedups[compile_fallbacks(speedups)]
-    rows, sizes = [], []
+    rows, sizes, lost = [], [], []
     for key, by_size in by_key.items():
         choices = [choose(size, by_size[size], judging) for size in sorted(by_size)]
         headline = choices[-1]
         here = fallen[[_series_key(r) == key and int(r["size"]) == headline.size for _, r in fallen.iterrows()]]
-        why = loss_reasons(by_size[headline.size], headline, here, cells)
-        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, why,
-                                 judging, process_cap))
+        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, judging,
+                                 process_cap))
         series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
         sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
+        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, cells)]
     frame = pd.DataFrame(rows, columns=list(DECISIONS))
     order = {op: i for i, op in enumerate(op_order(frame["op"]))}
     key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),
             thread_sort_key(r.threads) if r.device == "cpu" else 0) for r in frame.itertuples()]
     frame = frame.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
-    return frame, _in_order_of(pd.DataFrame(sizes, columns=list(DECISION_SIZES)), frame)
+    return (frame, _in_order_of(pd.DataFrame(sizes, columns=list(DECISION_SIZES)), frame, "size"),
+            _in_order_of(pd.DataFrame(lost, columns=list(LOSSES)), frame))
 
 
-def _in_order_of(sizes: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
-    """The size rows in the decisions' order, each series smallest size first."""
+def _in_order_of(rows: pd.DataFrame, decisions: pd.DataFrame, then: str | None = None) -> pd.DataFrame:
+    """A decision's rows in the decisions' order, each series's by `then` (else as found)."""
     rank = {_size_key(r): i for i, (_, r) in enumerate(decisions.iterrows())}
-    order = [(rank[_size_key(r)], int(r["size"])) for _, r in sizes.iterrows()]
-    return sizes.assign(_k=order).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+    order = [(rank[_size_key(r)], int(r[then]) if then else i) for i, (_, r) in enumerate(rows.iterrows())]
+    return rows.assign(_k=order).sort_values("_k").drop(columns="_k").reset_index(drop=True)
 
 
 def _size_key(row) -> tuple:

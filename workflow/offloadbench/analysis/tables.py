@@ -40,6 +40,7 @@ from .columns import (
     CONTROLS,
     DECISION_SIZES,
     DECISIONS,
+    LOSSES,
     ROOFS,
     SPEEDUPS,
     THREAD_SCALING,
@@ -449,8 +450,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
     roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
     with stage("decisions.csv"):
-        decisions, decision_sizes = decision_tables(speedups, timings, analysis.judging, machine, memory,
-                                                    page_cost_s(roofs), process_cap(cells))
+        decisions, decision_sizes, losses = decision_tables(speedups, timings, analysis.judging, machine, memory,
+                                                            page_cost_s(roofs), process_cap(cells))
     return {
         "timings": timings,
         "speedups": speedups,
@@ -459,6 +460,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "memory": memory,
         "decisions": decisions,
         "decision_sizes": decision_sizes,
+        "losses": losses,
         "transfer": transfer_table([load_device_record(p, TRANSFER_SCHEMA) for p in transfer_paths], machine, analysis),
         "roofs": roofs,
     }
@@ -498,6 +500,7 @@ REQUIRED_COLUMNS = {
     "decisions": [c for c in DECISIONS if c not in ("family", "baseline_threads", "amortize_calls_ci_low",
                                                     "amortize_calls_ci_high")],
     "decision_sizes": list(DECISION_SIZES),
+    "losses": list(LOSSES),
     "controls": ["machine", "op", "library", "device", "size", "threads", "ratio", "verdict"],
     "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
     "transfer": ["device", "status"],
@@ -540,20 +543,31 @@ def read_table(name: str, path: str) -> pd.DataFrame:
 
 def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
     """Read the named CSV tables back (see read_table), each decision with its sizes'
-    answers (with_size_answers)."""
-    return with_size_answers({name: read_table(name, path) for name, path in paths.items()})
+    answers and losses (with_series_rows)."""
+    return with_series_rows({name: read_table(name, path) for name, path in paths.items()})
 
 
-def with_size_answers(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """The tables, where they hold decision_sizes, with each decision's answers by size
-    beside it, in memory: `by_size`, a tuple of (size, decision, variant), smallest first."""
-    decisions, sizes = tables.get("decisions"), tables.get("decision_sizes")
-    if decisions is None or sizes is None:
+def with_series_rows(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables, with each decision's rows of the tables keyed by its series beside it, in
+    memory, where they are there: `by_size`, decision_sizes.csv's as a tuple of (size,
+    decision, variant), smallest first; `losses`, losses.csv's as a tuple of dicts."""
+    decisions = tables.get("decisions")
+    if decisions is None:
         return tables
     key = ["op", "device", "dtype", "threads"]
-    answers: dict[tuple, list] = {}
-    for row in sizes.itertuples(index=False):
-        answers.setdefault(tuple(str(getattr(row, k)) for k in key), []).append(
-            (int(row.size), str(row.decision), "" if pd.isna(row.variant) else str(row.variant)))
-    by_size = [tuple(sorted(answers.get(tuple(str(r[k]) for k in key), ()))) for _, r in decisions.iterrows()]
-    return {**tables, "decisions": decisions.assign(by_size=pd.Series(by_size, index=decisions.index, dtype=object))}
+
+    def beside(frame: pd.DataFrame) -> list[tuple]:
+        found: dict[tuple, list] = {}
+        for row in frame.to_dict("records"):
+            found.setdefault(tuple(str(row[k]) for k in key), []).append(row)
+        return [tuple(found.get(tuple(str(r[k]) for k in key), ())) for r in decisions.to_dict("records")]
+
+    columns = {}
+    if tables.get("decision_sizes") is not None:
+        columns["by_size"] = [tuple(sorted((int(r["size"]), str(r["decision"]), "" if pd.isna(r["variant"])
+                                            else str(r["variant"])) for r in rows))
+                              for rows in beside(tables["decision_sizes"])]
+    if tables.get("losses") is not None:
+        columns["losses"] = beside(tables["losses"])
+    return {**tables, "decisions": decisions.assign(**{name: pd.Series(values, index=decisions.index, dtype=object)
+                                                       for name, values in columns.items()})}

@@ -21,7 +21,7 @@ from ..cells import (
     mode_sort_key,
     thread_sort_key,
 )
-from ..units import fmt_duration, fmt_time, format_bytes
+from ..units import fmt_count, fmt_duration, fmt_time, format_bytes
 from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, VERDICTS, ci_span
 
 __all__ = [  # re-exported, so that the report's modules take every format and order from here
@@ -339,3 +339,11 @@ def verdict_counts(verdicts: pd.Series, same: str = "the same") -> str:
     """"12 faster, 9 slower, 8 the same, 3 undecided", in the vocabulary's order."""
     counts = verdicts.value_counts()
     return ", ".join(f"{counts[v]} {same if v == SAME else v}" for v in VERDICTS if v in counts) or "none"
+
+
+PAGE_BYTES = 4096  # a fresh page the kernel maps
+
+
+def fmt_pages(count: float) -> str:
+    """"4,064 fresh pages (15.9 MiB)"."""
+    return f"{fmt_count(count)} fresh pages ({format_bytes(count * PAGE_BYTES)})"

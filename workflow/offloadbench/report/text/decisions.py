@@ -12,15 +12,19 @@ from dataclasses import replace
 import pandas as pd
 
 from ...analysis.columns import flag
-from ...analysis.decisions import DEPENDS, STAY, UNSURE, USE
+from ...analysis.decisions import COMPILE_FALLBACK, COPIES, DEPENDS, STAY, UNSURE, USE
 from ...analysis.round_trip import AFTER, NEVER, trip_kind
 from ...verdicts import SAME, SLOWER, Judging
 from ..format import (
     finite,
     fmt_calls,
+    fmt_count,
+    fmt_pages,
     fmt_rate,
     fmt_ratio,
+    fmt_sig,
     fmt_size,
+    fmt_time,
     fmt_times,
     text_of,
     threads_text,
@@ -39,7 +43,7 @@ def is_weak(row) -> bool:
 
 def by_size(row) -> list[tuple[int, str]]:
     """(size, variant) of each size measured, smallest first: decision_sizes.csv's rows of the
-    decision's series (analysis.tables.with_size_answers); "?" where it cannot tell yet."""
+    decision's series (analysis.tables.with_series_rows); "?" where it cannot tell yet."""
     answers = row.get("by_size")
     return [(size, variant or "?") for size, _, variant in answers] if isinstance(answers, tuple) else []
 
@@ -180,9 +184,33 @@ def _trip(row) -> str:
     return ""
 
 
+def loss_words(loss: dict, device: str) -> str:
+    """One row of losses.csv as words: "torch compiled did not all compile (…)", "torch on cuda
+    computes 3.1× faster than NumPy, but with the copies it is 0.62×", "torch maps 4.06k
+    fresh pages (15.9 MiB) per call against numpy's 1,008, about 3.9 ms of its 18.3 ms a call"."""
+    variant, reason = str(loss["variant"]), loss["reason"]
+    if reason == COMPILE_FALLBACK:
+        return f"{variant} did not all compile ({text_of(loss.get('compile_fallback'))})"
+    if reason == COPIES:
+        return (f"{variant} on {device} computes {fmt_sig(loss['speedup'], 2)}× faster than NumPy, but with the "
+                f"copies it is {fmt_sig(loss['end_to_end_speedup'], 2)}×")
+    against = text_of(loss.get("against"))
+    text = f"{variant} maps {fmt_pages(loss['pages_per_call'])} per call against {against}'s " \
+           f"{fmt_count(loss['against_pages_per_call'])}"
+    if finite(loss.get("pages_s")):
+        text += f", about {fmt_time(loss['pages_s'])} of {variant}'s {fmt_time(loss['call_s'])} a call"
+    return text
+
+
+def why_losers_lose(row) -> str:
+    """Why the variants that lose at the row's size do (losses.csv), "" where the records do not say."""
+    losses = row.get("losses")
+    return "; ".join(loss_words(loss, str(row["device"])) for loss in losses) if isinstance(losses, tuple) else ""
+
+
 def why_text(row) -> str:
     """"; why the others lose: torch maps 4.06k fresh pages (15.9 MiB) per call against …"."""
-    why = text_of(row.get("why"))
+    why = why_losers_lose(row)
     return f"; why the others lose: {why}" if why else ""
 
 
@@ -355,7 +383,7 @@ def row_notes(row, judging: Judging) -> list[str]:
     first = int(row["from_size"]) if finite(row.get("from_size")) else 0
     if {variant for n, variant in choices if n < first} - {"numpy"}:  # more than "NumPy below from n"
         notes.append("by size: " + "; ".join(f"n = {n} {_said(variant)}" for n, variant in choices))
-    why = text_of(row.get("why"))
+    why = why_losers_lose(row)
     if why:
         notes.append(f"at n = {size}, why the others lose: {why}")
     return notes

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.decisions import PAGE_BYTES
 from ...units import fmt_count, fmt_time
-from ..format import finite, fmt_percent, fmt_size, format_bytes, report_groups, variant_of, where_phrase
+from ..format import (
+    PAGE_BYTES,
+    finite,
+    fmt_percent,
+    fmt_size,
+    format_bytes,
+    report_groups,
+    variant_of,
+    where_phrase,
+)
 
 MANY_PAGES = 64  # fresh pages per call below which a call's page faults are not worth a line
 

@@ -21,7 +21,7 @@ import pandas as pd
 from ...analysis.columns import has_text
 from ...analysis.measured import Analysis
 from ...analysis.sources import Source
-from ...analysis.tables import StaleTable, read_table, read_tables, with_size_answers
+from ...analysis.tables import StaleTable, read_table, read_tables, with_series_rows
 from ...bundles import BUNDLE_SUFFIX, source_label, unpack
 from ...cells import Cell
 from ...errors import UserError, one_line, shown
@@ -42,21 +42,22 @@ def answer_tables(folder: Path, label: str, rebuild: bool = False) -> tuple[dict
     policy where it has no tables or tables of an older version, or where `rebuild` says to
     (a bundle, whose tables are only what someone else wrote; its records are checked one
     by one)."""
-    names = ("decisions", "decision_sizes", "controls")
+    names = ("decisions", "decision_sizes", "losses", "controls")
     source = Source(label, folder)
     if (folder / "decisions.csv").is_file() and not rebuild:
         try:
-            if not (folder / "decision_sizes.csv").is_file():  # tables of a version before it
-                raise StaleTable(f"{shown(folder / 'decision_sizes.csv')}: missing; aggregate again")
+            for name in ("decision_sizes", "losses"):  # tables of a version before them
+                if not (folder / f"{name}.csv").is_file():
+                    raise StaleTable(f"{shown(folder / f'{name}.csv')}: missing; aggregate again")
             tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
                       else pd.DataFrame() for name in names}
-            return with_size_answers(tables), source.judging() or Judging()
+            return with_series_rows(tables), source.judging() or Judging()
         except StaleTable:
             if not source.raw.is_dir():
                 raise
     analysis = Analysis()
     tables = source.tables(analysis)
-    return with_size_answers({name: tables[name] for name in names}), analysis.judging
+    return with_series_rows({name: tables[name] for name in names}), analysis.judging
 
 
 def summary_lines(tables: dict[str, pd.DataFrame], judging: Judging, label: str, report: Path | None) -> list[str]:
