@@ -179,7 +179,6 @@ class Cells:
 
 # Why a variant loses at a decision's size (losses.csv's `reason`), where the records say.
 COMPILE_FALLBACK, COPIES, FRESH_PAGES = "compile_fallback", "copies", "fresh_pages"
-LOSS_REASONS = (COMPILE_FALLBACK, COPIES, FRESH_PAGES)
 
 
 def pages_loss(loser: pd.Series | None, winner: pd.Series | None, loser_name: str, winner_name: str,

@@ -15,9 +15,9 @@ as skipped without starting a process.
 What does not change between rounds is measured once per run: a cell's check against
 float64, its FLOP and byte model and its peak memory come from the first round that
 measured it (`carried`, from jobs/earlier.py), and a cell that failed that check is not
-measured again. The
-round's record splits its wall time into the workers' start, each phase of the cells'
-preparation and finish, the bouts' sampling and their pauses (`split_s`).
+measured again. The round's record splits its wall time into the workers' start, each
+phase of the cells' preparation and finish, the bouts' sampling and their pauses
+(`split_s`).
 
 The round trusts only what answers its command: every command carries a fresh token, and
 an event counts only with that token and the form the command expects. A line a kernel
@@ -28,9 +28,10 @@ own time, its preparation, turns and finish together; a worker that does not sta
 it leaves `timeout` records for its cells.
 
 Finished records wait until the round ends (jobs/staging.py), so an interrupted round's
-rerun redoes only the cells it had not finished (in bouts of their own). The worker
-protocol's channels and a dead worker's reason are in jobs/protocol.py. This process
-imports nothing heavy; the workers load numpy and torch.
+rerun redoes only the cells it had not finished (in bouts of their own). The workers are
+started, restarted and retired by jobs/pool.py; the messages they exchange with this job,
+their channels and a dead worker's reason are in jobs/protocol.py. This process imports
+nothing heavy; the workers load numpy and torch.
 """
 
 from __future__ import annotations
