@@ -275,7 +275,7 @@ def test_the_method_states_the_processes_the_records_hold(tmp_path):
     assert processes_held(pd.DataFrame({"status": ["ok"] * 3, "processes": [1, 1, 1]})) == \
         "each measured cell was measured in one process"
     assert processes_held(pd.DataFrame({"status": ["ok"] * 3, "processes": [3, 3, 1]})) == \
-        "the records hold 2 cells in 3 processes, 1 cells in 1 process"
+        "2 cells were measured in 3 processes, 1 cell in 1 process"
     out = tmp_path / "h200"
     render(Source("h200", ROOT / "tests" / "data" / "h200"), FAST, str(out))
     method = (out / "report.md").read_text().split("## Method")[1]

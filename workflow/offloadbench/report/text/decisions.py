@@ -252,7 +252,8 @@ def answer(row, judging: Judging) -> str:
         return (f"it depends on the state of the process: at n = {size} {alternative} against NumPy is {states}"
                 f"{_below(row)}{why}.")
     if decision == UNSURE:
-        return (f"cannot tell yet: at n = {size} {alternative} is {speedup} {_how(row)}; "
+        # one clause with its numbers: the same estimate for several rows must not read as a repeated sentence
+        return (f"cannot tell yet: at n = {size} {alternative} is {speedup} {_how(row)}, and "
                 f"{processes_text(row)}{_below(row)}{why}.")
     return f"{decision_words(row)}."
 

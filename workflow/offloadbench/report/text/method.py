@@ -140,5 +140,6 @@ def processes_held(timings: pd.DataFrame) -> str:
     if len(counts) == 1:
         p = int(counts.index[0])
         return f"each measured cell was measured in {'one process' if p == 1 else f'{p} independent processes'}"
-    parts = [f"{n} cells in {p} process{'es' if p != 1 else ''}" for p, n in counts.items()]
-    return "the records hold " + ", ".join(parts)
+    parts = [f"{n} cell{'s' if n != 1 else ''}{(' was' if n == 1 else ' were') + ' measured' if i == 0 else ''} "
+             f"in {p} process{'es' if p != 1 else ''}" for i, (p, n) in enumerate(counts.items())]
+    return ", ".join(parts)
