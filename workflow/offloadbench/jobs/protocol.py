@@ -60,8 +60,9 @@ class Message:
         """A form the fields' types cannot say (overridden where there is one)."""
         return True
 
-    def line(self, token: str) -> bytes:
-        return (json.dumps({**asdict(self), "token": token}) + "\n").encode()
+    def line(self, token: str) -> str:
+        """One JSON line: its fields and the token it carries."""
+        return json.dumps({**asdict(self), "token": token}) + "\n"
 
 
 def _fits(value, form: str) -> bool:
@@ -242,7 +243,7 @@ class WorkerProcess:
     prepared: set = field(default_factory=set)  # the keys of the cells this process prepared
 
     def send(self, command: Message, token: str) -> None:
-        self.proc.stdin.write(command.line(token))
+        self.proc.stdin.write(command.line(token).encode())
         self.proc.stdin.flush()
 
     def next_event(self, deadline: float) -> tuple[object, Message | None] | None:
@@ -391,7 +392,7 @@ class Channels:
 
     def send(self, token: str, event: Message) -> None:
         """One event, marked with the token it answers (the round drops events without it)."""
-        self.events.write(event.line(token).decode())
+        self.events.write(event.line(token))
         self.events.flush()
 
     def answer(self, token: str, event: Message) -> None:

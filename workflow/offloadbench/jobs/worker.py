@@ -223,8 +223,8 @@ class Worker:
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                         "compiler_startup_s": self.compiler_startup_s, "threads": self.threads_info.get("effective"),
-                         "forks_cells": self.forks}))
+                               "compiler_startup_s": self.compiler_startup_s,
+                               "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
         return True
 
     def fork_refusal(self) -> str | None:
