@@ -100,6 +100,17 @@ def wrapped(text: str, width: int = 100) -> list[str]:
     return textwrap.wrap(text, width, break_on_hyphens=False)
 
 
+def by_size(groups, sizes, names: Callable[[tuple, pd.Series], dict], cell: Callable[[pd.Series], str]
+            ) -> pd.DataFrame:
+    """A row per group, named by `names` of its keys and first row, and a column per size of
+    `sizes`: `cell` of the group's row at that size, EMPTY where it has none."""
+    rows = []
+    for keys, group in groups:
+        at = {int(row["size"]): row for _, row in group.iterrows()}
+        rows.append({**names(keys, group.iloc[0]), **{f"n = {n}": cell(at[n]) if n in at else EMPTY for n in sizes}})
+    return pd.DataFrame(rows)
+
+
 def markdown_table(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"

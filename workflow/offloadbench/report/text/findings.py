@@ -33,6 +33,7 @@ from ..format import (
     variant_of,
     verdict_counts,
 )
+from ..table import by_size
 from .decisions import WEAK_MARK
 
 
@@ -263,19 +264,10 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
     if scaling.empty:
         return pd.DataFrame()
     frame = scaling.assign(variant=[variant_of(r) for _, r in scaling.iterrows()])
-    sizes = sorted({int(s) for s in frame["size"]})
-    rows = []
-    for (op, variant, dtype, threads), group in report_groups(frame, ["op", "variant", "dtype", "threads"]):
-        first = group.iloc[0]
-        row = {"op": op, "variant": variant, "dtype": dtype,
-               "threads": threads_text(threads, first.get("threads_effective"))}
-        by_size = {int(r["size"]): r for _, r in group.iterrows()}
-        for size in sizes:
-            cell = by_size.get(size)
-            row[f"n = {size}"] = "–" if cell is None else (
-                f"{fmt_ratio(*interval(cell, 'scaling'))}{caveat(cell)}, {cell.get('verdict')}")
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return by_size(report_groups(frame, ["op", "variant", "dtype", "threads"]), sorted({int(s) for s in frame["size"]}),
+                   lambda keys, first: {**dict(zip(("op", "variant", "dtype"), keys)),
+                                        "threads": threads_text(keys[3], first.get("threads_effective"))},
+                   lambda cell: f"{fmt_ratio(*interval(cell, 'scaling'))}{caveat(cell)}, {cell.get('verdict')}")
 
 
 def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str | None = None) -> list[str]:

@@ -25,9 +25,9 @@ from ...records import Environment, RoundRecord, SettleRecord
 from ...verdicts import Judging
 from ..captions import caption_of
 from ..escape import md_data, md_frame, safe_html
-from ..format import fmt_ratio, format_bytes, op_order
+from ..format import format_bytes, op_order, ratio_of
 from ..page import anchors, markdown_headings, slug, unescaped
-from ..table import Shown, Table, markdown_table
+from ..table import Shown, Table, by_size, markdown_table
 from .compile_findings import compile_section, kernel_lines
 from .conditions import conditions_section, controls_line, controls_warning
 from .decisions import WEAK_MARK, WEAK_NOTE, answer, decision_table, lead_paragraph, where_cell
@@ -65,30 +65,6 @@ class Inputs:
         return replace(self, environment=md_data(self.environment), rounds=md_data(self.rounds),
                        settle=md_data(self.settle),
                        tables={name: md_frame(frame) for name, frame in self.tables.items()})
-
-    @property
-    def timings(self) -> pd.DataFrame:
-        return self.table("timings")
-
-    @property
-    def speedups(self) -> pd.DataFrame:
-        return self.table("speedups")
-
-    @property
-    def thread_scaling(self) -> pd.DataFrame:
-        return self.table("thread_scaling")
-
-    @property
-    def transfer(self) -> pd.DataFrame:
-        return self.table("transfer")
-
-    @property
-    def controls(self) -> pd.DataFrame:
-        return self.table("controls")
-
-    @property
-    def decisions(self) -> pd.DataFrame:
-        return self.table("decisions")
 
 
 def machine_section(env: Environment, machine: str) -> list[str]:
@@ -162,15 +138,15 @@ def decisions_markdown(shown: Shown) -> str:
 def op_section(op: str, inputs: Inputs) -> list[str]:
     """What the report knows of one op: its decisions in full, where each variant pays,
     what bounds it, and its end-to-end speedups at every size."""
-    pick = {name: frame[frame["op"] == op] if "op" in frame else frame
-            for name, frame in (("t", inputs.timings), ("s", inputs.speedups), ("d", inputs.decisions))}
+    t, s, d = (frame[frame["op"] == op] if "op" in frame else frame
+               for frame in map(inputs.table, ("timings", "speedups", "decisions")))
     lines = [f"### {op}", ""]
-    lines += [f"- {where_cell(r)}, {r['dtype']}: {answer(r, inputs.judging)}" for _, r in pick["d"].iterrows()]
-    if not pick["s"].empty:
-        lines += payoff_lines(pick["s"], inputs.judging)
-    lines += bound_lines(pick["t"], inputs.table("roofs")) or unplaced_line(op, pick["t"], inputs.table("roofs"))
-    lines += kernel_lines(pick["t"]) + missing_baseline_lines(pick["t"])
-    table = op_speedups_table(pick["s"], inputs.judging)
+    lines += [f"- {where_cell(r)}, {r['dtype']}: {answer(r, inputs.judging)}" for _, r in d.iterrows()]
+    if not s.empty:
+        lines += payoff_lines(s, inputs.judging)
+    lines += bound_lines(t, inputs.table("roofs")) or unplaced_line(op, t, inputs.table("roofs"))
+    lines += kernel_lines(t) + missing_baseline_lines(t)
+    table = op_speedups_table(s, inputs.judging)
     if table:
         lines += ["", table]
     return lines + [""]
@@ -180,38 +156,29 @@ def op_speedups_table(speedups: pd.DataFrame, judging: Judging) -> str:
     """One op's end-to-end speedups: a row per variant and place, a column per size."""
     if speedups.empty:
         return ""
-    rows = []
-    sizes = sorted({int(n) for n in speedups["size"]})
-    for (variant, device, threads, dtype), group in speedups.groupby(["variant", "device", "threads", "dtype"],
-                                                                     sort=True):
-        first = group.iloc[0]
-        row = {"variant": variant, "where": where_cell(first), "dtype": dtype}
-        by_size = {int(r["size"]): r for _, r in group.iterrows()}
-        for size in sizes:
-            cell = by_size.get(size)
-            row[f"n = {size}"] = "–" if cell is None else (
-                f"{fmt_ratio(cell['end_to_end_speedup'], cell['end_to_end_speedup_ci_low'], cell['end_to_end_speedup_ci_high'])}, "
-                f"{cell['end_to_end_verdict']}")
-        rows.append(row)
-    return f"End-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(pd.DataFrame(rows))
+    groups = speedups.groupby(["variant", "device", "threads", "dtype"], sort=True)
+    table = by_size(groups, sorted({int(n) for n in speedups["size"]}),
+                    lambda keys, first: {"variant": keys[0], "where": where_cell(first), "dtype": keys[3]},
+                    lambda cell: f"{ratio_of(cell, 'end_to_end_speedup')}, {cell['end_to_end_verdict']}")
+    return f"End-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(table)
 
 
 def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     inputs = inputs.escaped()
-    t, s, d = inputs.timings, inputs.speedups, inputs.decisions
+    t, s, d, controls, transfer = map(inputs.table, ("timings", "speedups", "decisions", "controls", "transfer"))
     figures = {name: caption_of(name, inputs.judging) for name in machine_figures(inputs.tables)}
     glance = {name: text for name, text in figures.items() if name.startswith("heatmap")}
     judging = inputs.judging
     with stage("the key findings"):
-        findings = speedup_findings(s, judging) + gpu_findings(t, s) + controls_line(inputs.controls, judging) + \
+        findings = speedup_findings(s, judging) + gpu_findings(t, s) + controls_line(controls, judging) + \
             stability_findings(t)
-        warning = controls_warning(inputs.controls, judging)
+        warning = controls_warning(controls, judging)
     with stage("the decision table"):
         answer_table = decision_table(d, judging)
         legend = answer_table.legend
         lead = lead_paragraph(d, no_gpu_reason(t), judging)
     with stage("the thread scaling table"):
-        scaling = scaling_table(inputs.thread_scaling)
+        scaling = scaling_table(inputs.table("thread_scaling"))
     ops = op_order(pd.concat([t["op"], d["op"]]) if not d.empty else t["op"])
     lines = [
         f"# NumPy vs PyTorch on `{inputs.machine}`",
@@ -252,7 +219,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         ("how the measurement went", lambda: conditions_section(
             inputs.environment, inputs.rounds, t, inputs.settle,
             {name: inputs.table(name) for name in ("speedups", "thread_scaling", "controls")})),
-        ("does offloading pay", lambda: offload_section(t, s, inputs.transfer, judging)),
+        ("does offloading pay", lambda: offload_section(t, s, transfer, judging)),
         ("does it fit", lambda: fit_section(inputs.table("memory"), t, page_cost_s(inputs.table("roofs")))),
         ("the seed claims", lambda: ["## Seed claims checked", "", f"> {SEED_CLAIM}", "", *check_seed_claims(t, s, judging), ""]),
         ("the figures", lambda: ["## Figures", "", *figure_lines(
@@ -260,7 +227,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         ("the cells", lambda: status_section(t)),
         ("the tables", lambda: [
             *table_section("Speedups", SPEEDUPS, s, judging), *table_section("Timings", TIMINGS, t, judging),
-            *table_section("Copy bandwidth, every size", TRANSFER, inputs.transfer, judging)]),
+            *table_section("Copy bandwidth, every size", TRANSFER, transfer, judging)]),
         ("the method", lambda: method_section(inputs.settings, processes_held(t), recorded_method(inputs.rounds, judging),
                                               judging, inputs.rejudged)),
         ("the machine", lambda: machine_section(inputs.environment, inputs.machine)),
