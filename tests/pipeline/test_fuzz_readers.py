@@ -39,7 +39,7 @@ from offloadbench.errors import UserError
 from offloadbench.records import Environment, load_environment, load_record, load_round
 from offloadbench.report.escape import md_data, md_frame, md_text, safe_html, tex_escape
 from offloadbench.report.text.conditions import conditions_section
-from offloadbench.report.text.latex_tables import timings_tex
+from offloadbench.report.text.latex_tables import machine_tex
 from offloadbench.report.text.markdown import machine_section
 from offloadbench.verdicts import Judging
 
@@ -192,7 +192,7 @@ def test_fuzzed_cell_records_load_or_fail_in_one_line(data):
         assert len(timings) == len(cells)
         text = timings.select_dtypes(include=["object", "str"]).to_numpy().ravel()
         assert_outputs_inert(timings, table_markdown(timings),
-                             timings_tex(timings, Judging(), "m") + "\n".join(tex_escape(v) for v in text if isinstance(v, str)))
+                             machine_tex("timings", timings, Judging(), "m") + "\n".join(tex_escape(v) for v in text if isinstance(v, str)))
 
 
 ENVIRONMENT = {"hostname": "h", "cpu_model": "c", "logical_cores": 4, "usable_cores": 4, "memory_bytes": 2**34,

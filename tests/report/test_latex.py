@@ -23,7 +23,7 @@ from offloadbench.report.text.latex_macros import (
     number_words,
     pair_prefix,
 )
-from offloadbench.report.text.latex_tables import comparison_tex, speedups_tex, timings_tex, transfer_tex
+from offloadbench.report.text.latex_tables import comparison_tex, machine_tex
 from offloadbench.verdicts import Judging
 
 POLICY = Judging()
@@ -157,7 +157,7 @@ def test_timings_table_lists_ok_cells_with_ci(tables):
     timings.loc[0, "op"] = "compute_then_plot"
     timings.loc[1, "status"] = "failed"
     timings.loc[2, "unstable"] = "spread 12% > 5%"
-    tex = timings_tex(timings, POLICY)
+    tex = machine_tex("timings", timings, POLICY)
     cells = check_table(tex)
     assert cells[0] == ["op", "variant", "device", "dtype", "n", "threads", r"median (ms), 95\% CI", "GFLOP/s"]
     assert len(cells) - 1 == len(timings) - 1  # the failed cell is left out
@@ -170,13 +170,13 @@ def test_timings_table_lists_ok_cells_with_ci(tables):
 def test_timings_of_fast_cells_are_in_microseconds(tables):
     timings = tables["timings"]
     fast = timings[timings["device"] == "cuda"].head(1)
-    cells = check_table(timings_tex(fast, POLICY))
+    cells = check_table(machine_tex("timings", fast, POLICY))
     assert cells[0][6] == r"median (\textmu{}s), 95\% CI"
     assert cells[1][6].startswith("20.0 (")
 
 
 def test_speedups_table_has_both_speedups_verdicts_and_break_even(tables):
-    cells = check_table(speedups_tex(tables["speedups"], POLICY))
+    cells = check_table(machine_tex("speedups", tables["speedups"], POLICY))
     header = cells[0]
     assert header[6:] == [r"speedup (95\% CI)", "verdict", r"end-to-end speedup (95\% CI)",
                           "end-to-end verdict", "break-even n", r"calls per round trip k* (95\% CI)"]
@@ -194,15 +194,15 @@ def test_speedups_break_even_reads_as_a_number_when_reached(tables):
     gpu = speedups["device"] == "cuda"
     speedups.loc[gpu, "break_even_size"] = 606.4
     speedups.loc[gpu, "break_even_status"] = "reached"
-    cells = check_table(speedups_tex(speedups, POLICY))
+    cells = check_table(machine_tex("speedups", speedups, POLICY))
     assert {row[10] for row in cells[1:] if row[2] == "cuda"} == {"606"}
     assert "MatmulCudaFloatThirtyTwoBreakEven}{606}" in claims_macros(tables["timings"], speedups, tables["transfer"], POLICY)
     speedups.loc[gpu, ["break_even_size", "break_even_status"]] = [256.0, "from the smallest size"]
-    assert {row[10] for row in check_table(speedups_tex(speedups, POLICY))[1:] if row[2] == "cuda"} == {"at most 256"}
+    assert {row[10] for row in check_table(machine_tex("speedups", speedups, POLICY))[1:] if row[2] == "cuda"} == {"at most 256"}
 
 
 def test_transfer_table(tables):
-    cells = check_table(transfer_tex(tables["transfer"], POLICY))
+    cells = check_table(machine_tex("transfer", tables["transfer"], POLICY))
     assert cells[0] == ["device", "direction", "memory", "size", r"GB/s (95\% CI)", "of link"]
     assert len(cells) == 1 + 12
     assert [r"cuda", r"host \ensuremath{\rightarrow} device", "pinned", "256 MiB"] == cells[9][:4]
@@ -210,11 +210,11 @@ def test_transfer_table(tables):
 
 
 @pytest.mark.parametrize("make", [
-    lambda t: speedups_tex(t["speedups"].iloc[0:0], POLICY, "gpubox"),
-    lambda t: speedups_tex(pd.DataFrame(), POLICY, "gpubox"),
-    lambda t: transfer_tex(t["transfer"].iloc[0:0], POLICY, "gpubox"),
-    lambda t: transfer_tex(pd.DataFrame(columns=TRANSFER_COLUMNS), POLICY, "gpubox"),
-    lambda t: timings_tex(t["timings"].assign(status="failed"), POLICY, "gpubox"),
+    lambda t: machine_tex("speedups", t["speedups"].iloc[0:0], POLICY, "gpubox"),
+    lambda t: machine_tex("speedups", pd.DataFrame(), POLICY, "gpubox"),
+    lambda t: machine_tex("transfer", t["transfer"].iloc[0:0], POLICY, "gpubox"),
+    lambda t: machine_tex("transfer", pd.DataFrame(columns=TRANSFER_COLUMNS), POLICY, "gpubox"),
+    lambda t: machine_tex("timings", t["timings"].assign(status="failed"), POLICY, "gpubox"),
     lambda t: comparison_tex(pd.DataFrame(), POLICY, ["laptop", "h200-lab"]),
 ], ids=["speedups", "speedups-no-columns", "transfer", "transfer-columns-only", "timings-none-ok", "comparison"])
 def test_an_empty_table_is_a_valid_one_row_table_that_says_so(tables, make):
@@ -227,7 +227,7 @@ def test_an_empty_table_is_a_valid_one_row_table_that_says_so(tables, make):
 
 def test_transfer_reasons_show_when_no_copy_ran():
     failed = tables_of([], "cpubox", [make_transfer_record(status="failed", reason="no CUDA device")])["transfer"]
-    cells = check_table(transfer_tex(failed, POLICY, "cpubox"))
+    cells = check_table(machine_tex("transfer", failed, POLICY, "cpubox"))
     assert cells[1][0] == "No copy was measured (no CUDA device)."
 
 
@@ -284,9 +284,9 @@ def test_claims_macros_are_letters_only_unique_prefixed_and_non_empty(tables):
 
 def test_two_machines_give_disjoint_macros(tables):
     a = macros_of(claims_macros(tables["timings"], tables["speedups"], tables["transfer"], POLICY,
-                                prefix=machine_prefix("h200-lab")))
+                                machine="h200-lab"))
     b = macros_of(claims_macros(tables["timings"], tables["speedups"], tables["transfer"], POLICY,
-                                prefix=machine_prefix("laptop")))
+                                machine="laptop"))
     assert all(n.startswith("obHTwoHundredLab") for n in a) and all(n.startswith("obLaptop") for n in b)
     assert not set(a) & set(b)
     assert len(a) == len(b)

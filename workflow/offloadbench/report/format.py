@@ -305,17 +305,21 @@ def report_groups(frame: pd.DataFrame, keys: list[str]):
     return sorted(groups, key=key)
 
 
+def and_list(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def where_phrase(device: str) -> str:
     return "on the cpu" if device == "cpu" else f"on {device}"
 
 
 def cell_phrase(row) -> str:
     """"matmul with torch on the cpu (all = 16 threads), float32, n = 4096"."""
-    if row["device"] == "cpu":
-        where = f"on the cpu ({threads_text(row['threads'], row.get('threads_effective'))})"
-    else:
-        where = f"on {row['device']}"
-    return f"{row['op']} with {variant_of(row)} {where}, {row['dtype']}, n = {int(row['size'])}"
+    cpu = row["device"] == "cpu"
+    threads = f" ({threads_text(row['threads'], row.get('threads_effective'))})" if cpu else ""
+    return (f"{row['op']} with {variant_of(row)} {where_phrase(row['device'])}{threads}, {row['dtype']}, "
+            f"n = {int(row['size'])}")
 
 
 def times_of(row, end_to_end: bool = False) -> str:

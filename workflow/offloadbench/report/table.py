@@ -107,7 +107,8 @@ def by_size(groups, sizes, names: Callable[[tuple, pd.Series], dict], cell: Call
     rows = []
     for keys, group in groups:
         at = {int(row["size"]): row for _, row in group.iterrows()}
-        rows.append({**names(keys, group.iloc[0]), **{f"n = {n}": cell(at[n]) if n in at else EMPTY for n in sizes}})
+        cells = {f"n = {n}": cell(at[n]) if n in at else EMPTY for n in sizes}
+        rows.append({**names(keys, group.iloc[0]), **cells})
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,7 @@ from ...records import Environment, RoundRecord, SettleRecord
 from ...records.types import WouldDecide
 from ...stats import binomial_interval
 from ...verdicts import UNDECIDED, Judging, percent
-from ..format import fmt_duration, fmt_percent, fmt_sig, fmt_times
+from ..format import and_list, fmt_duration, fmt_percent, fmt_sig, fmt_times
 
 
 def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[str]:
@@ -29,18 +29,14 @@ def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[st
     lines = []
     for item, (checks, numbers) in list(seen.items())[:MOST_ADVICE]:
         if numbers:
-            checks.append(f"round{'s' if len(numbers) > 1 else ''} {_and(numbers)}")
-        lines.append(f"- Before {_and(checks)}, {item}.")
+            checks.append(f"round{'s' if len(numbers) > 1 else ''} {and_list(numbers)}")
+        lines.append(f"- Before {and_list(checks)}, {item}.")
     if len(seen) > MOST_ADVICE:  # records from elsewhere may hold many: the report stays readable
         lines.append(f"- And {len(seen) - MOST_ADVICE} more pieces of advice (in the round records).")
     return lines
 
 
 MOST_ADVICE = 8
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def sharing_lines(timings: pd.DataFrame) -> list[str]:

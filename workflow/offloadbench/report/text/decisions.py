@@ -16,6 +16,7 @@ from ...analysis.decisions import COMPILE_FALLBACK, COPIES, DEPENDS, STAY, UNSUR
 from ...analysis.round_trip import AFTER, NEVER, trip_kind
 from ...verdicts import SAME, SLOWER, Judging
 from ..format import (
+    and_list,
     finite,
     fmt_calls,
     fmt_count,
@@ -515,4 +516,4 @@ def _ops(group: pd.DataFrame, decisions: pd.DataFrame) -> str:
     for op, rows in group.groupby("op", sort=False):
         everywhere = len(rows) == (decisions["op"] == op).sum()
         names.append(op if everywhere else f"{op} ({', '.join(where_cell(r) for _, r in rows.iterrows())})")
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return and_list(names)

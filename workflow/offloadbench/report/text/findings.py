@@ -13,6 +13,7 @@ from ...analysis.columns import ci_columns, compile_fallbacks, headline, interva
 from ...analysis.round_trip import AFTER, EVERY_CALL, NEVER, trip_kind
 from ...verdicts import MAX_CI_SPAN, SLOWER, UNDECIDED, Judging
 from ..format import (
+    and_list,
     cell_phrase,
     finite,
     fmt_calls,
@@ -156,17 +157,13 @@ def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         parts = [f"pays once the data stay {fmt_calls(max(1, value))} calls at n = {size} "
                  f"(k* = {fmt_sig(value, 2)}, {fmt_interval(low, high, judging.ci)})"
                  for size, value, low, high in by_kind.get(AFTER, [])]
-        if by_kind.get(EVERY_CALL):
-            parts.insert(0, f"pays with a copy on every call at n = {sizes_text(by_kind[EVERY_CALL])}")
-        if by_kind.get(NEVER):
-            parts.append(f"never pays at n = {sizes_text(by_kind[NEVER])}, where {device} computes it no faster")
+        sizes = {kind: and_list([str(point[0]) for point in points]) for kind, points in by_kind.items()}
+        if EVERY_CALL in sizes:
+            parts.insert(0, f"pays with a copy on every call at n = {sizes[EVERY_CALL]}")
+        if NEVER in sizes:
+            parts.append(f"never pays at n = {sizes[NEVER]}, where {device} computes it no faster")
         lines.append(f"- {op} with {variant} on {device} ({dtype}): " + "; ".join(parts) + ".")
     return lines
-
-
-def sizes_text(points: list) -> str:
-    sizes = [str(point[0]) for point in points]
-    return sizes[0] if len(sizes) == 1 else f"{', '.join(sizes[:-1])} and {sizes[-1]}"
 
 
 def resident_lines(timings: pd.DataFrame) -> list[str]:
@@ -264,10 +261,11 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
     if scaling.empty:
         return pd.DataFrame()
     frame = scaling.assign(variant=[variant_of(r) for _, r in scaling.iterrows()])
-    return by_size(report_groups(frame, ["op", "variant", "dtype", "threads"]), sorted({int(s) for s in frame["size"]}),
+    groups = report_groups(frame, ["op", "variant", "dtype", "threads"])
+    return by_size(groups, sorted({int(s) for s in frame["size"]}),
                    lambda keys, first: {**dict(zip(("op", "variant", "dtype"), keys)),
                                         "threads": threads_text(keys[3], first.get("threads_effective"))},
-                   lambda cell: f"{fmt_ratio(*interval(cell, 'scaling'))}{caveat(cell)}, {cell.get('verdict')}")
+                   lambda row: f"{fmt_ratio(*interval(row, 'scaling'))}{caveat(row)}, {row.get('verdict')}")
 
 
 def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str | None = None) -> list[str]:

@@ -35,7 +35,8 @@ from ...verdicts import VERDICTS, Judging
 from ..escape import tex_comment, tex_escape
 from ..format import cell_phrase, finite, fmt_break_even, fmt_sig, format_bytes, times_of
 from .decisions import answer, who
-from .latex_tables import NA, comparison_pairs, machine_of, range_text, with_machines
+from .latex_tables import NA, comparison_pairs, machine_of, with_machines
+from .tables import processes_range
 
 _ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
@@ -148,26 +149,22 @@ def _extreme(frame: pd.DataFrame, column: str, largest: bool = True):
 
 
 def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.DataFrame, judging: Judging,
-                  prefix: str = "", machine: str = "", decisions: pd.DataFrame | None = None) -> str:
-    """`\\newcommand` macros for one machine's headline numbers.
-
-    `prefix` is the macro prefix itself; left empty, it is `machine_prefix` of `machine`,
-    or of the tables' machine column. Claims with no data (no speedup, no GPU) still get their macros, saying
-    "n/a", so a paper keeps compiling after a rerun on a machine without them.
+                  machine: str = "", decisions: pd.DataFrame | None = None) -> str:
+    """`\\newcommand` macros for one machine's headline numbers, named after `machine_prefix`
+    of `machine` (left empty: of the tables' machine column). Claims with no data (no speedup,
+    no GPU) still get their macros, saying "n/a", so a paper keeps compiling after a rerun on
+    a machine without them.
     """
     machine = machine or machine_of(timings) or machine_of(speedups) or machine_of(transfer)
-    if not prefix:
-        if not machine:
-            raise ValueError("claims_macros: no machine column to derive the prefix from; pass prefix=")
-        prefix = machine_prefix(machine)
-    macros = Macros(prefix)
-    macros.add("Machine", machine or NA, "the machine label these numbers were measured on")
+    if not machine:
+        raise ValueError("claims_macros: no machine column to derive the prefix from; pass machine=")
+    macros = Macros(machine_prefix(machine))
+    macros.add("Machine", machine, "the machine label these numbers were measured on")
 
     ok = timings[timings["status"] == "ok"] if "status" in timings.columns else timings.iloc[0:0]
     macros.add("Cells", len(ok), "the number of cells measured (status ok)")
     macros.add("CellsInGrid", len(timings), "the number of cells in the grid, measured or not")
-    processes = sorted({int(p) for p in ok.get("processes", []) if finite(p)})
-    macros.add("ProcessesPerCell", range_text(processes), "the number of processes each cell was measured in")
+    macros.add("ProcessesPerCell", processes_range(ok), "the number of processes each cell was measured in")
 
     best = headline(speedups)  # the decisions' quantity: end to end, on a GPU the copies counted
     _add_ratio(macros, "LargestSpeedup", best, "end_to_end_speedup", "end_to_end_verdict",

@@ -19,12 +19,6 @@ from .tables import SPEEDUPS, TIMINGS, TRANSFER, comparison_table
 NA = "n/a"
 
 
-def range_text(values: Sequence[int]) -> str:
-    if not values:
-        return NA
-    return str(values[0]) if values[0] == values[-1] else f"{values[0]} to {values[-1]}"
-
-
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
 
@@ -41,19 +35,15 @@ def table_tex(table: Table, frame: pd.DataFrame, judging: Judging, title: str, n
     return shown.latex(f"{title}: {shown.legend}" if shown.legend else f"{title}.", name)
 
 
-def timings_tex(timings: pd.DataFrame, judging: Judging, machine: str = "") -> str:
-    machine = machine or machine_of(timings)
-    return table_tex(TIMINGS, timings, judging, f"Timings on {machine}", f"tab:{slug(machine)}-timings")
+MACHINE_TABLES = {  # a machine's tables: their spec and title
+    "timings": (TIMINGS, "Timings"), "speedups": (SPEEDUPS, "Speedups"), "transfer": (TRANSFER, "Copies")}
 
 
-def speedups_tex(speedups: pd.DataFrame, judging: Judging, machine: str = "") -> str:
-    machine = machine or machine_of(speedups)
-    return table_tex(SPEEDUPS, speedups, judging, f"Speedups on {machine}", f"tab:{slug(machine)}-speedups")
-
-
-def transfer_tex(transfer: pd.DataFrame, judging: Judging, machine: str = "") -> str:
-    machine = machine or machine_of(transfer)
-    return table_tex(TRANSFER, transfer, judging, f"Copies on {machine}", f"tab:{slug(machine)}-transfer")
+def machine_tex(name: str, frame: pd.DataFrame, judging: Judging, machine: str = "") -> str:
+    """The table `name` of MACHINE_TABLES (timings, speedups or transfer) of one machine."""
+    machine = machine or machine_of(frame)
+    table, title = MACHINE_TABLES[name]
+    return table_tex(table, frame, judging, f"{title} on {machine}", f"tab:{slug(machine)}-{name}")
 
 
 def decisions_tex(decisions: pd.DataFrame, judging: Judging, machine: str = "", warning: str = "") -> str:

@@ -165,7 +165,8 @@ def op_speedups_table(speedups: pd.DataFrame, judging: Judging) -> str:
 
 def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
     inputs = inputs.escaped()
-    t, s, d, controls, transfer = map(inputs.table, ("timings", "speedups", "decisions", "controls", "transfer"))
+    names = ("timings", "speedups", "decisions", "controls", "transfer")
+    t, s, d, controls, transfer = map(inputs.table, names)
     figures = {name: caption_of(name, inputs.judging) for name in machine_figures(inputs.tables)}
     glance = {name: text for name, text in figures.items() if name.startswith("heatmap")}
     judging = inputs.judging
