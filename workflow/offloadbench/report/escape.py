@@ -33,6 +33,13 @@ from .page import STYLE, Folding, structure
 _MD_SPECIAL = re.compile(r"([\\`*\[\]!|{}])")
 _LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # emphasis; OPENBLAS_CORETYPE is not
 _HTML_CHARS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BLANKS = re.compile(r"[\t\n\v\f\r]")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")  # ESC, NUL, DEL, ...: no engine takes them as text
+
+
+def _plain(text) -> str:
+    """Text with line breaks and tabs as spaces and every other ASCII control character left out."""
+    return _CONTROLS.sub("", _BLANKS.sub(" ", str(text)))
 
 
 # What GitHub's Markdown (cmark-gfm) turns into a link without brackets: a scheme's "://",
@@ -46,8 +53,7 @@ _AUTOLINK = ((re.compile(r"://"), ":&#47;/"), (re.compile(r"(?i)(?<![A-Za-z0-9])
 def md_text(value) -> str:
     """`value` as Markdown that renders as exactly its text, on one line, linking nowhere
     (not even as a bare URL or e-mail address under GitHub's autolinks)."""
-    text = re.sub(r"[\r\n\t\v\f]+", " ", str(value))
-    text = re.sub(r"[\x00-\x1f\x7f]", "", text)  # control characters carry no text
+    text = _CONTROLS.sub("", re.sub(r"[\r\n\t\v\f]+", " ", str(value)))  # control characters carry no text
     text = "".join(_HTML_CHARS.get(ch, ch) for ch in text)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = _LOOSE_UNDERSCORE.sub(r"\\_", text)
@@ -86,8 +92,7 @@ def terminal_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def literal(text) -> str:
     """Text drawn as it is: matplotlib parses `$...$` as mathtext unless the `$` is escaped,
     and a control character has no glyph (a tab or line break becomes a space)."""
-    text = re.sub(r"[\x00-\x1f\x7f]", "", re.sub(r"[\t\n\r\v\f]", " ", str(text)))
-    return text.replace("$", r"\$")
+    return _plain(text).replace("$", r"\$")
 
 
 def literal_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -173,27 +178,10 @@ _TEX_SPECIAL = {
 }
 
 
-_BLANKS = re.compile(r"[\t\n\v\f\r]")
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")  # ESC, NUL, DEL, ...: no engine takes them as text
-
-
-def _plain(text) -> str:
-    """Text with line breaks and tabs as spaces and every other ASCII control character left out."""
-    return _CONTROLS.sub("", _BLANKS.sub(" ", str(text)))
-
-
 def tex_escape(text) -> str:
     """Text as LaTeX source that prints it; control characters are left out and other
     non-ASCII characters become `?` (never a crash)."""
-    out = []
-    for ch in _plain(text):
-        if ch in _TEX_SPECIAL:
-            out.append(_TEX_SPECIAL[ch])
-        elif ch.isascii():
-            out.append(ch)
-        else:
-            out.append("?")
-    return "".join(out)
+    return "".join(_TEX_SPECIAL.get(ch, ch if ch.isascii() else "?") for ch in _plain(text))
 
 
 _PLAIN = {"–": "-", "—": "-", "×": "x", "±": "+-", "µ": "u", "μ": "u", "≈": "~", "≤": "<=", "≥": ">=",

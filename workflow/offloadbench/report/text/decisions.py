@@ -116,14 +116,14 @@ def _below(row) -> str:
     return "; below that: " + ", ".join(f"n = {size} {_said(variant)}" for size, variant in smaller)
 
 
-def payback_text(row) -> str:
-    """"its compile pays back after 93 calls (1,090 with the compiler's start-up)"."""
+def payback_calls(row, startup: str = "") -> str:
+    """"93 calls (1,090)": the calls at the row's size that pay a compile back, and in
+    parentheses with the compiler's start-up (followed by `startup`); "" where none compiled."""
     if not finite(row.get("amortize_calls")):
         return ""
-    text = f"its compile pays back after {fmt_calls(row['amortize_calls'])} calls"
-    if finite(row.get("amortize_calls_with_startup")):
-        text += f" ({fmt_calls(row['amortize_calls_with_startup'])} with the compiler's start-up)"
-    return text
+    whole = row.get("amortize_calls_with_startup")
+    with_startup = f" ({fmt_calls(whole)}{startup})" if finite(whole) else ""
+    return f"{fmt_calls(row['amortize_calls'])} calls{with_startup}"
 
 
 QUIETER_NOTE = ("a quieter machine would decide it: other programs disturbed half or more of a cell's processes, "
@@ -236,11 +236,12 @@ def answer(row, judging: Judging) -> str:
     alternative = text_of(row.get("compared_variant"))
     trip, why, speedup = _trip(row), why_text(row), speedup_text(row, judging.ci)
     if decision == USE:
-        payback = payback_text(row)
+        payback = payback_calls(row, " with the compiler's start-up")
+        payback = f"; its compile pays back after {payback}" if payback else ""
         simpler = simpler_text(row)
         return (f"{decision_words(row)} {from_text(row)}: at n = {size} it is {speedup} as fast as NumPy, "
-                f"{_how(row)}{'; ' + simpler if simpler else ''}{'; ' + payback if payback else ''}{trip}"
-                f"{_fits(row)}{_below(row)}{why}.")
+                f"{_how(row)}{'; ' + simpler if simpler else ''}{payback}{trip}{_fits(row)}{_below(row)}"
+                f"{why}.")
     if decision == STAY:
         if not alternative:
             return f"stay with NumPy: nothing else ran at n = {size}{_below(row)}."
@@ -317,13 +318,6 @@ def _from_cell(row) -> str:
     return {"every": "every n", "=": str(size)}.get(how, f"≈ {size}")
 
 
-def _payback_cell(row) -> str:
-    if not finite(row.get("amortize_calls")):
-        return "–"
-    whole = row.get("amortize_calls_with_startup")
-    return f"{fmt_calls(row['amortize_calls'])} calls" + (f" ({fmt_calls(whole)})" if finite(whole) else "")
-
-
 def _simpler_cell(row) -> str:
     other = text_of(row.get("simpler_than"))
     if not other:
@@ -365,10 +359,9 @@ def row_notes(row, judging: Judging) -> list[str]:
     the others lose."""
     size = int(row["size"])
     notes = []
-    if finite(row.get("amortize_calls")):
-        whole = row.get("amortize_calls_with_startup")
-        notes.append(f"at n = {size} the compile pays back after {fmt_calls(row['amortize_calls'])} calls"
-                     + (f" ({fmt_calls(whole)} with the compiler's one-time start-up)" if finite(whole) else ""))
+    payback = payback_calls(row, " with the compiler's one-time start-up")
+    if payback:
+        notes.append(f"at n = {size} the compile pays back after {payback}")
     simpler = simpler_text(row)
     if simpler:
         notes.append(f"at n = {size} {simpler}")
@@ -417,7 +410,7 @@ DECISIONS = Table(
                legend="speedup: NumPy's time ÷ the variant's at n (above 1: faster), with the {ci}, without a "
                       "compile's one-time cost; where the decision uses no variant, it names the best alternative "
                       "(\"torch 0.94×\")."),
-        Column("compile pays back after", lambda row, context: _payback_cell(row), optional=True,
+        Column("compile pays back after", lambda row, context: payback_calls(row) or "–", optional=True,
                formats=frozenset({MARKDOWN, LATEX}),
                legend="compile pays back after: the calls at n that pay a compile back, and in parentheses with the "
                       "compiler's one-time start-up."),
