@@ -4,6 +4,8 @@ took against the estimate made before them."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
@@ -133,12 +135,8 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
 def pairing_lines(comparisons: dict[str, pd.DataFrame]) -> list[str]:
     """How the run's ratios were paired (the tables' `pairing`): in time, where the two cells
     took turns in one bout in three rounds or more; else by round, or not at all."""
-    counts: dict[str, int] = {}
-    for frame in comparisons.values():
-        if frame is not None and "pairing" in frame:
-            for pairing in frame["pairing"].dropna():
-                if pairing:
-                    counts[str(pairing)] = counts.get(str(pairing), 0) + 1
+    counts = Counter(str(pairing) for frame in comparisons.values() if "pairing" in frame
+                     for pairing in frame["pairing"].dropna() if pairing)
     total = sum(counts.values())
     if not total:
         return []

@@ -444,7 +444,7 @@ def _threads_here(decisions: pd.DataFrame) -> str:
 def decision_table(decisions: pd.DataFrame, judging: Judging, fmt: str = MARKDOWN) -> Shown:
     """The decision table in format `fmt`, its legend followed by what its weak rows need said."""
     shown = DECISIONS.shown(decisions, judging, fmt)
-    notes = weak_notes(decisions) if not decisions.empty else []
+    notes = weak_notes(decisions)
     if fmt == TERMINAL and any(flag(row, "needs_quieter_machine") for _, row in decisions.iterrows()):
         notes.append(QUIETER_NOTE)
     return replace(shown, legend=" ".join([shown.legend, *notes]))

@@ -268,9 +268,8 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
                    lambda row: f"{fmt_ratio(*interval(row, 'scaling'))}{caveat(row)}, {row.get('verdict')}")
 
 
-def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str | None = None) -> list[str]:
+def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str) -> list[str]:
     """The ratios too wide to be a result (CI over 2×), listed with their reason, never as numbers."""
-    verdict_column = verdict_column or (f"{column}_verdict" if f"{column}_verdict" in frame else "verdict")
     verdict = frame[verdict_column]
     low, high = ci_columns(column)
     spans = frame[high] / frame[low]

@@ -100,7 +100,7 @@ class Macros:
     """`\\newcommand` lines under one prefix, each with a comment; names checked as they come."""
 
     prefix: str
-    lines: list[tuple[str, str, str]] = field(default_factory=list)  # name, body, what it is
+    lines: dict[str, tuple[str, str]] = field(default_factory=dict)  # name: (body, what it is)
 
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z]+", self.prefix or ""):
@@ -110,17 +110,14 @@ class Macros:
         full = self.prefix + name
         if not re.fullmatch(r"[A-Za-z]+", full):
             raise ValueError(f"macro name \\{full} must be letters only")
-        for other, _, other_what in self.lines:
-            if other == full:
-                raise MacroCollision(
-                    f"two claims would both be \\{full}: {other_what!r} and {what!r}; "
-                    "rename one of the labels so they differ in more than punctuation"
-                )
-        text = tex_escape(body if str(body).strip() else NA)
-        self.lines.append((full, text, what))
+        if full in self.lines:
+            raise MacroCollision(f"two claims would both be \\{full}: {self.lines[full][1]!r} and {what!r}; "
+                                 "rename one of the labels so they differ in more than punctuation")
+        self.lines[full] = (tex_escape(body if str(body).strip() else NA), what)
 
     def text(self) -> str:
-        return "".join(f"% {tex_comment(what)}\n\\newcommand{{\\{name}}}{{{body}}}\n" for name, body, what in self.lines)
+        return "".join(f"% {tex_comment(what)}\n\\newcommand{{\\{name}}}{{{body}}}\n"
+                       for name, (body, what) in self.lines.items())
 
 
 def _add_ratio(macros: Macros, name: str, row, column: str, verdict: str, what: str, judging: Judging) -> None:

@@ -103,8 +103,7 @@ def report_is_stale(folder: Path) -> bool:
 
 def cells_summary(folder: Path) -> str:
     """Every measured cell in one line: its times, copy share, processes and their spread."""
-    tables = read_tables({name: str(folder / f"{name}.csv") for name in ("timings",)})
-    t = tables["timings"]
+    t = read_tables({"timings": str(folder / "timings.csv")})["timings"]
     counts = ", ".join(f"{k} {v}" for k, v in t["status"].value_counts().items())
     rows = t[t["status"] == "ok"]
     brief = pd.DataFrame({

@@ -42,7 +42,7 @@ def ok_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["status"] == "ok"] if "status" in frame else frame.iloc[0:0]
 
 
-def in_unit(frame: pd.DataFrame, base: dict, *columns: str) -> dict:
+def in_unit(frame: pd.DataFrame, *columns: str) -> dict:
     """The time unit of a table's times, chosen from the middle of `columns`' values."""
     unit, scale = time_unit(pd.concat([frame[c] for c in columns if c in frame] or [pd.Series(dtype=float)]))
     return {"unit": unit, "scale": scale}
@@ -83,7 +83,7 @@ TIMINGS = Table(
     empty="No cell ran.",
     intro="Compute time per cell over {processes} process(es).",
     rows=ok_rows,
-    context=lambda frame, base: {**in_unit(ok_rows(frame), base, "median_s"),
+    context=lambda frame, base: {**in_unit(ok_rows(frame), "median_s"),
                                  "unstable": set(frame.index[unstable_cells(frame)]) if not frame.empty else set(),
                                  "processes": processes_range(ok_rows(frame))},
 )
@@ -179,6 +179,6 @@ def comparison_table(pair: bool) -> Table:
         ),
         empty="No cell was measured on both machines.",
         intro="Median compute time of each cell on both machines.",
-        context=lambda frame, base: in_unit(frame, base, "median_a_s", "median_b_s"),
+        context=lambda frame, base: in_unit(frame, "median_a_s", "median_b_s"),
     )
 
