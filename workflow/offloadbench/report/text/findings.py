@@ -229,13 +229,8 @@ def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.
              "and the compute-then-plot saving cannot be measured here. Run `make gpu-check` on a GPU machine for a "
              "quick answer, or `snakemake --cores all --configfile config/paper.yaml` for the full grid."),
             "",
-            "### Copy bandwidth",
-            "",
-            *bandwidth_lines(transfer, judging),
-            "",
         ]
-        return lines
-    sections = [
+    sections = [] if reason else [
         ("Break-even sizes", "", break_even_lines(speedups, judging)),
         ("How long the data must stay on the device",
          ("A program that copies its data to the GPU once, calls the op k times there and copies the result back "
@@ -246,8 +241,8 @@ def offload_section(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.
          ("Resident trips: one copy in, k calls chained on the device (each output the next input, as a time loop "
           "does), one copy out, timed as one region, against what the phases predict, h2d + k·compute + d2h."),
          resident_lines(timings)),
-        ("Copy bandwidth", "", bandwidth_lines(transfer, judging)),
     ]
+    sections.append(("Copy bandwidth", "", bandwidth_lines(transfer, judging)))
     for title, lead, found in sections:
         if found:  # a subsection with nothing to say is left out
             lines += [f"### {title}", "", *([lead, ""] if lead else []), *found, ""]
