@@ -187,7 +187,6 @@ OWN_TEXT = {
     "report/captions.py size_label": "the catalogue's own words for n",
     "report/escape.py <module>": "makes data inert: rewrites text, reads no value from it",
     "report/escape.py md_text": "makes data inert",
-    "report/escape.py literal": "makes data inert",
     "report/escape.py tex_comment": "makes data inert",
     "report/figures/compare_figures.py _legend": "measures the lines of its own labels",
     "report/figures/style.py wrap": "wraps its own labels",
