@@ -88,13 +88,6 @@ class BoutResult:
     plan: str = ""
     pairs: dict[str, list] = field(default_factory=dict)  # "<a>|<b>|<region>" -> cycle_stats of a / b
 
-    def as_dict(self) -> dict:
-        return {"group": self.group, "cells": self.cells, "cycles": self.cycles, "stop_reason": self.stop_reason,
-                "sampling_s": self.sampling_s, "paused_s": self.paused_s, "still_spinning": self.still_spinning,
-                "failed": self.failed, "process_s": self.process_s, "budget_s": self.budget_s,
-                "planned_cycles": self.planned_cycles,
-                "plan": self.plan, "pairs": self.pairs}
-
 
 class Bout:
     """Run by the round job (`round.Round`), which owns the workers and the records."""
@@ -118,7 +111,7 @@ class Bout:
         for cell in self.cells:
             reason = self.job.device_reason(cell)
             if reason:
-                self.job.write_failure(cell, "skipped", reason, None, None)
+                self.job.write_failure(cell, "skipped", reason)
                 self.job.cell_done(cell)
             else:
                 regions = self.prepare(cell)
@@ -218,9 +211,9 @@ class Bout:
 
     def turn(self, cell: Cell, cycle: int, position: int, pause: float) -> bool:
         before = self.last
+        siblings = self.job.pool.pids(other.worker for other in self.regions if other.worker != cell.worker)
         answer = self.job.command(cell, Turn(cell.key, cycle, position, before.name if before else None,
-                                             before.host_threads if before else None, pause,
-                                             self.job.sibling_pids(cell, self.regions)), Turned)
+                                             before.host_threads if before else None, pause, siblings), Turned)
         self.active[cell.worker] = time.monotonic()
         if answer is None:
             self.result.failed.append(cell.key)

@@ -15,6 +15,7 @@ import sys
 
 from ..errors import UserError
 from ..logs import stderr_to_log, tell
+from ..machine import mismatch
 from ..records import load_environment, write_json_atomic
 
 
@@ -33,6 +34,18 @@ def known_absent(environment_path: str | None, device: str) -> str | None:
     if device == "cpu" or not environment_path or not os.path.exists(environment_path):
         return None
     return load_environment(environment_path).device_reason(device)
+
+
+def foreign_host(environment_path: str | None, fingerprint: dict) -> str | None:
+    """Why this host must not measure under the machine label of `environment_path`: its
+    hardware differs from what that label recorded (None: it may, or nothing is recorded)."""
+    if not environment_path or not os.path.exists(environment_path):
+        return None
+    different = mismatch(load_environment(environment_path).fingerprint, fingerprint)
+    if not different:
+        return None
+    return (f"this host's {different} recorded in {environment_path}: choose a new `machine:` label rather than "
+            "mixing machines")
 
 
 def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozenset()) -> dict:

@@ -79,15 +79,12 @@ def read_message(data: dict) -> Message | None:
     tags = [tag for tag in MESSAGES if tag in data]
     if len(tags) != 1:
         return None
-    kind, values = MESSAGES[tags[0]], {}
-    for declared in fields(kind):
-        if declared.name in data:
-            values[declared.name] = data[declared.name]
-        elif declared.default is MISSING and declared.default_factory is MISSING:
-            return None
-        if declared.name in values and not _fits(values[declared.name], declared.type):
-            return None
-    found = kind(**values)
+    kind = MESSAGES[tags[0]]
+    if any(f.name not in data and f.default is MISSING and f.default_factory is MISSING for f in fields(kind)):
+        return None
+    if not all(_fits(data[f.name], f.type) for f in fields(kind) if f.name in data):
+        return None
+    found = kind(**{f.name: data[f.name] for f in fields(kind) if f.name in data})
     return found if found.valid() else None
 
 
@@ -235,7 +232,6 @@ class WorkerProcess:
     events: object
     pid: int
     started_at: str
-    ready: dict = field(default_factory=dict)
     cells: int = 0
     buffer: bytes = b""
     cell_pid: int | None = None  # the process measuring its current cell (itself where it forks none)
@@ -284,11 +280,6 @@ class WorkerProcess:
         if cell is not None:
             wait_gone(cell)
         return code
-
-    @property
-    def busy_pid(self) -> int:
-        """The process whose CPU time is the worker's: its cell's, where it forked one."""
-        return self.cell_pid or self.pid
 
     def end_commands(self) -> None:
         """Close the command channel: the worker ends once it has read what was sent."""

@@ -42,7 +42,7 @@ import secrets
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
@@ -51,7 +51,6 @@ from ..catalogue import SPECS
 from ..cells import Cell
 from ..kernels import read_kernel_files
 from ..logs import run_job, tell
-from ..machine import mismatch
 from ..measure import system
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.settings import Settings
@@ -60,6 +59,7 @@ from ..units import fmt_duration
 from .bout import Bout
 from .bout import method as bout_method
 from .earlier import EarlierRecords
+from .environment import foreign_host
 from .lock import DEFAULT_TIMEOUT_S, host_lock
 from .pool import Refused, WorkerFailed, Workers
 from .protocol import (
@@ -141,12 +141,9 @@ class Round:
 
     # the round
     def run(self) -> int:
-        different = mismatch(self.environment.fingerprint, self.facts["fingerprint"])
-        if different:
-            raise Refused(
-                f"this host's {different} recorded in {self.args.environment}: choose a new "
-                "`machine:` label rather than mixing machines"
-            )
+        refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
+        if refusal:
+            raise Refused(refusal)
         for cell in self.cells:
             status = self.earlier.finished_status(self.staging.final(cell), self.staging.partial(cell))
             if status:
@@ -154,13 +151,14 @@ class Round:
                 continue
             facts = None if self.device_reason(cell) else self.earlier.facts(cell)
             if facts and "failed" in facts:  # a wrong result is not measured again
-                self.write_failure(cell, "error", f"{facts['failed']} (round {facts['round']}, not measured again)",
-                                   None, None)
+                self.write_failure(cell, "error", f"{facts['failed']} (round {facts['round']}, not measured again)")
                 continue
             if facts:
                 self.carried[cell] = facts
             self.todo.append(cell)
-        self.costs = self.estimated_costs()
+        roofs = estimate.roofs_for(self.raw.parent)  # each cell's predicted seconds, for the progress lines
+        self.costs = {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
+                      for c in self.todo}
         self.workers_s = estimate.workers_seconds([c for c in self.todo if not self.device_reason(c)])
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
@@ -178,7 +176,7 @@ class Round:
                                                             self.min_cycles)
                     for cells in groups:
                         bout = Bout(self, cells, plans.get(cells[0].group_name)).run()
-                        self.bouts.append(bout.as_dict())
+                        self.bouts.append(asdict(bout))
                         self.split["sampling"] += bout.sampling_s
                         self.split["paused"] += bout.paused_s
                     for bout in self.bouts:  # each group's share of starting the workers
@@ -188,14 +186,9 @@ class Round:
                 after = system.snapshot()
         self.staging.publish(self.cells)
         self.write_manifest(started, lock_wait, before, after)
-        self.say_done()
+        if self.todo:
+            tell(self.terminal, f"{self.name}: {len(self.todo)} cells in {fmt_duration(time.monotonic() - self.began)}")
         return 0
-
-    def estimated_costs(self) -> dict[Cell, float]:
-        """Each cell's predicted seconds (zero for cells of absent devices), for progress lines."""
-        roofs = estimate.roofs_for(self.raw.parent)
-        return {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
-                for c in self.todo}
 
     def cell_done(self, cell: Cell) -> None:
         """A cell of the round has its record: count it for the progress lines."""
@@ -293,7 +286,7 @@ class Round:
         if worker is not None:
             worker.cell_pid = None
             worker.prepared.discard(cell.key)
-        self.write_failure(cell, status, reason, worker, worker.cells if worker else None)
+        self.write_failure(cell, status, reason, worker)
         tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
         self.cell_done(cell)
 
@@ -313,10 +306,6 @@ class Round:
             self.split[name] += value
         self.split["handover"] += max(0.0, seconds - sum(new.values()))
 
-    def sibling_pids(self, cell: Cell, cells) -> list[int]:
-        """The pids of the running workers of `cells` other than `cell`'s."""
-        return self.pool.pids(other.worker for other in cells if other.worker != cell.worker)
-
     def ended(self, cell: Cell, event: Done) -> None:
         """The cell's worker wrote its record."""
         self.statuses[cell] = event.status
@@ -324,11 +313,12 @@ class Round:
             tell(self.terminal, f"cell {cell.label}: {event.status}: {event.reason}")
         self.cell_done(cell)
 
-    def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None, position) -> None:
+    def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None = None) -> None:
+        """The cell's record, written by this job (`worker`: the one it failed in, if any)."""
         now = utc_now()
         process = {
             "round": self.args.round, "processes": self.args.processes, "worker": cell.worker.name,
-            "pid": worker.pid if worker else None, "position": position, **where(),
+            "pid": worker.pid if worker else None, "position": worker.cells if worker else None, **where(),
         }
         info = self.kernels.get(cell.op)  # its file's hash: a rerun measures it again only once the file changed
         record = cell_record(
@@ -354,6 +344,11 @@ class Round:
                             f"about {fmt_duration(left)} left in this round")
 
     def write_manifest(self, started: str, lock_wait: float, before: dict | None, after: dict | None) -> None:
+        took = time.monotonic() - self.began if self.todo else 0.0
+        # the round's wall time by what it went to; `other` is the rest (the lock, the system
+        # check, the records moved into place)
+        split = {name: round(value, 4) for name, value in sorted(self.split.items())}
+        split["other"] = round(max(0.0, took - sum(self.split.values())), 4)
         manifest = layout.extra_round_relpath if self.extra else layout.round_relpath
         write_json_atomic(self.raw / manifest(self.args.round), {
             "kind": "round",
@@ -366,8 +361,8 @@ class Round:
             "cells": len(self.cells),
             "measured_now": len(self.todo),
             "estimated_s": sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S,
-            "took_s": time.monotonic() - self.began if self.todo else 0.0,
-            "split_s": self.split_s(),
+            "took_s": took,
+            "split_s": split,
             "statuses": dict(Counter(self.statuses.values())),
             "lock_wait_s": lock_wait,
             "workers": self.pool.history,
@@ -381,20 +376,6 @@ class Round:
                        **bout_method(self.min_cycles)},
             **where(),
         })
-
-    def split_s(self) -> dict[str, float]:
-        """The round's wall time by what it went to; `other` is the rest (the lock, the
-        system check, the records moved into place)."""
-        took = time.monotonic() - self.began if self.todo else 0.0
-        split = {name: round(value, 4) for name, value in sorted(self.split.items())}
-        split["other"] = round(max(0.0, took - sum(self.split.values())), 4)
-        return split
-
-    def say_done(self) -> None:
-        if not self.todo:
-            return
-        took = time.monotonic() - self.began
-        tell(self.terminal, f"{self.name}: {len(self.todo)} cells in {fmt_duration(took)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,9 +59,11 @@ from pathlib import Path
 from ..catalogue import SPECS
 from ..cells import COMPILED, MODES, Cell, WorkerSpec
 from ..kernels import read_kernel_files
-from ..machine import mismatch
-from ..measure import devices
-from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
+from ..measure import compiled, devices, process_state
+from ..measure.provenance import host_facts, utc_now, where
+from ..measure.threads import apply_thread_limits, thread_counts
+from ..records import CELL_SCHEMA, cell_record, warm_validators, write_json_atomic
+from .environment import foreign_host
 from .output import CappedOutput, ProcessOutput
 from .protocol import (
     Broken,
@@ -184,56 +186,41 @@ class Worker:
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
-        from ..measure.provenance import host_facts, where
-        from ..measure.threads import apply_thread_limits
-
         self.threads_info = apply_thread_limits(self.threads, self.torch)
         gpu_names = None
         if self.spec.device == "cuda" and devices.unavailable_reason("cuda", self.torch) is None:
             gpu_names = [devices.get("cuda", self.torch).model_name()]
         self.facts = host_facts(gpu_names)
         self.where = where()
-        refusal = self.foreign_hardware()
+        refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
         if refusal:
             self.send(Refusal(refusal))
             return False
-        from ..measure import cell  # noqa: F401 - what every cell's process needs, loaded once here
+        from ..measure import cell  # what every cell's process needs, loaded once here
         from ..measure.settings import Settings
 
         self.cell_settings = Settings.from_config(self.settings, self.compile_settings)
-        self.warmed_s = None
-        if not self.forks:  # cells measured one after the other in this process: bring it to a steady state
-            from ..measure.cell import warm_process
-
-            self.warmed_s = warm_process(self.spec.library, self.torch)
+        # cells measured one after the other in this process: bring it to a steady state
+        self.warmed_s = None if self.forks else cell.warm_process(self.spec.library, self.torch)
         if self.spec.mode == COMPILED and self.torch is not None:
-            from ..measure import compiled
-
             if self.args.compiler_started_s is not None:  # its launcher started the compiler
                 self.compiler_startup_s = self.args.compiler_started_s
             elif devices.get(self.spec.device, self.torch).compile_reason() is None:
                 self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
         warm_validators(CELL_SCHEMA)  # each cell's process checks its record against it
-        from ..measure import process_state
-
         self.state_before = process_state.read(self.torch, self.kernel_files)  # what every forked cell starts from
-        if self.forks and (refusal := self.fork_refusal()):
-            self.send(Broken(refusal))  # its cells become errors saying why; no broken child is forked
-            return False
+        if self.forks:
+            try:
+                devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
+            except devices.ForkRefused as refused:
+                self.send(Broken(str(refused)))  # its cells become errors saying why; no broken child is forked
+                return False
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
                                "compiler_startup_s": self.compiler_startup_s,
                                "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
         return True
-
-    def fork_refusal(self) -> str | None:
-        """Why this worker must not fork its cells' processes: CUDA up in it (None: it may)."""
-        try:
-            devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
-        except devices.ForkRefused as refused:
-            return str(refused)
-        return None
 
     def user_kernels(self, cell: Cell) -> dict | None:
         """The user's kernels, imported at the first cell that needs them (in a cell's own
@@ -249,25 +236,13 @@ class Worker:
             gc.freeze()  # what the kernels files imported lives as long as the process, too
         return self.kernels
 
-    def foreign_hardware(self) -> str | None:
-        path = self.args.environment
-        if not path or not os.path.exists(path):
-            return None
-        different = mismatch(load_environment(path).fingerprint, self.facts["fingerprint"])
-        if different:
-            return f"this host's {different} recorded in {path}: choose a new `machine:` label rather than mixing machines"
-        return None
-
     # the commands
     def prepare(self, command: Prepare) -> bool:
         """Get ready for the cell; False when it ended here (its record is written)."""
         from ..measure.cell import CellFailed, CellRun, Progress
-        from ..measure.provenance import utc_now
 
         cell = Cell.from_key(command.prepare)
         if not self.forks:  # one cell after another in this process: each from the state now
-            from ..measure import process_state
-
             self.state_before = process_state.read(self.torch, self.kernel_files)
         artifact = str(Path(command.out).with_suffix(".png")) if command.artifact else None
         run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(Phase(phase))),
@@ -302,8 +277,6 @@ class Worker:
         return True
 
     def finish(self, command: Finish) -> None:
-        from ..measure.provenance import utc_now
-
         key = command.finish
         run, prepared, started, began = self.runs.pop(key)
         finishing = time.perf_counter()
@@ -353,8 +326,6 @@ class Worker:
     def process_changes(self) -> list[str]:
         """What the cell's code changed in the process, in words; a worker that measures the
         next cell itself puts back what it can, and is replaced where it cannot."""
-        from ..measure import process_state
-
         if self.state_before is None:
             return []
         changed = process_state.changes(self.state_before, process_state.read(self.torch, self.kernel_files))
@@ -365,8 +336,6 @@ class Worker:
 
     def thread_counts(self) -> dict:
         """The thread counts as the cell was measured, read now (a kernel may have changed them)."""
-        from ..measure.threads import thread_counts
-
         try:
             return {**thread_counts(self.threads, self.torch), "at_start": self.threads_info.get("effective")}
         except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
