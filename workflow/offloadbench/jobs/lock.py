@@ -80,12 +80,8 @@ def holder_of(fd: int) -> str:
     if not isinstance(info, dict):
         return "held by a process that does not say which"
     words = [f"held by pid {info.get('pid')}"]
-    if info.get("user"):
-        words.append(f"of {info['user']}")
-    if info.get("label"):
-        words.append(f"({info['label']})")
-    if info.get("since"):
-        words.append(f"since {info['since']}")
+    words += [form.format(info[key]) for key, form in (("user", "of {}"), ("label", "({})"), ("since", "since {}"))
+              if info.get(key)]
     return " ".join(str(w)[:200] for w in words)
 
 

@@ -187,26 +187,22 @@ class Workers:
         except (EOFError, ProtocolFault):
             received = None
         sender, event = received or (None, None)
+        if isinstance(event, Ready) and sender == worker.token:
+            self.history[spec.name]["processes"][-1].update(event.ready)
+            return worker
+        code = worker.kill()
         if isinstance(event, Refusal):
-            worker.kill()
             raise Refused(event.refused)
         if isinstance(event, Broken) and sender == worker.token:  # it cannot measure, and says why
-            worker.kill()
-            self.broken[spec] = WorkerFailed("error", f"its worker cannot measure: {event.broken[:300]}")
-            raise self.broken[spec]
-        if not isinstance(event, Ready) or sender != worker.token:
-            code = worker.kill()
-            if code == EXIT_REFUSED:
-                raise Refused(f"worker {spec.name} refused to start (see the log)")
-            if timed_out:
-                failed = WorkerFailed("timeout", f"its worker did not start within the cell time limit of "
-                                                 f"{self.timeout_s:g} s")
-            else:
-                failed = WorkerFailed("error", f"its worker did not start: {death_reason(code)[1]} (see the log)")
-            self.broken[spec] = failed
-            raise failed
-        self.history[spec.name]["processes"][-1].update(event.ready)
-        return worker
+            failed = WorkerFailed("error", f"its worker cannot measure: {event.broken[:300]}")
+        elif code == EXIT_REFUSED:
+            raise Refused(f"worker {spec.name} refused to start (see the log)")
+        elif timed_out:
+            failed = WorkerFailed("timeout", f"its worker did not start within the cell time limit of {self.timeout_s:g} s")
+        else:
+            failed = WorkerFailed("error", f"its worker did not start: {death_reason(code)[1]} (see the log)")
+        self.broken[spec] = failed
+        raise failed
 
     def retire(self, workers: list[WorkerProcess]) -> None:
         """End the workers: every command channel closed first, so they all end at once."""

@@ -244,17 +244,14 @@ class Round:
                 if isinstance(event, Forked) and event.key == cell.key:
                     worker.cell_pid = event.pid
                 continue  # late news of an earlier cell, whose record is written
-            if sender != token:  # a stray line, a stale or forged event
-                ending = WROTE_TO_CHANNEL
-                break
-            if isinstance(event, Phase):
+            if sender == token and isinstance(event, Phase):
                 phase = event.phase[:80]
                 continue
-            if isinstance(event, Fault) and event.key == cell.key:
-                ending = (event.reason or WROTE_TO_CHANNEL)[:200]
+            if sender != token or not isinstance(event, expect | Done | Fault) or event.key != cell.key:
+                ending = WROTE_TO_CHANNEL  # a stray line, a stale or forged event
                 break
-            if not isinstance(event, expect | Done) or event.key != cell.key:
-                ending = WROTE_TO_CHANNEL
+            if isinstance(event, Fault):
+                ending = (event.reason or WROTE_TO_CHANNEL)[:200]
                 break
             self.spent[cell] = self.spent.get(cell, 0.0) + time.monotonic() - began
             self.count_split(cell, kind, time.monotonic() - began, getattr(event, "phases_s", None))

@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from .. import layout
@@ -93,14 +94,9 @@ class Settling:
 
     def run(self) -> int:
         if self.cap <= self.planned:  # no extra round can run: nothing to plan, nor to read
-            write_json_atomic(self.args.out, {
-                "kind": "settle", "planned_rounds": self.planned, "max_processes": self.cap, "budget_s": 0.0,
-                "spent_s": 0.0, "extra_rounds": [], "comparisons": 0, "undecided_at_start": [],
-                "undecided_at_end": [], "rounds_needed": {}, "replaced": {}, "disagree": {}, "cannot_decide": {},
-                "stopped": NO_EXTRA})
-            shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)
-            tell(self.terminal, f"settling: {NO_EXTRA}")
-            return 0
+            return self.close(NO_EXTRA, budget_s=0.0, spent_s=0.0, extra_rounds=[], comparisons=0,
+                              undecided_at_start=[], undecided_at_end=[], rounds_needed={}, replaced={},
+                              disagree={}, cannot_decide={}, stopped=NO_EXTRA)
         history = []
         cells = self.cells()
         budget = self.budget_s(cells)
@@ -133,30 +129,22 @@ class Settling:
             cells = self.cells()
         final = comparisons(cells)
         still = [c.name for c in final if c.verdict == UNDECIDED]
-        rounds_needed = {}
-        for entry in history:
-            for name in entry["undecided"]:
-                rounds_needed[name] = rounds_needed.get(name, 0) + 1
-        summary = {
-            "kind": "settle",
-            "planned_rounds": self.planned,
-            "max_processes": self.cap,
-            "budget_s": budget,
-            "spent_s": self.round_seconds(extra=True),
-            "extra_rounds": history,
-            "comparisons": len(final),
-            "undecided_at_start": undecided_at_start,
-            "undecided_at_end": still,
-            "rounds_needed": rounds_needed,
-            "replaced": {mc.cell.key: mc.replaced for mc in cells if mc.replaced},
-            "disagree": {mc.cell.key: mc.disagree for mc in cells if mc.disagree},
-            "cannot_decide": {name: why for name, why in cannot_decide.items() if name in still},
-            "stopped": stopped,
-        }
-        write_json_atomic(self.args.out, summary)
-        shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)  # no round compiles after this one
-        tell(self.terminal, f"settling: {len(rounds_needed)} comparisons needed extra rounds "
-                            f"({len(history)} in all); {len(still)} of {len(final)} stayed undecided; {stopped}")
+        rounds_needed = Counter(name for entry in history for name in entry["undecided"])
+        return self.close(
+            f"{len(rounds_needed)} comparisons needed extra rounds ({len(history)} in all); {len(still)} of "
+            f"{len(final)} stayed undecided; {stopped}",
+            budget_s=budget, spent_s=self.round_seconds(extra=True), extra_rounds=history, comparisons=len(final),
+            undecided_at_start=undecided_at_start, undecided_at_end=still, rounds_needed=rounds_needed,
+            replaced={mc.cell.key: mc.replaced for mc in cells if mc.replaced},
+            disagree={mc.cell.key: mc.disagree for mc in cells if mc.disagree},
+            cannot_decide={name: why for name, why in cannot_decide.items() if name in still}, stopped=stopped)
+
+    def close(self, line: str, **summary) -> int:
+        """Write raw/rounds/settle.json and say `line`; no round compiles after this one."""
+        write_json_atomic(self.args.out, {"kind": "settle", "planned_rounds": self.planned, "max_processes": self.cap,
+                                          **summary})
+        shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)
+        tell(self.terminal, f"settling: {line}")
         return 0
 
     def measure(self, k: int, chosen) -> int:
