@@ -101,7 +101,7 @@ class Bout:
         self.regions: dict[Cell, int] = {}
         self.converged: dict[Cell, bool] = {}
         self.turns: dict[Cell, dict[str, dict[int, float]]] = {}  # median per region and cycle
-        self.result = BoutResult(self.name, len(cells))
+        self.result = BoutResult(self.name, len(cells), planned_cycles=self.plan.cycles, plan=self.plan.why)
         self.last: WorkerSpec | None = None
         self.active: dict[WorkerSpec, float] = {}  # when each worker not yet found quiet last finished a command
 
@@ -118,7 +118,6 @@ class Bout:
                 if regions:
                     self.regions[cell] = regions
         self.result.process_s += time.monotonic() - began
-        self.result.planned_cycles, self.result.plan = self.plan.cycles, self.plan.why
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
         budget = self.result.budget_s = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
         min_cycles, max_cycles = int(settings.get("min_cycles", 4)), int(settings["max_samples"])

@@ -132,12 +132,8 @@ class Round:
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
-        reason = None
-        if cell.library == "torch" or cell.compiled:
-            reason = self.environment.device_reason(cell.device)
-        if not reason and cell.compiled:
-            reason = self.environment.compile_reason(cell.device)
-        return reason
+        reason = self.environment.device_reason(cell.device) if cell.library == "torch" or cell.compiled else None
+        return reason or (self.environment.compile_reason(cell.device) if cell.compiled else None)
 
     # the round
     def run(self) -> int:

@@ -121,7 +121,6 @@ def die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
 
     parent = os.getppid()
     try:
@@ -162,8 +161,7 @@ class Worker:
         self.torch = None
         self.compiler_startup_s = None
         self.forks = forks_cells(self.spec.device)
-        self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began)
-        self.prepare_s: dict[str, float] = {}  # cell key -> seconds its preparation took
+        self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began, prepare_s)
         self.state_before = None  # the process state a cell starts from (measure/process_state.py)
         self.replace = False  # a cell left what cannot be restored: end after it
 
@@ -247,7 +245,7 @@ class Worker:
         artifact = str(Path(command.out).with_suffix(".png")) if command.artifact else None
         run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(Phase(phase))),
                       artifact, None, command.memory_scale, command.carried or None)
-        self.runs[cell.key] = (run, command, utc_now(), time.perf_counter())
+        started, began = utc_now(), time.perf_counter()
         try:
             run.kernels = self.user_kernels(cell)
         except Exception as error:  # noqa: BLE001 - the user's file: its failure is this cell's record
@@ -255,7 +253,7 @@ class Worker:
                 raise CellFailed("error", f"the kernels files could not be imported: {type(error).__name__}: "
                                           f"{str(error).strip()[:300]}") from None
         ready = not run.failed and run.prepare()
-        self.prepare_s[cell.key] = sum(run.progress.spent().values())
+        self.runs[cell.key] = (run, command, started, began, sum(run.progress.spent().values()))
         if ready:
             self.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
             return True
@@ -278,7 +276,7 @@ class Worker:
 
     def finish(self, command: Finish) -> None:
         key = command.finish
-        run, prepared, started, began = self.runs.pop(key)
+        run, prepared, started, began, prepare_s = self.runs.pop(key)
         finishing = time.perf_counter()
         outcome = run.finish(command.stop_reason)
         finish_s = time.perf_counter() - finishing
@@ -289,8 +287,10 @@ class Worker:
         threads = self.thread_counts()
         info = self.kernel_infos.get(run.cell.op)
         effective = threads.get("effective") or 1
+        process = {"round": self.args.round, "processes": self.args.processes, "worker": self.spec.name,
+                   "pid": os.getpid(), "position": prepared.position, **self.where}
         record = cell_record(
-            run.cell, self.args.machine, self.process(prepared),
+            run.cell, self.args.machine, process,
             status=outcome.status, reason=outcome.reason,
             started_at=started, finished_at=utc_now(),
             provenance=self.facts, settings={**self.settings, **outcome.settings},
@@ -307,7 +307,7 @@ class Worker:
                 "import_s": self.import_s,
                 "compiler_startup_s": self.compiler_startup_s,
                 "measure_s": time.perf_counter() - began,
-                "prepare_s": self.prepare_s.pop(key, None),
+                "prepare_s": prepare_s,
                 "finish_s": finish_s,
                 "phases_s": run.progress.spent(),
                 "own_process": self.forks,
@@ -319,8 +319,9 @@ class Worker:
             self.send(Fault(key, fault))
             raise ChannelFault(fault)
         write_json_atomic(prepared.out, record)
-        if not self.forks:  # a cell's own process ends here: nothing to free for a next cell
-            self.release(run.cell)
+        if not self.forks:  # free the cell's arrays before the next cell (a failed cell's traceback holds them in cycles)
+            gc.collect()
+            devices.release_memory(run.cell.device, self.torch)
         self.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
 
     def process_changes(self) -> list[str]:
@@ -340,22 +341,6 @@ class Worker:
             return {**thread_counts(self.threads, self.torch), "at_start": self.threads_info.get("effective")}
         except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
             return self.threads_info
-
-    def process(self, command: Prepare) -> dict:
-        return {
-            "round": self.args.round,
-            "processes": self.args.processes,
-            "worker": self.spec.name,
-            "pid": os.getpid(),
-            "position": command.position,
-            **self.where,
-        }
-
-    def release(self, cell: Cell) -> None:
-        """Free the cell's arrays before the next cell, on the host and the device (a failed
-        cell's traceback holds them in reference cycles)."""
-        gc.collect()
-        devices.release_memory(cell.device, self.torch)
 
     # serving
     def serve(self) -> int:
@@ -425,8 +410,7 @@ class Worker:
                 os._exit(code)
         os.close(out_w)
         self.send(Forked(command.prepare, pid))
-        output = CappedOutput(command.prepare)
-        status = output.drain(out_r, pid)
+        status = CappedOutput(command.prepare).drain(out_r, pid)
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             self.send(Died(command.prepare, code))
