@@ -112,7 +112,7 @@ class Bout:
             reason = self.job.device_reason(cell)
             if reason:
                 self.job.write_failure(cell, "skipped", reason)
-                self.job.cell_done(cell)
+                self.job.cell_done(cell, "skipped", reason)
             else:
                 regions = self.prepare(cell)
                 if regions:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..logs import stderr_to_log, tell
-from ..measure import devices
 from ..records import DOCUMENT_VERSION, validate_record, write_json_atomic
 from .lock import DEFAULT_TIMEOUT_S, LockError, host_lock
 
@@ -27,11 +26,6 @@ def parse_args(description: str, section: str, argv: list[str], grid: bool = Fal
     parser.add_argument("--lock-timeout-s", type=float, default=DEFAULT_TIMEOUT_S,
                         help="most seconds to wait for the host's benchmark lock (measure.lock_timeout_s)")
     return parser.parse_args(argv)
-
-
-def model_name(device: str, torch) -> str | None:
-    """Which device this is ("cpu" for the host), or None where it cannot be used here."""
-    return None if devices.unavailable_reason(device, torch) else devices.get(device, torch).model_name()
 
 
 def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str, device_name: str | None,

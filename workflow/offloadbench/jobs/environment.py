@@ -4,7 +4,9 @@
 
 It runs in the rule's own environment (as the workers do), so it records the versions that
 are measured, and it stops the run when the grid needs torch and this environment has
-none, rather than letting every torch cell be skipped.
+none, rather than letting every torch cell be skipped. The other measuring jobs ask here
+what this machine is: a device environment.json records as absent (`known_absent`), a host
+whose hardware differs from what it recorded (`foreign_host`), a device's model name.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 from ..errors import UserError
 from ..logs import stderr_to_log, tell
 from ..machine import mismatch
+from ..measure import devices
 from ..records import load_environment, write_json_atomic
 
 
@@ -34,6 +37,11 @@ def known_absent(environment_path: str | None, device: str) -> str | None:
     if device == "cpu" or not environment_path or not os.path.exists(environment_path):
         return None
     return load_environment(environment_path).device_reason(device)
+
+
+def model_name(device: str, torch) -> str | None:
+    """Which device this is ("cpu" for the host), or None where it cannot be used here."""
+    return None if devices.unavailable_reason(device, torch) else devices.get(device, torch).model_name()
 
 
 def foreign_host(environment_path: str | None, fingerprint: dict) -> str | None:

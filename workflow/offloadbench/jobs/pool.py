@@ -50,7 +50,7 @@ class Workers:
 
     def __init__(self, args: argparse.Namespace, settings: dict, compile_settings: dict, environment: Environment,
                  raw: Path, split: Counter):
-        self.args, self.settings, self.compile_settings = args, settings, compile_settings
+        self.args, self.compile_settings = args, compile_settings
         self.environment, self.raw, self.split = environment, raw, split
         self.timeout_s = float(settings["timeout_s"])
         self.allocator_env = allocator_env(str(settings.get("allocator", STEADY)))

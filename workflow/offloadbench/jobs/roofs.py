@@ -17,8 +17,8 @@ from ..cells import usable_cores
 from ..measure.devices import import_torch
 from ..measure.threads import thread_env
 from ..records import ROOFS_SCHEMA
-from .device_job import device_record, model_name, parse_args, run_devices
-from .environment import known_absent
+from .device_job import device_record, parse_args, run_devices
+from .environment import known_absent, model_name
 
 
 def roofs_record(args: argparse.Namespace, device: str, waited: float) -> dict:

@@ -186,8 +186,12 @@ class Round:
             tell(self.terminal, f"{self.name}: {len(self.todo)} cells in {fmt_duration(time.monotonic() - self.began)}")
         return 0
 
-    def cell_done(self, cell: Cell) -> None:
-        """A cell of the round has its record: count it for the progress lines."""
+    def cell_done(self, cell: Cell, status: str, reason: str) -> None:
+        """A cell of the round has its record: say why where it failed, and count it for the
+        progress lines."""
+        self.statuses[cell] = status
+        if status in FAILED:
+            tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
         self.done += 1
         self.expected_done += self.costs.get(cell, 0.0)
         self.report_progress()
@@ -259,7 +263,7 @@ class Round:
                 worker.prepared.discard(cell.key)
                 if not self.staging.partial(cell).exists():  # a `Done` without the record it stands for
                     return self.cell_failed(cell, "error", "it said it was done, but wrote no record", worker)
-                self.ended(cell, event)
+                self.cell_done(cell, event.status, event.reason)
                 if event.replace:  # its code left what cannot be undone: a fresh worker next
                     self.pool.retire([worker])
             return event if isinstance(event, expect) else None
@@ -280,8 +284,7 @@ class Round:
             worker.cell_pid = None
             worker.prepared.discard(cell.key)
         self.write_failure(cell, status, reason, worker)
-        tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
-        self.cell_done(cell)
+        self.cell_done(cell, status, reason)
 
     def count_split(self, cell: Cell, kind: str, seconds: float, phases: dict | None) -> None:
         """A prepare or finish command's wall time, by the phases its cell's process reported
@@ -295,16 +298,8 @@ class Round:
         if kind == "prepare":
             self.reported[cell] = phases
         new = {name: max(0.0, value - before.get(name, 0.0)) for name, value in phases.items()}
-        for name, value in new.items():
-            self.split[name] += value
+        self.split.update(new)
         self.split["handover"] += max(0.0, seconds - sum(new.values()))
-
-    def ended(self, cell: Cell, event: Done) -> None:
-        """The cell's worker wrote its record."""
-        self.statuses[cell] = event.status
-        if event.status in FAILED:
-            tell(self.terminal, f"cell {cell.label}: {event.status}: {event.reason}")
-        self.cell_done(cell)
 
     def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None = None) -> None:
         """The cell's record, written by this job (`worker`: the one it failed in, if any)."""

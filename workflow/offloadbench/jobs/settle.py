@@ -64,10 +64,10 @@ class Settling:
         """The extra rounds already run (their own records, rounds/extra-<k>.json)."""
         return [load_round(p).round for p in layout.round_records(self.raw, "extra")]
 
-    def seconds_in(self, cells, extra: bool) -> float:
-        """The cells' own measuring seconds in the planned (or the extra) rounds, from the
-        records: a planned round rerun with nothing to do leaves its records, not its time."""
-        return sum(r.seconds for mc in cells for r in mc.records if (r.round > self.planned) == extra)
+    def planned_cell_seconds(self, cells) -> float:
+        """The cells' own measuring seconds in the planned rounds, from the records: a planned
+        round rerun with nothing to do leaves its records, not its time."""
+        return sum(r.seconds for mc in cells for r in mc.records if r.round <= self.planned)
 
     def round_seconds(self, extra: bool) -> float:
         """The wall seconds the planned (or extra) rounds took, from their own records."""
@@ -77,12 +77,12 @@ class Settling:
     def budget_s(self, cells) -> float:
         """A share of the planned rounds' time: their wall time, or their cells' own seconds
         where that is larger (a planned round rerun with nothing to do took no time)."""
-        planned = max(self.round_seconds(extra=False), self.seconds_in(cells, extra=False))
+        planned = max(self.round_seconds(extra=False), self.planned_cell_seconds(cells))
         return float(self.settings.get("extra_time_fraction", 0.5)) * planned
 
     def overhead(self, cells) -> float:
         """Wall time per second of cell time in the planned rounds: worker starts, compiles, pauses."""
-        cell_s = self.seconds_in(cells, extra=False)
+        cell_s = self.planned_cell_seconds(cells)
         return max(1.0, self.round_seconds(extra=False) / cell_s) if cell_s > 0 else 1.0
 
     def predicted_s(self, cells, chosen) -> float:

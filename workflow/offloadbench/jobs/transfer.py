@@ -14,8 +14,8 @@ import time
 from ..measure.devices import import_torch
 from ..measure.threads import thread_env
 from ..records import TRANSFER_SCHEMA
-from .device_job import device_record, model_name, parse_args, run_devices
-from .environment import known_absent
+from .device_job import device_record, parse_args, run_devices
+from .environment import known_absent, model_name
 
 
 def sweep_record(args: argparse.Namespace, device: str, waited: float) -> dict:

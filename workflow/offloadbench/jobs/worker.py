@@ -63,7 +63,7 @@ from ..measure import compiled, devices, process_state
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import apply_thread_limits, thread_counts
 from ..records import CELL_SCHEMA, cell_record, warm_validators, write_json_atomic
-from .environment import foreign_host
+from .environment import foreign_host, model_name
 from .output import CappedOutput, ProcessOutput
 from .protocol import (
     Broken,
@@ -185,10 +185,8 @@ class Worker:
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
         self.threads_info = apply_thread_limits(self.threads, self.torch)
-        gpu_names = None
-        if self.spec.device == "cuda" and devices.unavailable_reason("cuda", self.torch) is None:
-            gpu_names = [devices.get("cuda", self.torch).model_name()]
-        self.facts = host_facts(gpu_names)
+        gpu = model_name("cuda", self.torch) if self.spec.device == "cuda" else None
+        self.facts = host_facts([gpu] if gpu else None)
         self.where = where()
         refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
         if refusal:
