@@ -27,6 +27,7 @@ runs at a fork; it ends when the round closes the socket, and dies with the roun
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -298,10 +299,8 @@ class LaunchedProcess:
         return self.returncode
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 if __name__ == "__main__":

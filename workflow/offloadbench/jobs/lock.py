@@ -98,11 +98,9 @@ def _wait(fd: int, path: Path, timeout_s: float, say: Callable[[str], None]) -> 
     start = time.monotonic()
     next_report, pause = start + REPORT_EVERY_S, 0.05
     while True:
-        try:
+        with contextlib.suppress(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
-        except BlockingIOError:
-            pass
         now = time.monotonic()
         if now - start >= timeout_s:
             raise LockError(f"gave up after {now - start:.0f} s waiting for the benchmark lock {path}, "

@@ -9,6 +9,7 @@ stdout and stderr in a thread, cell by cell (`ProcessOutput`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -72,11 +73,9 @@ class CappedOutput:
                     self.feed(chunk)
                 elif pidfd in ready:  # ended: take what is in the pipe, without waiting for EOF
                     os.set_blocking(fd, False)
-                    try:
+                    with contextlib.suppress(BlockingIOError):
                         while chunk := os.read(fd, CHUNK):
                             self.feed(chunk)
-                    except BlockingIOError:
-                        pass
                     break
         finally:
             os.close(fd)

@@ -170,10 +170,10 @@ class Workers:
                                      "--events-fd", str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
             os.close(write_fd)
-        worker = WorkerProcess(spec, proc, os.fdopen(events_fd, "rb", buffering=0), proc.pid, utc_now(), token=token)
+        worker = WorkerProcess(spec, proc, os.fdopen(events_fd, "rb", buffering=0), token=token)
         self.workers[spec] = worker
         self.history.setdefault(spec.name, {"processes": []})["processes"].append(
-            {"pid": proc.pid, "started_at": worker.started_at})
+            {"pid": proc.pid, "started_at": utc_now()})
         return worker
 
     def await_ready(self, worker: WorkerProcess) -> WorkerProcess:
@@ -222,5 +222,5 @@ class Workers:
     def pids(self, specs) -> list[int]:
         """The pids of the processes measuring for those of these workers that are running,
         each once: a worker's cell's process, where it forked one."""
-        return [worker.cell_pid or worker.pid for spec in dict.fromkeys(specs)
+        return [worker.cell_pid or worker.proc.pid for spec in dict.fromkeys(specs)
                 if (worker := self.workers.get(spec)) is not None and worker.proc.poll() is None]

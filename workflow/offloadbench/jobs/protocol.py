@@ -198,13 +198,10 @@ class Done(Message):
 def oom_kills() -> int | None:
     """How many processes the kernel's out-of-memory killer has killed since boot (Linux's
     /proc/vmstat), or None where that is not known."""
-    try:
-        with open("/proc/vmstat", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, ValueError), open("/proc/vmstat", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
     return None
 
 
@@ -230,8 +227,6 @@ class WorkerProcess:
     spec: WorkerSpec
     proc: subprocess.Popen
     events: object
-    pid: int
-    started_at: str
     cells: int = 0
     buffer: bytes = b""
     cell_pid: int | None = None  # the process measuring its current cell (itself where it forks none)
@@ -270,7 +265,7 @@ class WorkerProcess:
     def kill(self) -> int:
         """Kill the worker and its cell's process, and wait until both are gone (a killed
         cell's process writes no record after the round job has written its own)."""
-        cell = self.cell_pid if self.cell_pid != self.pid else None
+        cell = self.cell_pid if self.cell_pid != self.proc.pid else None
         if cell is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(cell, signal.SIGKILL)
@@ -283,10 +278,8 @@ class WorkerProcess:
 
     def end_commands(self) -> None:
         """Close the command channel: the worker ends once it has read what was sent."""
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
 
     def close(self) -> None:
         self.end_commands()

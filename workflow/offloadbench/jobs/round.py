@@ -306,7 +306,7 @@ class Round:
         now = utc_now()
         process = {
             "round": self.args.round, "processes": self.args.processes, "worker": cell.worker.name,
-            "pid": worker.pid if worker else None, "position": worker.cells if worker else None, **where(),
+            "pid": worker.proc.pid if worker else None, "position": worker.cells if worker else None, **where(),
         }
         info = self.kernels.get(cell.op)  # its file's hash: a rerun measures it again only once the file changed
         record = cell_record(
