@@ -57,10 +57,9 @@ def foreign_host(environment_path: str | None, fingerprint: dict) -> str | None:
 
 
 def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozenset()) -> dict:
-    from ..measure.devices import import_torch
     from ..measure.provenance import environment
 
-    torch = import_torch()
+    torch = devices.import_torch()
     if torch is None and "torch" in libraries:
         raise UserError(
             f"the grid measures torch, but the Python that runs the measure rules ({sys.executable}) "

@@ -286,16 +286,14 @@ class LaunchedProcess:
         self.launcher, self.pid, self.stdin, self.events_fd = launcher, pid, stdin, events_fd
         self.returncode: int | None = None
 
-    def poll(self) -> int | None:
+    def poll(self, wait_s: float = 0.0) -> int | None:
         if self.returncode is None:
-            self.returncode = self.launcher.returncode(self.pid)
+            self.returncode = self.launcher.returncode(self.pid, wait_s)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            self.returncode = self.launcher.returncode(self.pid, 1e9 if timeout is None else timeout)
-            if self.returncode is None:
-                raise subprocess.TimeoutExpired("offloadbench.jobs.worker", timeout)
+        if self.poll(1e9 if timeout is None else timeout) is None:
+            raise subprocess.TimeoutExpired("offloadbench.jobs.worker", timeout)
         return self.returncode
 
     def kill(self) -> None:

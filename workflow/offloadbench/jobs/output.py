@@ -59,8 +59,9 @@ class CappedOutput:
         _write_all(self.sink, bytes(self.tail))
 
     def drain(self, fd: int, pid: int) -> int:
-        """Read the cell's process's output from `fd` until it ends; its wait status. A
-        process it started that still holds the pipe does not keep the worker waiting."""
+        """Read the cell's process's output from `fd` until it ends; its exit code (negative:
+        the signal). A process it started that still holds the pipe does not keep the worker
+        waiting."""
         pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
         try:
             while True:
@@ -83,7 +84,7 @@ class CappedOutput:
                 os.close(pidfd)
         _, status = os.waitpid(pid, 0)
         self.close()
-        return status
+        return os.waitstatus_to_exitcode(status)
 
 
 class ProcessOutput:

@@ -379,11 +379,14 @@ class Channels:
         self.events.write(event.line(token))
         self.events.flush()
 
-    def answer(self, token: str, event: Message) -> None:
-        """Answer the command in flight, unless a kernel tampered with a channel: then say so
-        and end the cell (ChannelFault)."""
+    def check(self, token: str, key: str) -> None:
+        """Where a kernel tampered with a channel, say so and end the cell `key` (ChannelFault)."""
         fault = self.fault()
         if fault:
-            self.send(token, Fault(event.key, fault))
+            self.send(token, Fault(key, fault))
             raise ChannelFault(fault)
+
+    def answer(self, token: str, event: Message) -> None:
+        """Answer the command in flight, unless a kernel tampered with a channel (`check`)."""
+        self.check(token, event.key)
         self.send(token, event)

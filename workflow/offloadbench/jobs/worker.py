@@ -58,7 +58,7 @@ from pathlib import Path
 
 from ..catalogue import SPECS
 from ..cells import COMPILED, MODES, Cell, WorkerSpec
-from ..kernels import read_kernel_files
+from ..kernels import load_kernels, read_kernel_files
 from ..measure import compiled, devices, process_state
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import apply_thread_limits, thread_counts
@@ -72,7 +72,6 @@ from .protocol import (
     CommandReader,
     Died,
     Done,
-    Fault,
     Finish,
     Forked,
     Message,
@@ -177,9 +176,7 @@ class Worker:
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
         if self.spec.library == "torch" or self.spec.compiled:  # torch.compile compiles NumPy code too
-            from ..measure.devices import import_torch
-
-            self.torch = import_torch()
+            self.torch = devices.import_torch()
         if self.torch is not None and self.spec.library == "torch":
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
@@ -214,8 +211,8 @@ class Worker:
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                               "compiler_startup_s": self.compiler_startup_s,
-                               "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
+                         "compiler_startup_s": self.compiler_startup_s,
+                         "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
         return True
 
     def user_kernels(self, cell: Cell) -> dict | None:
@@ -225,8 +222,6 @@ class Worker:
         if cell.op not in self.kernel_infos:
             return None
         if self.kernels is None:
-            from ..kernels import load_kernels
-
             self.kernels = load_kernels(self.kernel_import_paths)
             gc.collect()
             gc.freeze()  # what the kernels files imported lives as long as the process, too
@@ -312,10 +307,7 @@ class Worker:
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
-        fault = self.channels.fault()
-        if fault:  # its record would tell a measurement the round job cannot trust
-            self.send(Fault(key, fault))
-            raise ChannelFault(fault)
+        self.channels.check(self.token, key)  # else its record would tell a measurement the round job cannot trust
         write_json_atomic(prepared.out, record)
         if not self.forks:  # free the cell's arrays before the next cell (a failed cell's traceback holds them in cycles)
             gc.collect()
@@ -408,8 +400,7 @@ class Worker:
                 os._exit(code)
         os.close(out_w)
         self.send(Forked(command.prepare, pid))
-        status = CappedOutput(command.prepare).drain(out_r, pid)
-        code = os.waitstatus_to_exitcode(status)
+        code = CappedOutput(command.prepare).drain(out_r, pid)
         if code != 0:
             self.send(Died(command.prepare, code))
 
