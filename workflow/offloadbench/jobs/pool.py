@@ -89,15 +89,6 @@ class Workers:
         finally:
             self.split["start"] += time.monotonic() - began
 
-    def start_worker(self, spec: WorkerSpec) -> WorkerProcess:
-        """Launch the worker of `spec`; a launcher that failed is the worker's failure."""
-        try:
-            return self.launch(spec)
-        except LauncherFailed as error:
-            timed_out = "did not answer" in str(error)
-            self.broken[spec] = WorkerFailed("timeout" if timed_out else "error", f"its worker did not start: {error}")
-            raise self.broken[spec] from None
-
     def compile_cache_dir(self, name: str) -> str:
         """The compile cache of a compiled worker kind (or the launcher's): one per kind and
         run, under raw/, so the first round compiles as a program's first run does (an empty
@@ -147,9 +138,10 @@ class Workers:
             self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
         return self.launchers[imports]
 
-    def launch(self, spec: WorkerSpec) -> WorkerProcess:
+    def start_worker(self, spec: WorkerSpec) -> WorkerProcess:
         """Start the worker of `spec`, forked by the round's launcher where there is one (it
-        dies with this job, and its cells' processes with it)."""
+        dies with this job, and its cells' processes with it); a launcher that failed is the
+        worker's failure."""
         token = secrets.token_hex(8)
         argv = [
             "--token", token, "--library", spec.library, "--device", spec.device, "--threads-label", spec.threads,
@@ -160,7 +152,13 @@ class Workers:
         ]
         launcher = self.launcher(spec)
         if launcher is not None:
-            proc = launcher.spawn(argv, self.worker_env(spec))
+            try:
+                proc = launcher.spawn(argv, self.worker_env(spec))
+            except LauncherFailed as error:
+                timed_out = "did not answer" in str(error)
+                self.broken[spec] = WorkerFailed("timeout" if timed_out else "error",
+                                                 f"its worker did not start: {error}")
+                raise self.broken[spec] from None
             events_fd = proc.events_fd
         else:
             events_fd, write_fd = os.pipe()
