@@ -156,6 +156,7 @@ class Round:
         self.costs = {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
                       for c in self.todo}
         self.workers_s = estimate.workers_seconds([c for c in self.todo if not self.device_reason(c)])
+        self.estimated_s = sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
         if self.todo:
@@ -325,9 +326,7 @@ class Round:
         if now - self.last_report < PROGRESS_EVERY_S or self.done == len(self.todo):
             return
         self.last_report = now
-        started = self.workers_s if self.done else 0.0
-        left = estimate.remaining_s(now - self.began, started + self.expected_done,
-                                    self.workers_s + sum(self.costs.values()) + estimate.ROUND_CLOSE_S)
+        left = estimate.remaining_s(now - self.began, self.workers_s + self.expected_done, self.estimated_s)
         tell(self.terminal, f"{self.name}: {self.done}/{len(self.todo)} cells, "
                             f"about {fmt_duration(left)} left in this round")
 
@@ -348,7 +347,7 @@ class Round:
             "finished_at": utc_now(),
             "cells": len(self.cells),
             "measured_now": len(self.todo),
-            "estimated_s": sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S,
+            "estimated_s": self.estimated_s,
             "took_s": took,
             "split_s": split,
             "statuses": dict(Counter(self.statuses.values())),

@@ -274,7 +274,7 @@ class Worker:
         outcome = run.finish(command.stop_reason)
         finish_s = time.perf_counter() - finishing
         changed = self.process_changes()
-        if changed and outcome.status not in ("skipped",):
+        if changed and outcome.status != "skipped":
             outcome.status = "error"
             outcome.reason = f"its code changed the process: {'; '.join(changed)}"[:400]
         threads = self.thread_counts()
