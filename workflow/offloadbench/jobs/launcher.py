@@ -122,7 +122,7 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
                 answer = {"started": os.fork()}
             except devices.ForkRefused as refused:
                 answer = {"refused": str(refused)}
-            if answer.get("started") == 0:
+            if answer.get("started") == 0:  # the forked child: it becomes the worker
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 os.close(ended_r)
