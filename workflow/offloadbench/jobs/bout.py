@@ -88,13 +88,6 @@ class BoutResult:
     plan: str = ""
     pairs: dict[str, list] = field(default_factory=dict)  # "<a>|<b>|<region>" -> cycle_stats of a / b
 
-    def as_dict(self) -> dict:
-        return {"group": self.group, "cells": self.cells, "cycles": self.cycles, "stop_reason": self.stop_reason,
-                "sampling_s": self.sampling_s, "paused_s": self.paused_s, "still_spinning": self.still_spinning,
-                "failed": self.failed, "process_s": self.process_s, "budget_s": self.budget_s,
-                "planned_cycles": self.planned_cycles,
-                "plan": self.plan, "pairs": self.pairs}
-
 
 class Bout:
     """Run by the round job (`round.Round`), which owns the workers and the records."""
@@ -108,7 +101,7 @@ class Bout:
         self.regions: dict[Cell, int] = {}
         self.converged: dict[Cell, bool] = {}
         self.turns: dict[Cell, dict[str, dict[int, float]]] = {}  # median per region and cycle
-        self.result = BoutResult(self.name, len(cells))
+        self.result = BoutResult(self.name, len(cells), planned_cycles=self.plan.cycles, plan=self.plan.why)
         self.last: WorkerSpec | None = None
         self.active: dict[WorkerSpec, float] = {}  # when each worker not yet found quiet last finished a command
 
@@ -118,14 +111,13 @@ class Bout:
         for cell in self.cells:
             reason = self.job.device_reason(cell)
             if reason:
-                self.job.write_failure(cell, "skipped", reason, None, None)
-                self.job.cell_done(cell)
+                self.job.write_failure(cell, "skipped", reason)
+                self.job.cell_done(cell, "skipped", reason)
             else:
                 regions = self.prepare(cell)
                 if regions:
                     self.regions[cell] = regions
         self.result.process_s += time.monotonic() - began
-        self.result.planned_cycles, self.result.plan = self.plan.cycles, self.plan.why
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
         budget = self.result.budget_s = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
         min_cycles, max_cycles = int(settings.get("min_cycles", 4)), int(settings["max_samples"])
@@ -218,9 +210,9 @@ class Bout:
 
     def turn(self, cell: Cell, cycle: int, position: int, pause: float) -> bool:
         before = self.last
+        siblings = self.job.pool.pids(other.worker for other in self.regions if other.worker != cell.worker)
         answer = self.job.command(cell, Turn(cell.key, cycle, position, before.name if before else None,
-                                             before.host_threads if before else None, pause,
-                                             self.job.sibling_pids(cell, self.regions)), Turned)
+                                             before.host_threads if before else None, pause, siblings), Turned)
         self.active[cell.worker] = time.monotonic()
         if answer is None:
             self.result.failed.append(cell.key)

@@ -52,10 +52,8 @@ class EarlierRecords:
         peak memory, with that round's number, or the wrong result it gave (None: this round
         measures them). The earliest current record counts."""
         folder = self.raw / cell.key
-        rounds = sorted(int(p.stem[1:]) for p in folder.glob("p*.json") if p.stem[1:].isdigit())
-        for k in rounds:
-            if k == self.round:
-                continue
+        rounds = {int(p.stem[1:]) for p in folder.glob("p*.json") if p.stem[1:].isdigit()}
+        for k in sorted(rounds - {self.round}):
             path = folder / f"p{k}.json"
             try:
                 record = load_record(path)

@@ -4,7 +4,9 @@
 
 It runs in the rule's own environment (as the workers do), so it records the versions that
 are measured, and it stops the run when the grid needs torch and this environment has
-none, rather than letting every torch cell be skipped.
+none, rather than letting every torch cell be skipped. The other measuring jobs ask here
+what this machine is: a device environment.json records as absent (`known_absent`), a host
+whose hardware differs from what it recorded (`foreign_host`), a device's model name.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import sys
 
 from ..errors import UserError
 from ..logs import stderr_to_log, tell
+from ..machine import mismatch
+from ..measure import devices
 from ..records import load_environment, write_json_atomic
 
 
@@ -35,11 +39,27 @@ def known_absent(environment_path: str | None, device: str) -> str | None:
     return load_environment(environment_path).device_reason(device)
 
 
+def model_name(device: str, torch) -> str | None:
+    """Which device this is ("cpu" for the host), or None where it cannot be used here."""
+    return None if devices.unavailable_reason(device, torch) else devices.get(device, torch).model_name()
+
+
+def foreign_host(environment_path: str | None, fingerprint: dict) -> str | None:
+    """Why this host must not measure under the machine label of `environment_path`: its
+    hardware differs from what that label recorded (None: it may, or nothing is recorded)."""
+    if not environment_path or not os.path.exists(environment_path):
+        return None
+    different = mismatch(load_environment(environment_path).fingerprint, fingerprint)
+    if not different:
+        return None
+    return (f"this host's {different} recorded in {environment_path}: choose a new `machine:` label rather than "
+            "mixing machines")
+
+
 def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozenset()) -> dict:
-    from ..measure.devices import import_torch
     from ..measure.provenance import environment
 
-    torch = import_torch()
+    torch = devices.import_torch()
     if torch is None and "torch" in libraries:
         raise UserError(
             f"the grid measures torch, but the Python that runs the measure rules ({sys.executable}) "

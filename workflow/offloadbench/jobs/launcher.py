@@ -27,6 +27,7 @@ runs at a fork; it ends when the round closes the socket, and dies with the roun
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -118,14 +119,10 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
             fds = [*fds, -1][:2]
             try:
                 devices.check_fork_safe(torch, "launcher")
+                answer = {"started": os.fork()}
             except devices.ForkRefused as refused:
-                for fd in fds:
-                    if fd >= 0:
-                        os.close(fd)
-                control.send(json.dumps({"refused": str(refused)}).encode())
-                continue
-            pid = os.fork()
-            if pid == 0:
+                answer = {"refused": str(refused)}
+            if answer.get("started") == 0:  # the forked child: it becomes the worker
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 os.close(ended_r)
@@ -139,8 +136,9 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
             for fd in fds:
                 if fd >= 0:
                     os.close(fd)
-            live.add(pid)
-            control.send(json.dumps({"started": pid}).encode())
+            if "started" in answer:
+                live.add(answer["started"])
+            control.send(json.dumps(answer).encode())
 
 
 def reap(control: socket.socket, live: set[int]) -> None:
@@ -212,7 +210,7 @@ class Launcher:
             raise self.failed
         if self.imported_s is None:
             try:
-                message = self._next("ready", time.monotonic() + self.timeout_s)
+                message = self._next(("ready",), time.monotonic() + self.timeout_s)
             except LauncherFailed as error:
                 self.failed = error
                 self.proc.kill()
@@ -223,32 +221,25 @@ class Launcher:
     def spawn(self, argv: list[str], env: dict[str, str]) -> LaunchedProcess:
         """Fork a worker with these arguments (after `python -m offloadbench.jobs.worker`) and
         environment variables; its pipes are made here."""
+        self.ready()
         command_r, command_w = os.pipe()
         events_r, events_w = os.pipe()
         try:
-            proc = self.request({"argv": argv, "env": env}, [command_r, events_w])
+            try:
+                socket.send_fds(self.control, [json.dumps({"argv": argv, "env": env}).encode()], [command_r, events_w])
+            except OSError as error:
+                raise LauncherFailed(f"the {self.imports} launcher is gone ({error})") from None
+            answer = self._next(("started", "refused"), time.monotonic() + self.timeout_s)
         finally:
             os.close(command_r)
             os.close(events_w)
-        proc.stdin, proc.events_fd = os.fdopen(command_w, "wb"), events_r
-        return proc
-
-    def request(self, request: dict, fds: list[int]) -> LaunchedProcess:
-        """Send one request with these file descriptors; the process it forked."""
-        self.ready()
-        try:
-            socket.send_fds(self.control, [json.dumps(request).encode()], fds)
-        except OSError as error:
-            raise LauncherFailed(f"the {self.imports} launcher is gone ({error})") from None
-        answer = self._next(("started", "refused"), time.monotonic() + self.timeout_s)
         if "refused" in answer:
             self.refusals.append(str(answer["refused"])[:300])
-            raise LauncherFailed(str(answer["refused"])[:300])
-        return LaunchedProcess(self, int(answer["started"]), None, -1)
+            raise LauncherFailed(self.refusals[-1])
+        return LaunchedProcess(self, int(answer["started"]), os.fdopen(command_w, "wb"), events_r)
 
-    def _next(self, kinds, deadline: float) -> dict:
+    def _next(self, kinds: tuple[str, ...], deadline: float) -> dict:
         """The next message of one of `kinds`, recording the workers that ended on the way."""
-        kinds = (kinds,) if isinstance(kinds, str) else kinds
         while True:
             message = self._receive(deadline)
             if message is None:
@@ -295,23 +286,19 @@ class LaunchedProcess:
         self.launcher, self.pid, self.stdin, self.events_fd = launcher, pid, stdin, events_fd
         self.returncode: int | None = None
 
-    def poll(self) -> int | None:
+    def poll(self, wait_s: float = 0.0) -> int | None:
         if self.returncode is None:
-            self.returncode = self.launcher.returncode(self.pid)
+            self.returncode = self.launcher.returncode(self.pid, wait_s)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            self.returncode = self.launcher.returncode(self.pid, 1e9 if timeout is None else timeout)
-            if self.returncode is None:
-                raise subprocess.TimeoutExpired("offloadbench.jobs.worker", timeout)
+        if self.poll(1e9 if timeout is None else timeout) is None:
+            raise subprocess.TimeoutExpired("offloadbench.jobs.worker", timeout)
         return self.returncode
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import stat
@@ -28,7 +29,7 @@ LOCK_NAME = "offloadbench-measure.lock"
 LOCK_ENV = "OFFLOADBENCH_LOCK"  # another lock file, e.g. for tests that must not wait on real runs
 DEFAULT_TIMEOUT_S = 6 * 3600  # measure.lock_timeout_s
 REPORT_EVERY_S = 30.0
-_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # POSIX (Linux, macOS) only, as flock is
 
 
 class LockError(UserError):
@@ -80,12 +81,8 @@ def holder_of(fd: int) -> str:
     if not isinstance(info, dict):
         return "held by a process that does not say which"
     words = [f"held by pid {info.get('pid')}"]
-    if info.get("user"):
-        words.append(f"of {info['user']}")
-    if info.get("label"):
-        words.append(f"({info['label']})")
-    if info.get("since"):
-        words.append(f"since {info['since']}")
+    words += [form.format(info[key]) for key, form in (("user", "of {}"), ("label", "({})"), ("since", "since {}"))
+              if info.get(key)]
     return " ".join(str(w)[:200] for w in words)
 
 
@@ -97,16 +94,12 @@ def _write_holder(fd: int, label: str) -> None:
 
 
 def _wait(fd: int, path: Path, timeout_s: float, say: Callable[[str], None]) -> None:
-    import fcntl
-
     start = time.monotonic()
     next_report, pause = start + REPORT_EVERY_S, 0.05
     while True:
-        try:
+        with contextlib.suppress(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
-        except BlockingIOError:
-            pass
         now = time.monotonic()
         if now - start >= timeout_s:
             raise LockError(f"gave up after {now - start:.0f} s waiting for the benchmark lock {path}, "
@@ -126,11 +119,6 @@ def host_lock(path: Path | None = None, *, label: str = "", timeout_s: float = D
     round), `say` receives the waiting lines."""
     path = path or lock_path()
     start = time.perf_counter()
-    try:
-        import fcntl
-    except ImportError:  # Windows: rely on the scheduler alone
-        yield 0.0
-        return
     fd, writable = _open_lock(path)
     try:
         _wait(fd, path, timeout_s, say or (lambda line: print(line, file=sys.stderr, flush=True)))

@@ -9,6 +9,7 @@ stdout and stderr in a thread, cell by cell (`ProcessOutput`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -30,38 +31,37 @@ class CappedOutput:
     """One cell's output on its way to `sink`: the head written as it comes, the tail kept
     until the cell ends (`close`)."""
 
-    def __init__(self, label: str, sink: int = 2, keep: int = KEEP_BYTES):
-        self.label, self.sink, self.keep = label, sink, keep
-        self.head = 0  # bytes written so far, up to `keep`
+    def __init__(self, label: str, sink: int = 2):
+        self.label, self.sink = label, sink
+        self.head = 0  # bytes written so far, up to KEEP_BYTES
         self.tail = bytearray()
         self.dropped = 0
 
     def feed(self, data: bytes) -> None:
-        if self.head < self.keep:
-            first = data[:self.keep - self.head]
+        if self.head < KEEP_BYTES:
+            first = data[:KEEP_BYTES - self.head]
             _write_all(self.sink, first)
             self.head += len(first)
             data = data[len(first):]
         if data:
             self.tail += data
-            if len(self.tail) > self.keep:
-                cut = len(self.tail) - self.keep
+            if len(self.tail) > KEEP_BYTES:
+                cut = len(self.tail) - KEEP_BYTES
                 self.dropped += cut
                 del self.tail[:cut]
 
-    def close(self) -> int:
-        """Write what is kept of the tail, after a line saying what was dropped; the bytes dropped."""
+    def close(self) -> None:
+        """Write what is kept of the tail, after a line saying what was dropped."""
         if self.dropped:
             note = (f"\n[... {self.dropped} bytes of the output of cell {self.label} dropped: the log keeps the "
-                    f"first and the last {self.keep // 1024} KiB ...]\n")
+                    f"first and the last {KEEP_BYTES // 1024} KiB ...]\n")
             _write_all(self.sink, note.encode())
         _write_all(self.sink, bytes(self.tail))
-        dropped, self.head, self.tail, self.dropped = self.dropped, 0, bytearray(), 0
-        return dropped
 
     def drain(self, fd: int, pid: int) -> int:
-        """Read the cell's process's output from `fd` until it ends; its wait status. A
-        process it started that still holds the pipe does not keep the worker waiting."""
+        """Read the cell's process's output from `fd` until it ends; its exit code (negative:
+        the signal). A process it started that still holds the pipe does not keep the worker
+        waiting."""
         pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
         try:
             while True:
@@ -74,11 +74,9 @@ class CappedOutput:
                     self.feed(chunk)
                 elif pidfd in ready:  # ended: take what is in the pipe, without waiting for EOF
                     os.set_blocking(fd, False)
-                    try:
+                    with contextlib.suppress(BlockingIOError):
                         while chunk := os.read(fd, CHUNK):
                             self.feed(chunk)
-                    except BlockingIOError:
-                        pass
                     break
         finally:
             os.close(fd)
@@ -86,7 +84,7 @@ class CappedOutput:
                 os.close(pidfd)
         _, status = os.waitpid(pid, 0)
         self.close()
-        return status
+        return os.waitstatus_to_exitcode(status)
 
 
 class ProcessOutput:

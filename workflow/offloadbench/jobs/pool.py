@@ -50,9 +50,10 @@ class Workers:
 
     def __init__(self, args: argparse.Namespace, settings: dict, compile_settings: dict, environment: Environment,
                  raw: Path, split: Counter):
-        self.args, self.settings, self.compile_settings = args, settings, compile_settings
+        self.args, self.compile_settings = args, compile_settings
         self.environment, self.raw, self.split = environment, raw, split
         self.timeout_s = float(settings["timeout_s"])
+        self.allocator_env = allocator_env(str(settings.get("allocator", STEADY)))
         self.workers: dict[WorkerSpec, WorkerProcess] = {}
         self.launchers: dict[str, Launcher] = {}  # by what they import: numpy, or torch too
         self.history: dict[str, dict] = {}
@@ -88,15 +89,6 @@ class Workers:
         finally:
             self.split["start"] += time.monotonic() - began
 
-    def start_worker(self, spec: WorkerSpec) -> WorkerProcess:
-        """Launch the worker of `spec`; a launcher that failed is the worker's failure."""
-        try:
-            return self.launch(spec)
-        except LauncherFailed as error:
-            timed_out = "did not answer" in str(error)
-            self.broken[spec] = WorkerFailed("timeout" if timed_out else "error", f"its worker did not start: {error}")
-            raise self.broken[spec] from None
-
     def compile_cache_dir(self, name: str) -> str:
         """The compile cache of a compiled worker kind (or the launcher's): one per kind and
         run, under raw/, so the first round compiles as a program's first run does (an empty
@@ -114,11 +106,16 @@ class Workers:
             cache = self.compile_cache_dir(spec.name)
             env.update(TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
         if spec.compiled and spec.device == "cpu":
-            # the compiler in the worker's own process: a pool of compile processes (and the
-            # thread that feeds it) cannot cross the fork of each cell's process
-            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-            if self.environment.vec_isa_known:
-                env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"  # its checks ran once, in the environment job
+            env.update(self.cpu_compiler_env())
+        return env
+
+    def cpu_compiler_env(self) -> dict[str, str]:
+        """A compiled CPU worker's compiler (or its launcher's) runs in the process itself: a
+        pool of compile processes, and the thread that feeds it, cannot cross the fork of
+        each cell's process. Its vector ISA checks ran once, in the environment job."""
+        env = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+        if self.environment.vec_isa_known:
+            env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
         return env
 
     def launcher(self, spec: WorkerSpec) -> Launcher | None:
@@ -131,21 +128,20 @@ class Workers:
             "torch" if spec.library == "torch" else "numpy"
         if imports not in self.launchers:
             # every worker sets its own threads; the launcher imports with one, so no pool runs at a fork
-            env = {**os.environ, **thread_env(1), **allocator_env(str(self.settings.get("allocator", STEADY)))}
+            env = {**os.environ, **thread_env(1), **self.allocator_env}
             if imports != "gpu":
                 env = devices.hide_gpus(env)
             if imports == "compiler":  # the compiler started there, once, for every compiled CPU worker
-                env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-                if self.environment.vec_isa_known:
-                    env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
+                env.update(self.cpu_compiler_env())
                 if self.compile_settings.get("cold_cache", True):  # a cache of its own
                     env["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")
             self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
         return self.launchers[imports]
 
-    def launch(self, spec: WorkerSpec) -> WorkerProcess:
+    def start_worker(self, spec: WorkerSpec) -> WorkerProcess:
         """Start the worker of `spec`, forked by the round's launcher where there is one (it
-        dies with this job, and its cells' processes with it)."""
+        dies with this job, and its cells' processes with it); a launcher that failed is the
+        worker's failure."""
         token = secrets.token_hex(8)
         argv = [
             "--token", token, "--library", spec.library, "--device", spec.device, "--threads-label", spec.threads,
@@ -156,23 +152,26 @@ class Workers:
         ]
         launcher = self.launcher(spec)
         if launcher is not None:
-            proc = launcher.spawn(argv, self.worker_env(spec))
-            worker = WorkerProcess(spec, proc, os.fdopen(proc.events_fd, "rb", buffering=0), proc.pid, utc_now(),
-                                   token=token)
+            try:
+                proc = launcher.spawn(argv, self.worker_env(spec))
+            except LauncherFailed as error:
+                timed_out = "did not answer" in str(error)
+                self.broken[spec] = WorkerFailed("timeout" if timed_out else "error",
+                                                 f"its worker did not start: {error}")
+                raise self.broken[spec] from None
+            events_fd = proc.events_fd
         else:
-            read_fd, write_fd = os.pipe()
-            env = {**os.environ, **self.worker_env(spec),
-                   **allocator_env(str(self.settings.get("allocator", STEADY)))}
+            events_fd, write_fd = os.pipe()
+            env = {**os.environ, **self.worker_env(spec), **self.allocator_env}
             sys.stderr.flush()
             proc = subprocess.Popen([sys.executable, "-m", "offloadbench.jobs.worker", *argv,
                                      "--events-fd", str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=sys.stderr.fileno(), env=env, pass_fds=(write_fd,))
             os.close(write_fd)
-            worker = WorkerProcess(spec, proc, os.fdopen(read_fd, "rb", buffering=0), proc.pid, utc_now(),
-                                   token=token)
+        worker = WorkerProcess(spec, proc, os.fdopen(events_fd, "rb", buffering=0), token=token)
         self.workers[spec] = worker
         self.history.setdefault(spec.name, {"processes": []})["processes"].append(
-            {"pid": proc.pid, "started_at": worker.started_at})
+            {"pid": proc.pid, "started_at": utc_now()})
         return worker
 
     def await_ready(self, worker: WorkerProcess) -> WorkerProcess:
@@ -186,27 +185,22 @@ class Workers:
         except (EOFError, ProtocolFault):
             received = None
         sender, event = received or (None, None)
+        if isinstance(event, Ready) and sender == worker.token:
+            self.history[spec.name]["processes"][-1].update(event.ready)
+            return worker
+        code = worker.kill()
         if isinstance(event, Refusal):
-            worker.kill()
             raise Refused(event.refused)
         if isinstance(event, Broken) and sender == worker.token:  # it cannot measure, and says why
-            worker.kill()
-            self.broken[spec] = WorkerFailed("error", f"its worker cannot measure: {event.broken[:300]}")
-            raise self.broken[spec]
-        if not isinstance(event, Ready) or sender != worker.token:
-            code = worker.kill()
-            if code == EXIT_REFUSED:
-                raise Refused(f"worker {spec.name} refused to start (see the log)")
-            if timed_out:
-                failed = WorkerFailed("timeout", f"its worker did not start within the cell time limit of "
-                                                 f"{self.timeout_s:g} s")
-            else:
-                failed = WorkerFailed("error", f"its worker did not start: {death_reason(code)[1]} (see the log)")
-            self.broken[spec] = failed
-            raise failed
-        worker.ready = event.ready
-        self.history[spec.name]["processes"][-1].update(event.ready)
-        return worker
+            failed = WorkerFailed("error", f"its worker cannot measure: {event.broken[:300]}")
+        elif code == EXIT_REFUSED:
+            raise Refused(f"worker {spec.name} refused to start (see the log)")
+        elif timed_out:
+            failed = WorkerFailed("timeout", f"its worker did not start within the cell time limit of {self.timeout_s:g} s")
+        else:
+            failed = WorkerFailed("error", f"its worker did not start: {death_reason(code)[1]} (see the log)")
+        self.broken[spec] = failed
+        raise failed
 
     def retire(self, workers: list[WorkerProcess]) -> None:
         """End the workers: every command channel closed first, so they all end at once."""
@@ -225,6 +219,6 @@ class Workers:
 
     def pids(self, specs) -> list[int]:
         """The pids of the processes measuring for those of these workers that are running,
-        each once."""
-        return [worker.busy_pid for spec in dict.fromkeys(specs)
+        each once: a worker's cell's process, where it forked one."""
+        return [worker.cell_pid or worker.proc.pid for spec in dict.fromkeys(specs)
                 if (worker := self.workers.get(spec)) is not None and worker.proc.poll() is None]

@@ -79,15 +79,12 @@ def read_message(data: dict) -> Message | None:
     tags = [tag for tag in MESSAGES if tag in data]
     if len(tags) != 1:
         return None
-    kind, values = MESSAGES[tags[0]], {}
-    for declared in fields(kind):
-        if declared.name in data:
-            values[declared.name] = data[declared.name]
-        elif declared.default is MISSING and declared.default_factory is MISSING:
-            return None
-        if declared.name in values and not _fits(values[declared.name], declared.type):
-            return None
-    found = kind(**values)
+    kind = MESSAGES[tags[0]]
+    if any(f.name not in data and f.default is MISSING and f.default_factory is MISSING for f in fields(kind)):
+        return None
+    if not all(_fits(data[f.name], f.type) for f in fields(kind) if f.name in data):
+        return None
+    found = kind(**{f.name: data[f.name] for f in fields(kind) if f.name in data})
     return found if found.valid() else None
 
 
@@ -201,13 +198,10 @@ class Done(Message):
 def oom_kills() -> int | None:
     """How many processes the kernel's out-of-memory killer has killed since boot (Linux's
     /proc/vmstat), or None where that is not known."""
-    try:
-        with open("/proc/vmstat", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, ValueError), open("/proc/vmstat", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
     return None
 
 
@@ -233,9 +227,6 @@ class WorkerProcess:
     spec: WorkerSpec
     proc: subprocess.Popen
     events: object
-    pid: int
-    started_at: str
-    ready: dict = field(default_factory=dict)
     cells: int = 0
     buffer: bytes = b""
     cell_pid: int | None = None  # the process measuring its current cell (itself where it forks none)
@@ -274,7 +265,7 @@ class WorkerProcess:
     def kill(self) -> int:
         """Kill the worker and its cell's process, and wait until both are gone (a killed
         cell's process writes no record after the round job has written its own)."""
-        cell = self.cell_pid if self.cell_pid != self.pid else None
+        cell = self.cell_pid if self.cell_pid != self.proc.pid else None
         if cell is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(cell, signal.SIGKILL)
@@ -285,17 +276,10 @@ class WorkerProcess:
             wait_gone(cell)
         return code
 
-    @property
-    def busy_pid(self) -> int:
-        """The process whose CPU time is the worker's: its cell's, where it forked one."""
-        return self.cell_pid or self.pid
-
     def end_commands(self) -> None:
         """Close the command channel: the worker ends once it has read what was sent."""
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
 
     def close(self) -> None:
         self.end_commands()
@@ -395,11 +379,14 @@ class Channels:
         self.events.write(event.line(token))
         self.events.flush()
 
-    def answer(self, token: str, event: Message) -> None:
-        """Answer the command in flight, unless a kernel tampered with a channel: then say so
-        and end the cell (ChannelFault)."""
+    def check(self, token: str, key: str) -> None:
+        """Where a kernel tampered with a channel, say so and end the cell `key` (ChannelFault)."""
         fault = self.fault()
         if fault:
-            self.send(token, Fault(event.key, fault))
+            self.send(token, Fault(key, fault))
             raise ChannelFault(fault)
+
+    def answer(self, token: str, event: Message) -> None:
+        """Answer the command in flight, unless a kernel tampered with a channel (`check`)."""
+        self.check(token, event.key)
         self.send(token, event)

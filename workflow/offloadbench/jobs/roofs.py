@@ -14,12 +14,11 @@ import sys
 import time
 
 from ..cells import usable_cores
-from ..measure import devices
 from ..measure.devices import import_torch
 from ..measure.threads import thread_env
 from ..records import ROOFS_SCHEMA
 from .device_job import device_record, parse_args, run_devices
-from .environment import known_absent
+from .environment import known_absent, model_name
 
 
 def roofs_record(args: argparse.Namespace, device: str, waited: float) -> dict:
@@ -36,14 +35,10 @@ def roofs_record(args: argparse.Namespace, device: str, waited: float) -> dict:
     threads = apply_thread_limits(usable_cores(), torch)
     kind = "cpu" if device == "cpu" else "gpu"
     sizes = RoofSizes(parse_size(settings[f"{kind}_triad_size"]), int(settings[f"{kind}_matmul_n"]))
-    device_name = None
-    if device != "cpu" and torch is not None and devices.unavailable_reason(device, torch) is None:
-        device_name = devices.get(device, torch).model_name()
     points = calibrate(device, list(grid["libraries"]), list(grid["dtypes"]), sizes, float(settings["budget_s"]),
                        torch, absent)
-    return device_record("roofs", ROOFS_SCHEMA, args, device, device_name or ("cpu" if device == "cpu" else None),
-                         points, settings, started, waited, threads=threads,
-                         calibration_s=time.perf_counter() - begin)
+    return device_record("roofs", ROOFS_SCHEMA, args, device, model_name(device, torch), points, settings, started,
+                         waited, threads=threads, calibration_s=time.perf_counter() - begin)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,7 @@ import secrets
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from .. import estimate, grid, layout, schedule
@@ -51,7 +51,6 @@ from ..catalogue import SPECS
 from ..cells import Cell
 from ..kernels import read_kernel_files
 from ..logs import run_job, tell
-from ..machine import mismatch
 from ..measure import system
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.settings import Settings
@@ -60,6 +59,7 @@ from ..units import fmt_duration
 from .bout import Bout
 from .bout import method as bout_method
 from .earlier import EarlierRecords
+from .environment import foreign_host
 from .lock import DEFAULT_TIMEOUT_S, host_lock
 from .pool import Refused, WorkerFailed, Workers
 from .protocol import (
@@ -132,21 +132,14 @@ class Round:
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
-        reason = None
-        if cell.library == "torch" or cell.compiled:
-            reason = self.environment.device_reason(cell.device)
-        if not reason and cell.compiled:
-            reason = self.environment.compile_reason(cell.device)
-        return reason
+        reason = self.environment.device_reason(cell.device) if cell.library == "torch" or cell.compiled else None
+        return reason or (self.environment.compile_reason(cell.device) if cell.compiled else None)
 
     # the round
     def run(self) -> int:
-        different = mismatch(self.environment.fingerprint, self.facts["fingerprint"])
-        if different:
-            raise Refused(
-                f"this host's {different} recorded in {self.args.environment}: choose a new "
-                "`machine:` label rather than mixing machines"
-            )
+        refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
+        if refusal:
+            raise Refused(refusal)
         for cell in self.cells:
             status = self.earlier.finished_status(self.staging.final(cell), self.staging.partial(cell))
             if status:
@@ -154,14 +147,16 @@ class Round:
                 continue
             facts = None if self.device_reason(cell) else self.earlier.facts(cell)
             if facts and "failed" in facts:  # a wrong result is not measured again
-                self.write_failure(cell, "error", f"{facts['failed']} (round {facts['round']}, not measured again)",
-                                   None, None)
+                self.write_failure(cell, "error", f"{facts['failed']} (round {facts['round']}, not measured again)")
                 continue
             if facts:
                 self.carried[cell] = facts
             self.todo.append(cell)
-        self.costs = self.estimated_costs()
+        roofs = estimate.roofs_for(self.raw.parent)  # each cell's predicted seconds, for the progress lines
+        self.costs = {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
+                      for c in self.todo}
         self.workers_s = estimate.workers_seconds([c for c in self.todo if not self.device_reason(c)])
+        self.estimated_s = sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S
         started = utc_now()
         lock_wait, before, after = 0.0, None, None
         if self.todo:
@@ -178,7 +173,7 @@ class Round:
                                                             self.min_cycles)
                     for cells in groups:
                         bout = Bout(self, cells, plans.get(cells[0].group_name)).run()
-                        self.bouts.append(bout.as_dict())
+                        self.bouts.append(asdict(bout))
                         self.split["sampling"] += bout.sampling_s
                         self.split["paused"] += bout.paused_s
                     for bout in self.bouts:  # each group's share of starting the workers
@@ -188,17 +183,16 @@ class Round:
                 after = system.snapshot()
         self.staging.publish(self.cells)
         self.write_manifest(started, lock_wait, before, after)
-        self.say_done()
+        if self.todo:
+            tell(self.terminal, f"{self.name}: {len(self.todo)} cells in {fmt_duration(time.monotonic() - self.began)}")
         return 0
 
-    def estimated_costs(self) -> dict[Cell, float]:
-        """Each cell's predicted seconds (zero for cells of absent devices), for progress lines."""
-        roofs = estimate.roofs_for(self.raw.parent)
-        return {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
-                for c in self.todo}
-
-    def cell_done(self, cell: Cell) -> None:
-        """A cell of the round has its record: count it for the progress lines."""
+    def cell_done(self, cell: Cell, status: str, reason: str) -> None:
+        """A cell of the round has its record: say why where it failed, and count it for the
+        progress lines."""
+        self.statuses[cell] = status
+        if status in FAILED:
+            tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
         self.done += 1
         self.expected_done += self.costs.get(cell, 0.0)
         self.report_progress()
@@ -251,17 +245,14 @@ class Round:
                 if isinstance(event, Forked) and event.key == cell.key:
                     worker.cell_pid = event.pid
                 continue  # late news of an earlier cell, whose record is written
-            if sender != token:  # a stray line, a stale or forged event
-                ending = WROTE_TO_CHANNEL
-                break
-            if isinstance(event, Phase):
+            if sender == token and isinstance(event, Phase):
                 phase = event.phase[:80]
                 continue
-            if isinstance(event, Fault) and event.key == cell.key:
-                ending = (event.reason or WROTE_TO_CHANNEL)[:200]
+            if sender != token or not isinstance(event, expect | Done | Fault) or event.key != cell.key:
+                ending = WROTE_TO_CHANNEL  # a stray line, a stale or forged event
                 break
-            if not isinstance(event, expect | Done) or event.key != cell.key:
-                ending = WROTE_TO_CHANNEL
+            if isinstance(event, Fault):
+                ending = (event.reason or WROTE_TO_CHANNEL)[:200]
                 break
             self.spent[cell] = self.spent.get(cell, 0.0) + time.monotonic() - began
             self.count_split(cell, kind, time.monotonic() - began, getattr(event, "phases_s", None))
@@ -273,7 +264,7 @@ class Round:
                 worker.prepared.discard(cell.key)
                 if not self.staging.partial(cell).exists():  # a `Done` without the record it stands for
                     return self.cell_failed(cell, "error", "it said it was done, but wrote no record", worker)
-                self.ended(cell, event)
+                self.cell_done(cell, event.status, event.reason)
                 if event.replace:  # its code left what cannot be undone: a fresh worker next
                     self.pool.retire([worker])
             return event if isinstance(event, expect) else None
@@ -293,9 +284,8 @@ class Round:
         if worker is not None:
             worker.cell_pid = None
             worker.prepared.discard(cell.key)
-        self.write_failure(cell, status, reason, worker, worker.cells if worker else None)
-        tell(self.terminal, f"cell {cell.label}: {status}: {reason}")
-        self.cell_done(cell)
+        self.write_failure(cell, status, reason, worker)
+        self.cell_done(cell, status, reason)
 
     def count_split(self, cell: Cell, kind: str, seconds: float, phases: dict | None) -> None:
         """A prepare or finish command's wall time, by the phases its cell's process reported
@@ -309,26 +299,15 @@ class Round:
         if kind == "prepare":
             self.reported[cell] = phases
         new = {name: max(0.0, value - before.get(name, 0.0)) for name, value in phases.items()}
-        for name, value in new.items():
-            self.split[name] += value
+        self.split.update(new)
         self.split["handover"] += max(0.0, seconds - sum(new.values()))
 
-    def sibling_pids(self, cell: Cell, cells) -> list[int]:
-        """The pids of the running workers of `cells` other than `cell`'s."""
-        return self.pool.pids(other.worker for other in cells if other.worker != cell.worker)
-
-    def ended(self, cell: Cell, event: Done) -> None:
-        """The cell's worker wrote its record."""
-        self.statuses[cell] = event.status
-        if event.status in FAILED:
-            tell(self.terminal, f"cell {cell.label}: {event.status}: {event.reason}")
-        self.cell_done(cell)
-
-    def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None, position) -> None:
+    def write_failure(self, cell: Cell, status: str, reason: str, worker: WorkerProcess | None = None) -> None:
+        """The cell's record, written by this job (`worker`: the one it failed in, if any)."""
         now = utc_now()
         process = {
             "round": self.args.round, "processes": self.args.processes, "worker": cell.worker.name,
-            "pid": worker.pid if worker else None, "position": position, **where(),
+            "pid": worker.proc.pid if worker else None, "position": worker.cells if worker else None, **where(),
         }
         info = self.kernels.get(cell.op)  # its file's hash: a rerun measures it again only once the file changed
         record = cell_record(
@@ -347,13 +326,16 @@ class Round:
         if now - self.last_report < PROGRESS_EVERY_S or self.done == len(self.todo):
             return
         self.last_report = now
-        started = self.workers_s if self.done else 0.0
-        left = estimate.remaining_s(now - self.began, started + self.expected_done,
-                                    self.workers_s + sum(self.costs.values()) + estimate.ROUND_CLOSE_S)
+        left = estimate.remaining_s(now - self.began, self.workers_s + self.expected_done, self.estimated_s)
         tell(self.terminal, f"{self.name}: {self.done}/{len(self.todo)} cells, "
                             f"about {fmt_duration(left)} left in this round")
 
     def write_manifest(self, started: str, lock_wait: float, before: dict | None, after: dict | None) -> None:
+        took = time.monotonic() - self.began if self.todo else 0.0
+        # the round's wall time by what it went to; `other` is the rest (the lock, the system
+        # check, the records moved into place)
+        split = {name: round(value, 4) for name, value in sorted(self.split.items())}
+        split["other"] = round(max(0.0, took - sum(self.split.values())), 4)
         manifest = layout.extra_round_relpath if self.extra else layout.round_relpath
         write_json_atomic(self.raw / manifest(self.args.round), {
             "kind": "round",
@@ -365,9 +347,9 @@ class Round:
             "finished_at": utc_now(),
             "cells": len(self.cells),
             "measured_now": len(self.todo),
-            "estimated_s": sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S,
-            "took_s": time.monotonic() - self.began if self.todo else 0.0,
-            "split_s": self.split_s(),
+            "estimated_s": self.estimated_s,
+            "took_s": took,
+            "split_s": split,
             "statuses": dict(Counter(self.statuses.values())),
             "lock_wait_s": lock_wait,
             "workers": self.pool.history,
@@ -381,20 +363,6 @@ class Round:
                        **bout_method(self.min_cycles)},
             **where(),
         })
-
-    def split_s(self) -> dict[str, float]:
-        """The round's wall time by what it went to; `other` is the rest (the lock, the
-        system check, the records moved into place)."""
-        took = time.monotonic() - self.began if self.todo else 0.0
-        split = {name: round(value, 4) for name, value in sorted(self.split.items())}
-        split["other"] = round(max(0.0, took - sum(self.split.values())), 4)
-        return split
-
-    def say_done(self) -> None:
-        if not self.todo:
-            return
-        took = time.monotonic() - self.began
-        tell(self.terminal, f"{self.name}: {len(self.todo)} cells in {fmt_duration(took)}")
 
 
 def main(argv: list[str] | None = None) -> int:

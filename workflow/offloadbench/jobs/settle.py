@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from .. import layout
@@ -63,10 +64,10 @@ class Settling:
         """The extra rounds already run (their own records, rounds/extra-<k>.json)."""
         return [load_round(p).round for p in layout.round_records(self.raw, "extra")]
 
-    def seconds_in(self, cells, extra: bool) -> float:
-        """The cells' own measuring seconds in the planned (or the extra) rounds, from the
-        records: a planned round rerun with nothing to do leaves its records, not its time."""
-        return sum(r.seconds for mc in cells for r in mc.records if (r.round > self.planned) == extra)
+    def planned_cell_seconds(self, cells) -> float:
+        """The cells' own measuring seconds in the planned rounds, from the records: a planned
+        round rerun with nothing to do leaves its records, not its time."""
+        return sum(r.seconds for mc in cells for r in mc.records if r.round <= self.planned)
 
     def round_seconds(self, extra: bool) -> float:
         """The wall seconds the planned (or extra) rounds took, from their own records."""
@@ -76,12 +77,12 @@ class Settling:
     def budget_s(self, cells) -> float:
         """A share of the planned rounds' time: their wall time, or their cells' own seconds
         where that is larger (a planned round rerun with nothing to do took no time)."""
-        planned = max(self.round_seconds(extra=False), self.seconds_in(cells, extra=False))
+        planned = max(self.round_seconds(extra=False), self.planned_cell_seconds(cells))
         return float(self.settings.get("extra_time_fraction", 0.5)) * planned
 
     def overhead(self, cells) -> float:
         """Wall time per second of cell time in the planned rounds: worker starts, compiles, pauses."""
-        cell_s = self.seconds_in(cells, extra=False)
+        cell_s = self.planned_cell_seconds(cells)
         return max(1.0, self.round_seconds(extra=False) / cell_s) if cell_s > 0 else 1.0
 
     def predicted_s(self, cells, chosen) -> float:
@@ -93,14 +94,9 @@ class Settling:
 
     def run(self) -> int:
         if self.cap <= self.planned:  # no extra round can run: nothing to plan, nor to read
-            write_json_atomic(self.args.out, {
-                "kind": "settle", "planned_rounds": self.planned, "max_processes": self.cap, "budget_s": 0.0,
-                "spent_s": 0.0, "extra_rounds": [], "comparisons": 0, "undecided_at_start": [],
-                "undecided_at_end": [], "rounds_needed": {}, "replaced": {}, "disagree": {}, "cannot_decide": {},
-                "stopped": NO_EXTRA})
-            shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)
-            tell(self.terminal, f"settling: {NO_EXTRA}")
-            return 0
+            return self.close(NO_EXTRA, budget_s=0.0, spent_s=0.0, extra_rounds=[], comparisons=0,
+                              undecided_at_start=[], undecided_at_end=[], rounds_needed={}, replaced={},
+                              disagree={}, cannot_decide={}, stopped=NO_EXTRA)
         history = []
         cells = self.cells()
         budget = self.budget_s(cells)
@@ -133,30 +129,22 @@ class Settling:
             cells = self.cells()
         final = comparisons(cells)
         still = [c.name for c in final if c.verdict == UNDECIDED]
-        rounds_needed = {}
-        for entry in history:
-            for name in entry["undecided"]:
-                rounds_needed[name] = rounds_needed.get(name, 0) + 1
-        summary = {
-            "kind": "settle",
-            "planned_rounds": self.planned,
-            "max_processes": self.cap,
-            "budget_s": budget,
-            "spent_s": self.round_seconds(extra=True),
-            "extra_rounds": history,
-            "comparisons": len(final),
-            "undecided_at_start": undecided_at_start,
-            "undecided_at_end": still,
-            "rounds_needed": rounds_needed,
-            "replaced": {mc.cell.key: mc.replaced for mc in cells if mc.replaced},
-            "disagree": {mc.cell.key: mc.disagree for mc in cells if mc.disagree},
-            "cannot_decide": {name: why for name, why in cannot_decide.items() if name in still},
-            "stopped": stopped,
-        }
-        write_json_atomic(self.args.out, summary)
-        shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)  # no round compiles after this one
-        tell(self.terminal, f"settling: {len(rounds_needed)} comparisons needed extra rounds "
-                            f"({len(history)} in all); {len(still)} of {len(final)} stayed undecided; {stopped}")
+        rounds_needed = Counter(name for entry in history for name in entry["undecided"])
+        return self.close(
+            f"{len(rounds_needed)} comparisons needed extra rounds ({len(history)} in all); {len(still)} of "
+            f"{len(final)} stayed undecided; {stopped}",
+            budget_s=budget, spent_s=self.round_seconds(extra=True), extra_rounds=history, comparisons=len(final),
+            undecided_at_start=undecided_at_start, undecided_at_end=still, rounds_needed=rounds_needed,
+            replaced={mc.cell.key: mc.replaced for mc in cells if mc.replaced},
+            disagree={mc.cell.key: mc.disagree for mc in cells if mc.disagree},
+            cannot_decide={name: why for name, why in cannot_decide.items() if name in still}, stopped=stopped)
+
+    def close(self, line: str, **summary) -> int:
+        """Write raw/rounds/settle.json and say `line`; no round compiles after this one."""
+        write_json_atomic(self.args.out, {"kind": "settle", "planned_rounds": self.planned, "max_processes": self.cap,
+                                          **summary})
+        shutil.rmtree(self.raw / layout.COMPILE_CACHE_DIR, ignore_errors=True)
+        tell(self.terminal, f"settling: {line}")
         return 0
 
     def measure(self, k: int, chosen) -> int:

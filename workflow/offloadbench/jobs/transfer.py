@@ -11,12 +11,11 @@ import os
 import sys
 import time
 
-from ..measure import devices
 from ..measure.devices import import_torch
 from ..measure.threads import thread_env
 from ..records import TRANSFER_SCHEMA
 from .device_job import device_record, parse_args, run_devices
-from .environment import known_absent
+from .environment import known_absent, model_name
 
 
 def sweep_record(args: argparse.Namespace, device: str, waited: float) -> dict:
@@ -30,9 +29,7 @@ def sweep_record(args: argparse.Namespace, device: str, waited: float) -> dict:
     started, begin = utc_now(), time.perf_counter()
     absent = known_absent(args.environment, device)
     torch = None if absent else import_torch()
-    device_name = None
-    if torch is not None and devices.unavailable_reason(device, torch) is None:
-        device_name = devices.get(device, torch).model_name()
+    device_name = model_name(device, torch)
     stop = StopRule(target_rel_ci=float(settings["target_rel_ci"]), budget_s=float(settings["budget_s"]))
     points = sweep(torch, device, [parse_size(s) for s in settings["sizes"]], list(settings["memory"]), stop, absent)
     return device_record("transfer", TRANSFER_SCHEMA, args, device, device_name, points, settings, started, waited,

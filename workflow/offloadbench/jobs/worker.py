@@ -58,10 +58,12 @@ from pathlib import Path
 
 from ..catalogue import SPECS
 from ..cells import COMPILED, MODES, Cell, WorkerSpec
-from ..kernels import read_kernel_files
-from ..machine import mismatch
-from ..measure import devices
-from ..records import CELL_SCHEMA, cell_record, load_environment, warm_validators, write_json_atomic
+from ..kernels import load_kernels, read_kernel_files
+from ..measure import compiled, devices, process_state
+from ..measure.provenance import host_facts, utc_now, where
+from ..measure.threads import apply_thread_limits, thread_counts
+from ..records import CELL_SCHEMA, cell_record, warm_validators, write_json_atomic
+from .environment import foreign_host, model_name
 from .output import CappedOutput, ProcessOutput
 from .protocol import (
     Broken,
@@ -70,7 +72,6 @@ from .protocol import (
     CommandReader,
     Died,
     Done,
-    Fault,
     Finish,
     Forked,
     Message,
@@ -119,7 +120,6 @@ def die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
 
     parent = os.getppid()
     try:
@@ -160,8 +160,7 @@ class Worker:
         self.torch = None
         self.compiler_startup_s = None
         self.forks = forks_cells(self.spec.device)
-        self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began)
-        self.prepare_s: dict[str, float] = {}  # cell key -> seconds its preparation took
+        self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began, prepare_s)
         self.state_before = None  # the process state a cell starts from (measure/process_state.py)
         self.replace = False  # a cell left what cannot be restored: end after it
 
@@ -177,63 +176,44 @@ class Worker:
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
         if self.spec.library == "torch" or self.spec.compiled:  # torch.compile compiles NumPy code too
-            from ..measure.devices import import_torch
-
-            self.torch = import_torch()
+            self.torch = devices.import_torch()
         if self.torch is not None and self.spec.library == "torch":
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
-        from ..measure.provenance import host_facts, where
-        from ..measure.threads import apply_thread_limits
-
         self.threads_info = apply_thread_limits(self.threads, self.torch)
-        gpu_names = None
-        if self.spec.device == "cuda" and devices.unavailable_reason("cuda", self.torch) is None:
-            gpu_names = [devices.get("cuda", self.torch).model_name()]
-        self.facts = host_facts(gpu_names)
+        gpu = model_name("cuda", self.torch) if self.spec.device == "cuda" else None
+        self.facts = host_facts([gpu] if gpu else None)
         self.where = where()
-        refusal = self.foreign_hardware()
+        refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
         if refusal:
             self.send(Refusal(refusal))
             return False
-        from ..measure import cell  # noqa: F401 - what every cell's process needs, loaded once here
+        from ..measure import cell  # what every cell's process needs, loaded once here
         from ..measure.settings import Settings
 
         self.cell_settings = Settings.from_config(self.settings, self.compile_settings)
-        self.warmed_s = None
-        if not self.forks:  # cells measured one after the other in this process: bring it to a steady state
-            from ..measure.cell import warm_process
-
-            self.warmed_s = warm_process(self.spec.library, self.torch)
+        # cells measured one after the other in this process: bring it to a steady state
+        self.warmed_s = None if self.forks else cell.warm_process(self.spec.library, self.torch)
         if self.spec.mode == COMPILED and self.torch is not None:
-            from ..measure import compiled
-
             if self.args.compiler_started_s is not None:  # its launcher started the compiler
                 self.compiler_startup_s = self.args.compiler_started_s
             elif devices.get(self.spec.device, self.torch).compile_reason() is None:
                 self.compiler_startup_s = compiled.warm_compiler(self.torch, self.cell_settings, self.spec.device)
         warm_validators(CELL_SCHEMA)  # each cell's process checks its record against it
-        from ..measure import process_state
-
         self.state_before = process_state.read(self.torch, self.kernel_files)  # what every forked cell starts from
-        if self.forks and (refusal := self.fork_refusal()):
-            self.send(Broken(refusal))  # its cells become errors saying why; no broken child is forked
-            return False
+        if self.forks:
+            try:
+                devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
+            except devices.ForkRefused as refused:
+                self.send(Broken(str(refused)))  # its cells become errors saying why; no broken child is forked
+                return False
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
         self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                               "compiler_startup_s": self.compiler_startup_s,
-                               "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
+                         "compiler_startup_s": self.compiler_startup_s,
+                         "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
         return True
-
-    def fork_refusal(self) -> str | None:
-        """Why this worker must not fork its cells' processes: CUDA up in it (None: it may)."""
-        try:
-            devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
-        except devices.ForkRefused as refused:
-            return str(refused)
-        return None
 
     def user_kernels(self, cell: Cell) -> dict | None:
         """The user's kernels, imported at the first cell that needs them (in a cell's own
@@ -242,37 +222,23 @@ class Worker:
         if cell.op not in self.kernel_infos:
             return None
         if self.kernels is None:
-            from ..kernels import load_kernels
-
             self.kernels = load_kernels(self.kernel_import_paths)
             gc.collect()
             gc.freeze()  # what the kernels files imported lives as long as the process, too
         return self.kernels
 
-    def foreign_hardware(self) -> str | None:
-        path = self.args.environment
-        if not path or not os.path.exists(path):
-            return None
-        different = mismatch(load_environment(path).fingerprint, self.facts["fingerprint"])
-        if different:
-            return f"this host's {different} recorded in {path}: choose a new `machine:` label rather than mixing machines"
-        return None
-
     # the commands
     def prepare(self, command: Prepare) -> bool:
         """Get ready for the cell; False when it ended here (its record is written)."""
         from ..measure.cell import CellFailed, CellRun, Progress
-        from ..measure.provenance import utc_now
 
         cell = Cell.from_key(command.prepare)
         if not self.forks:  # one cell after another in this process: each from the state now
-            from ..measure import process_state
-
             self.state_before = process_state.read(self.torch, self.kernel_files)
         artifact = str(Path(command.out).with_suffix(".png")) if command.artifact else None
         run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(Phase(phase))),
                       artifact, None, command.memory_scale, command.carried or None)
-        self.runs[cell.key] = (run, command, utc_now(), time.perf_counter())
+        started, began = utc_now(), time.perf_counter()
         try:
             run.kernels = self.user_kernels(cell)
         except Exception as error:  # noqa: BLE001 - the user's file: its failure is this cell's record
@@ -280,7 +246,7 @@ class Worker:
                 raise CellFailed("error", f"the kernels files could not be imported: {type(error).__name__}: "
                                           f"{str(error).strip()[:300]}") from None
         ready = not run.failed and run.prepare()
-        self.prepare_s[cell.key] = sum(run.progress.spent().values())
+        self.runs[cell.key] = (run, command, started, began, sum(run.progress.spent().values()))
         if ready:
             self.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
             return True
@@ -302,22 +268,22 @@ class Worker:
         return True
 
     def finish(self, command: Finish) -> None:
-        from ..measure.provenance import utc_now
-
         key = command.finish
-        run, prepared, started, began = self.runs.pop(key)
+        run, prepared, started, began, prepare_s = self.runs.pop(key)
         finishing = time.perf_counter()
         outcome = run.finish(command.stop_reason)
         finish_s = time.perf_counter() - finishing
         changed = self.process_changes()
-        if changed and outcome.status not in ("skipped",):
+        if changed and outcome.status != "skipped":
             outcome.status = "error"
             outcome.reason = f"its code changed the process: {'; '.join(changed)}"[:400]
         threads = self.thread_counts()
         info = self.kernel_infos.get(run.cell.op)
         effective = threads.get("effective") or 1
+        process = {"round": self.args.round, "processes": self.args.processes, "worker": self.spec.name,
+                   "pid": os.getpid(), "position": prepared.position, **self.where}
         record = cell_record(
-            run.cell, self.args.machine, self.process(prepared),
+            run.cell, self.args.machine, process,
             status=outcome.status, reason=outcome.reason,
             started_at=started, finished_at=utc_now(),
             provenance=self.facts, settings={**self.settings, **outcome.settings},
@@ -334,27 +300,23 @@ class Worker:
                 "import_s": self.import_s,
                 "compiler_startup_s": self.compiler_startup_s,
                 "measure_s": time.perf_counter() - began,
-                "prepare_s": self.prepare_s.pop(key, None),
+                "prepare_s": prepare_s,
                 "finish_s": finish_s,
                 "phases_s": run.progress.spent(),
                 "own_process": self.forks,
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
-        fault = self.channels.fault()
-        if fault:  # its record would tell a measurement the round job cannot trust
-            self.send(Fault(key, fault))
-            raise ChannelFault(fault)
+        self.channels.check(self.token, key)  # else its record would tell a measurement the round job cannot trust
         write_json_atomic(prepared.out, record)
-        if not self.forks:  # a cell's own process ends here: nothing to free for a next cell
-            self.release(run.cell)
+        if not self.forks:  # free the cell's arrays before the next cell (a failed cell's traceback holds them in cycles)
+            gc.collect()
+            devices.release_memory(run.cell.device, self.torch)
         self.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
 
     def process_changes(self) -> list[str]:
         """What the cell's code changed in the process, in words; a worker that measures the
         next cell itself puts back what it can, and is replaced where it cannot."""
-        from ..measure import process_state
-
         if self.state_before is None:
             return []
         changed = process_state.changes(self.state_before, process_state.read(self.torch, self.kernel_files))
@@ -365,28 +327,10 @@ class Worker:
 
     def thread_counts(self) -> dict:
         """The thread counts as the cell was measured, read now (a kernel may have changed them)."""
-        from ..measure.threads import thread_counts
-
         try:
             return {**thread_counts(self.threads, self.torch), "at_start": self.threads_info.get("effective")}
         except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
             return self.threads_info
-
-    def process(self, command: Prepare) -> dict:
-        return {
-            "round": self.args.round,
-            "processes": self.args.processes,
-            "worker": self.spec.name,
-            "pid": os.getpid(),
-            "position": command.position,
-            **self.where,
-        }
-
-    def release(self, cell: Cell) -> None:
-        """Free the cell's arrays before the next cell, on the host and the device (a failed
-        cell's traceback holds them in reference cycles)."""
-        gc.collect()
-        devices.release_memory(cell.device, self.torch)
 
     # serving
     def serve(self) -> int:
@@ -456,9 +400,7 @@ class Worker:
                 os._exit(code)
         os.close(out_w)
         self.send(Forked(command.prepare, pid))
-        output = CappedOutput(command.prepare)
-        status = output.drain(out_r, pid)
-        code = os.waitstatus_to_exitcode(status)
+        code = CappedOutput(command.prepare).drain(out_r, pid)
         if code != 0:
             self.send(Died(command.prepare, code))
 
