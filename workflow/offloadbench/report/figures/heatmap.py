@@ -26,7 +26,7 @@ from ..format import (
     variant_of,
     widest_threads,
 )
-from .style import BOLD_TITLE_PT, PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, message_figure, wrap
+from .style import BOLD_TITLE_PT, PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, device_title, message_figure, wrap
 
 TITLE = "End-to-end speedup at a glance"
 CMAP = sns.color_palette("vlag", as_cmap=True)
@@ -69,15 +69,12 @@ def _device_line(device: str, rows: pd.DataFrame, threads: str) -> str:
     """What a row of panels compares, said once above its first panel."""
     if device == "cpu":
         return f"cpu: on the cpu, {threads}, vs numpy"
-    names = rows["device_name"].dropna().astype(str) if "device_name" in rows else pd.Series(dtype=str)
-    name = f" ({names.iloc[0]})" if not names.empty else ""
-    return f"{device}{name}: copies counted, vs numpy on all cores"
+    return f"{device_title(device, rows)}: copies counted, vs numpy on all cores"
 
 
 def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], sizes: list[int], norm) -> None:
     values = np.full((len(ops), len(sizes)), np.nan)
-    for _, row in rows.iterrows():
-        values[ops.index(row["row"]), sizes.index(int(row["size"]))] = row["end_to_end_speedup"]
+    values[rows["row"].map(ops.index), rows["size"].astype(int).map(sizes.index)] = rows["end_to_end_speedup"]
     ax.pcolormesh(np.ma.masked_invalid(values), cmap=CMAP, norm=norm, edgecolors="white", linewidth=0.8)
     for _, row in rows.iterrows():
         i, j = ops.index(row["row"]), sizes.index(int(row["size"]))
@@ -198,8 +195,3 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     bar_fig.supxlabel(wrap("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not "
                            "measured", width - 0.2), x=0.01, ha="left", fontsize=SMALL_PT)
     return fig
-
-
-def draw_heatmap(tables: dict[str, pd.DataFrame], machine: str) -> plt.Figure:
-    """`figures.FIGURES` entry."""
-    return heatmap_figure(tables["speedups"], machine)
