@@ -31,7 +31,6 @@ from .style import (
     WEAK_NOTE,
     Grid,
     Page,
-    at_one,
     colours_of,
     header,
     log_y,
@@ -97,12 +96,7 @@ def _legend(page: Page, rows: list[tuple]) -> None:
 
 def _ratio_page(frame: pd.DataFrame, title: str, draw, ylabel: str, rows: list[tuple], notes: list[str]) -> plt.Figure:
     """A grid of ratios against size, one panel per op and dtype, with a line at 1."""
-
-    def panel(ax, data):
-        draw(ax, data)
-        at_one(ax)
-
-    page = op_grid(frame, title, panel, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix="×")
+    page = op_grid(frame, title, draw, ylabel=ylabel, suffix="×", line_at_one=True)
     _legend(page, rows)
     page.add_notes(notes)
     return page.finish()

@@ -24,7 +24,6 @@ from .style import (
     WEAK_NOTE,
     BytesLogLocator,
     Page,
-    at_one,
     colours_of,
     device_title,
     log_y,
@@ -75,10 +74,8 @@ def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: b
             if weak.any():
                 ax.plot(x[weak], ci["value"][weak], linestyle="none", marker=marker, markersize=5,
                         markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.1)
-        if line_at_one:
-            at_one(ax)
 
-    page = op_grid(frame, title, draw, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix=suffix)
+    page = op_grid(frame, title, draw, ylabel=ylabel, suffix=suffix, line_at_one=line_at_one)
     page.add_legend(*_series_handles(series, colours, markers))
     page.add_notes(((WEAK_NOTE,) if weak_cells(frame).any() else ()) + notes)
     return page.finish()
@@ -172,14 +169,13 @@ def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                 ax.fill_between(data["size"], ci["lo"], ci["hi"], color=colours[name], alpha=0.15, linewidth=0)
             for size in data["break_even_size"].dropna().unique()[:1]:
                 ax.axvline(size, color=colours[name], linewidth=0.8, linestyle=":")
-        at_one(ax)
 
     handles = [Line2D([], [], color=colours[s], linewidth=2.0) for s in series]
     handles += [Line2D([], [], color="0.3", marker="o", markersize=3.5, linewidth=1.1),
                 Line2D([], [], color="0.3", marker="s", markersize=3.5, linewidth=1.1, linestyle="--")]
     labels = [*series, "data on the device", "copies counted (end to end)"]
-    page = op_grid(gpu, f"What the copies cost — {machine}", draw, xlabel=size_label(gpu["op"]),
-                   ylabel="speedup over NumPy (×, log)", suffix="×")
+    page = op_grid(gpu, f"What the copies cost — {machine}", draw, ylabel="speedup over NumPy (×, log)", suffix="×",
+                   line_at_one=True)
     page.add_legend(handles, labels)
     page.add_notes(["dotted vertical line: break-even size with the copies counted (CI above 1 from there on)"])
     return page.finish()
@@ -250,8 +246,7 @@ def memory_figure(timings: pd.DataFrame, memory: pd.DataFrame, machine: str) -> 
         for device in sorted(set(rows["device"]) & set(devices)):
             ax.axhline(devices[device], color="0.25", linewidth=0.9, linestyle=device_styles[device])
 
-    page = op_grid(ok, f"Peak memory of one call — {machine}", draw, xlabel=size_label(ok["op"]),
-                   ylabel="peak extra memory (log)", sharey=True)
+    page = op_grid(ok, f"Peak memory of one call — {machine}", draw, ylabel="peak extra memory (log)", sharey=True)
     for ax in page.axes:
         ax.yaxis.set_major_locator(BytesLogLocator())
         ax.yaxis.set_minor_locator(ticker.NullLocator())

@@ -142,28 +142,27 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
         per_device[device] = (ops, sorted(rows["size"].astype(int).unique()), [family_of(op_of[r]) for r in ops])
     widest = max(len(sizes) for _, sizes, _ in per_device.values())
     heights = [len(ops) for ops, _, _ in per_device.values()]
-    labels_in = CHAR_IN * max(len(r) for ops, _, _ in per_device.values() for r in ops) + 0.15
-    families_in = CHAR_IN * max(len(f) for _, _, families in per_device.values() for f in families) + 0.2
+    labels_in = CHAR_IN * max(len(r) for r in frame["row"]) + 0.15
+    families_in = CHAR_IN * max(len(family_of(op)) for op in frame["op"]) + 0.2
     cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / (widest * len(dtypes)))
     side_by_side = cell_w >= MIN_CELL_IN[0]  # else the dtypes stack, each panel the page's width
     if not side_by_side:
         cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / widest)
-    cols, panel_rows = (len(dtypes), heights) if side_by_side else (1, [h for h in heights for _ in dtypes])
-    chrome = ROW_CHROME_IN * len(panel_rows) + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
-    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / sum(panel_rows)))
-    lines_in = CHAR_IN * max(len(_device_line(d, frame[frame["device"] == d], threads)) for d in devices)
+    cols, stacked = (len(dtypes), 1) if side_by_side else (1, len(dtypes))  # panels across, dtypes stacked
+    chrome = ROW_CHROME_IN * len(heights) * stacked + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
+    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / (sum(heights) * stacked)))
+    device_lines = {d: _device_line(d, frame[frame["device"] == d], threads) for d in devices}
+    lines_in = CHAR_IN * max(len(line) for line in device_lines.values())
     width = min(PAGE_WIDTH_IN, max(labels_in + families_in + cols * widest * cell_w + 0.25 * cols,
                                    labels_in + lines_in + 0.3))
     # One subfigure per device, titled with what its panels compare, and one for the colour bar.
-    stacked = 1 if side_by_side else len(dtypes)
     row_heights = [(h * cell_h + ROW_CHROME_IN) * stacked for h in heights]
     fig = plt.figure(figsize=(width, sum(row_heights) + BAR_IN + TITLE_IN), layout="constrained")
     *device_figs, bar_fig = fig.subfigures(len(devices) + 1, 1, height_ratios=[*row_heights, BAR_IN])
     for device, sub in zip(devices, device_figs, strict=True):
         ops, sizes, families = per_device[device]
-        grid = sub.subplots(1 if side_by_side else len(dtypes), len(dtypes) if side_by_side else 1, squeeze=False)
-        sub.suptitle(_device_line(device, frame[frame["device"] == device], threads), x=0.0, ha="left",
-                     fontsize=SMALL_PT)
+        grid = sub.subplots(stacked, cols, squeeze=False)
+        sub.suptitle(device_lines[device], x=0.0, ha="left", fontsize=SMALL_PT)
         for c, (dtype, ax) in enumerate(zip(dtypes, grid.flat, strict=True)):
             rows = frame[(frame["device"] == device) & (frame["dtype"] == dtype)]
             if rows.empty:

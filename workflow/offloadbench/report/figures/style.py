@@ -26,6 +26,7 @@ from matplotlib import ticker
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 
+from ..captions import size_label
 from ..format import (
     device_sort_key,
     dtype_order,
@@ -222,21 +223,24 @@ def at_one(ax) -> None:
     ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
 
 
-def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, ylabel: str, suffix: str = "",
-            sharey: bool = False) -> Page:
+def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, ylabel: str, suffix: str = "",
+            sharey: bool = False, line_at_one: bool = False) -> Page:
     """One panel per op and dtype in report order, wrapped to the page, sharing the size axis
     (and with `sharey` the y axis): `draw(ax, rows)` draws a panel's rows; the y axis is log
-    with round ticks. The caller adds the legend and notes, then finishes the page."""
+    with round ticks, and with `line_at_one` a dashed line at 1. The caller adds the legend and
+    notes, then finishes the page."""
     dtypes = dtype_order(frame["dtype"])
     present = set(zip(frame["op"], frame["dtype"], strict=True))
     panels = [(op, dtype) for op in op_order(frame["op"]) for dtype in dtypes if (op, dtype) in present]
     page = Page(len(panels), title, sharex=True, sharey=sharey)
     for ax, (op, dtype) in zip(page.axes, panels, strict=True):
         draw(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
+        if line_at_one:
+            at_one(ax)
         log_y(ax, suffix)
         panel_title(ax, f"{op} · {dtype}" if len(dtypes) > 1 else op)
     size_axis(page.axes[0], frame["size"])
-    page.axis_labels(xlabel, ylabel)
+    page.axis_labels(size_label(frame["op"]), ylabel)
     return page
 
 
