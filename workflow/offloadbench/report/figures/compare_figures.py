@@ -1,5 +1,5 @@
 """Figures of a comparison of machines: speedup curves overlaid, the time ratio per cell,
-break-even sizes and copy bandwidth, each machine in one colour throughout.
+break-even sizes and copy bandwidth, each machine in one colour throughout (`colours_of` the labels, in order).
 
 Machine A, the first label, is the reference; every ratio is time on B ÷ time on A.
 """
@@ -61,11 +61,6 @@ MEMORY_MARKERS = {"pageable": "o", "pinned": "s"}
 MEMORY_FILLED = {"pageable": False, "pinned": True}  # hollow pageable tells it apart from pinned at a glance
 
 
-def machine_colours(labels: list[str]) -> dict[str, tuple]:
-    """One colour per machine, in label order, the same in every figure of a comparison."""
-    return colours_of(labels)
-
-
 def _names(comparison: MachineComparison) -> str:
     first, *others = comparison.labels
     return f"A = {first} (reference), B = {', '.join(others)}"
@@ -114,7 +109,7 @@ def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
 def speedups_figure(comparison: MachineComparison) -> plt.Figure:
     """Every machine's speedup over its own NumPy, overlaid, with CI bands."""
     labels = comparison.labels
-    colours = machine_colours(labels)
+    colours = colours_of(labels)
     parts = [with_series(comparison.tables[m]["speedups"].assign(machine=m))
              for m in labels if not comparison.tables[m]["speedups"].empty]
     if not parts:
@@ -169,7 +164,7 @@ def ratio_figure(comparison: MachineComparison) -> plt.Figure:
     table = comparison.comparison
     if table.empty:
         return message_figure("Time ratio per cell", "No cell was measured with status ok on both machines.")
-    colours = machine_colours(comparison.labels)
+    colours = colours_of(comparison.labels)
     frame = with_series(table)
     series = series_order(frame)
     markers = markers_of(series)
@@ -243,7 +238,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
             f"{_none_of(comparison.labels)} has a GPU series with a NumPy baseline, so no "
             f"break-even size can be compared.\n{GPU_ADVICE}",
         )
-    colours = machine_colours(comparison.labels)
+    colours = colours_of(comparison.labels)
     several_dtypes = frame["dtype"].nunique() > 1
     categories = sorted({(r.op, r.dtype) for r in frame.itertuples()}, key=lambda c: (c[0], dtype_sort_key(c[1])))
     in_label_order = frame.sort_values("machine", key=lambda column: column.map(comparison.labels.index))
@@ -313,7 +308,7 @@ def _memory_marker(memory: str, colour) -> dict:
 
 def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
     """Host↔device copy bandwidth per machine against copy size, with each machine's link rate."""
-    colours = machine_colours(comparison.labels)
+    colours = colours_of(comparison.labels)
     transfers = {m: comparison.tables[m]["transfer"] for m in comparison.labels}
     ok = {m: t[t["status"] == "ok"] for m, t in transfers.items() if not t.empty}
     ok = {m: t for m, t in ok.items() if not t.empty}

@@ -101,19 +101,16 @@ def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
                           notes=(unmodelled_note(unmodelled),))
 
 
-def _no_gpu_message(title: str, what: str, timings: pd.DataFrame, machine: str) -> plt.Figure:
-    skipped = timings[timings["device"] != "cpu"]
-    why = f" {len(skipped)} GPU cells were not measured ({reasons_of(skipped, 300)})." if not skipped.empty \
-        else " The grid has no cuda or mps cells."
-    return message_figure(title, f"No GPU cell was measured on {machine}, so there {what}.{why}\n{GPU_ADVICE}")
-
-
 def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
     """Share of the time in each phase (copy in, compute, copy out) per size: one panel per
     op, device and dtype of the device cells."""
     device = timings[(timings["status"] == "ok") & (timings["device"] != "cpu")]
     if device.empty:
-        return _no_gpu_message("Transfer overhead", "are no copies to show", timings, machine)
+        skipped = timings[timings["device"] != "cpu"]
+        why = f" {len(skipped)} GPU cells were not measured ({reasons_of(skipped, 300)})." if not skipped.empty \
+            else " The grid has no cuda or mps cells."
+        return message_figure("Transfer overhead", f"No GPU cell was measured on {machine}, so there are no copies "
+                              f"to show.{why}\n{GPU_ADVICE}")
     phases = [p for p in ("h2d", "compute", "d2h", "finish") if device[f"{p}_s"].notna().any()]
     palette = colours_of(phases)
     device = device.assign(variant=[variant_of(row) for _, row in device.iterrows()])
