@@ -26,9 +26,8 @@ from offloadbench.report.captions import COMPARE_CAPTIONS
 from offloadbench.report.figures.compare_figures import (
     COMPARE_FIGURES,
     draw_comparison_figure,
-    machine_colours,
 )
-from offloadbench.report.figures.style import theme
+from offloadbench.report.figures.style import colours_of, theme
 from offloadbench.verdicts import Judging
 
 RESAMPLES = 100
@@ -173,9 +172,9 @@ def test_the_synthetic_machines_cover_what_the_figures_show():
 
 
 def test_each_machine_keeps_its_colour_across_figures():
-    colours = machine_colours(["gpubox", "laptop", "oldgpu"])
+    colours = colours_of(["gpubox", "laptop", "oldgpu"])
     assert len(set(colours.values())) == 3
-    assert machine_colours(["gpubox", "laptop"])["laptop"] == colours["laptop"]
+    assert colours_of(["gpubox", "laptop"])["laptop"] == colours["laptop"]
     for name in ("break_even", "bandwidth"):
         fig = COMPARE_FIGURES[name](comparison_of("three-machines"))
         legend = fig.legends[0]

@@ -12,14 +12,14 @@ from conftest import assert_shows_its_data, make_processes, tables_of
 from matplotlib.collections import PathCollection
 from offloadbench.analysis.roofline import attainable, bounds, device_roofs
 from offloadbench.catalogue import get_spec
+from offloadbench.report.figures.draw import FIGURES
 from offloadbench.report.figures.heatmap import (
     CMAP,
     COLOURBAR_LABEL,
-    draw_heatmap,
     heatmap_figure,
     speedup_norm,
 )
-from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, draw_roofline, roofline_figure
+from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, roofline_figure
 from offloadbench.report.figures.style import theme
 from offloadbench.report.text.ops_findings import bound_lines, bound_notes, payoff_lines
 from offloadbench.verdicts import Judging
@@ -177,7 +177,7 @@ def test_bounds_without_a_roofs_table_are_empty_not_an_error():
 
 
 def test_roofline_has_a_panel_per_device_with_labelled_roofs(tmp_path, gpu_ops):
-    fig = draw_roofline(gpu_ops, "gpubox")
+    fig = FIGURES["roofline"](gpu_ops, "gpubox", Judging())
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title().split(" ")[0].rstrip(",") for ax in panels] == ["cpu", "cuda"]
     assert "all" in panels[0].get_title()
@@ -202,7 +202,7 @@ def test_roofline_of_a_machine_without_gpu_has_one_panel(tmp_path, cpu_ops):
 
 def test_roofline_without_roofs_draws_the_points_and_says_so(tmp_path, gpu_ops):
     older = {name: table for name, table in gpu_ops.items() if name != "roofs"}
-    fig = draw_roofline(older, "gpubox")
+    fig = FIGURES["roofline"](older, "gpubox", Judging())
     assert NO_ROOFS_NOTE in texts_of(fig)
     panel = next(ax for ax in fig.axes if ax.get_title())
     points = [c for c in panel.collections if isinstance(c, PathCollection)]
@@ -230,7 +230,7 @@ def test_heatmap_norm_puts_one_at_the_centre_of_the_palette():
 
 
 def test_heatmap_of_cpu_and_cuda(tmp_path, gpu_ops):
-    fig = draw_heatmap(gpu_ops, "gpubox")
+    fig = FIGURES["heatmap"](gpu_ops, "gpubox", Judging())
     texts = texts_of(fig)
     assert "cpu: on the cpu, all = 4 threads, vs numpy" in texts  # what a row of panels compares, once
     assert "cuda (Test GPU): copies counted, vs numpy on all cores" in texts
@@ -268,7 +268,7 @@ def test_heatmap_marks_undecided_and_same_cells_and_shows_no_number_for_undecide
 
 
 def test_heatmap_of_no_speedups_says_why(gpu_ops):
-    fig = draw_heatmap({"speedups": gpu_ops["speedups"].iloc[0:0]}, "laptop")
+    fig = FIGURES["heatmap"]({"speedups": gpu_ops["speedups"].iloc[0:0]}, "laptop", Judging())
     assert len(fig.axes) == 0 and any("No PyTorch cell on laptop" in t for t in texts_of(fig))
     plt.close(fig)
 

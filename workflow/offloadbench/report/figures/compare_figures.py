@@ -1,19 +1,17 @@
 """Figures of a comparison of machines: speedup curves overlaid, the time ratio per cell,
-break-even sizes and copy bandwidth, each machine in one colour throughout.
+break-even sizes and copy bandwidth, each machine in one colour throughout (`colours_of` the labels, in order).
 
 Machine A, the first label, is the reference; every ratio is time on B ÷ time on A.
 """
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 
@@ -27,17 +25,20 @@ from ..escape import literal_frame
 from ..format import dtype_sort_key, fmt_rate, format_bytes, thread_sort_key, verdict_counts
 from .style import (
     COLUMN_WIDTH_IN,
-    MARKERS,
+    GPU_ADVICE,
     PAGE_WIDTH_IN,
     SMALL_PT,
     WEAK_NOTE,
     Grid,
     Page,
-    at_one,
+    colours_of,
+    header,
     log_y,
+    markers_of,
     message_figure,
     op_grid,
     panel_title,
+    reasons_of,
     save_figure,
     series_order,
     size_axis,
@@ -60,12 +61,6 @@ MEMORY_MARKERS = {"pageable": "o", "pinned": "s"}
 MEMORY_FILLED = {"pageable": False, "pinned": True}  # hollow pageable tells it apart from pinned at a glance
 
 
-def machine_colours(labels: list[str]) -> dict[str, tuple]:
-    """One colour per machine, in label order, the same in every figure of a comparison."""
-    palette = sns.color_palette("colorblind", n_colors=max(len(labels), 3))
-    return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
-
-
 def _names(comparison: MachineComparison) -> str:
     first, *others = comparison.labels
     return f"A = {first} (reference), B = {', '.join(others)}"
@@ -73,11 +68,6 @@ def _names(comparison: MachineComparison) -> str:
 
 def _none_of(labels: list[str]) -> str:
     return f"Neither {labels[0]} nor {labels[1]}" if len(labels) == 2 else f"None of {', '.join(labels)}"
-
-
-def _header(text: str) -> tuple[Line2D, str]:
-    """A legend row that only names the section below it."""
-    return Line2D([], [], linestyle="none", gid="header"), text
 
 
 def _legend(page: Page, rows: list[tuple]) -> None:
@@ -96,21 +86,12 @@ def _legend(page: Page, rows: list[tuple]) -> None:
         ncol = len(sections)
     else:
         ncol = None
-    handles, labels = zip(*rows, strict=True)
-    page.add_legend(list(handles), list(labels), ncol=ncol, handlelength=2.6)
-    for handle, text in zip(handles, page.legend.get_texts(), strict=True):
-        if handle.get_gid() == "header":
-            text.set_fontweight("bold")
+    page.add_legend(*zip(*rows, strict=True), ncol=ncol, handlelength=2.6)
 
 
 def _ratio_page(frame: pd.DataFrame, title: str, draw, ylabel: str, rows: list[tuple], notes: list[str]) -> plt.Figure:
     """A grid of ratios against size, one panel per op and dtype, with a line at 1."""
-
-    def panel(ax, data):
-        draw(ax, data)
-        at_one(ax)
-
-    page = op_grid(frame, title, panel, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix="×")
+    page = op_grid(frame, title, draw, ylabel=ylabel, suffix="×", line_at_one=True)
     _legend(page, rows)
     page.add_notes(notes)
     return page.finish()
@@ -122,14 +103,13 @@ def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
                   key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2])))
     cpu = [k for k in keys if k[1] == "cpu"]
     styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[cpu.index(k) % len(CPU_LINESTYLES)] for k in keys}
-    markers = {k: MARKERS[i % len(MARKERS)] for i, k in enumerate(keys)}
-    return styles, markers
+    return styles, markers_of(keys)
 
 
 def speedups_figure(comparison: MachineComparison) -> plt.Figure:
     """Every machine's speedup over its own NumPy, overlaid, with CI bands."""
     labels = comparison.labels
-    colours = machine_colours(labels)
+    colours = colours_of(labels)
     parts = [with_series(comparison.tables[m]["speedups"].assign(machine=m))
              for m in labels if not comparison.tables[m]["speedups"].empty]
     if not parts:
@@ -154,7 +134,7 @@ def speedups_figure(comparison: MachineComparison) -> plt.Figure:
     rows = []
     for machine in labels:
         series = frame[frame["machine"] == machine]
-        rows.append(_header(machine if machine != labels[0] else f"{machine} (A)"))
+        rows.append(header(machine if machine != labels[0] else f"{machine} (A)"))
         if series.empty:
             rows.append((Line2D([], [], color=colours[machine], linestyle="none"), "  no torch cell with a baseline"))
         for name in series_order(series):
@@ -175,14 +155,8 @@ def _dodge(keys: list, sizes) -> dict:
 
 
 def _verdict_marker(verdict: str, colour) -> dict:
-    if verdict in (FASTER, SLOWER):
-        return {"markerfacecolor": colour}
-    if verdict == SAME:
-        return {"markerfacecolor": "0.55"}
-    if verdict == UNDECIDED:
-        pale = tuple(0.35 * np.asarray(to_rgb(colour)) + 0.65)  # a pale fill: between filled and hollow
-        return {"markerfacecolor": pale}
-    return {"markerfacecolor": "white"}
+    pale = tuple(0.35 * np.asarray(to_rgb(colour)) + 0.65)  # undecided: a fill between filled and hollow
+    return {"markerfacecolor": {FASTER: colour, SLOWER: colour, SAME: "0.55", UNDECIDED: pale}.get(verdict, "white")}
 
 
 def ratio_figure(comparison: MachineComparison) -> plt.Figure:
@@ -190,10 +164,10 @@ def ratio_figure(comparison: MachineComparison) -> plt.Figure:
     table = comparison.comparison
     if table.empty:
         return message_figure("Time ratio per cell", "No cell was measured with status ok on both machines.")
-    colours = machine_colours(comparison.labels)
+    colours = colours_of(comparison.labels)
     frame = with_series(table)
     series = series_order(frame)
-    markers = {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(series)}
+    markers = markers_of(series)
     others = [m for m in comparison.labels[1:] if m in set(frame["machine_b"])]
     keys = [(m, s) for m in others for s in series if ((frame["machine_b"] == m) & (frame["series"] == s)).any()]
     dodge = _dodge(keys, frame["size"])
@@ -203,21 +177,20 @@ def ratio_figure(comparison: MachineComparison) -> plt.Figure:
             group = group.sort_values("size")
             colour, marker = colours[machine], markers[name]
             x = group["size"] * dodge[(machine, name)]
-            yerr = np.vstack([(group["ratio"] - group["ratio_ci_low"]).clip(lower=0),
-                              (group["ratio_ci_high"] - group["ratio"]).clip(lower=0)])
-            ax.errorbar(x, group["ratio"], yerr=yerr, fmt="none", ecolor=colour, elinewidth=0.9, capsize=2)
+            ax.errorbar(x, group["ratio"], yerr=y_errors(group, "ratio", "ratio_ci_low", "ratio_ci_high"), fmt="none",
+                        ecolor=colour, elinewidth=0.9, capsize=2)
             ax.plot(x, group["ratio"], color=colour, linewidth=0.7, alpha=0.5)
             for verdict, cells in group.groupby("verdict"):
                 ax.plot(x[cells.index], cells["ratio"], linestyle="none", marker=marker, markersize=5,
                         markeredgecolor=colour, markeredgewidth=1.0, **_verdict_marker(verdict, colour))
 
-    rows = [_header(f"B (colour), against A = {comparison.labels[0]}")]
+    rows = [header(f"B (colour), against A = {comparison.labels[0]}")]
     for machine in others:
         tally = verdict_counts(frame.loc[frame["machine_b"] == machine, "verdict"], same=SAME)
         rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), f"{machine}: {tally}"))
-    rows.append(_header("series (marker)"))
+    rows.append(header("series (marker)"))
     rows += [(Line2D([], [], color="0.3", marker=markers[s], linestyle="none", markersize=5), s) for s in series]
-    rows.append(_header("verdict (fill)"))
+    rows.append(header("verdict (fill)"))
     sample = colours[others[0]]  # in a machine's colour, for pale and grey to look as they do in the panels
     shown = set()
     for verdict in (v for v in VERDICT_FILL if v in set(frame["verdict"])):
@@ -253,8 +226,7 @@ def _why_no_gpu(tables: dict[str, pd.DataFrame]) -> str:
     if timings is None or timings.empty or not (timings["device"] != "cpu").any():
         return "CPU only"
     failed = timings[(timings["device"] != "cpu") & (timings["status"] != "ok")]
-    reasons = sorted(failed["reason"].dropna().astype(str).unique())
-    return textwrap.shorten("; ".join(reasons), 60, placeholder=" …") if reasons else "no NumPy baseline"
+    return reasons_of(failed, 60) or "no NumPy baseline"
 
 
 def break_even_figure(comparison: MachineComparison) -> plt.Figure:
@@ -264,16 +236,16 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
         return message_figure(
             "Break-even size",
             f"{_none_of(comparison.labels)} has a GPU series with a NumPy baseline, so no "
-            "break-even size can be compared.\nRun on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+            f"break-even size can be compared.\n{GPU_ADVICE}",
         )
-    colours = machine_colours(comparison.labels)
+    colours = colours_of(comparison.labels)
     several_dtypes = frame["dtype"].nunique() > 1
     categories = sorted({(r.op, r.dtype) for r in frame.itertuples()}, key=lambda c: (c[0], dtype_sort_key(c[1])))
     in_label_order = frame.sort_values("machine", key=lambda column: column.map(comparison.labels.index))
     keys = list(dict.fromkeys((r.machine, r.device, r.threads) for r in in_label_order.itertuples()))
     offsets = {k: (i - (len(keys) - 1) / 2) * min(0.22, 0.7 / len(keys)) for i, k in enumerate(keys)}
     devices = sorted(frame["device"].unique())
-    device_markers = {d: MARKERS[i % len(MARKERS)] for i, d in enumerate(devices)}
+    device_markers = markers_of(devices)
     page = Page(1, f"Break-even size of each GPU series — {_names(comparison)}", width_in=PAGE_WIDTH_IN,
                 grid=Grid(1, 1, PAGE_WIDTH_IN, 0.5 + len(categories) * (0.22 + 0.08 * len(keys))))
     ax = page.axes[0]
@@ -305,7 +277,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     page.axis_labels(size_label((op for op, *_ in categories), "break-even size n, log")
                      + ": from here on the GPU is faster with the copies counted", "")
 
-    rows = [_header("machine (colour)")]
+    rows = [header("machine (colour)")]
     for machine in comparison.labels:
         mine = frame[frame["machine"] == machine]
         if mine.empty:
@@ -316,7 +288,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
             name = next((n for n in group["device_name"] if n), "")
             rows.append((Line2D([], [], color=colours[machine], marker=device_markers[device], linestyle="none",
                                 markersize=6), f"{machine}: {device}" + (f" ({name})" if name else "")))
-    rows.append(_header("how to read"))
+    rows.append(header("how to read"))
     rows.append((Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=6),
                  "filled: break-even size (interpolated)"))
     if (frame["status"] == "at or below").any():
@@ -336,23 +308,18 @@ def _memory_marker(memory: str, colour) -> dict:
 
 def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
     """Host↔device copy bandwidth per machine against copy size, with each machine's link rate."""
-    colours = machine_colours(comparison.labels)
+    colours = colours_of(comparison.labels)
     transfers = {m: comparison.tables[m]["transfer"] for m in comparison.labels}
     ok = {m: t[t["status"] == "ok"] for m, t in transfers.items() if not t.empty}
     ok = {m: t for m, t in ok.items() if not t.empty}
 
-    def reasons(machine: str) -> str:
-        return "; ".join(sorted(r for r in transfers[machine]["reason"].dropna().astype(str).unique() if r))
-
-    def missing(machine: str) -> str:
-        return f"{machine}: no copy measured" + (f" ({reasons(machine)})" if reasons(machine) else "")
-
+    reasons = {m: reasons_of(t) for m, t in transfers.items()}
     if not ok:
-        why = "; ".join(f"{m}: {reasons(m)}" for m in comparison.labels if reasons(m))
+        why = "; ".join(f"{m}: {reasons[m]}" for m in comparison.labels if reasons[m])
         return message_figure(
             "Copy bandwidth",
             f"No host↔device copy was measured on {', '.join(comparison.labels)}" + (f" ({why})" if why else "")
-            + ".\nRun on a GPU machine (config/paper.yaml) or `make gpu-check`.",
+            + f".\n{GPU_ADVICE}",
         )
     frame = pd.concat(ok.values(), ignore_index=True)
     directions = [d for d in DIRECTIONS if d in set(frame["direction"])]
@@ -381,10 +348,11 @@ def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
         ax.set_ylim(top=max(links["link_gbs"].max(), frame["gbs_ci_high"].max()) * 1.5)
     page.axis_labels("copy size", "bandwidth (GB/s, log)")
 
-    rows = [_header("machine (colour; dotted: its link)")]
+    rows = [header("machine (colour; dotted: its link)")]
     for machine in comparison.labels:
         if machine not in ok:
-            rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), missing(machine)))
+            why = f" ({reasons[machine]})" if reasons[machine] else ""
+            rows.append((Line2D([], [], color=colours[machine], linewidth=2.5), f"{machine}: no copy measured{why}"))
             continue
         for device, group in ok[machine].groupby("device"):
             name = next((n for n in group["device_name"].dropna() if n), device)
@@ -395,10 +363,10 @@ def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
                 text += f"\n  link{f' {kind},' if isinstance(kind, str) and kind else ''} {fmt_rate(link['link_gbs'].iloc[0])} GB/s"
             rows.append((Line2D([], [], color=colours[machine], linestyle=":" if not link.empty else "none",
                                 linewidth=1.3, marker="o", markersize=4), text))
-    rows.append(_header("direction (line, panel)"))
+    rows.append(header("direction (line, panel)"))
     rows += [(Line2D([], [], color="0.3", linestyle=DIRECTIONS[d][1], linewidth=1.2), DIRECTIONS[d][0])
              for d in directions]
-    rows.append(_header("host memory (marker)"))
+    rows.append(header("host memory (marker)"))
     rows += [(Line2D([], [], color="0.3", linestyle="none", **_memory_marker(m, "0.3")), m)
              for m in sorted(frame["memory"].unique())]
     _legend(page, rows)

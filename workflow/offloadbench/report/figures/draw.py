@@ -19,17 +19,18 @@ from .figures import (
     throughput_figure,
     transfer_overhead_figure,
 )
-from .heatmap import draw_heatmap
-from .roofline import draw_roofline
+from .heatmap import heatmap_figure
+from .roofline import roofline_figure
 from .style import save_figure
 
 FIGURES: dict[str, Callable] = {  # each draws from (tables, machine label, judging policy)
-    "heatmap": lambda tables, machine, judging: draw_heatmap(tables, machine),
+    "heatmap": lambda tables, machine, judging: heatmap_figure(tables["speedups"], machine),
     "speedup": lambda tables, machine, judging: speedup_figure(tables["speedups"], machine),
     "copy_cost": lambda tables, machine, judging: copy_cost_figure(tables["speedups"], machine),
     "transfer_overhead": lambda tables, machine, judging: transfer_overhead_figure(tables["timings"], machine),
     "bandwidth": lambda tables, machine, judging: bandwidth_figure(tables["transfer"], machine, judging),
-    "roofline": lambda tables, machine, judging: draw_roofline(tables, machine),
+    # the roofs table may be absent from older results
+    "roofline": lambda tables, machine, judging: roofline_figure(tables["timings"], tables.get("roofs"), machine),
     "throughput": lambda tables, machine, judging: throughput_figure(tables["timings"], machine),
     "memory": lambda tables, machine, judging: memory_figure(tables["timings"], tables["memory"], machine),
     "round_trip": lambda tables, machine, judging: round_trip_figure(tables["speedups"], machine),

@@ -7,12 +7,9 @@ draw them without Snakemake. A figure with nothing to show says why in one panel
 
 from __future__ import annotations
 
-import textwrap
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib import ticker
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
@@ -22,17 +19,20 @@ from ...verdicts import Judging
 from ..captions import size_label
 from ..format import device_order, dtype_order, fmt_rate, format_bytes, op_order, variant_of
 from .style import (
+    GPU_ADVICE,
     SMALL_PT,
     WEAK_NOTE,
     BytesLogLocator,
     Page,
-    at_one,
+    colours_of,
+    device_title,
     log_y,
+    markers_of,
     message_figure,
     op_grid,
     panel_title,
+    reasons_of,
     series_order,
-    series_styles,
     size_axis,
     unmodelled_note,
     with_series,
@@ -41,7 +41,6 @@ from .style import (
 
 PHASE_LABELS = {"h2d": "copy in (host→device)", "compute": "compute", "d2h": "copy out (device→host)",
                 "finish": "plot on host"}
-GPU_ADVICE = "Run on a GPU machine (config/paper.yaml) or `make gpu-check`."
 
 
 def _series_handles(series: list[str], colours: dict, markers: dict) -> tuple[list, list]:
@@ -50,12 +49,12 @@ def _series_handles(series: list[str], colours: dict, markers: dict) -> tuple[li
 
 
 def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: bool, suffix: str = "",
-                   notes: tuple[str, ...] = (), line_at_one: bool | None = None) -> plt.Figure:
+                   notes: tuple[str, ...] = (), line_at_one: bool = False) -> plt.Figure:
     """One line per library/mode/device/threads series in each op and dtype panel, log-log,
     with CI bands (or error bars, nudged apart on the size axis to stay visible)."""
     frame = with_series(frame)
     series = series_order(frame)
-    colours, markers = series_styles(series)
+    colours, markers = colours_of(series), markers_of(series)
     dodge = {name: 1.04 ** (i - (len(series) - 1) / 2) for i, name in enumerate(series)}
     estimate = interval_frame(frame, y)
 
@@ -75,10 +74,8 @@ def _series_figure(frame: pd.DataFrame, y: str, title: str, ylabel: str, band: b
             if weak.any():
                 ax.plot(x[weak], ci["value"][weak], linestyle="none", marker=marker, markersize=5,
                         markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.1)
-        if suffix == "×" if line_at_one is None else line_at_one:
-            at_one(ax)
 
-    page = op_grid(frame, title, draw, xlabel=size_label(frame["op"]), ylabel=ylabel, suffix=suffix)
+    page = op_grid(frame, title, draw, ylabel=ylabel, suffix=suffix, line_at_one=line_at_one)
     page.add_legend(*_series_handles(series, colours, markers))
     page.add_notes(((WEAK_NOTE,) if weak_cells(frame).any() else ()) + notes)
     return page.finish()
@@ -89,7 +86,7 @@ def speedup_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     if speedups.empty:
         return message_figure("Speedup over NumPy", f"No cell on {machine} has both a result and a NumPy baseline.")
     return _series_figure(speedups, "speedup", f"Speedup over NumPy on the CPU — {machine}",
-                          "speedup over NumPy (×, log)", band=True, suffix="×")
+                          "speedup over NumPy (×, log)", band=True, suffix="×", line_at_one=True)
 
 
 def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
@@ -104,23 +101,18 @@ def throughput_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
                           notes=(unmodelled_note(unmodelled),))
 
 
-def _no_gpu_message(title: str, what: str, timings: pd.DataFrame, machine: str) -> plt.Figure:
-    skipped = timings[timings["device"] != "cpu"]
-    reasons = textwrap.shorten("; ".join(sorted(skipped["reason"].dropna().astype(str).unique())), 300,
-                               placeholder=" …")
-    why = f" {len(skipped)} GPU cells were not measured ({reasons})." if not skipped.empty \
-        else " The grid has no cuda or mps cells."
-    return message_figure(title, f"No GPU cell was measured on {machine}, so there {what}.{why}\n{GPU_ADVICE}")
-
-
 def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
     """Share of the time in each phase (copy in, compute, copy out) per size: one panel per
     op, device and dtype of the device cells."""
     device = timings[(timings["status"] == "ok") & (timings["device"] != "cpu")]
     if device.empty:
-        return _no_gpu_message("Transfer overhead", "are no copies to show", timings, machine)
+        skipped = timings[timings["device"] != "cpu"]
+        why = f" {len(skipped)} GPU cells were not measured ({reasons_of(skipped, 300)})." if not skipped.empty \
+            else " The grid has no cuda or mps cells."
+        return message_figure("Transfer overhead", f"No GPU cell was measured on {machine}, so there are no copies "
+                              f"to show.{why}\n{GPU_ADVICE}")
     phases = [p for p in ("h2d", "compute", "d2h", "finish") if device[f"{p}_s"].notna().any()]
-    palette = dict(zip(phases, sns.color_palette("colorblind", n_colors=len(phases)), strict=True))
+    palette = colours_of(phases)
     device = device.assign(variant=[variant_of(row) for _, row in device.iterrows()])
     several_devices = device["device"].nunique() > 1
     several_dtypes = device["dtype"].nunique() > 1
@@ -163,7 +155,7 @@ def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     gpu = with_series(gpu)
     resident, counted = interval_frame(gpu, "speedup"), interval_frame(gpu, "end_to_end_speedup")
     series = series_order(gpu)
-    colours = dict(zip(series, sns.color_palette("colorblind", n_colors=max(len(series), 3)), strict=False))
+    colours = colours_of(series)
 
     def draw(ax, rows: pd.DataFrame) -> None:
         for name, data in rows.groupby("series", sort=False):
@@ -174,14 +166,13 @@ def copy_cost_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                 ax.fill_between(data["size"], ci["lo"], ci["hi"], color=colours[name], alpha=0.15, linewidth=0)
             for size in data["break_even_size"].dropna().unique()[:1]:
                 ax.axvline(size, color=colours[name], linewidth=0.8, linestyle=":")
-        at_one(ax)
 
     handles = [Line2D([], [], color=colours[s], linewidth=2.0) for s in series]
     handles += [Line2D([], [], color="0.3", marker="o", markersize=3.5, linewidth=1.1),
                 Line2D([], [], color="0.3", marker="s", markersize=3.5, linewidth=1.1, linestyle="--")]
     labels = [*series, "data on the device", "copies counted (end to end)"]
-    page = op_grid(gpu, f"What the copies cost — {machine}", draw, xlabel=size_label(gpu["op"]),
-                   ylabel="speedup over NumPy (×, log)", suffix="×")
+    page = op_grid(gpu, f"What the copies cost — {machine}", draw, ylabel="speedup over NumPy (×, log)", suffix="×",
+                   line_at_one=True)
     page.add_legend(handles, labels)
     page.add_notes(["dotted vertical line: break-even size with the copies counted (CI above 1 from there on)"])
     return page.finish()
@@ -191,12 +182,12 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str, judging: Judging) -> 
     """Copy bandwidth against copy size, per direction and host memory kind, with the link rate."""
     ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
     if ok.empty:
-        reasons = "; ".join(sorted(transfer["reason"].dropna().astype(str).unique())) if not transfer.empty else ""
+        reasons = reasons_of(transfer) if not transfer.empty else ""
         why = f" ({reasons})" if reasons else " (the sweep is off: transfer.devices is empty)"
         return message_figure("Copy bandwidth", f"No host↔device copy was measured on {machine}{why}.\n{GPU_ADVICE}")
     directions = {"h2d": ("host→device", "o", "-"), "d2h": ("device→host", "s", "--")}
     # Colour tells the memory kind, line style the direction, so overlapping lines stay apart.
-    memory_colour = dict(zip(("pageable", "pinned"), sns.color_palette("colorblind", 2), strict=True))
+    memory_colour = colours_of(("pageable", "pinned"))
     devices = device_order(ok["device"])
     page = Page(len(devices), f"Host↔device copy bandwidth — {machine}", sharey=True)
     seen = []
@@ -218,8 +209,7 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str, judging: Judging) -> 
             ax.text(0.02, link.iloc[0] * 1.04, f"link: {here['link'].iloc[0]}, {fmt_rate(link.iloc[0])} GB/s",
                     transform=ax.get_yaxis_transform(), ha="left", va="bottom", fontsize=SMALL_PT, color="0.2")
             ax.set_ylim(top=link.iloc[0] * 1.6)
-        names = here["device_name"].dropna()
-        panel_title(ax, device + (f" ({names.iloc[0]})" if not names.empty else ""))
+        panel_title(ax, device_title(device, here))
     page.axis_labels("copy size", "bandwidth (GB/s, log)")
     entries = dict.fromkeys(seen)
     page.add_legend([Line2D([], [], color=c, marker=m, markersize=3.5, linestyle=s) for _, c, m, s in entries],
@@ -240,7 +230,7 @@ def memory_figure(timings: pd.DataFrame, memory: pd.DataFrame, machine: str) -> 
                                              "before peaks were recorded, or every reading failed).")
     ok = with_series(ok)
     series = series_order(ok)
-    colours, markers = series_styles(series)
+    colours, markers = colours_of(series), markers_of(series)
     devices = {} if memory is None or memory.empty else \
         memory.dropna(subset=["memory_bytes"]).groupby("device")["memory_bytes"].first().to_dict()
     device_styles = dict(zip(devices, [(0, (1, 1.5)), (0, (4, 2)), (0, (6, 2, 1, 2))], strict=False))
@@ -253,8 +243,7 @@ def memory_figure(timings: pd.DataFrame, memory: pd.DataFrame, machine: str) -> 
         for device in sorted(set(rows["device"]) & set(devices)):
             ax.axhline(devices[device], color="0.25", linewidth=0.9, linestyle=device_styles[device])
 
-    page = op_grid(ok, f"Peak memory of one call — {machine}", draw, xlabel=size_label(ok["op"]),
-                   ylabel="peak extra memory (log)", sharey=True)
+    page = op_grid(ok, f"Peak memory of one call — {machine}", draw, ylabel="peak extra memory (log)", sharey=True)
     for ax in page.axes:
         ax.yaxis.set_major_locator(BytesLogLocator())
         ax.yaxis.set_minor_locator(ticker.NullLocator())

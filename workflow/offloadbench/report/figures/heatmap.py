@@ -26,7 +26,7 @@ from ..format import (
     variant_of,
     widest_threads,
 )
-from .style import BOLD_TITLE_PT, PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, message_figure, wrap
+from .style import BOLD_TITLE_PT, PAGE_HEIGHT_IN, PAGE_WIDTH_IN, SMALL_PT, device_title, message_figure, wrap
 
 TITLE = "End-to-end speedup at a glance"
 CMAP = sns.color_palette("vlag", as_cmap=True)
@@ -69,15 +69,12 @@ def _device_line(device: str, rows: pd.DataFrame, threads: str) -> str:
     """What a row of panels compares, said once above its first panel."""
     if device == "cpu":
         return f"cpu: on the cpu, {threads}, vs numpy"
-    names = rows["device_name"].dropna().astype(str) if "device_name" in rows else pd.Series(dtype=str)
-    name = f" ({names.iloc[0]})" if not names.empty else ""
-    return f"{device}{name}: copies counted, vs numpy on all cores"
+    return f"{device_title(device, rows)}: copies counted, vs numpy on all cores"
 
 
 def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], sizes: list[int], norm) -> None:
     values = np.full((len(ops), len(sizes)), np.nan)
-    for _, row in rows.iterrows():
-        values[ops.index(row["row"]), sizes.index(int(row["size"]))] = row["end_to_end_speedup"]
+    values[rows["row"].map(ops.index), rows["size"].astype(int).map(sizes.index)] = rows["end_to_end_speedup"]
     ax.pcolormesh(np.ma.masked_invalid(values), cmap=CMAP, norm=norm, edgecolors="white", linewidth=0.8)
     for _, row in rows.iterrows():
         i, j = ops.index(row["row"]), sizes.index(int(row["size"]))
@@ -145,28 +142,27 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
         per_device[device] = (ops, sorted(rows["size"].astype(int).unique()), [family_of(op_of[r]) for r in ops])
     widest = max(len(sizes) for _, sizes, _ in per_device.values())
     heights = [len(ops) for ops, _, _ in per_device.values()]
-    labels_in = CHAR_IN * max(len(r) for ops, _, _ in per_device.values() for r in ops) + 0.15
-    families_in = CHAR_IN * max(len(f) for _, _, families in per_device.values() for f in families) + 0.2
+    labels_in = CHAR_IN * max(len(r) for r in frame["row"]) + 0.15
+    families_in = CHAR_IN * max(len(family_of(op)) for op in frame["op"]) + 0.2
     cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / (widest * len(dtypes)))
     side_by_side = cell_w >= MIN_CELL_IN[0]  # else the dtypes stack, each panel the page's width
     if not side_by_side:
         cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / widest)
-    cols, panel_rows = (len(dtypes), heights) if side_by_side else (1, [h for h in heights for _ in dtypes])
-    chrome = ROW_CHROME_IN * len(panel_rows) + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
-    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / sum(panel_rows)))
-    lines_in = CHAR_IN * max(len(_device_line(d, frame[frame["device"] == d], threads)) for d in devices)
+    cols, stacked = (len(dtypes), 1) if side_by_side else (1, len(dtypes))  # panels across, dtypes stacked
+    chrome = ROW_CHROME_IN * len(heights) * stacked + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
+    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / (sum(heights) * stacked)))
+    device_lines = {d: _device_line(d, frame[frame["device"] == d], threads) for d in devices}
+    lines_in = CHAR_IN * max(len(line) for line in device_lines.values())
     width = min(PAGE_WIDTH_IN, max(labels_in + families_in + cols * widest * cell_w + 0.25 * cols,
                                    labels_in + lines_in + 0.3))
     # One subfigure per device, titled with what its panels compare, and one for the colour bar.
-    stacked = 1 if side_by_side else len(dtypes)
     row_heights = [(h * cell_h + ROW_CHROME_IN) * stacked for h in heights]
     fig = plt.figure(figsize=(width, sum(row_heights) + BAR_IN + TITLE_IN), layout="constrained")
     *device_figs, bar_fig = fig.subfigures(len(devices) + 1, 1, height_ratios=[*row_heights, BAR_IN])
     for device, sub in zip(devices, device_figs, strict=True):
         ops, sizes, families = per_device[device]
-        grid = sub.subplots(1 if side_by_side else len(dtypes), len(dtypes) if side_by_side else 1, squeeze=False)
-        sub.suptitle(_device_line(device, frame[frame["device"] == device], threads), x=0.0, ha="left",
-                     fontsize=SMALL_PT)
+        grid = sub.subplots(stacked, cols, squeeze=False)
+        sub.suptitle(device_lines[device], x=0.0, ha="left", fontsize=SMALL_PT)
         for c, (dtype, ax) in enumerate(zip(dtypes, grid.flat, strict=True)):
             rows = frame[(frame["device"] == device) & (frame["dtype"] == dtype)]
             if rows.empty:
@@ -198,8 +194,3 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     bar_fig.supxlabel(wrap("=: the same as NumPy within the minimum effect; hatched ?: undecided; blank: not "
                            "measured", width - 0.2), x=0.01, ha="left", fontsize=SMALL_PT)
     return fig
-
-
-def draw_heatmap(tables: dict[str, pd.DataFrame], machine: str) -> plt.Figure:
-    """`figures.FIGURES` entry."""
-    return heatmap_figure(tables["speedups"], machine)

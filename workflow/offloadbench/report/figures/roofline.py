@@ -8,7 +8,6 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib import ticker
 from matplotlib.lines import Line2D
 
@@ -24,7 +23,19 @@ from ..format import (
     variant_of,
     widest_threads,
 )
-from .style import MARKERS, SMALL_PT, WEAK_NOTE, Page, log_ticks, message_figure, unmodelled_note
+from .style import (
+    SMALL_PT,
+    WEAK_NOTE,
+    Page,
+    colours_of,
+    device_title,
+    header,
+    log_ticks,
+    markers_of,
+    message_figure,
+    unmodelled_note,
+    y_errors,
+)
 
 TITLE = "Roofline"
 PANEL_MAX_HEIGHT_IN = 3.2
@@ -171,13 +182,6 @@ def _label_ops(ax, here: pd.DataFrame) -> None:
             label.remove()  # no free place near the point: the legend still names it
 
 
-def _panel_title(device: str, cells: pd.DataFrame, threads: str) -> str:
-    names = cells["device_name"].dropna().astype(str) if "device_name" in cells else pd.Series(dtype=str)
-    name = names.iloc[0] if not names.empty and device != "cpu" else ""
-    title = device + (f" ({name})" if name else "")
-    return f"{title}, {threads}" if device == "cpu" and threads else title
-
-
 def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: str) -> plt.Figure:
     """One log-log panel per device: achieved GFLOP/s against FLOP/byte under the measured roofs."""
     ok = timings[timings["status"] == "ok"] if "status" in timings else timings
@@ -192,9 +196,9 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
     best = device_roofs(roofs)
     devices = device_order(cells["device"])
     ops = op_order(cells["op"])
-    colours = dict(zip(ops, sns.color_palette("colorblind", n_colors=max(len(ops), 3))))
+    colours = colours_of(ops)
     libraries = sorted(cells["library"].unique())
-    markers = {lib: MARKERS[i % len(MARKERS)] for i, lib in enumerate(libraries)}
+    markers = markers_of(libraries)
     marker_size = _marker_sizes(cells["size"])
     all_dtypes = sorted(cells["dtype"].unique(), key=dtype_sort_key)
     styles = {d: LINESTYLES[i % len(LINESTYLES)] for i, d in enumerate(all_dtypes)}
@@ -221,10 +225,8 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
             colour = colours[op]
             ax.plot(series["intensity"], series["gflops"], color=colour, linewidth=0.8, alpha=0.5, zorder=2,
                     linestyle=styles[dtype])
-            yerr = np.vstack([(series["gflops"] - series["gflops_ci_low"]).clip(lower=0),
-                              (series["gflops_ci_high"] - series["gflops"]).clip(lower=0)])
-            ax.errorbar(series["intensity"], series["gflops"], yerr=yerr, fmt="none", ecolor=colour,
-                        elinewidth=0.7, zorder=2)
+            ax.errorbar(series["intensity"], series["gflops"], yerr=y_errors(series, "gflops", "gflops_ci_low",
+                        "gflops_ci_high"), fmt="none", ecolor=colour, elinewidth=0.7, zorder=2)
             ax.scatter(series["intensity"], series["gflops"], marker=markers[library], linewidths=1.1,
                        s=[marker_size[int(n)] ** 2 for n in series["size"]], edgecolors=[colour],
                        facecolors=["white" if weak else colour for weak in weak_cells(series)], alpha=0.9, zorder=3)
@@ -241,36 +243,27 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
                 notes.append(f"{device}: no compute roof measured for {', '.join(missing)}.")
         _log_axis(ax.xaxis, *xlim)
         _log_axis(ax.yaxis, *ylim)
-        ax.set_title(_panel_title(device, here, threads), fontsize="medium")
-
-    handles, labels = [], []
-
-    def section(title: str, entries: list[tuple[Line2D, str]]) -> None:
-        handles.append(Line2D([], [], linestyle="none"))
-        labels.append(title)
-        for handle, text in entries:
-            handles.append(handle)
-            labels.append(text)
+        title = device_title(device, here)
+        ax.set_title(f"{title}, {threads}" if device == "cpu" and threads else title, fontsize="medium")
 
     dot = {"linestyle": "none", "markeredgewidth": 1.1}
-    section("op", [(Line2D([], [], marker="o", color=colours[op], markersize=6, **dot), op) for op in ops])
-    section("library", [(Line2D([], [], marker=markers[lib], color="0.3", markersize=6, **dot), lib)
-                        for lib in libraries])
+    rows = [header("op")]
+    rows += [(Line2D([], [], marker="o", color=colours[op], markersize=6, **dot), op) for op in ops]
+    rows.append(header("library"))
+    rows += [(Line2D([], [], marker=markers[lib], color="0.3", markersize=6, **dot), lib) for lib in libraries]
     if len(all_dtypes) > 1:
-        section("dtype", [(Line2D([], [], color="0.3", linestyle=styles[d], linewidth=1.0), d) for d in all_dtypes])
-    section("size n", [(Line2D([], [], marker="o", color="0.55", markersize=marker_size[s], **dot), f"n = {s}")
-                       for s in _legend_sizes(sorted(marker_size))])
+        rows.append(header("dtype"))
+        rows += [(Line2D([], [], color="0.3", linestyle=styles[d], linewidth=1.0), d) for d in all_dtypes]
+    rows.append(header("size n"))
+    rows += [(Line2D([], [], marker="o", color="0.55", markersize=marker_size[s], **dot), f"n = {s}")
+             for s in _legend_sizes(sorted(marker_size))]
     page.axis_labels("arithmetic intensity (FLOP/byte, log)", "achieved throughput (GFLOP/s, log)")
-    page.add_legend(handles, labels, handletextpad=0.4, labelspacing=0.45)
-    for text in page.legend.get_texts():
-        if text.get_text() in ("op", "library", "dtype", "size n"):
-            text.set_fontweight("bold")
+    page.add_legend(*zip(*rows, strict=True), handletextpad=0.4, labelspacing=0.45)
     if best.empty:
         notes.insert(0, NO_ROOFS_NOTE)
     if weak_cells(cells).any():
         notes.append(WEAK_NOTE)
-    if unmodelled:
-        notes.append(unmodelled_note(unmodelled))
+    notes.append(unmodelled_note(unmodelled))  # none where every op has a model
     page.add_notes(notes)
     fig = page.finish()
     for ax, device, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on its shape
@@ -281,8 +274,3 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
         for ax, device in zip(axes, devices, strict=True):
             _label_ops(ax, cells[cells["device"] == device])
     return fig
-
-
-def draw_roofline(tables: dict[str, pd.DataFrame], machine: str) -> plt.Figure:
-    """`figures.FIGURES` entry: the roofs table may be absent from older results."""
-    return roofline_figure(tables["timings"], tables.get("roofs"), machine)

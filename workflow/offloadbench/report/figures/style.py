@@ -24,7 +24,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
 
+from ..captions import size_label
 from ..format import (
     device_sort_key,
     dtype_order,
@@ -50,6 +52,7 @@ MAX_PANEL_HEIGHT_IN = 2.0
 MIN_PANEL_HEIGHT_IN = 1.0
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 WEAK_NOTE = "hollow marker: a weak cell, unstable or sharing its cores with the orchestrator (see report)"
+GPU_ADVICE = "Run on a GPU machine (config/paper.yaml) or `make gpu-check`."
 PAD_IN = 0.06  # between the blocks of a page, and at its edges
 
 
@@ -146,7 +149,8 @@ class Page:
                                      multialignment="center")
 
     def add_legend(self, handles: Sequence, labels: Sequence[str], ncol: int | None = None, **kwargs) -> None:
-        """A legend below the panels, in as many columns as its longest label allows."""
+        """A legend below the panels, in as many columns as its longest label allows; the
+        labels of `header` rows in bold."""
         if not handles:
             return
         # a label longer than the page is wrapped, so that even one column fits
@@ -160,11 +164,14 @@ class Page:
                    **kwargs}
         self.legend = self.fig.legend(handles, labels, loc="lower left", ncol=self.ncol, **options)
         self.legend.set_in_layout(False)
+        for handle, text in zip(handles, self.legend.get_texts(), strict=True):
+            if handle.get_gid() == "header":
+                text.set_fontweight("bold")
 
-    def add_notes(self, notes: Sequence[str]) -> None:
+    def add_notes(self, notes: Sequence[str], points: float = SMALL_PT) -> None:
         notes = [n for n in notes if n]
         if notes:
-            self.notes = self._text("\n".join(wrap(n, self.width_in - 2 * PAD_IN) for n in notes), SMALL_PT)
+            self.notes = self._text("\n".join(wrap(n, self.width_in - 2 * PAD_IN, points) for n in notes), points)
 
     def finish(self) -> plt.Figure:
         """Size the figure to its blocks and place them: title, panels, x label, legend, notes."""
@@ -206,12 +213,9 @@ class Page:
         return fig
 
 
-def op_panels(frame: pd.DataFrame) -> list[tuple[tuple[str, str], str]]:
-    """The (op, dtype) panels of a table in report order, each with its title."""
-    dtypes = dtype_order(frame["dtype"])
-    present = set(zip(frame["op"], frame["dtype"], strict=True))
-    keys = [(op, dtype) for op in op_order(frame["op"]) for dtype in dtypes if (op, dtype) in present]
-    return [(key, f"{key[0]} · {key[1]}" if len(dtypes) > 1 else key[0]) for key in keys]
+def header(text: str) -> tuple[Line2D, str]:
+    """A legend row that only names the section below it (`Page.add_legend` sets it in bold)."""
+    return Line2D([], [], linestyle="none", gid="header"), text
 
 
 def at_one(ax) -> None:
@@ -219,19 +223,24 @@ def at_one(ax) -> None:
     ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
 
 
-def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, xlabel: str, ylabel: str, suffix: str = "",
-            sharey: bool = False) -> Page:
-    """One panel per op and dtype, wrapped to the page, sharing the size axis (and with
-    `sharey` the y axis): `draw(ax, rows)` draws a panel's rows; the y axis is log with round
-    ticks. The caller adds the legend and notes, then finishes the page."""
-    panels = op_panels(frame)
+def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, ylabel: str, suffix: str = "",
+            sharey: bool = False, line_at_one: bool = False) -> Page:
+    """One panel per op and dtype in report order, wrapped to the page, sharing the size axis
+    (and with `sharey` the y axis): `draw(ax, rows)` draws a panel's rows; the y axis is log
+    with round ticks, and with `line_at_one` a dashed line at 1. The caller adds the legend and
+    notes, then finishes the page."""
+    dtypes = dtype_order(frame["dtype"])
+    present = set(zip(frame["op"], frame["dtype"], strict=True))
+    panels = [(op, dtype) for op in op_order(frame["op"]) for dtype in dtypes if (op, dtype) in present]
     page = Page(len(panels), title, sharex=True, sharey=sharey)
-    for ax, ((op, dtype), name) in zip(page.axes, panels, strict=True):
+    for ax, (op, dtype) in zip(page.axes, panels, strict=True):
         draw(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
+        if line_at_one:
+            at_one(ax)
         log_y(ax, suffix)
-        panel_title(ax, name)
+        panel_title(ax, f"{op} · {dtype}" if len(dtypes) > 1 else op)
     size_axis(page.axes[0], frame["size"])
-    page.axis_labels(xlabel, ylabel)
+    page.axis_labels(size_label(frame["op"]), ylabel)
     return page
 
 
@@ -245,9 +254,7 @@ def unmodelled_note(ops: list[str], lead: str = "") -> str:
 def message_figure(title: str, message: str) -> plt.Figure:
     """A one-panel figure that states why there is nothing to plot."""
     page = Page(0, title, width_in=COLUMN_WIDTH_IN * 1.5, grid=Grid(1, 1, COLUMN_WIDTH_IN * 1.5, 0.0))
-    page.add_notes([message.replace("`", "")])
-    page.notes.set_fontsize(TEXT_PT)
-    page.notes.set_text(wrap(message.replace("`", ""), page.width_in - 2 * PAD_IN, TEXT_PT))
+    page.add_notes([message.replace("`", "")], TEXT_PT)
     return page.finish()
 
 
@@ -270,9 +277,7 @@ class SizeLocator(ticker.Locator):
     def __call__(self):
         lo, hi = sorted(self.axis.get_view_interval())
         shown = [s for s in self.sizes if lo <= s <= hi] or self.sizes
-        transform = self.axis.axes.transData if self.axis.axis_name == "x" else None
-        if transform is None or len(shown) < 2:
-            return shown
+        transform = self.axis.axes.transData  # size_axis sets it on an x axis
         gap = 0.8 * SMALL_PT * self.axis.axes.figure.dpi / 72  # about a space and a half
         kept = [shown[-1]]
         for size in reversed(shown[:-1]):
@@ -303,6 +308,12 @@ def log_ticks(lo: float, hi: float, at_least: int = 3) -> list[float]:
     return [float(t) for t in ticker.MaxNLocator(nbins=4).tick_values(lo, hi) if lo <= t <= hi]
 
 
+def y_ticks_that_fit(axis) -> int:
+    """How many tick labels fit a y axis with neighbours two lines of text apart (at least two)."""
+    axes = axis.axes
+    return max(2, int(axes.bbox.height // (2.0 * SMALL_PT * axes.figure.dpi / 72)) + 1)
+
+
 class NiceLogLocator(ticker.Locator):
     """Round log ticks on a y axis (1-2-5, finer on a narrow range), thinned at draw time to
     powers of ten, then to every other one, until neighbours are two lines of text apart."""
@@ -310,9 +321,7 @@ class NiceLogLocator(ticker.Locator):
     def __call__(self):
         lo, hi = sorted(self.axis.get_view_interval())
         ticks = log_ticks(lo, hi)
-        axes = self.axis.axes
-        room = 2.0 * SMALL_PT * axes.figure.dpi / 72  # of a y axis: two lines of tick text
-        fits = max(2, int(axes.bbox.height // room) + 1)
+        fits = y_ticks_that_fit(self.axis)
         if len(ticks) > fits:
             decades = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
             ticks = decades if len(decades) >= 2 else ticks
@@ -330,8 +339,7 @@ class BytesLogLocator(ticker.Locator):
         lo, hi = sorted(self.axis.get_view_interval())
         if not (lo > 0 and math.isfinite(hi)):
             return []
-        axes = self.axis.axes
-        fits = max(2, int(axes.bbox.height // (2.0 * SMALL_PT * axes.figure.dpi / 72)) + 1)
+        fits = y_ticks_that_fit(self.axis)
         first, last = math.ceil(math.log2(lo)), math.floor(math.log2(hi))
         for step in (2, 5, 10, 20):
             ticks = [2.0**e for e in range(first, last + 1) if e % step == 0]
@@ -375,11 +383,27 @@ def series_order(frame: pd.DataFrame) -> list[str]:
     return [r["series"] for r in sorted(rows, key=key)]
 
 
-def series_styles(series: list[str]) -> tuple[dict, dict]:
-    palette = sns.color_palette("colorblind", n_colors=max(len(series), 3))
-    colours = {s: palette[i % len(palette)] for i, s in enumerate(series)}
-    markers = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(series)}
-    return colours, markers
+def colours_of(keys) -> dict:
+    """One colour-blind-safe colour per key, in order (they repeat past the palette's ten)."""
+    palette = sns.color_palette("colorblind", n_colors=max(len(keys), 3))
+    return {key: palette[i % len(palette)] for i, key in enumerate(keys)}
+
+
+def markers_of(keys) -> dict:
+    """One marker per key, in order (they repeat past the nine)."""
+    return {key: MARKERS[i % len(MARKERS)] for i, key in enumerate(keys)}
+
+
+def device_title(device: str, rows: pd.DataFrame) -> str:
+    """A GPU's name beside its device ("cuda (H100)") where the rows name it; the cpu alone."""
+    names = rows["device_name"].dropna().astype(str) if "device_name" in rows else pd.Series(dtype=str)
+    return f"{device} ({names.iloc[0]})" if device != "cpu" and not names.empty else device
+
+
+def reasons_of(frame: pd.DataFrame, width: int | None = None) -> str:
+    """The distinct reasons a table gives for what was not measured, sorted, shortened to `width`."""
+    said = "; ".join(sorted(r for r in frame["reason"].dropna().astype(str).unique() if r))
+    return textwrap.shorten(said, width, placeholder=" …") if width else said
 
 
 def panel_title(ax, text: str) -> None:
