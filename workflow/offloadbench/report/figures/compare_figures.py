@@ -99,8 +99,9 @@ def _ratio_page(frame: pd.DataFrame, title: str, draw, ylabel: str, rows: list[t
 
 def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
     """Line style and marker per (variant, device, threads): solid on a GPU, patterned on the CPU."""
+    # sorted on the whole key, so that each series gets the same style on every run
     keys = sorted({(r.variant, r.device, r.threads) for r in frame.itertuples()},
-                  key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2])))
+                  key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2]), k[0]))
     cpu = [k for k in keys if k[1] == "cpu"]
     styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[cpu.index(k) % len(CPU_LINESTYLES)] for k in keys}
     return styles, markers_of(keys)
