@@ -93,8 +93,8 @@ class Choice:
     option most likely to decide and the processes it would take)."""
 
     size: int
-    state: str  # USE, STAY or UNSURE
-    option: Option | None = None
+    state: str  # USE, STAY, UNSURE or DEPENDS
+    option: Option  # the one to use, or NumPy's best (most promising) alternative
     processes_needed: float = math.nan
     needs_quieter_machine: bool = False  # its likeliest option was disturbed: more processes here would not do
     passed_over: Option | None = None  # the fastest option, where a simpler one it cannot be told apart from won
@@ -123,7 +123,7 @@ def choose(size: int, options: list[Option], judging: Judging) -> Choice:
         return Choice(size, DEPENDS, max(depends, key=lambda o: o.speedup[0]))
     open_ = [o for o in options if o.may_pay(judging)]
     if not open_:
-        return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]) if options else None)
+        return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]))
     needed = {o.variant: processes_to_decide(o.speedup[1], o.speedup[2], o.speedup[0], o.processes, judging,
                                              MAX_CI_SPAN) for o in open_}
     likely = min(open_, key=lambda o: (o.disturbed, needed[o.variant] if math.isfinite(needed[o.variant])
@@ -255,46 +255,44 @@ def _payback(row: pd.Series) -> tuple[float, float, float, float]:
     return calls, low, high, whole
 
 
-def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str,
-                 fits: dict | None = None, judging: Judging | None = None, process_cap: int | None = None) -> dict:
+def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str, fits: dict,
+                 judging: Judging, process_cap: int | None) -> dict:
     """One row of decisions.csv from the choices at each size, smallest first."""
     op, device, dtype, threads = key
     headline = choices[-1]
-    shown = option = headline.option  # the variant to use, or NumPy's best (most promising) alternative
-    speedup = shown.speedup if shown else (math.nan, math.nan, math.nan)
-    calls = _payback(option.row) if headline.state == USE and option.row.get("mode") == COMPILED \
-        else (math.nan,) * 4
+    option, row = headline.option, headline.option.row  # the variant stated, and its row of speedups.csv
+    calls = _payback(row) if headline.state == USE and row.get("mode") == COMPILED else (math.nan,) * 4
     unsure = [c for c in choices if c.state == UNSURE]
     passed = headline.passed_over
     return {
         "machine": machine, "op": op, "family": family, "device": device, "dtype": dtype,
-        "threads": threads if device == "cpu" else (str(option.row["threads"]) if option is not None else ""),
-        "threads_effective": option.row.get("threads_effective") if option is not None else math.nan,
-        "baseline_threads": str(option.row["baseline_threads"]) if option is not None else "",
+        "threads": threads if device == "cpu" else str(row["threads"]),
+        "threads_effective": row.get("threads_effective"),
+        "baseline_threads": str(row["baseline_threads"]),
         "decision": headline.state,
         "variant": headline.variant,
         "from_size": _from_size(choices, headline),
         "size": headline.size,
-        "compared_variant": shown.variant if shown else "",
-        "speedup": speedup[0], "speedup_ci_low": speedup[1], "speedup_ci_high": speedup[2],
-        "verdict": shown.verdict if shown else "",
-        "processes": shown.processes if shown else math.nan,
-        "break_even_size": float(option.row.get("break_even_size", math.nan))
-        if headline.state == USE and device != "cpu" else math.nan,
+        "compared_variant": option.variant,
+        "speedup": option.speedup[0], "speedup_ci_low": option.speedup[1], "speedup_ci_high": option.speedup[2],
+        "verdict": option.verdict,
+        "processes": option.processes,
+        "break_even_size": float(row.get("break_even_size", math.nan)) if headline.state == USE and device != "cpu"
+        else math.nan,
         "amortize_calls": calls[0], "amortize_calls_ci_low": calls[1], "amortize_calls_ci_high": calls[2],
         "amortize_calls_with_startup": calls[3],
-        "fits_up_to": (fits or {}).get((op, shown.variant, device, dtype), math.nan) if shown else math.nan,
-        "calls_per_round_trip": float(shown.row.get("calls_per_round_trip", math.nan)) if shown else math.nan,
+        "fits_up_to": fits.get((op, option.variant, device, dtype), math.nan),
+        "calls_per_round_trip": float(row.get("calls_per_round_trip", math.nan)),
         "processes_to_decide": unsure[-1].processes_needed if unsure else math.nan,
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "process_cap": process_cap if process_cap else math.nan,
-        "weak": bool(weak.loc[shown.row.name]) if shown else False,
-        "shares_cores": flag(shown.row, "shares_cores") if shown else False,
+        "weak": bool(weak.loc[row.name]),
+        "shares_cores": flag(row, "shares_cores"),
         "simpler_than": passed.variant if passed else "",
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
-        "tie": bool(shown and judging and shown.tie(judging)),
-        "states_answer": text_of(shown.row.get("states_answer")) if shown else "",
-        "states": text_of(shown.row.get("states")) if shown else "",
+        "tie": option.tie(judging),
+        "states_answer": text_of(row.get("states_answer")),
+        "states": text_of(row.get("states")),
     }
 
 

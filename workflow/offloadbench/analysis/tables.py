@@ -52,7 +52,7 @@ from .columns import (
 )
 from .compile_cost import amortization, compile_interval
 from .decisions import decision_tables
-from .measured import Analysis, MeasuredCell, carry_over, load_cells
+from .measured import Analysis, MeasuredCell, carry_over, faults_per_call, load_cells
 from .memory_fit import memory_table
 from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, compared
 from .processes import method as processes_method
@@ -209,7 +209,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "disturbed_cores": mc.disturbed_cores,
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
-        "faults_per_call": mc.faults_per_call(),
+        "faults_per_call": faults_per_call(mc.counted),
         "conversion_s": float(np.median(found)) if (found := [r.conversion_s for r in mc.ok
                                                                if r.conversion_s is not None]) else math.nan,
         "allocator": _joined(r.settings.get("allocator") for r in mc.records),
