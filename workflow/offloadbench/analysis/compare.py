@@ -10,6 +10,7 @@ second run fall inside the first run's CIs and which verdicts flip.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -136,13 +137,11 @@ def provenance_diff(environments: dict[str, Environment], cells: dict[str, list[
 
 def same_hardware(environments: dict[str, Environment]) -> list[tuple[str, str]]:
     """Pairs of labels whose environment.json records the same hardware fingerprint."""
-    labels = list(environments)
     pairs = []
-    for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
-            fa, fb = environments[a].fingerprint or {}, environments[b].fingerprint or {}
-            if environments[a].cpu_model and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
-                pairs.append((a, b))
+    for a, b in itertools.combinations(environments, 2):
+        fa, fb = environments[a].fingerprint or {}, environments[b].fingerprint or {}
+        if environments[a].cpu_model and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
+            pairs.append((a, b))
     return pairs
 
 

@@ -9,6 +9,7 @@ both cells' draws. Cells measured in one process say so in `ci_scope`.
 from __future__ import annotations
 
 import math
+from dataclasses import astuple
 
 import numpy as np
 import pandas as pd
@@ -61,11 +62,6 @@ from .round_trip import NOT_MEASURED, calls_per_round_trip
 
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
 SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
-
-
-def _verdict_columns(name: str, comparison: Comparison) -> dict:
-    """`<name>_verdict` (faster, slower, same, undecided) and why it is undecided."""
-    return {f"{name}_verdict": comparison.verdict, f"{name}_undecided": comparison.why}
 
 
 def _joined(values) -> str:
@@ -157,12 +153,8 @@ def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
     numpy = frame[(frame["library"] == "numpy") & (frame["mode"] == "eager") & (frame["device"] == "cpu")]
     base = numpy.groupby(["op", "dtype", "size"])["peak_host_bytes"].median()
     own = frame["peak_device_bytes"].where(frame["device"] != "cpu", frame["peak_host_bytes"])
-    keys = pd.MultiIndex.from_frame(frame[["op", "dtype", "size"]])
-    reference = base.reindex(keys).to_numpy(dtype=float)
-    frame = frame.copy()
-    frame["peak_vs_numpy"] = np.where(reference > 0, own.to_numpy(dtype=float) / np.where(reference > 0, reference, 1),
-                                      math.nan)
-    return frame
+    reference = base.reindex(pd.MultiIndex.from_frame(frame[["op", "dtype", "size"]])).to_numpy(dtype=float)
+    return frame.assign(peak_vs_numpy=own.to_numpy(dtype=float) / np.where(reference > 0, reference, math.nan))
 
 
 def timing_row(mc: MeasuredCell, machine: str) -> dict:
@@ -210,8 +202,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
         "faults_per_call": faults_per_call(mc.counted),
-        "conversion_s": float(np.median(found)) if (found := [r.conversion_s for r in mc.ok
-                                                               if r.conversion_s is not None]) else math.nan,
+        "conversion_s": _median_of(r.conversion_s for r in mc.ok),
         "allocator": _joined(r.settings.get("allocator") for r in mc.records),
         "measure_s": sum(r.measure_s or 0.0 for r in mc.records),
         "import_s": float(np.mean([r.import_s for r in mc.ok if r.import_s is not None] or [math.nan])),
@@ -255,9 +246,20 @@ def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "b
     return "; ".join(filter(None, ["; ".join(contender.flags), theirs and f"{base_name}: {theirs}"]))
 
 
-def _ratio_columns(prefix: str, interval: Interval) -> dict:
-    low, high = ci_columns(prefix)
-    return {prefix: interval.value, low: interval.low, high: interval.high}
+def _with_ci(column: str, value: float, low: float, high: float) -> dict:
+    """An estimate's column and its CI's (`columns.ci_columns`)."""
+    low_name, high_name = ci_columns(column)
+    return {column: value, low_name: low, high_name: high}
+
+
+def _judged_columns(comparison: Comparison, column: str, verdict: str = "verdict",
+                    undecided: str = "verdict_undecided") -> dict:
+    """A judged ratio's columns: the rounds behind it, what its CI covers and how it was
+    paired, the ratio with its CI, its verdict and why it is undecided, and its states."""
+    ratio = comparison.ratio
+    return {"processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
+            **_with_ci(column, ratio.value, ratio.low, ratio.high), verdict: comparison.verdict,
+            undecided: comparison.why, "states_answer": comparison.states_answer, "states": comparison.states}
 
 
 def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
@@ -277,8 +279,8 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
     cell, judging = mc.cell, mc.analysis.judging
     speed, e2e = compared(SPEEDUP, base, mc, "compute"), compared(SPEEDUP, base, mc, "end_to_end")
     compiled = compile_columns(mc)
-    amortized = amortization(compile_interval(mc, judging.confidence), base.interval("compute"),
-                             speed.ratio) if compiled else None
+    amortized = astuple(amortization(compile_interval(mc, judging.confidence), base.interval("compute"),
+                                     speed.ratio)) if compiled else (math.nan,) * 3
     trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
                                 mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
     return {
@@ -288,13 +290,9 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "threads_effective": mc.first.threads_effective,
         "device_name": mc.first.device_name,
         "baseline_threads": label,
-        "processes": speed.ratio.processes,
-        "ci_scope": speed.ratio.scope,
-        "pairing": speed.ratio.pairing,
-        **_ratio_columns("speedup", speed.ratio),
-        **_verdict_columns("speedup", speed),
-        **_ratio_columns("end_to_end_speedup", e2e.ratio),
-        **_verdict_columns("end_to_end", e2e),
+        **_judged_columns(speed, "speedup", "speedup_verdict", "speedup_undecided"),
+        **_with_ci("end_to_end_speedup", e2e.ratio.value, e2e.ratio.low, e2e.ratio.high),
+        "end_to_end_verdict": e2e.verdict, "end_to_end_undecided": e2e.why,
         "median_s": mc.median("compute"),
         "baseline_median_s": base.median("compute"),
         "end_to_end_s": mc.median("end_to_end"),
@@ -304,17 +302,11 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "unstable": _pair_flags(mc, base),
         "states_answer": (e2e if e2e.states else speed).states_answer,
         "states": e2e.states or speed.states,
-        "compile_s": compiled.get("compile_s", math.nan),
-        "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
-        "compile_s_ci_high": compiled.get("compile_s_ci_high", math.nan),
-        "compiler_startup_s": compiled.get("compiler_startup_s", math.nan),
-        "amortize_calls": amortized.calls if amortized else math.nan,
-        "amortize_calls_ci_low": amortized.low if amortized else math.nan,
-        "amortize_calls_ci_high": amortized.high if amortized else math.nan,
+        **{name: compiled.get(name, math.nan) for name in ("compile_s", "compile_s_ci_low", "compile_s_ci_high",
+                                                           "compiler_startup_s")},
+        **_with_ci("amortize_calls", *amortized),
         "compile_fallback": compiled.get("compile_fallback", ""),
-        "calls_per_round_trip": trip.calls,
-        "calls_per_round_trip_ci_low": trip.low,
-        "calls_per_round_trip_ci_high": trip.high,
+        **_with_ci("calls_per_round_trip", *astuple(trip)),
     }
 
 
@@ -335,20 +327,15 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     A faster or slower verdict here is a false one."""
     rows = []
     for original, twin in control_pairs(cells):
-        control = compared(CONTROL, original, twin)
-        ratio = control.ratio
+        control, carried = compared(CONTROL, original, twin), carry_over([original, twin])
         rows.append({
             "machine": machine, **original.cell.as_dict(), "variant": original.cell.variant,
-            "processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
-            **_ratio_columns("ratio", ratio),
-            "verdict": control.verdict, "verdict_undecided": control.why,
+            **_judged_columns(control, "ratio"),
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
             "unstable": _pair_flags(original, twin, "twin"),
-            "states_answer": control.states_answer,
-            "states": control.states,
             "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
-            **_ratio_columns("carry_over", carry_over([original, twin])),
+            **_with_ci("carry_over", carried.value, carried.low, carried.high),
         })
     return pd.DataFrame(rows, columns=list(CONTROLS))
 
@@ -356,21 +343,13 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
 def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """CPU cells: how much faster the most threads are than one thread, with a CI."""
     rows = []
-    for one, many in scaling_pairs(cells):
-        c = many.cell
-        scaling = compared(SCALING, one, many)
-        ratio = scaling.ratio
+    for one, many in scaling_pairs(cells):  # CPU cells, none a twin
         rows.append({
-            "machine": machine, "op": c.op, "library": c.library, "device": "cpu", "dtype": c.dtype, "size": c.size,
-            "threads": c.threads, "mode": c.mode, "variant": many.cell.variant,
+            "machine": machine, **many.cell.as_dict(), "variant": many.cell.variant,
             "threads_effective": many.first.threads_effective,
-            "processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
-            **_ratio_columns("scaling", ratio),
-            "verdict": scaling.verdict, "verdict_undecided": scaling.why,
+            **_judged_columns(compared(SCALING, one, many), "scaling"),
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
-            "states_answer": scaling.states_answer,
-            "states": scaling.states,
         })
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
