@@ -138,43 +138,26 @@ def _cell_key(row) -> tuple:
             str(row["threads"]))
 
 
-def _options(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[Option]:
-    time_of = {_cell_key(row): interval(row, "end_to_end_s") for _, row in timings.iterrows()}
-    usable = speedups[~compile_fallbacks(speedups)]
+def _baseline_key(row) -> tuple:
+    """The `_cell_key` of a speedup row's NumPy baseline."""
+    op, _, _, _, dtype, size, threads = _cell_key(row)
+    return op, NUMPY, "eager", "cpu", dtype, size, str(row.get("baseline_threads") or threads)
+
+
+def _options(speedups: pd.DataFrame, timings: dict[tuple, pd.Series]) -> list[Option]:
     options = []
-    for _, row in usable.iterrows():
-        mode = row.get("mode", "eager")
-        key = _cell_key(row)
-        options.append(Option(str(row.get("variant") or row["library"]), simplicity(row["library"], mode),
-                              interval(row, E2E), str(row["end_to_end_verdict"]),
-                              time_of.get(key, (math.nan, math.nan, math.nan)),
+    for _, row in speedups[~compile_fallbacks(speedups)].iterrows():
+        timing = timings.get(_cell_key(row))
+        options.append(Option(str(row.get("variant") or row["library"]),
+                              simplicity(row["library"], row.get("mode", "eager")), interval(row, E2E),
+                              str(row["end_to_end_verdict"]),
+                              interval(timing, "end_to_end_s") if timing is not None else (math.nan,) * 3,
                               int(row["processes"]) if pd.notna(row.get("processes")) else 0, row))
     return options
 
 
 MANY_MORE_PAGES = 2.0  # a loser that maps this many times the winner's fresh pages per call, and
 MATTERING_SHARE = 0.05  # whose extra pages cost at least this share of its time, loses to them
-
-
-@dataclass(frozen=True)
-class Cells:
-    """What the decisions read of timings.csv beside the speedups: each cell's row, and
-    what one fresh page costs on the cpu (roofs.csv; NaN where not measured)."""
-
-    rows: dict[tuple, pd.Series]
-    fault_s: float = math.nan
-
-    @classmethod
-    def of(cls, timings: pd.DataFrame, fault_s: float = math.nan) -> Cells:
-        return cls({_cell_key(row): row for _, row in timings.iterrows()}, fault_s)
-
-    def row(self, speedup_row: pd.Series, library: str | None = None, mode: str | None = None,
-            device: str | None = None, threads: str | None = None) -> pd.Series | None:
-        key = list(_cell_key(speedup_row))
-        for i, value in ((1, library), (2, mode), (3, device), (6, threads)):
-            if value is not None:
-                key[i] = value
-        return self.rows.get(tuple(key))
 
 
 # Why a variant loses at a decision's size (losses.csv's `reason`), where the records say.
@@ -200,10 +183,12 @@ def pages_loss(loser: pd.Series | None, winner: pd.Series | None, loser_name: st
             "against_pages_per_call": theirs, "pages_s": cost, "call_s": time}
 
 
-def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells: Cells) -> list[dict]:
+def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, timings: dict[tuple, pd.Series],
+           fault_s: float) -> list[dict]:
     """Why the variants that lose at the decision's size do, as losses.csv's rows: a
     compiled variant whose code did not all compile, a GPU variant whose copies cost more
-    than its compute saves, a variant that maps far more fresh pages per call."""
+    than its compute saves, a variant that maps far more fresh pages per call (`timings`:
+    each cell's row of timings.csv, `fault_s`: what one fresh page costs on the cpu)."""
     found = [{"variant": row.get("variant") or row["library"], "reason": COMPILE_FALLBACK,
               "compile_fallback": row["compile_fallback"]} for _, row in fallbacks.iterrows()]
     winner = choice.option if choice.state == USE else None
@@ -216,10 +201,9 @@ def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells
                 and device_speedup > 1 and option.speedup[0] < 1:
             found.append({"variant": option.variant, "reason": COPIES, "speedup": device_speedup,
                           "end_to_end_speedup": option.speedup[0]})
-        winner_row = cells.row(winner.row) if winner else cells.row(row, "numpy", "eager", "cpu",
-                                                                    str(row.get("baseline_threads") or row["threads"]))
-        pages = pages_loss(cells.row(row), winner_row, option.variant, winner.variant if winner else "numpy",
-                           cells.fault_s)
+        winner_row = timings.get(_cell_key(winner.row) if winner else _baseline_key(row))
+        pages = pages_loss(timings.get(_cell_key(row)), winner_row, option.variant,
+                           winner.variant if winner else NUMPY, fault_s)
         if pages:
             found.append(pages)
     return found
@@ -314,9 +298,9 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
     fits = {} if memory is None or memory.empty else {
         (r.op, r.variant, r.device, r.dtype): float(r.largest_size) for r in memory.itertuples()}
     by_key: dict[tuple, dict[int, list[Option]]] = {}
-    for option in _options(speedups, timings):
+    rows_of = {_cell_key(row): row for _, row in timings.iterrows()}
+    for option in _options(speedups, rows_of):
         by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
-    cells = Cells.of(timings, fault_s)
     fallen = speedups[compile_fallbacks(speedups)]
     rows, sizes, lost = [], [], []
     for key, by_size in by_key.items():
@@ -327,21 +311,15 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
                                  process_cap))
         series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
         sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
-        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, cells)]
-    frame = pd.DataFrame(rows, columns=list(DECISIONS))
-    order = {op: i for i, op in enumerate(op_order(frame["op"]))}
-    key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),
-            thread_sort_key(r.threads) if r.device == "cpu" else 0) for r in frame.itertuples()]
-    frame = frame.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
-    return (frame, _in_order_of(pd.DataFrame(sizes, columns=list(DECISION_SIZES)), frame, "size"),
-            _in_order_of(pd.DataFrame(lost, columns=list(LOSSES)), frame))
-
-
-def _in_order_of(rows: pd.DataFrame, decisions: pd.DataFrame, then: str | None = None) -> pd.DataFrame:
-    """A decision's rows in the decisions' order, each series's by `then` (else as found)."""
-    rank = {_size_key(r): i for i, (_, r) in enumerate(decisions.iterrows())}
-    order = [(rank[_size_key(r)], int(r[then]) if then else i) for i, (_, r) in enumerate(rows.iterrows())]
-    return rows.assign(_k=order).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, rows_of, fault_s)]
+    order = {op: i for i, op in enumerate(op_order(r["op"] for r in rows))}
+    rows.sort(key=lambda r: (order[r["op"]], device_sort_key(r["device"]), dtype_sort_key(r["dtype"]),
+                             thread_sort_key(r["threads"]) if r["device"] == "cpu" else 0))
+    rank = {_size_key(r): i for i, r in enumerate(rows)}  # each series's sizes and losses in the decisions' order
+    sizes.sort(key=lambda r: (rank[_size_key(r)], r["size"]))
+    lost.sort(key=lambda r: rank[_size_key(r)])  # stable: a series's losses as found
+    return tuple(pd.DataFrame(found, columns=list(declared))
+                 for found, declared in ((rows, DECISIONS), (sizes, DECISION_SIZES), (lost, LOSSES)))
 
 
 def _size_key(row) -> tuple:

@@ -132,17 +132,14 @@ def resident_columns(mc: MeasuredCell) -> dict:
     """A GPU cell's resident trips against what its phases predict, h2d + k·compute + d2h."""
     calls = sorted({k for r in mc.counted for k in r.resident_calls()})
     reason = next((r.resident_reason for r in mc.counted if r.resident_reason), "")
-    if not calls:
-        return {"resident_calls": math.nan, "resident_s": math.nan, "resident_predicted_s": math.nan,
-                "resident": reason}
     h2d, compute, d2h = (mc.median(phase) for phase in ("h2d", "compute", "d2h"))
-    parts, last = [], {}
+    parts, last = [], dict.fromkeys(("resident_calls", "resident_s", "resident_predicted_s"), math.nan)
     for k in calls:
         measured, predicted = mc.median(f"resident_{k}"), h2d + k * compute + d2h
         parts.append(f"k = {k}: {fmt_time(measured)}, the phases predict {fmt_time(predicted)} "
                      f"({measured / predicted:.2f}×)" if predicted > 0 else f"k = {k}: {fmt_time(measured)}")
         last = {"resident_calls": k, "resident_s": measured, "resident_predicted_s": predicted}
-    return {**last, "resident": "; ".join(parts)}
+    return {**last, "resident": "; ".join(parts) or reason}
 
 
 def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
