@@ -471,12 +471,10 @@ def interval(row, column: str) -> tuple[float, float, float]:
     return number(column), number(low), number(high)
 
 
-def interval_frame(frame: pd.DataFrame, column: str, as_names: tuple[str, str, str] = ("value", "lo", "hi")
-                   ) -> pd.DataFrame:
-    """The estimate and its CI as three columns of a new frame, for drawing."""
+def interval_frame(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The estimate and its CI as three columns of a new frame (value, lo, hi), for drawing."""
     low, high = ci_columns(column)
-    return pd.DataFrame({as_names[0]: frame[column], as_names[1]: frame[low], as_names[2]: frame[high]},
-                        index=frame.index)
+    return pd.DataFrame({"value": frame[column], "lo": frame[low], "hi": frame[high]}, index=frame.index)
 
 
 def has_text(frame: pd.DataFrame, column: str) -> pd.Series:

@@ -31,15 +31,11 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
-    return {Cell.from_dict(row): row["speedup"] for _, row in speedups.iterrows()}
-
-
 def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], judging: Judging,
                  speedups: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
     """One row per cell with status ok on both machines."""
     theirs = {mc.cell: mc for mc in b if mc.status == "ok" and not mc.cell.twin}  # twins: in controls
-    speed_a, speed_b = (_speedups_by_cell(s) for s in speedups)
+    speed_a, speed_b = ({Cell.from_dict(row): row["speedup"] for _, row in s.iterrows()} for s in speedups)
     rows = []
     for mine in (mc for mc in a if mc.status == "ok" and not mc.cell.twin):
         other = theirs.get(mine.cell)
