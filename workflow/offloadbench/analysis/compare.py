@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
@@ -158,8 +159,7 @@ class MachineComparison:
 def compare(sources: list[Source], analysis: Analysis) -> MachineComparison:
     """Every machine against the first, judged with the analysis' policy."""
     labels = [s.label for s in sources]
-    if len(set(labels)) != len(labels):
-        repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated := sorted(label for label, n in Counter(labels).items() if n > 1):
         raise SourceError(f"the label {repeated[0]!r} is given twice: compare names each machine once")
     environments = {s.label: s.environment() for s in sources}
     cells = {s.label: s.cells(analysis) for s in sources}

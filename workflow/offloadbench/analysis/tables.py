@@ -156,12 +156,11 @@ def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
 
 def timing_row(mc: MeasuredCell, machine: str) -> dict:
     first = mc.first
-    model = first.model
     compute = mc.interval("compute")
     pooled = [s for g in mc.groups("compute") for s in g]
     q1, q3 = np.percentile(pooled, [25, 75]) if pooled else (math.nan, math.nan)
     medians = mc.process_medians()
-    flops, traffic = model.flops or math.nan, model.traffic_bytes or math.nan
+    flops, traffic = first.model.flops or math.nan, first.model.traffic_bytes or math.nan
     median = compute.value
     row = {
         "machine": machine,
@@ -185,9 +184,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "rel_ci": compute.rel_halfwidth,
         "process_spread": max(medians) / min(medians) - 1 if len(medians) > 1 else math.nan,
         "converged": all(r.converged for r in mc.ok) if mc.ok else None,
-        "gflops": flops / median / 1e9 if median > 0 else math.nan,
-        "gflops_ci_low": flops / compute.high / 1e9 if compute.high > 0 else math.nan,
-        "gflops_ci_high": flops / compute.low / 1e9 if compute.low > 0 else math.nan,
+        **_with_ci("gflops", *(flops / t / 1e9 if t > 0 else math.nan for t in (median, compute.high, compute.low))),
         "bandwidth_gbs": traffic / median / 1e9 if median > 0 else math.nan,
         "intensity": flops / traffic if traffic > 0 else math.nan,
         "rel_err": max((r.check.rel_err or 0.0 for r in mc.ok), default=math.nan),
