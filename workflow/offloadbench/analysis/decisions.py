@@ -28,6 +28,7 @@ words a row as a sentence for the report, LaTeX and the terminal.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -128,9 +129,8 @@ def choose(size: int, options: list[Option], judging: Judging) -> Choice:
                                              MAX_CI_SPAN) for o in open_}
     likely = min(open_, key=lambda o: (o.disturbed, needed[o.variant] if math.isfinite(needed[o.variant])
                                        else math.inf, -o.speedup[0]))
-    if likely.disturbed:
-        return Choice(size, UNSURE, likely, needs_quieter_machine=True)
-    return Choice(size, UNSURE, likely, needed[likely.variant])
+    # a disturbed likeliest option waits for a quieter machine, not for more processes
+    return Choice(size, UNSURE, likely, math.nan if likely.disturbed else needed[likely.variant], likely.disturbed)
 
 
 def _cell_key(row) -> tuple:
@@ -221,11 +221,8 @@ def _series_key(row) -> tuple:
 
 def _from_size(choices: list[Choice], headline: Choice) -> int:
     """The smallest size from which every size up to the largest decides as the largest does."""
-    start = len(choices) - 1
-    while start > 0 and choices[start - 1].state == headline.state \
-            and choices[start - 1].variant == headline.variant:
-        start -= 1
-    return choices[start].size
+    same = itertools.takewhile(lambda c: (c.state, c.variant) == (headline.state, headline.variant), reversed(choices))
+    return list(same)[-1].size
 
 
 def _payback(row: pd.Series) -> tuple[float, float, float, float]:
