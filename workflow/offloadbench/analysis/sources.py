@@ -60,13 +60,9 @@ class Source:
     def kind(self) -> str:
         return "results folder" if self.bundle is None else "bundle"
 
-    @property
-    def what(self) -> str:
-        """What the source is, as a message names it: "bundle x.tar.gz" or "results folder y"."""
-        return f"{self.kind} {shown(self.bundle or self.folder)}"
-
     def refused(self, problem) -> SourceError:
-        return SourceError(f"{self.what}: {problem}")
+        """`problem`, after what the source is: "bundle x.tar.gz: …" or "results folder y: …"."""
+        return SourceError(f"{self.kind} {shown(self.bundle or self.folder)}: {problem}")
 
     @contextmanager
     def refusing(self):

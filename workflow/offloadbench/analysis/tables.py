@@ -217,10 +217,9 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
 
 
 def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    if frame.empty:
-        return frame
-    key = frame["threads"].map(thread_sort_key)
-    return frame.assign(_t=key).sort_values([c if c != "threads" else "_t" for c in by]).drop(columns="_t").reset_index(drop=True)
+    """The rows sorted by the columns `by`, thread labels in their order (1, 2, …, all)."""
+    by_threads = frame.sort_values(by, key=lambda c: c.map(thread_sort_key) if c.name == "threads" else c)
+    return by_threads.reset_index(drop=True)
 
 
 def timings_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
