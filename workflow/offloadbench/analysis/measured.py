@@ -108,17 +108,10 @@ class States:
     fast: tuple[CellRecord, ...]
     slow: tuple[CellRecord, ...]
 
-    @staticmethod
-    def _time(records) -> float:
+    def time_s(self, state: str) -> float:
+        """The time of the "fast" or "slow" state: the geometric mean of its process medians."""
+        records = self.fast if state == "fast" else self.slow
         return math.exp(float(np.mean([math.log(float(np.median(r.samples("compute").seconds))) for r in records])))
-
-    @property
-    def fast_s(self) -> float:
-        return self._time(self.fast)
-
-    @property
-    def slow_s(self) -> float:
-        return self._time(self.slow)
 
     def of_round(self, round_index: int) -> str | None:
         """"fast" or "slow": the state of the cell's process of that round (None: none counted)."""
@@ -142,8 +135,8 @@ class States:
             return ", ".join(str(r.round) for r in sorted(records, key=lambda r: r.round))
 
         differs = self.differs() or "nothing the records show differs between them"
-        return (f"two states: {fmt_time(self.fast_s)} in {len(self.fast)} of {total} processes "
-                f"(rounds {rounds(self.fast)}), {fmt_time(self.slow_s)} in {len(self.slow)} "
+        return (f"two states: {fmt_time(self.time_s('fast'))} in {len(self.fast)} of {total} processes "
+                f"(rounds {rounds(self.fast)}), {fmt_time(self.time_s('slow'))} in {len(self.slow)} "
                 f"(rounds {rounds(self.slow)}); {differs}")
 
 
