@@ -144,10 +144,10 @@ def _baseline_key(row) -> tuple:
     return op, NUMPY, "eager", "cpu", dtype, size, str(row.get("baseline_threads") or threads)
 
 
-def _options(speedups: pd.DataFrame, timings: dict[tuple, pd.Series]) -> list[Option]:
+def _options(speedups: pd.DataFrame, timing_rows: dict[tuple, pd.Series]) -> list[Option]:
     options = []
     for _, row in speedups[~compile_fallbacks(speedups)].iterrows():
-        timing = timings.get(_cell_key(row))
+        timing = timing_rows.get(_cell_key(row))
         options.append(Option(str(row.get("variant") or row["library"]),
                               simplicity(row["library"], row.get("mode", "eager")), interval(row, E2E),
                               str(row["end_to_end_verdict"]),
@@ -183,11 +183,11 @@ def pages_loss(loser: pd.Series | None, winner: pd.Series | None, loser_name: st
             "against_pages_per_call": theirs, "pages_s": cost, "call_s": time}
 
 
-def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, timings: dict[tuple, pd.Series],
+def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, timing_rows: dict[tuple, pd.Series],
            fault_s: float) -> list[dict]:
     """Why the variants that lose at the decision's size do, as losses.csv's rows: a
     compiled variant whose code did not all compile, a GPU variant whose copies cost more
-    than its compute saves, a variant that maps far more fresh pages per call (`timings`:
+    than its compute saves, a variant that maps far more fresh pages per call (`timing_rows`:
     each cell's row of timings.csv, `fault_s`: what one fresh page costs on the cpu)."""
     found = [{"variant": row.get("variant") or row["library"], "reason": COMPILE_FALLBACK,
               "compile_fallback": row["compile_fallback"]} for _, row in fallbacks.iterrows()]
@@ -201,8 +201,8 @@ def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, timin
                 and device_speedup > 1 and option.speedup[0] < 1:
             found.append({"variant": option.variant, "reason": COPIES, "speedup": device_speedup,
                           "end_to_end_speedup": option.speedup[0]})
-        winner_row = timings.get(_cell_key(winner.row) if winner else _baseline_key(row))
-        pages = pages_loss(timings.get(_cell_key(row)), winner_row, option.variant,
+        winner_row = timing_rows.get(_cell_key(winner.row) if winner else _baseline_key(row))
+        pages = pages_loss(timing_rows.get(_cell_key(row)), winner_row, option.variant,
                            winner.variant if winner else NUMPY, fault_s)
         if pages:
             found.append(pages)
@@ -295,8 +295,8 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
     fits = {} if memory is None or memory.empty else {
         (r.op, r.variant, r.device, r.dtype): float(r.largest_size) for r in memory.itertuples()}
     by_key: dict[tuple, dict[int, list[Option]]] = {}
-    rows_of = {_cell_key(row): row for _, row in timings.iterrows()}
-    for option in _options(speedups, rows_of):
+    timing_rows = {_cell_key(row): row for _, row in timings.iterrows()}
+    for option in _options(speedups, timing_rows):
         by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
     fallen = speedups[compile_fallbacks(speedups)]
     rows, sizes, lost = [], [], []
@@ -308,7 +308,7 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
                                  process_cap))
         series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
         sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
-        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, rows_of, fault_s)]
+        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, timing_rows, fault_s)]
     order = {op: i for i, op in enumerate(op_order(r["op"] for r in rows))}
     rows.sort(key=lambda r: (order[r["op"]], device_sort_key(r["device"]), dtype_sort_key(r["dtype"]),
                              thread_sort_key(r["threads"]) if r["device"] == "cpu" else 0))
