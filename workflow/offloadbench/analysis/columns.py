@@ -79,6 +79,25 @@ def boolean(meaning: str, *, empty: bool = True) -> Column:
     return Column(meaning, Kind(BOOLEAN, empty))
 
 
+# Estimates whose CI columns do not follow `<column>_ci_low` / `<column>_ci_high`.
+CI_COLUMNS = {
+    "median_s": ("ci_low_s", "ci_high_s"),
+    "end_to_end_s": ("end_to_end_ci_low_s", "end_to_end_ci_high_s"),
+    "value": ("ci_low", "ci_high"),  # a roof
+}
+
+
+def ci_columns(column: str) -> tuple[str, str]:
+    """The names of the lower and upper end of an estimate's CI."""
+    return CI_COLUMNS.get(column, (f"{column}_ci_low", f"{column}_ci_high"))
+
+
+def estimate(column: str, meaning: Column, of: str = "its CI") -> dict[str, Column]:
+    """An estimate's column, then the lower and upper end of `of` (its CI, `ci_columns`)."""
+    low, high = ci_columns(column)
+    return {column: meaning, low: number(f"lower end of {of}"), high: number(f"upper end of {of}")}
+
+
 CELL = {
     "machine": text("the machine label (results/<machine>/)", empty=False),
     "op": text("the op of the catalogue, or the name of a user kernel", empty=False),
@@ -112,9 +131,7 @@ TIMINGS = {
     "rel_ci": number("half-width of that CI relative to median_s"),
     "process_spread": number("largest over smallest process median, less 1"),
     "converged": boolean("whether every process reached the CI target within its budget"),
-    "gflops": number("FLOP model ÷ median_s, in GFLOP/s"),
-    "gflops_ci_low": number("lower end of the CI of gflops"),
-    "gflops_ci_high": number("upper end of the CI of gflops"),
+    **estimate("gflops", number("FLOP model ÷ median_s, in GFLOP/s"), "the CI of gflops"),
     "bandwidth_gbs": number("byte model ÷ median_s, in GB/s"),
     "intensity": number("arithmetic intensity: FLOP per byte of the least memory traffic"),
     "rel_err": number("the largest relative error against the float64 reference"),
@@ -144,9 +161,8 @@ TIMINGS = {
     "end_to_end_ci_low_s": number("lower end of the CI of end_to_end_s (s)"),
     "end_to_end_ci_high_s": number("upper end of the CI of end_to_end_s (s)"),
     "transfer_fraction": number("share of end_to_end_s spent in the copies"),
-    "compile_s": number("the compile phase: the first call of each compiled form (s)"),
-    "compile_s_ci_low": number("lower end of the CI of compile_s (s)"),
-    "compile_s_ci_high": number("upper end of the CI of compile_s (s)"),
+    **estimate("compile_s", number("the compile phase: the first call of each compiled form (s)"),
+               "the CI of compile_s (s)"),
     "compiler_startup_s": number("the compiler's one-time start-up in the worker (s)"),
     "graphs": integer("graphs TorchDynamo captured"),
     "graph_breaks": integer("graph breaks"),
@@ -181,14 +197,10 @@ SPEEDUPS = {
     "ci_scope": text("what the CI covers"),
     "pairing": text("how the ratio's CI was formed: paired in time (the two cells took turns in one bout, each "
                     "round), paired by round (records from before bouts), or unpaired"),
-    "speedup": number("NumPy's time ÷ this cell's, with the data already on the device"),
-    "speedup_ci_low": number("lower end of its CI"),
-    "speedup_ci_high": number("upper end of its CI"),
+    **estimate("speedup", number("NumPy's time ÷ this cell's, with the data already on the device")),
     "speedup_verdict": RATIO_VERDICT,
     "speedup_undecided": text("why the speedup is undecided"),
-    "end_to_end_speedup": number("NumPy's time ÷ this cell's with the copies counted"),
-    "end_to_end_speedup_ci_low": number("lower end of its CI"),
-    "end_to_end_speedup_ci_high": number("upper end of its CI"),
+    **estimate("end_to_end_speedup", number("NumPy's time ÷ this cell's with the copies counted")),
     "end_to_end_verdict": RATIO_VERDICT,
     "end_to_end_undecided": text("why the end-to-end speedup is undecided"),
     "median_s": number("this cell's time (s)"),
@@ -201,18 +213,14 @@ SPEEDUPS = {
     "unstable": text("noise flags of the cell, then of the baseline"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
     "states": text("where a side has two states: the speedup in each, and what each side ran there"),
-    "compile_s": number("compiled cells: the compile phase (s)"),
-    "compile_s_ci_low": TIMINGS["compile_s_ci_low"],
-    "compile_s_ci_high": TIMINGS["compile_s_ci_high"],
+    **estimate("compile_s", number("compiled cells: the compile phase (s)"), "the CI of compile_s (s)"),
     "compiler_startup_s": number("the compiler's one-time start-up (s)"),
-    "amortize_calls": number("calls after which the compile has paid for itself (inf: never, not faster)"),
-    "amortize_calls_ci_low": number("lower end of its interval"),
-    "amortize_calls_ci_high": number("upper end of its interval"),
+    **estimate("amortize_calls", number("calls after which the compile has paid for itself (inf: never, not "
+                                        "faster)"), "its interval"),
     "compile_fallback": TIMINGS["compile_fallback"],
-    "calls_per_round_trip": number("GPU cells: k*, the calls the data must stay on the device for one copy in and "
-                                   "out to pay: (h2d + d2h) ÷ (NumPy's time − the device's compute time)"),
-    "calls_per_round_trip_ci_low": number("lower end of its interval"),
-    "calls_per_round_trip_ci_high": number("upper end of its interval"),
+    **estimate("calls_per_round_trip", number("GPU cells: k*, the calls the data must stay on the device for one "
+                                              "copy in and out to pay: (h2d + d2h) ÷ (NumPy's time − the device's "
+                                              "compute time)"), "its interval"),
     "break_even_size": number("the series' smallest size from which the end-to-end CI stays above 1"),
     "break_even_status": text("reached, not reached, or from the smallest size"),
 }
@@ -225,9 +233,7 @@ THREAD_SCALING = {
     "processes": SPEEDUPS["processes"],
     "ci_scope": text("what the CI covers"),
     "pairing": SPEEDUPS["pairing"],
-    "scaling": number("time on one thread ÷ time on these threads"),
-    "scaling_ci_low": number("lower end of its CI"),
-    "scaling_ci_high": number("upper end of its CI"),
+    **estimate("scaling", number("time on one thread ÷ time on these threads")),
     "verdict": RATIO_VERDICT,
     "verdict_undecided": text("why the scaling is undecided"),
     "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
@@ -254,15 +260,13 @@ DECISIONS = {
     "size": integer("the largest size measured, where the speedup below is stated", minimum=1, empty=False),
     "compared_variant": text("the variant whose speedup is stated: the one to use, or NumPy's best (or most "
                              "promising) alternative"),
-    "speedup": number("its speedup over NumPy at size, end to end (on a GPU with the copies counted)"),
-    "speedup_ci_low": number("lower end of its CI"),
-    "speedup_ci_high": number("upper end of its CI"),
+    **estimate("speedup", number("its speedup over NumPy at size, end to end (on a GPU with the copies "
+                                 "counted)")),
     "verdict": RATIO_VERDICT,
     "processes": integer("the rounds that speedup's two cells share"),
     "break_even_size": number("a GPU variant's break-even size (the end-to-end CI above 1 from there on)"),
-    "amortize_calls": number("a compiled variant: the calls that pay its compile back at size"),
-    "amortize_calls_ci_low": number("lower end of its interval"),
-    "amortize_calls_ci_high": number("upper end of its interval"),
+    **estimate("amortize_calls", number("a compiled variant: the calls that pay its compile back at size"),
+               "its interval"),
     "amortize_calls_with_startup": number("the same for a program's first compiled function, which also pays the "
                                           "compiler's start-up"),
     "fits_up_to": number("the largest n whose call of the stated variant fits the device's memory (memory.csv)"),
@@ -291,9 +295,8 @@ CONTROLS = {
     "processes": integer("the rounds the cell and its twin share"),
     "ci_scope": text("what the CI covers"),
     "pairing": SPEEDUPS["pairing"],
-    "ratio": number("the cell's time ÷ its twin's: the same code measured as two cells, so 1 in truth"),
-    "ratio_ci_low": number("lower end of its CI"),
-    "ratio_ci_high": number("upper end of its CI"),
+    **estimate("ratio", number("the cell's time ÷ its twin's: the same code measured as two cells, so 1 in "
+                               "truth")),
     "verdict": RATIO_VERDICT,
     "verdict_undecided": text("why it is undecided"),
     "false_verdict": boolean("whether the verdict is faster or slower: a false one"),
@@ -340,12 +343,8 @@ TRANSFER = {
     "status": text("ok, or skipped with a reason", empty=False),
     "reason": text("why a point is not ok, in one line"),
     "n_samples": integer("timing samples of the copy"),
-    "median_s": number("median time of one copy (s)"),
-    "ci_low_s": number("lower end of the CI of median_s (s)"),
-    "ci_high_s": number("upper end of the CI of median_s (s)"),
-    "gbs": number("bytes ÷ median_s, in GB/s"),
-    "gbs_ci_low": number("lower end of the CI of gbs"),
-    "gbs_ci_high": number("upper end of the CI of gbs"),
+    **estimate("median_s", number("median time of one copy (s)"), "the CI of median_s (s)"),
+    **estimate("gbs", number("bytes ÷ median_s, in GB/s"), "the CI of gbs"),
     "link": text("the host↔device link as read (e.g. PCIe gen 5 x16)"),
     "link_gbs": number("the link's theoretical rate in GB/s"),
     "link_fraction": number("gbs ÷ link_gbs"),
@@ -362,9 +361,7 @@ ROOFS = {
     "status": text("ok, or skipped with a reason", empty=False),
     "reason": text("why a point is not ok, in one line"),
     "n_samples": integer("timing samples of the point"),
-    "value": number("the roof: GB/s for memory, GFLOP/s for compute; ns per fresh page for pages"),
-    "ci_low": number("lower end of its CI"),
-    "ci_high": number("upper end of its CI"),
+    **estimate("value", number("the roof: GB/s for memory, GFLOP/s for compute; ns per fresh page for pages")),
     "unit": text("GB/s or GFLOP/s"),
 }
 
@@ -461,19 +458,6 @@ def first_misfit(frame: pd.DataFrame, name: str) -> tuple[str, int, object, Kind
     return None
 
 
-# Estimates whose CI columns do not follow `<column>_ci_low` / `<column>_ci_high`.
-CI_COLUMNS = {
-    "median_s": ("ci_low_s", "ci_high_s"),
-    "end_to_end_s": ("end_to_end_ci_low_s", "end_to_end_ci_high_s"),
-    "value": ("ci_low", "ci_high"),  # a roof
-}
-
-
-def ci_columns(column: str) -> tuple[str, str]:
-    """The names of the lower and upper end of an estimate's CI."""
-    return CI_COLUMNS.get(column, (f"{column}_ci_low", f"{column}_ci_high"))
-
-
 def interval(row, column: str) -> tuple[float, float, float]:
     """(estimate, CI low, CI high) of a column of a table row; NaN where a bound is missing."""
     low, high = ci_columns(column)
@@ -487,17 +471,10 @@ def interval(row, column: str) -> tuple[float, float, float]:
     return number(column), number(low), number(high)
 
 
-def interval_frame(frame: pd.DataFrame, column: str, as_names: tuple[str, str, str] = ("value", "lo", "hi")
-                   ) -> pd.DataFrame:
-    """The estimate and its CI as three columns of a new frame, for drawing."""
+def interval_frame(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The estimate and its CI as three columns of a new frame (value, lo, hi), for drawing."""
     low, high = ci_columns(column)
-    return pd.DataFrame({as_names[0]: frame[column], as_names[1]: frame[low], as_names[2]: frame[high]},
-                        index=frame.index)
-
-
-def texts(values: pd.Series) -> pd.Series:
-    """A text column's values with "" for the missing ones (whatever dtype the frame gave it)."""
-    return values.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    return pd.DataFrame({"value": frame[column], "lo": frame[low], "hi": frame[high]}, index=frame.index)
 
 
 def has_text(frame: pd.DataFrame, column: str) -> pd.Series:

@@ -10,7 +10,9 @@ second run fall inside the first run's CIs and which verdicts flip.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
@@ -30,15 +32,11 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def _speedups_by_cell(speedups: pd.DataFrame) -> dict[Cell, float]:
-    return {Cell.from_dict(row): row["speedup"] for _, row in speedups.iterrows()}
-
-
 def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], judging: Judging,
                  speedups: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
     """One row per cell with status ok on both machines."""
     theirs = {mc.cell: mc for mc in b if mc.status == "ok" and not mc.cell.twin}  # twins: in controls
-    speed_a, speed_b = (_speedups_by_cell(s) for s in speedups)
+    speed_a, speed_b = ({Cell.from_dict(row): row["speedup"] for _, row in s.iterrows()} for s in speedups)
     rows = []
     for mine in (mc for mc in a if mc.status == "ok" and not mc.cell.twin):
         other = theirs.get(mine.cell)
@@ -136,13 +134,11 @@ def provenance_diff(environments: dict[str, Environment], cells: dict[str, list[
 
 def same_hardware(environments: dict[str, Environment]) -> list[tuple[str, str]]:
     """Pairs of labels whose environment.json records the same hardware fingerprint."""
-    labels = list(environments)
     pairs = []
-    for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
-            fa, fb = environments[a].fingerprint or {}, environments[b].fingerprint or {}
-            if environments[a].cpu_model and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
-                pairs.append((a, b))
+    for a, b in itertools.combinations(environments, 2):
+        fa, fb = environments[a].fingerprint or {}, environments[b].fingerprint or {}
+        if environments[a].cpu_model and mismatch(fa, fb) is None and mismatch(fb, fa) is None:
+            pairs.append((a, b))
     return pairs
 
 
@@ -163,8 +159,7 @@ class MachineComparison:
 def compare(sources: list[Source], analysis: Analysis) -> MachineComparison:
     """Every machine against the first, judged with the analysis' policy."""
     labels = [s.label for s in sources]
-    if len(set(labels)) != len(labels):
-        repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated := sorted(label for label, n in Counter(labels).items() if n > 1):
         raise SourceError(f"the label {repeated[0]!r} is given twice: compare names each machine once")
     environments = {s.label: s.environment() for s in sources}
     cells = {s.label: s.cells(analysis) for s in sources}

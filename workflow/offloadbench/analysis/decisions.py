@@ -28,6 +28,7 @@ words a row as a sentence for the report, LaTeX and the terminal.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -93,8 +94,8 @@ class Choice:
     option most likely to decide and the processes it would take)."""
 
     size: int
-    state: str  # USE, STAY or UNSURE
-    option: Option | None = None
+    state: str  # USE, STAY, UNSURE or DEPENDS
+    option: Option  # the one to use, or NumPy's best (most promising) alternative
     processes_needed: float = math.nan
     needs_quieter_machine: bool = False  # its likeliest option was disturbed: more processes here would not do
     passed_over: Option | None = None  # the fastest option, where a simpler one it cannot be told apart from won
@@ -123,14 +124,13 @@ def choose(size: int, options: list[Option], judging: Judging) -> Choice:
         return Choice(size, DEPENDS, max(depends, key=lambda o: o.speedup[0]))
     open_ = [o for o in options if o.may_pay(judging)]
     if not open_:
-        return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]) if options else None)
+        return Choice(size, STAY, max(options, key=lambda o: o.speedup[0]))
     needed = {o.variant: processes_to_decide(o.speedup[1], o.speedup[2], o.speedup[0], o.processes, judging,
                                              MAX_CI_SPAN) for o in open_}
     likely = min(open_, key=lambda o: (o.disturbed, needed[o.variant] if math.isfinite(needed[o.variant])
                                        else math.inf, -o.speedup[0]))
-    if likely.disturbed:
-        return Choice(size, UNSURE, likely, needs_quieter_machine=True)
-    return Choice(size, UNSURE, likely, needed[likely.variant])
+    # a disturbed likeliest option waits for a quieter machine, not for more processes
+    return Choice(size, UNSURE, likely, math.nan if likely.disturbed else needed[likely.variant], likely.disturbed)
 
 
 def _cell_key(row) -> tuple:
@@ -138,43 +138,26 @@ def _cell_key(row) -> tuple:
             str(row["threads"]))
 
 
-def _options(speedups: pd.DataFrame, timings: pd.DataFrame) -> list[Option]:
-    time_of = {_cell_key(row): interval(row, "end_to_end_s") for _, row in timings.iterrows()}
-    usable = speedups[~compile_fallbacks(speedups)]
+def _baseline_key(row) -> tuple:
+    """The `_cell_key` of a speedup row's NumPy baseline."""
+    op, _, _, _, dtype, size, threads = _cell_key(row)
+    return op, NUMPY, "eager", "cpu", dtype, size, str(row.get("baseline_threads") or threads)
+
+
+def _options(speedups: pd.DataFrame, timing_rows: dict[tuple, pd.Series]) -> list[Option]:
     options = []
-    for _, row in usable.iterrows():
-        mode = row.get("mode", "eager")
-        key = _cell_key(row)
-        options.append(Option(str(row.get("variant") or row["library"]), simplicity(row["library"], mode),
-                              interval(row, E2E), str(row["end_to_end_verdict"]),
-                              time_of.get(key, (math.nan, math.nan, math.nan)),
+    for _, row in speedups[~compile_fallbacks(speedups)].iterrows():
+        timing = timing_rows.get(_cell_key(row))
+        options.append(Option(str(row.get("variant") or row["library"]),
+                              simplicity(row["library"], row.get("mode", "eager")), interval(row, E2E),
+                              str(row["end_to_end_verdict"]),
+                              interval(timing, "end_to_end_s") if timing is not None else (math.nan,) * 3,
                               int(row["processes"]) if pd.notna(row.get("processes")) else 0, row))
     return options
 
 
 MANY_MORE_PAGES = 2.0  # a loser that maps this many times the winner's fresh pages per call, and
 MATTERING_SHARE = 0.05  # whose extra pages cost at least this share of its time, loses to them
-
-
-@dataclass(frozen=True)
-class Cells:
-    """What the decisions read of timings.csv beside the speedups: each cell's row, and
-    what one fresh page costs on the cpu (roofs.csv; NaN where not measured)."""
-
-    rows: dict[tuple, pd.Series]
-    fault_s: float = math.nan
-
-    @classmethod
-    def of(cls, timings: pd.DataFrame, fault_s: float = math.nan) -> Cells:
-        return cls({_cell_key(row): row for _, row in timings.iterrows()}, fault_s)
-
-    def row(self, speedup_row: pd.Series, library: str | None = None, mode: str | None = None,
-            device: str | None = None, threads: str | None = None) -> pd.Series | None:
-        key = list(_cell_key(speedup_row))
-        for i, value in ((1, library), (2, mode), (3, device), (6, threads)):
-            if value is not None:
-                key[i] = value
-        return self.rows.get(tuple(key))
 
 
 # Why a variant loses at a decision's size (losses.csv's `reason`), where the records say.
@@ -200,10 +183,12 @@ def pages_loss(loser: pd.Series | None, winner: pd.Series | None, loser_name: st
             "against_pages_per_call": theirs, "pages_s": cost, "call_s": time}
 
 
-def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells: Cells) -> list[dict]:
+def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, timing_rows: dict[tuple, pd.Series],
+           fault_s: float) -> list[dict]:
     """Why the variants that lose at the decision's size do, as losses.csv's rows: a
     compiled variant whose code did not all compile, a GPU variant whose copies cost more
-    than its compute saves, a variant that maps far more fresh pages per call."""
+    than its compute saves, a variant that maps far more fresh pages per call (`timing_rows`:
+    each cell's row of timings.csv, `fault_s`: what one fresh page costs on the cpu)."""
     found = [{"variant": row.get("variant") or row["library"], "reason": COMPILE_FALLBACK,
               "compile_fallback": row["compile_fallback"]} for _, row in fallbacks.iterrows()]
     winner = choice.option if choice.state == USE else None
@@ -216,10 +201,9 @@ def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, cells
                 and device_speedup > 1 and option.speedup[0] < 1:
             found.append({"variant": option.variant, "reason": COPIES, "speedup": device_speedup,
                           "end_to_end_speedup": option.speedup[0]})
-        winner_row = cells.row(winner.row) if winner else cells.row(row, "numpy", "eager", "cpu",
-                                                                    str(row.get("baseline_threads") or row["threads"]))
-        pages = pages_loss(cells.row(row), winner_row, option.variant, winner.variant if winner else "numpy",
-                           cells.fault_s)
+        winner_row = timing_rows.get(_cell_key(winner.row) if winner else _baseline_key(row))
+        pages = pages_loss(timing_rows.get(_cell_key(row)), winner_row, option.variant,
+                           winner.variant if winner else NUMPY, fault_s)
         if pages:
             found.append(pages)
     return found
@@ -237,11 +221,8 @@ def _series_key(row) -> tuple:
 
 def _from_size(choices: list[Choice], headline: Choice) -> int:
     """The smallest size from which every size up to the largest decides as the largest does."""
-    start = len(choices) - 1
-    while start > 0 and choices[start - 1].state == headline.state \
-            and choices[start - 1].variant == headline.variant:
-        start -= 1
-    return choices[start].size
+    same = itertools.takewhile(lambda c: (c.state, c.variant) == (headline.state, headline.variant), reversed(choices))
+    return list(same)[-1].size
 
 
 def _payback(row: pd.Series) -> tuple[float, float, float, float]:
@@ -255,46 +236,44 @@ def _payback(row: pd.Series) -> tuple[float, float, float, float]:
     return calls, low, high, whole
 
 
-def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str,
-                 fits: dict | None = None, judging: Judging | None = None, process_cap: int | None = None) -> dict:
+def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: str, family: str, fits: dict,
+                 judging: Judging, process_cap: int | None) -> dict:
     """One row of decisions.csv from the choices at each size, smallest first."""
     op, device, dtype, threads = key
     headline = choices[-1]
-    shown = option = headline.option  # the variant to use, or NumPy's best (most promising) alternative
-    speedup = shown.speedup if shown else (math.nan, math.nan, math.nan)
-    calls = _payback(option.row) if headline.state == USE and option.row.get("mode") == COMPILED \
-        else (math.nan,) * 4
+    option, row = headline.option, headline.option.row  # the variant stated, and its row of speedups.csv
+    calls = _payback(row) if headline.state == USE and row.get("mode") == COMPILED else (math.nan,) * 4
     unsure = [c for c in choices if c.state == UNSURE]
     passed = headline.passed_over
     return {
         "machine": machine, "op": op, "family": family, "device": device, "dtype": dtype,
-        "threads": threads if device == "cpu" else (str(option.row["threads"]) if option is not None else ""),
-        "threads_effective": option.row.get("threads_effective") if option is not None else math.nan,
-        "baseline_threads": str(option.row["baseline_threads"]) if option is not None else "",
+        "threads": threads if device == "cpu" else str(row["threads"]),
+        "threads_effective": row.get("threads_effective"),
+        "baseline_threads": str(row["baseline_threads"]),
         "decision": headline.state,
         "variant": headline.variant,
         "from_size": _from_size(choices, headline),
         "size": headline.size,
-        "compared_variant": shown.variant if shown else "",
-        "speedup": speedup[0], "speedup_ci_low": speedup[1], "speedup_ci_high": speedup[2],
-        "verdict": shown.verdict if shown else "",
-        "processes": shown.processes if shown else math.nan,
-        "break_even_size": float(option.row.get("break_even_size", math.nan))
-        if headline.state == USE and device != "cpu" else math.nan,
+        "compared_variant": option.variant,
+        "speedup": option.speedup[0], "speedup_ci_low": option.speedup[1], "speedup_ci_high": option.speedup[2],
+        "verdict": option.verdict,
+        "processes": option.processes,
+        "break_even_size": float(row.get("break_even_size", math.nan)) if headline.state == USE and device != "cpu"
+        else math.nan,
         "amortize_calls": calls[0], "amortize_calls_ci_low": calls[1], "amortize_calls_ci_high": calls[2],
         "amortize_calls_with_startup": calls[3],
-        "fits_up_to": (fits or {}).get((op, shown.variant, device, dtype), math.nan) if shown else math.nan,
-        "calls_per_round_trip": float(shown.row.get("calls_per_round_trip", math.nan)) if shown else math.nan,
+        "fits_up_to": fits.get((op, option.variant, device, dtype), math.nan),
+        "calls_per_round_trip": float(row.get("calls_per_round_trip", math.nan)),
         "processes_to_decide": unsure[-1].processes_needed if unsure else math.nan,
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "process_cap": process_cap if process_cap else math.nan,
-        "weak": bool(weak.loc[shown.row.name]) if shown else False,
-        "shares_cores": flag(shown.row, "shares_cores") if shown else False,
+        "weak": bool(weak.loc[row.name]),
+        "shares_cores": flag(row, "shares_cores"),
         "simpler_than": passed.variant if passed else "",
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
-        "tie": bool(shown and judging and shown.tie(judging)),
-        "states_answer": text_of(shown.row.get("states_answer")) if shown else "",
-        "states": text_of(shown.row.get("states")) if shown else "",
+        "tie": option.tie(judging),
+        "states_answer": text_of(row.get("states_answer")),
+        "states": text_of(row.get("states")),
     }
 
 
@@ -316,9 +295,9 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
     fits = {} if memory is None or memory.empty else {
         (r.op, r.variant, r.device, r.dtype): float(r.largest_size) for r in memory.itertuples()}
     by_key: dict[tuple, dict[int, list[Option]]] = {}
-    for option in _options(speedups, timings):
+    timing_rows = {_cell_key(row): row for _, row in timings.iterrows()}
+    for option in _options(speedups, timing_rows):
         by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
-    cells = Cells.of(timings, fault_s)
     fallen = speedups[compile_fallbacks(speedups)]
     rows, sizes, lost = [], [], []
     for key, by_size in by_key.items():
@@ -329,21 +308,15 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
                                  process_cap))
         series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
         sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
-        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, cells)]
-    frame = pd.DataFrame(rows, columns=list(DECISIONS))
-    order = {op: i for i, op in enumerate(op_order(frame["op"]))}
-    key = [(order[r.op], device_sort_key(r.device), dtype_sort_key(r.dtype),
-            thread_sort_key(r.threads) if r.device == "cpu" else 0) for r in frame.itertuples()]
-    frame = frame.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
-    return (frame, _in_order_of(pd.DataFrame(sizes, columns=list(DECISION_SIZES)), frame, "size"),
-            _in_order_of(pd.DataFrame(lost, columns=list(LOSSES)), frame))
-
-
-def _in_order_of(rows: pd.DataFrame, decisions: pd.DataFrame, then: str | None = None) -> pd.DataFrame:
-    """A decision's rows in the decisions' order, each series's by `then` (else as found)."""
-    rank = {_size_key(r): i for i, (_, r) in enumerate(decisions.iterrows())}
-    order = [(rank[_size_key(r)], int(r[then]) if then else i) for i, (_, r) in enumerate(rows.iterrows())]
-    return rows.assign(_k=order).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, timing_rows, fault_s)]
+    order = {op: i for i, op in enumerate(op_order(r["op"] for r in rows))}
+    rows.sort(key=lambda r: (order[r["op"]], device_sort_key(r["device"]), dtype_sort_key(r["dtype"]),
+                             thread_sort_key(r["threads"]) if r["device"] == "cpu" else 0))
+    rank = {_size_key(r): i for i, r in enumerate(rows)}  # each series's sizes and losses in the decisions' order
+    sizes.sort(key=lambda r: (rank[_size_key(r)], r["size"]))
+    lost.sort(key=lambda r: rank[_size_key(r)])  # stable: a series's losses as found
+    return tuple(pd.DataFrame(found, columns=list(declared))
+                 for found, declared in ((rows, DECISIONS), (sizes, DECISION_SIZES), (lost, LOSSES)))
 
 
 def _size_key(row) -> tuple:

@@ -18,7 +18,7 @@ cell and phase, whatever number of tables use them), and its ratio to another ce
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -92,6 +92,14 @@ def paired_rounds(mine: CellRecord, theirs: CellRecord, phase: str) -> float | N
     return float(np.median([a[c] - b[c] for c in shared]))
 
 
+def faults_per_call(records) -> float:
+    """Fresh pages a call maps: the median over each process's compute samples, then over
+    the processes (NaN where they were not counted)."""
+    medians = [float(np.median(found)) for r in records
+               if (found := [f for f in r.samples("compute").faults_per_call or () if f is not None])]
+    return float(np.median(medians)) if medians else math.nan
+
+
 @dataclass(frozen=True)
 class States:
     """A cell whose counted processes fall into two groups far apart (analysis/processes.py):
@@ -100,17 +108,10 @@ class States:
     fast: tuple[CellRecord, ...]
     slow: tuple[CellRecord, ...]
 
-    @staticmethod
-    def _time(records) -> float:
+    def time_s(self, state: str) -> float:
+        """The time of the "fast" or "slow" state: the geometric mean of its process medians."""
+        records = self.fast if state == "fast" else self.slow
         return math.exp(float(np.mean([math.log(float(np.median(r.samples("compute").seconds))) for r in records])))
-
-    @property
-    def fast_s(self) -> float:
-        return self._time(self.fast)
-
-    @property
-    def slow_s(self) -> float:
-        return self._time(self.slow)
 
     def of_round(self, round_index: int) -> str | None:
         """"fast" or "slow": the state of the cell's process of that round (None: none counted)."""
@@ -120,12 +121,7 @@ class States:
 
     def differs(self) -> str:
         """What the records show differs between the two groups ("" where nothing does)."""
-        def pages(records) -> float:
-            found = [float(np.median(f)) for r in records
-                     if (f := [v for v in r.samples("compute").faults_per_call or () if v is not None])]
-            return float(np.median(found)) if found else math.nan
-
-        fast, slow = pages(self.fast), pages(self.slow)
+        fast, slow = faults_per_call(self.fast), faults_per_call(self.slow)
         if math.isfinite(fast) and math.isfinite(slow) and abs(slow - fast) >= 1:
             return f"fresh pages per call: {fast:,.0f} in the fast state, {slow:,.0f} in the slow"
         return ""
@@ -139,8 +135,8 @@ class States:
             return ", ".join(str(r.round) for r in sorted(records, key=lambda r: r.round))
 
         differs = self.differs() or "nothing the records show differs between them"
-        return (f"two states: {fmt_time(self.fast_s)} in {len(self.fast)} of {total} processes "
-                f"(rounds {rounds(self.fast)}), {fmt_time(self.slow_s)} in {len(self.slow)} "
+        return (f"two states: {fmt_time(self.time_s('fast'))} in {len(self.fast)} of {total} processes "
+                f"(rounds {rounds(self.fast)}), {fmt_time(self.time_s('slow'))} in {len(self.slow)} "
                 f"(rounds {rounds(self.slow)}); {differs}")
 
 
@@ -224,10 +220,7 @@ class MeasuredCell:
         if self.ok:
             return "ok"
         statuses = [r.status for r in self.records]
-        for status in (*FAILED, "skipped"):
-            if status in statuses:
-                return status
-        return statuses[0]
+        return next((s for s in (*FAILED, "skipped") if s in statuses), statuses[0])
 
     @property
     def reason(self) -> str:
@@ -261,19 +254,16 @@ class MeasuredCell:
             per_round = [paired for r in self.counted if r.round in theirs
                          and (paired := paired_rounds(r, theirs[r.round], phase)) is not None]
             if len(per_round) >= MIN_PAIRED:
-                interval = log_t_interval(np.exp(per_round), confidence)
-                return Interval(interval.value, interval.low, interval.high, interval.processes, interval.dof,
-                                PAIRED_IN_TIME)
+                return replace(log_t_interval(np.exp(per_round), confidence), pairing=PAIRED_IN_TIME)
         mine, theirs_rounds = self.rounds(phase), other.rounds(phase)
         common = tuple(sorted(set(mine) & set(theirs_rounds)))
         if self.source == other.source and len(common) >= MIN_PAIRED:
             on = None if mine == theirs_rounds else common
             seed = stream_for(self.analysis.random_state, self.source, self.cell.key, other.cell.key, phase)
             interval = paired_ratio_ci(self.draws(phase, on), other.draws(phase, on), seed, confidence)
-            return Interval(interval.value, interval.low, interval.high, interval.processes, interval.dof,
-                            PAIRED_BY_ROUND if interval.processes >= MIN_PAIRED else UNPAIRED)
+            return replace(interval, pairing=PAIRED_BY_ROUND if interval.processes >= MIN_PAIRED else UNPAIRED)
         interval = ratio_ci(self.draws(phase), other.draws(phase), confidence, (self.between_floor, other.between_floor))
-        return Interval(interval.value, interval.low, interval.high, interval.processes, interval.dof, UNPAIRED)
+        return replace(interval, pairing=UNPAIRED)
 
     def interval(self, phase: str) -> Interval:
         """This cell's time with its CI."""
@@ -298,16 +288,6 @@ class MeasuredCell:
 
     def process_medians(self, phase: str = "compute") -> list[float]:
         return [float(np.median(g)) for g in self.groups(phase)]
-
-    def faults_per_call(self, phase: str = "compute") -> float:
-        """Fresh pages a call maps: the median over each counted process's samples, then over
-        the processes (NaN where they were not counted)."""
-        medians = []
-        for record in self.counted:
-            faults = [f for f in record.samples(phase).faults_per_call or () if f is not None]
-            if faults:
-                medians.append(float(np.median(faults)))
-        return float(np.median(medians)) if medians else math.nan
 
     def _diagnostics(self, precision: bool) -> list[str]:
         """Each kind of flag once per region: its strongest case, and in how many processes
@@ -441,10 +421,6 @@ def group_records(records: list[CellRecord], analysis: Analysis | None = None, s
     return cells
 
 
-def _worker(mc: MeasuredCell) -> tuple:
-    return mc.cell.library, mc.cell.device, mc.cell.threads, mc.cell.mode
-
-
 MIN_CELLS_FOR_ROUND_SPEED = 3
 
 
@@ -474,14 +450,10 @@ def pool_typical_spread(cells: list[MeasuredCell]) -> None:
     """Give each cell the spread between processes its worker's cells typically show (the
     median of their robust spreads): the scale of the outlier rule, which one cell's three
     processes are too few to set. Set before any cell judges its processes."""
-    by_worker: dict[tuple, list[float]] = {}
-    for mc in cells:
-        spread = robust_spread(mc.own_log_medians)
-        if spread is not None:
-            by_worker.setdefault(_worker(mc), []).append(spread)
-    for mc in cells:
-        pooled = by_worker.get(_worker(mc), [])
-        mc.typical_spread = float(np.median(pooled)) if pooled else 0.0
+    spreads = _worker_medians(cells, lambda mc: robust_spread(mc.own_log_medians),
+                              lambda c: (c.library, c.device, c.threads, c.mode))
+    for mc, spread in zip(cells, spreads, strict=True):
+        mc.typical_spread = spread
 
 
 def pool_between_variance(cells: list[MeasuredCell]) -> None:
@@ -490,11 +462,18 @@ def pool_between_variance(cells: list[MeasuredCell]) -> None:
     agree closely are weak evidence that processes agree, when the worker's other cells
     show that they do not: without the floor, such cells were the ones a second run fell
     outside of."""
+    floors = _worker_medians(cells, lambda mc: mc.between_variance() if mc.status == "ok" else None,
+                             lambda c: (c.library, c.device, c.threads), least=3)
+    for mc, floor in zip(cells, floors, strict=True):
+        mc.between_floor = floor
+
+
+def _worker_medians(cells: list[MeasuredCell], value, worker, least: int = 1) -> list[float]:
+    """For each cell, the median of `value` (None: the cell has none) over the cells of its
+    worker (`worker` of a cell), where at least `least` of them have one; else 0."""
     by_worker: dict[tuple, list[float]] = {}
     for mc in cells:
-        variance = mc.between_variance() if mc.status == "ok" else None
-        if variance is not None:
-            by_worker.setdefault((mc.cell.library, mc.cell.device, mc.cell.threads), []).append(variance)
-    for mc in cells:
-        pooled = by_worker.get((mc.cell.library, mc.cell.device, mc.cell.threads), [])
-        mc.between_floor = float(np.median(pooled)) if len(pooled) >= 3 else 0.0
+        if (found := value(mc)) is not None:
+            by_worker.setdefault(worker(mc.cell), []).append(found)
+    return [float(np.median(pooled)) if len(pooled := by_worker.get(worker(mc.cell), [])) >= least else 0.0
+            for mc in cells]

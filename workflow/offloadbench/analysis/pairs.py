@@ -110,7 +110,7 @@ def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> tuple[s
     for label, values in sorted(logs.items()):
         ratio = math.exp(float(np.mean(values)))
         words.add(point_word(ratio, judging))
-        where = " and ".join(f"{mc.cell.stem} ran {fmt_time(states.fast_s if state == 'fast' else states.slow_s)}"
+        where = " and ".join(f"{mc.cell.stem} ran {fmt_time(states.time_s(state))}"
                              for (mc, states), state in zip(split, label, strict=True))
         parts.append(f"{ratio:.3g}× where {where} ({len(values)} of {sum(map(len, logs.values()))} rounds)")
     if len(words) == 1:

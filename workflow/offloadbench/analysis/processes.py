@@ -80,11 +80,6 @@ def robust_spread(log_medians) -> float | None:
     return float(MAD_TO_SIGMA * np.median(np.abs(values - np.median(values))))
 
 
-def threshold(typical_spread: float) -> float:
-    """The log distance from the other processes beyond which a process is an outlier."""
-    return max(OUTLIER_MIN, OUTLIER_SIGMAS * typical_spread)
-
-
 def _outliers(logs: dict[int, float], limit: float) -> dict[int, float]:
     """Outlying processes (index → factor from the others), the worst first, a minority at most."""
     remaining, found = sorted(logs), {}
@@ -108,12 +103,6 @@ def disturbed_share(records: list[CellRecord], counted: list[int]) -> str:
     busiest = max(records[i].disturbance.others_cores or 0.0 for i in disturbed)
     return (f"{len(disturbed)} of {len(counted)} processes disturbed (other processes used up to {busiest:.2f} "
             "cores while they sampled)")
-
-
-def own_fault(record: CellRecord) -> str:
-    """The first flag of the process's own compute samples that explains its distance from
-    the others, a fault of its own, not a state of the function (records.OWN_FAULT_KINDS; "")."""
-    return next((flag.text for flag in record.flags if flag.own_fault), "")
 
 
 def split_states(log_medians: dict[int, float], limit: float) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -141,10 +130,11 @@ def judge(records: list[CellRecord], log_medians: list[float], planned: int, typ
     states the counted ones fall into."""
     why = {i: record.disturbance.describe() for i, record in enumerate(records) if record.disturbance.disturbed}
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
-    limit = threshold(typical_spread)
+    limit = max(OUTLIER_MIN, OUTLIER_SIGMAS * typical_spread)  # the log distance that makes an outlier
     outlying = []
     for i, factor in _outliers(clean, limit).items():
-        fault = own_fault(records[i])
+        # the first flag of its own samples that explains the distance (records.OWN_FAULT_KINDS)
+        fault = next((flag.text for flag in records[i].flags if flag.own_fault), "")
         if fault:  # far for a reason of its own; far alone is a state
             why[i] = f"its median lies {factor:.2f}× from the other processes' ({fault})"
             outlying.append(why[i])

@@ -49,10 +49,6 @@ def attainable(intensity, memory_gbs, compute_gflops):
     return float(result) if np.ndim(result) == 0 else result
 
 
-def _memory_roofs(best: pd.DataFrame) -> pd.Series:
-    return best[best["kind"] == "memory"].set_index("device")["value"].astype(float)
-
-
 def bounds(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> pd.DataFrame:
     """The ok timing rows with, for each, its roofs, the ridge point (FLOP/byte), the bound
     ("memory" below the ridge, "compute" at or above it), the attainable GFLOP/s and the
@@ -62,8 +58,9 @@ def bounds(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> pd.DataFrame:
     ok = timings[timings["status"] == "ok"]
     best = device_roofs(roofs)
     compute = best[best["kind"] == "compute"].set_index(["device", "dtype"])["value"].astype(float)
+    memory = best[best["kind"] == "memory"].set_index("device")["value"].astype(float)
     out = ok.copy()
-    out["memory_gbs"] = ok["device"].map(_memory_roofs(best)).astype(float)
+    out["memory_gbs"] = ok["device"].map(memory).astype(float)
     keys = pd.MultiIndex.from_arrays([ok["device"].astype(str), ok["dtype"].astype(str)])
     out["compute_gflops"] = compute.reindex(keys).to_numpy(dtype=float) if len(ok) else np.array([], dtype=float)
     out["ridge"] = out["compute_gflops"] / out["memory_gbs"]

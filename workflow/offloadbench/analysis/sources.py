@@ -9,6 +9,7 @@ at most `max_samples` samples (config key bundle_limits.max_samples).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -59,13 +60,22 @@ class Source:
     def kind(self) -> str:
         return "results folder" if self.bundle is None else "bundle"
 
-    @property
-    def what(self) -> str:
-        """What the source is, as a message names it: "bundle x.tar.gz" or "results folder y"."""
-        return f"{self.kind} {shown(self.bundle or self.folder)}"
-
     def refused(self, problem) -> SourceError:
-        return SourceError(f"{self.what}: {problem}")
+        """`problem`, after what the source is: "bundle x.tar.gz: …" or "results folder y: …"."""
+        return SourceError(f"{self.kind} {shown(self.bundle or self.folder)}: {problem}")
+
+    @contextmanager
+    def refusing(self):
+        """A malformed record read inside, refused in one line that names this source."""
+        try:
+            yield
+        except MalformedRecord as error:
+            raise self.refused(error) from None
+
+    def _optional(self, path: Path, load):
+        """A record this source may lack (None), validated where it is there."""
+        with self.refusing():
+            return load(path) if path.exists() or path.is_symlink() else None
 
     def environment(self) -> Environment:
         return self._environment
@@ -75,34 +85,22 @@ class Source:
         path = self.folder / "environment.json"
         if not path.exists() and not path.is_symlink():  # anything else there is refused by the reader
             raise self.refused("no environment.json here, so these are no offloadbench results")
-        try:
+        with self.refusing():
             return load_environment(path)
-        except MalformedRecord as error:
-            raise self.refused(error) from None
 
     def judging(self) -> Judging | None:
         """The policy its own tables were judged with (judging.json), None where it has none."""
-        path = self.folder / JUDGING
-        try:
-            return load_judging(path) if path.exists() or path.is_symlink() else None
-        except MalformedRecord as error:
-            raise self.refused(error) from None
+        return self._optional(self.folder / JUDGING, load_judging)
 
     def settle(self) -> SettleRecord | None:
         """What the extra rounds did (raw/rounds/settle.json), where there were any."""
-        path = self.raw / SETTLE_RELPATH
-        try:
-            return load_settle(path) if path.exists() or path.is_symlink() else None
-        except MalformedRecord as error:
-            raise self.refused(error) from None
+        return self._optional(self.raw / SETTLE_RELPATH, load_settle)
 
     def rounds(self, kinds: tuple[str, ...] = ("planned",)) -> list[RoundRecord]:
         """The rounds' own records (raw/rounds/round-<k>.json; with "extra" in `kinds`, the
         extra rounds' extra-<k>.json too), validated."""
-        try:
+        with self.refusing():
             return [load_round(p) for kind in kinds for p in round_records(self.raw, kind)]
-        except MalformedRecord as error:
-            raise self.refused(error) from None
 
     def record_paths(self) -> list[Path]:
         """Every cell record: raw/<op>/<stem>/p<k>.json, and the older raw/<op>/<stem>.json.
@@ -125,12 +123,10 @@ class Source:
 
     def device_samples(self) -> int:
         """The samples of the copy sweeps and roofs (validated, each file within its bounds)."""
-        try:
+        with self.refusing():
             return sum(device_samples(path, schema) for kind, schema in (("transfer", TRANSFER_SCHEMA),
                                                                           ("roofs", ROOFS_SCHEMA))
                        for path in self.device_records(kind))
-        except MalformedRecord as error:
-            raise self.refused(error) from None
 
     def cells(self, analysis: Analysis) -> list[MeasuredCell]:
         """Its cells, refused before any analysis when its samples pass `max_samples`."""
@@ -150,9 +146,7 @@ class Source:
     def tables(self, analysis: Analysis, cells: list[MeasuredCell] | None = None) -> dict[str, pd.DataFrame]:
         """Every table of one machine, rebuilt from its raw records by this version's code
         (from `cells` where they are loaded already)."""
-        try:
+        with self.refusing():
             return build_tables_of(cells or self.cells(analysis), self.device_records("transfer"),
                                    self.device_records("roofs"), self.label, analysis, self.environment())
-        except MalformedRecord as error:
-            raise self.refused(error) from None
 

@@ -9,6 +9,7 @@ both cells' draws. Cells measured in one process say so in `ci_scope`.
 from __future__ import annotations
 
 import math
+from dataclasses import astuple
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ from .columns import (
 )
 from .compile_cost import amortization, compile_interval
 from .decisions import decision_tables
-from .measured import Analysis, MeasuredCell, carry_over, load_cells
+from .measured import Analysis, MeasuredCell, carry_over, faults_per_call, load_cells
 from .memory_fit import memory_table
 from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, compared
 from .processes import method as processes_method
@@ -61,11 +62,6 @@ from .round_trip import NOT_MEASURED, calls_per_round_trip
 
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
 SERIES = ["op", "library", "mode", "device", "dtype", "threads"]
-
-
-def _verdict_columns(name: str, comparison: Comparison) -> dict:
-    """`<name>_verdict` (faster, slower, same, undecided) and why it is undecided."""
-    return {f"{name}_verdict": comparison.verdict, f"{name}_undecided": comparison.why}
 
 
 def _joined(values) -> str:
@@ -136,17 +132,14 @@ def resident_columns(mc: MeasuredCell) -> dict:
     """A GPU cell's resident trips against what its phases predict, h2d + k·compute + d2h."""
     calls = sorted({k for r in mc.counted for k in r.resident_calls()})
     reason = next((r.resident_reason for r in mc.counted if r.resident_reason), "")
-    if not calls:
-        return {"resident_calls": math.nan, "resident_s": math.nan, "resident_predicted_s": math.nan,
-                "resident": reason}
     h2d, compute, d2h = (mc.median(phase) for phase in ("h2d", "compute", "d2h"))
-    parts, last = [], {}
+    parts, last = [], dict.fromkeys(("resident_calls", "resident_s", "resident_predicted_s"), math.nan)
     for k in calls:
         measured, predicted = mc.median(f"resident_{k}"), h2d + k * compute + d2h
         parts.append(f"k = {k}: {fmt_time(measured)}, the phases predict {fmt_time(predicted)} "
                      f"({measured / predicted:.2f}×)" if predicted > 0 else f"k = {k}: {fmt_time(measured)}")
         last = {"resident_calls": k, "resident_s": measured, "resident_predicted_s": predicted}
-    return {**last, "resident": "; ".join(parts)}
+    return {**last, "resident": "; ".join(parts) or reason}
 
 
 def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
@@ -157,22 +150,17 @@ def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
     numpy = frame[(frame["library"] == "numpy") & (frame["mode"] == "eager") & (frame["device"] == "cpu")]
     base = numpy.groupby(["op", "dtype", "size"])["peak_host_bytes"].median()
     own = frame["peak_device_bytes"].where(frame["device"] != "cpu", frame["peak_host_bytes"])
-    keys = pd.MultiIndex.from_frame(frame[["op", "dtype", "size"]])
-    reference = base.reindex(keys).to_numpy(dtype=float)
-    frame = frame.copy()
-    frame["peak_vs_numpy"] = np.where(reference > 0, own.to_numpy(dtype=float) / np.where(reference > 0, reference, 1),
-                                      math.nan)
-    return frame
+    reference = base.reindex(pd.MultiIndex.from_frame(frame[["op", "dtype", "size"]])).to_numpy(dtype=float)
+    return frame.assign(peak_vs_numpy=own.to_numpy(dtype=float) / np.where(reference > 0, reference, math.nan))
 
 
 def timing_row(mc: MeasuredCell, machine: str) -> dict:
     first = mc.first
-    model = first.model
     compute = mc.interval("compute")
     pooled = [s for g in mc.groups("compute") for s in g]
     q1, q3 = np.percentile(pooled, [25, 75]) if pooled else (math.nan, math.nan)
     medians = mc.process_medians()
-    flops, traffic = model.flops or math.nan, model.traffic_bytes or math.nan
+    flops, traffic = first.model.flops or math.nan, first.model.traffic_bytes or math.nan
     median = compute.value
     row = {
         "machine": machine,
@@ -196,9 +184,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "rel_ci": compute.rel_halfwidth,
         "process_spread": max(medians) / min(medians) - 1 if len(medians) > 1 else math.nan,
         "converged": all(r.converged for r in mc.ok) if mc.ok else None,
-        "gflops": flops / median / 1e9 if median > 0 else math.nan,
-        "gflops_ci_low": flops / compute.high / 1e9 if compute.high > 0 else math.nan,
-        "gflops_ci_high": flops / compute.low / 1e9 if compute.low > 0 else math.nan,
+        **_with_ci("gflops", *(flops / t / 1e9 if t > 0 else math.nan for t in (median, compute.high, compute.low))),
         "bandwidth_gbs": traffic / median / 1e9 if median > 0 else math.nan,
         "intensity": flops / traffic if traffic > 0 else math.nan,
         "rel_err": max((r.check.rel_err or 0.0 for r in mc.ok), default=math.nan),
@@ -209,9 +195,8 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "disturbed_cores": mc.disturbed_cores,
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
-        "faults_per_call": mc.faults_per_call(),
-        "conversion_s": float(np.median(found)) if (found := [r.conversion_s for r in mc.ok
-                                                               if r.conversion_s is not None]) else math.nan,
+        "faults_per_call": faults_per_call(mc.counted),
+        "conversion_s": _median_of(r.conversion_s for r in mc.ok),
         "allocator": _joined(r.settings.get("allocator") for r in mc.records),
         "measure_s": sum(r.measure_s or 0.0 for r in mc.records),
         "import_s": float(np.mean([r.import_s for r in mc.ok if r.import_s is not None] or [math.nan])),
@@ -232,10 +217,9 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
 
 
 def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    if frame.empty:
-        return frame
-    key = frame["threads"].map(thread_sort_key)
-    return frame.assign(_t=key).sort_values([c if c != "threads" else "_t" for c in by]).drop(columns="_t").reset_index(drop=True)
+    """The rows sorted by the columns `by`, thread labels in their order (1, 2, …, all)."""
+    by_threads = frame.sort_values(by, key=lambda c: c.map(thread_sort_key) if c.name == "threads" else c)
+    return by_threads.reset_index(drop=True)
 
 
 def timings_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
@@ -255,9 +239,20 @@ def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "b
     return "; ".join(filter(None, ["; ".join(contender.flags), theirs and f"{base_name}: {theirs}"]))
 
 
-def _ratio_columns(prefix: str, interval: Interval) -> dict:
-    low, high = ci_columns(prefix)
-    return {prefix: interval.value, low: interval.low, high: interval.high}
+def _with_ci(column: str, value: float, low: float, high: float) -> dict:
+    """An estimate's column and its CI's (`columns.ci_columns`)."""
+    low_name, high_name = ci_columns(column)
+    return {column: value, low_name: low, high_name: high}
+
+
+def _judged_columns(comparison: Comparison, column: str, verdict: str = "verdict",
+                    undecided: str = "verdict_undecided") -> dict:
+    """A judged ratio's columns: the rounds behind it, what its CI covers and how it was
+    paired, the ratio with its CI, its verdict and why it is undecided, and its states."""
+    ratio = comparison.ratio
+    return {"processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
+            **_with_ci(column, ratio.value, ratio.low, ratio.high), verdict: comparison.verdict,
+            undecided: comparison.why, "states_answer": comparison.states_answer, "states": comparison.states}
 
 
 def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
@@ -277,8 +272,8 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
     cell, judging = mc.cell, mc.analysis.judging
     speed, e2e = compared(SPEEDUP, base, mc, "compute"), compared(SPEEDUP, base, mc, "end_to_end")
     compiled = compile_columns(mc)
-    amortized = amortization(compile_interval(mc, judging.confidence), base.interval("compute"),
-                             speed.ratio) if compiled else None
+    amortized = astuple(amortization(compile_interval(mc, judging.confidence), base.interval("compute"),
+                                     speed.ratio)) if compiled else (math.nan,) * 3
     trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
                                 mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
     return {
@@ -288,13 +283,9 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "threads_effective": mc.first.threads_effective,
         "device_name": mc.first.device_name,
         "baseline_threads": label,
-        "processes": speed.ratio.processes,
-        "ci_scope": speed.ratio.scope,
-        "pairing": speed.ratio.pairing,
-        **_ratio_columns("speedup", speed.ratio),
-        **_verdict_columns("speedup", speed),
-        **_ratio_columns("end_to_end_speedup", e2e.ratio),
-        **_verdict_columns("end_to_end", e2e),
+        **_judged_columns(speed, "speedup", "speedup_verdict", "speedup_undecided"),
+        **_with_ci("end_to_end_speedup", e2e.ratio.value, e2e.ratio.low, e2e.ratio.high),
+        "end_to_end_verdict": e2e.verdict, "end_to_end_undecided": e2e.why,
         "median_s": mc.median("compute"),
         "baseline_median_s": base.median("compute"),
         "end_to_end_s": mc.median("end_to_end"),
@@ -304,17 +295,11 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "unstable": _pair_flags(mc, base),
         "states_answer": (e2e if e2e.states else speed).states_answer,
         "states": e2e.states or speed.states,
-        "compile_s": compiled.get("compile_s", math.nan),
-        "compile_s_ci_low": compiled.get("compile_s_ci_low", math.nan),
-        "compile_s_ci_high": compiled.get("compile_s_ci_high", math.nan),
-        "compiler_startup_s": compiled.get("compiler_startup_s", math.nan),
-        "amortize_calls": amortized.calls if amortized else math.nan,
-        "amortize_calls_ci_low": amortized.low if amortized else math.nan,
-        "amortize_calls_ci_high": amortized.high if amortized else math.nan,
+        **{name: compiled.get(name, math.nan) for name in ("compile_s", "compile_s_ci_low", "compile_s_ci_high",
+                                                           "compiler_startup_s")},
+        **_with_ci("amortize_calls", *amortized),
         "compile_fallback": compiled.get("compile_fallback", ""),
-        "calls_per_round_trip": trip.calls,
-        "calls_per_round_trip_ci_low": trip.low,
-        "calls_per_round_trip_ci_high": trip.high,
+        **_with_ci("calls_per_round_trip", *astuple(trip)),
     }
 
 
@@ -335,20 +320,15 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     A faster or slower verdict here is a false one."""
     rows = []
     for original, twin in control_pairs(cells):
-        control = compared(CONTROL, original, twin)
-        ratio = control.ratio
+        control, carried = compared(CONTROL, original, twin), carry_over([original, twin])
         rows.append({
             "machine": machine, **original.cell.as_dict(), "variant": original.cell.variant,
-            "processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
-            **_ratio_columns("ratio", ratio),
-            "verdict": control.verdict, "verdict_undecided": control.why,
+            **_judged_columns(control, "ratio"),
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
             "unstable": _pair_flags(original, twin, "twin"),
-            "states_answer": control.states_answer,
-            "states": control.states,
             "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
-            **_ratio_columns("carry_over", carry_over([original, twin])),
+            **_with_ci("carry_over", carried.value, carried.low, carried.high),
         })
     return pd.DataFrame(rows, columns=list(CONTROLS))
 
@@ -356,21 +336,13 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
 def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """CPU cells: how much faster the most threads are than one thread, with a CI."""
     rows = []
-    for one, many in scaling_pairs(cells):
-        c = many.cell
-        scaling = compared(SCALING, one, many)
-        ratio = scaling.ratio
+    for one, many in scaling_pairs(cells):  # CPU cells, none a twin
         rows.append({
-            "machine": machine, "op": c.op, "library": c.library, "device": "cpu", "dtype": c.dtype, "size": c.size,
-            "threads": c.threads, "mode": c.mode, "variant": many.cell.variant,
+            "machine": machine, **many.cell.as_dict(), "variant": many.cell.variant,
             "threads_effective": many.first.threads_effective,
-            "processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
-            **_ratio_columns("scaling", ratio),
-            "verdict": scaling.verdict, "verdict_undecided": scaling.why,
+            **_judged_columns(compared(SCALING, one, many), "scaling"),
             "shares_cores": many.shares_cores,
             "unstable": _pair_flags(many, one, "1 thread"),
-            "states_answer": scaling.states_answer,
-            "states": scaling.states,
         })
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
