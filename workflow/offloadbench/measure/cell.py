@@ -27,7 +27,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -67,26 +67,20 @@ class Progress:
 
     def enter(self, phase: str) -> None:
         now = self.clock()
-        kind = _phase_kind(self.phase)
-        self.seconds[kind] = self.seconds.get(kind, 0.0) + now - self.began
+        self.seconds = self.until(now)
         self.phase, self.began = phase, now
         self.report(phase)
 
+    def until(self, now: float) -> dict[str, float]:
+        """Seconds per kind of phase until `now`, the current one included: "warm-up compute"
+        counts as "warm-up", since the split counts kinds of phases, not regions."""
+        kind = "warm-up" if self.phase.startswith("warm-up") else self.phase
+        return {**self.seconds, kind: self.seconds.get(kind, 0.0) + now - self.began}
+
     def spent(self) -> dict[str, float]:
-        """Seconds per kind of phase so far, the current one included; sampling and the
-        wait for the bout's first turn, which take the other cells' time too, are the bout's
-        to count."""
-        spent = dict(self.seconds)
-        kind = _phase_kind(self.phase)
-        spent[kind] = spent.get(kind, 0.0) + self.clock() - self.began
-        spent.pop(SAMPLING, None)
-        spent.pop(WAITING, None)
-        return spent
-
-
-def _phase_kind(phase: str) -> str:
-    """"warm-up compute" -> "warm-up": the split counts kinds of phases, not regions."""
-    return phase.split(" ", 1)[0] if phase.startswith("warm-up") else phase
+        """Seconds per kind of phase so far; sampling and the wait for the bout's first turn,
+        which take the other cells' time too, are the bout's to count."""
+        return {kind: s for kind, s in self.until(self.clock()).items() if kind not in (SAMPLING, WAITING)}
 
 
 @dataclass
@@ -113,27 +107,14 @@ class CellFailed(Exception):
         self.reason = reason
 
 
-def _available_host_memory() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def check_result(backend: Backend, host_inputs: list, result) -> dict:
     """The op's error against a float64 reference from the same inputs, and its verdict;
     `result` is the host result of one call (NumPy arrays)."""
     op, cell, settings = backend.op, backend.cell, backend.settings
     rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
     inputs = [as_float64(x) for x in host_inputs]
-    if op.kernel is not None:  # a kernel's result must also have the cell's precision
-        error = op.error(inputs, result, rows, precision=np_dtype(cell.dtype))
-    else:
-        error = op.error(inputs, result, rows)
+    precision = {"precision": np_dtype(cell.dtype)} if op.kernel is not None else {}  # a kernel's must match
+    error = op.error(inputs, result, rows, **precision)
     tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
     own = kernel_tolerance(op.kernel, cell.dtype) if op.kernel is not None else None
@@ -156,7 +137,7 @@ def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None 
     itemsize = ITEMSIZE[cell.dtype]
     need = working_set_bytes(op.spec, cell.size, itemsize, scale.get("host"))
     how = "measured" if scale.get("host") is not None else "modelled"
-    available = _available_host_memory()
+    available = memory.available_host_memory()
     if available is not None and need > settings.memory_headroom * available:
         raise CellFailed(
             "oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), {available / 2**30:.1f} GiB available"
@@ -440,8 +421,9 @@ class CellRun:
         except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
             oom = devices.is_out_of_memory(error, self.torch)
             what = "out of memory" if oom else type(error).__name__
+            frame = _user_frame(error, self.kernels)
             self._fail("oom" if oom else "error",
-                       f"{what} during {self.progress.phase}: {_first_line(error)}{_user_frame(error, self.kernels)}")
+                       f"{what} during {self.progress.phase}: {devices.first_line(error)}{frame}")
             with contextlib.suppress(Exception):  # a broken device must not hide the reason above
                 devices.release_memory(self.cell.device, self.torch)
         except Interrupted:
@@ -500,11 +482,6 @@ def _base_exception_words(error: BaseException) -> str:
     return f"the kernel raised {type(error).__name__}"
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
-
-
 def _user_frame(error: BaseException, kernels: dict | None) -> str:
     """Where in the user's kernels file an exception was raised: " (at my_kernels.py:12)"."""
     import traceback
@@ -546,7 +523,8 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
         try:
             found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), backend.device)
         except Exception as error:  # noqa: BLE001 - an unavailable reading is said, never a failed cell
-            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": _first_line(error)}
+            reason = devices.first_line(error)
+            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": reason}
         del device_inputs
     return found
 
@@ -593,24 +571,17 @@ def _sampling_fields(measurements: dict[str, Measurement], states: list[RegionSt
 
 def _turn_fields(places: list[Place]) -> dict:
     """Each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)."""
-    return {
-        "cycle": [p.cycle for p in places],
-        "position": [p.position for p in places],
-        "after": [p.after for p in places],
-        "after_threads": [p.after_threads for p in places],
-        "pause_s": [p.pause_s for p in places],
-    }
+    return {f.name: [getattr(p, f.name) for p in places] for f in fields(Place) if f.name != "siblings"}
 
 
-def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after,
-              seen: dict | None = None) -> dict:
-    flags = [flag for flag in [disturbance.flag_for(seen or {})] if flag]
+def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after, seen: dict) -> dict:
+    flags = [disturbance.flag_for(seen)]
     for name, m in measurements.items():
         reason = "ci" if m.converged else m.stop_reason
         flags += diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci, name)
-    for flag in (diagnostics.clock_change(before[0], after[0], "CPU"), diagnostics.clock_change(before[1], after[1], "GPU")):
-        if flag:
-            flags.append(flag)
+    flags += [diagnostics.clock_change(before[0], after[0], "CPU"),
+              diagnostics.clock_change(before[1], after[1], "GPU")]
+    flags = [flag for flag in flags if flag]
     return {
         "unstable": bool(flags),
         "flags": [flag.to_json() for flag in flags],

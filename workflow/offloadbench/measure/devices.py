@@ -174,7 +174,7 @@ class Cpu:
 
             cpp_builder.get_cpp_compiler()
         except Exception as error:  # noqa: BLE001 - InvalidCxxCompiler and its kin
-            return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({_first_line(error)}); "
+            return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({first_line(error, 200)}); "
                     "install g++ or set CXX")
         return None
 
@@ -303,7 +303,7 @@ class Cuda(Cpu):
             if not has_triton():
                 return "no Triton for this GPU: Inductor generates CUDA kernels with Triton"
         except Exception as error:  # noqa: BLE001 - a broken Triton install
-            return f"Triton cannot be loaded: {_first_line(error)}"
+            return f"Triton cannot be loaded: {first_line(error, 200)}"
         return None
 
 
@@ -400,6 +400,7 @@ def release_memory(name: str, torch) -> None:
         get(name, torch).release()
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """An error's first line, as a record's reason quotes it (its type where it says nothing)."""
     text = str(error).strip().splitlines()
-    return text[0][:200] if text else type(error).__name__
+    return text[0][:limit] if text else type(error).__name__

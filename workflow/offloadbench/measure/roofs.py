@@ -127,7 +127,7 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
                 point["samples_s"] = _measure(region, budget_s)
             except Exception as error:  # noqa: BLE001 - a point's failure is recorded, calibration goes on
                 oom = devices.is_out_of_memory(error, torch)
-                point.update(status="oom" if oom else "error", reason=str(error).strip().splitlines()[0][:300])
+                point.update(status="oom" if oom else "error", reason=devices.first_line(error))
             finally:
                 devices.release_memory(device, torch)
             points.append(point)
@@ -143,5 +143,5 @@ def fresh_pages_point(budget_s: float) -> dict:
     try:
         point["samples_s"] = _measure(fresh_pages_region(), min(budget_s, 0.2))
     except (OSError, ValueError) as error:  # no anonymous mappings here
-        point.update(status="error", reason=str(error).strip().splitlines()[0][:300])
+        point.update(status="error", reason=devices.first_line(error))
     return point

@@ -102,7 +102,7 @@ def sweep(torch, device: str, sizes: list[int], memory_kinds: list[str], stop: S
                         point.update(measure_copy(torch, nbytes, direction, memory == "pinned", device, stop))
                     except Exception as error:  # noqa: BLE001 - a point's failure is recorded, the sweep goes on
                         oom = devices.is_out_of_memory(error, torch)
-                        point.update(status="oom" if oom else "error", reason=str(error).strip().splitlines()[0][:300])
+                        point.update(status="oom" if oom else "error", reason=devices.first_line(error))
                         devices.release_memory(device, torch)
                 points.append(point)
     return points
