@@ -118,9 +118,8 @@ class Backend:
     def first_calls(self, host_inputs: list) -> dict:
         """The compile phase: the first call of each compiled form, timed, and what Dynamo
         did meanwhile."""
-        watch = compiled.CompileWatch(self.torch)
         self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
-        watch.begin()
+        watch = compiled.CompileWatch()
         device_inputs = [self.to_device(x) for x in host_inputs]
         with memory.watching_first_call(self.device) as peak:  # reset before, read after
             phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}

@@ -7,6 +7,7 @@ reading is optional: an unreadable /proc, /sys or NVML gives None, never an erro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -53,13 +54,20 @@ def cpu_governor() -> str | None:
 
 def turbo() -> str | None:
     """"on", "off" or None where the kernel does not say."""
-    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
-    if no_turbo in ("0", "1"):
-        return "off" if no_turbo == "1" else "on"
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
-    if boost in ("0", "1"):
-        return "on" if boost == "1" else "off"
+    for switch, on in (("intel_pstate/no_turbo", "0"), ("cpufreq/boost", "1")):
+        value = _read(f"/sys/devices/system/cpu/{switch}")
+        if value in ("0", "1"):
+            return "on" if value == on else "off"
     return None
+
+
+def _stat(pid: int) -> tuple[str, list[str]]:
+    """A process's command name and the fields after it (/proc/<pid>/stat); ("", []) where
+    it cannot be read."""
+    text = _read(f"/proc/{pid}/stat") or ""
+    if ")" not in text:
+        return "", []
+    return text[text.find("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
 
 
 def _cpu_ticks() -> dict[int, tuple[str, int]]:
@@ -70,15 +78,9 @@ def _cpu_ticks() -> dict[int, tuple[str, int]]:
     except OSError:
         return ticks
     for pid in pids:
-        text = _read(f"/proc/{pid}/stat")
-        if not text or ")" not in text:
-            continue
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        try:
+        name, fields = _stat(pid)
+        with contextlib.suppress(IndexError, ValueError):
             ticks[pid] = (name, int(fields[11]) + int(fields[12]))
-        except (IndexError, ValueError):
-            continue
     return ticks
 
 
@@ -86,9 +88,8 @@ def _ancestors(pid: int) -> set[int]:
     seen = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
-        text = _read(f"/proc/{pid}/stat")
         try:
-            pid = int(text[text.rindex(")") + 2 :].split()[1]) if text else 0
+            pid = int(_stat(pid)[1][1])
         except (IndexError, ValueError):
             break
     return seen
