@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import glob
+import itertools
 import os
 import platform
 import socket
@@ -29,14 +30,23 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def cpu_model() -> str:
+def _cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's first processor, key by key ({} where it cannot be read): two CPUs
+    of one machine do not differ in what is read of it."""
+    found = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            for line in itertools.takewhile(str.strip, handle):
+                key, _, value = (part.strip() for part in line.partition(":"))
+                found[key] = value
     except OSError:
         pass
+    return found
+
+
+def cpu_model() -> str:
+    if model := _cpuinfo().get("model name"):
+        return model
     if sys.platform == "darwin":
         try:
             return subprocess.run(
@@ -58,20 +68,13 @@ def cpu_identity() -> dict:
     """The CPU's vendor, family, model and stepping, and the vector extensions it has
     (/proc/cpuinfo's first processor; the machine's architecture elsewhere): two CPUs of one
     model name can differ in these, and NumPy and torch dispatch on them."""
+    info = _cpuinfo()
     found: dict = {"architecture": platform.machine()}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break  # the first processor is enough
-                key, _, value = (part.strip() for part in line.partition(":"))
-                if key in CPUINFO_FIELDS:
-                    found[CPUINFO_FIELDS[key]] = int(value) if value.isdigit() else value
-                elif key in ("flags", "Features"):
-                    flags = set(value.split())
-                    found["vector_extensions"] = [flag for flag in VECTOR_FLAGS if flag in flags]
-    except OSError:
-        pass
+    found.update({name: int(info[key]) if info[key].isdigit() else info[key]
+                  for key, name in CPUINFO_FIELDS.items() if key in info})
+    flags = info.get("flags", info.get("Features"))
+    if flags is not None:
+        found["vector_extensions"] = [flag for flag in VECTOR_FLAGS if flag in flags.split()]
     return found
 
 
@@ -252,13 +255,9 @@ def environment(torch, machine: str, compiled_on: set[str] = frozenset()) -> dic
         "compile_devices": (compilable := compile_availability(torch, usable, set(compiled_on))),
         **({"compile_vec_isa": compiled.vector_isa_probe(torch)} if "cpu" in compiled_on and torch is not None
            and compilable.get("cpu") is None else {}),
-        "system": _checked(system.snapshot()),
+        "system": {**(snapshot := system.snapshot()), "advice": system.advice(snapshot)},
         "packages": {name: package_version(name) for name in PACKAGES},
     }
-
-
-def _checked(snapshot: dict) -> dict:
-    return {**snapshot, "advice": system.advice(snapshot)}
 
 
 def _numpy_blas(numpy) -> dict | None:
