@@ -49,7 +49,7 @@ from .backend import (
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
-from .timing import PREROLL_S, PREROLL_UP_TO_S, Measurement, Region, Warmup, warm_up
+from .timing import PREROLL_S, PREROLL_UP_TO_S, Region, Warmup, warm_up
 
 SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
 
@@ -253,10 +253,19 @@ class RegionState:
                      and self.rel_ci <= stop.target_rel_ci)
         return stop.reason(len(self.samples), self.spent_s, converged)
 
-    def measurement(self, stop) -> Measurement:
-        reason = self.stop_reason(stop) or "budget"
-        return Measurement(self.region.name, tuple(self.samples), self.calls, self.warmup, self.rel_ci,
-                           self.rel_ci <= stop.target_rel_ci, reason, self.spent_s)
+    def fields(self, stop) -> dict:
+        """The region's phase in the record: its samples and how its sampling ended."""
+        return {
+            "samples_s": list(self.samples),
+            "cycles": list(self.cycles),
+            "faults_per_call": list(self.faults),
+            "calls_per_sample": self.calls,
+            "warmup_s": list(self.warmup.blocks_s),
+            "rel_ci": self.rel_ci,
+            "converged": self.rel_ci <= stop.target_rel_ci,
+            "stop_reason": self.stop_reason(stop) or "budget",
+            "sampling_s": self.spent_s,
+        }
 
 
 class CellRun:
@@ -369,13 +378,14 @@ class CellRun:
         cell, settings, backend = self.cell, self.settings, self.backend
         self.progress.enter("check")
         self.check()
-        measurements = {s.region.name: s.measurement(settings.stop) for s in self.states}
+        states = {s.region.name: s for s in self.states}
+        phases = {name: state.fields(settings.stop) for name, state in states.items()}
         seen = disturbance.across(self.windows)
         measured = self.outcome.measured
-        measured.update(_sampling_fields(measurements, self.states, settings, stop_reason))
+        measured.update(_sampling_fields(phases, states["compute"].warmup, settings, stop_reason))
         measured["turns"] = _turn_fields(self.places)
         measured["disturbance"] = seen
-        measured["diagnostics"] = _diagnose(measurements, settings, self.clocks_before or self.clocks(),
+        measured["diagnostics"] = _diagnose(phases, settings, self.clocks_before or self.clocks(),
                                             self.clocks(), seen)
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
@@ -529,41 +539,23 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
     return found
 
 
-def _phase_fields(m: Measurement, state: RegionState) -> dict:
-    return {
-        "samples_s": list(m.samples_s),
-        "cycles": list(state.cycles),
-        "faults_per_call": list(state.faults),
-        "calls_per_sample": m.calls_per_sample,
-        "warmup_s": list(m.warmup.blocks_s),
-        "rel_ci": m.rel_ci,
-        "converged": m.converged,
-        "stop_reason": m.stop_reason,
-        "sampling_s": m.sampling_s,
-    }
-
-
-def _sampling_fields(measurements: dict[str, Measurement], states: list[RegionState], settings: Settings,
-                     stop_reason: str | None) -> dict:
-    compute = measurements["compute"]
-    reasons = {m.stop_reason for m in measurements.values()}
+def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings, stop_reason: str | None) -> dict:
+    compute = phases["compute"]
+    reasons = {phase["stop_reason"] for phase in phases.values()}
     own = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
     return {
-        "samples_s": list(compute.samples_s),
-        "calls_per_sample": compute.calls_per_sample,
-        "warmup": {
-            "count": len(compute.warmup.blocks_s),
-            "samples_s": list(compute.warmup.blocks_s),
-            "first_call_s": compute.warmup.first_call_s,
-        },
-        "phases": {name: _phase_fields(m, state) for (name, m), state in zip(measurements.items(), states, strict=True)},
+        "samples_s": list(compute["samples_s"]),
+        "calls_per_sample": compute["calls_per_sample"],
+        "warmup": {"count": len(warmup.blocks_s), "samples_s": list(warmup.blocks_s),
+                   "first_call_s": warmup.first_call_s},
+        "phases": phases,
         "stopping": {
             "stop_reason": stop_reason or own,
-            "converged": all(m.converged for m in measurements.values()),
-            "rel_ci": compute.rel_ci,
-            "n_samples": len(compute.samples_s),
-            "elapsed_s": sum(m.sampling_s for m in measurements.values()),
-            "sweeps": len({c for state in states for c in state.cycles}),
+            "converged": all(phase["converged"] for phase in phases.values()),
+            "rel_ci": compute["rel_ci"],
+            "n_samples": len(compute["samples_s"]),
+            "elapsed_s": sum(phase["sampling_s"] for phase in phases.values()),
+            "sweeps": len({cycle for phase in phases.values() for cycle in phase["cycles"]}),
             "target_rel_ci": settings.stop.target_rel_ci,
         },
     }
@@ -574,11 +566,12 @@ def _turn_fields(places: list[Place]) -> dict:
     return {f.name: [getattr(p, f.name) for p in places] for f in fields(Place) if f.name != "siblings"}
 
 
-def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after, seen: dict) -> dict:
+def _diagnose(phases: dict[str, dict], settings: Settings, before, after, seen: dict) -> dict:
     flags = [disturbance.flag_for(seen)]
-    for name, m in measurements.items():
-        reason = "ci" if m.converged else m.stop_reason
-        flags += diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci, name)
+    for name, phase in phases.items():
+        reason = "ci" if phase["converged"] else phase["stop_reason"]
+        flags += diagnostics.flags_for_samples(phase["samples_s"], reason, phase["rel_ci"],
+                                               settings.stop.target_rel_ci, name)
     flags += [diagnostics.clock_change(before[0], after[0], "CPU"),
               diagnostics.clock_change(before[1], after[1], "GPU")]
     flags = [flag for flag in flags if flag]
