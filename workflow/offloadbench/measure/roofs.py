@@ -108,10 +108,8 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
         if library == "numpy" and device != "cpu":
             continue
         reason = absent or (devices.unavailable_reason(device, torch) if library == "torch" else None)
-        kinds = [("memory", "float64" if device != "mps" else "float32")] + [("compute", d) for d in dtypes]
-        for kind, dtype in kinds:
-            if kind == "compute" and not compute_roof_exists(library, device, dtype):
-                continue
+        computes = [("compute", dtype) for dtype in dtypes if compute_roof_exists(library, device, dtype)]
+        for kind, dtype in [("memory", "float64" if device != "mps" else "float32"), *computes]:
             point = {"library": library, "kind": kind, "dtype": dtype, "status": "ok", "reason": ""}
             if kind == "memory":
                 point.update(bytes=3 * sizes.triad_bytes, size=sizes.triad_bytes)

@@ -179,10 +179,9 @@ def _nvml_device(pynvml, handle) -> dict:
     )
     mask = read(events) if events else None
     power = read(pynvml.nvmlDeviceGetPowerUsage)
-    pci = read(pynvml.nvmlDeviceGetPciInfo)
     return {
         "name": read(pynvml.nvmlDeviceGetName),
-        "pci_bus_id": pci.busId.decode() if isinstance(getattr(pci, "busId", None), bytes) else getattr(pci, "busId", None),
+        "pci_bus_id": _bus_id(read(pynvml.nvmlDeviceGetPciInfo)),
         "persistence_mode": {0: "off", 1: "on"}.get(read(pynvml.nvmlDeviceGetPersistenceMode)),
         "sm_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
@@ -201,11 +200,10 @@ def clock_event_reasons(mask: int | None) -> list[str] | None:
     return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
 
 
-def _pci_address(pci) -> tuple[int, int, int] | None:
-    try:
-        return int(pci.domain), int(pci.bus), int(pci.device)
-    except (AttributeError, TypeError, ValueError):
-        return None
+def _bus_id(pci) -> str | None:
+    """NVML's PCI address of a GPU ("00000000:19:00.0"), bytes in some versions of nvidia-ml-py."""
+    bus_id = getattr(pci, "busId", None)
+    return bus_id.decode() if isinstance(bus_id, bytes) else bus_id
 
 
 def parse_pci_bus_id(bus_id: str | None) -> tuple[int, int, int] | None:
@@ -227,7 +225,7 @@ def nvml_index_of(pci_bus_id: str | None) -> int | None:
     try:
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            if _pci_address(pynvml.nvmlDeviceGetPciInfo(handle)) == wanted:
+            if parse_pci_bus_id(_bus_id(pynvml.nvmlDeviceGetPciInfo(handle))) == wanted:
                 return index
     except Exception:  # noqa: BLE001 - an NVML that cannot list its GPUs
         return None
