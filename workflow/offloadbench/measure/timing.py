@@ -9,6 +9,7 @@ device->host copy, end to end) and for the copy sweep.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import time
@@ -235,6 +236,19 @@ def settled(blocks: Sequence[float], rel_tol: float) -> bool:
     return (1 - rel_tol) * best <= blocks[-1] <= (1 + rel_tol) * best
 
 
+@contextlib.contextmanager
+def collector_off():
+    """The garbage collector off while sampling, and no gc.collect() either: with torch
+    loaded it costs ~70 ms per cell for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def sample_region(region: Region, warmup: Warmup, rule: StopRule,
                   now: Callable[[], float] = time.perf_counter) -> Measurement:
     """Sample a warmed-up region until its median's CI meets the target, or its time budget
@@ -242,9 +256,7 @@ def sample_region(region: Region, warmup: Warmup, rule: StopRule,
     while sampling."""
     samples: list[float] = []
     calls, spent, rel_ci, converged = warmup.calls_per_sample, 0.0, math.inf, False
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
-    try:
+    with collector_off():
         while (reason := rule.reason(len(samples), spent, converged)) is None:
             began = now()
             samples.append(region.time_block(calls))
@@ -254,9 +266,6 @@ def sample_region(region: Region, warmup: Warmup, rule: StopRule,
             if n >= rule.min_samples and spent >= rule.min_sampling_s and (n < 50 or n % 5 == 0):
                 rel_ci = median_ci_rel_halfwidth(samples, rule.confidence)
                 converged = rel_ci <= rule.target_rel_ci
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     if len(samples) >= 2:
         rel_ci = median_ci_rel_halfwidth(samples, rule.confidence)
         # Tight enough is tight enough, even when few samples fit the budget.
