@@ -62,7 +62,7 @@ class Backend:
         # device-resident form, host arrays copied by the compiled code end to end.
         self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
         self.compiled_fn = self.end_to_end_fn = None
-        self.watch, self.graphs_at_compile = None, 0  # set by first_calls
+        self.after_compile: compiled.CompileWatch | None = None  # set by first_calls
         self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
         if cell.compiled:
             self._compile()
@@ -133,8 +133,7 @@ class Backend:
                 self.end_to_end_fn = None
                 phase["end_to_end_form"] = ("host arrays copied around the device-resident code: under torch.device "
                                             f"the compiled NumPy function failed ({compiled.short_reason(str(error))})")
-        self.watch = watch
-        self.graphs_at_compile = watch.since()["graphs"]
+        self.after_compile = compiled.CompileWatch()
         settings = self.settings
         return {
             **phase, **found, "fallback": compiled.fallback_of(found),
@@ -146,7 +145,7 @@ class Backend:
 
     def recompiles(self) -> int:
         """Graphs compiled after the compile phase: guards that failed while sampling."""
-        return max(0, self.watch.since()["graphs"] - self.graphs_at_compile)
+        return max(0, self.after_compile.since()["graphs"])
 
     def pin(self, host_inputs: list) -> list:
         """With pinned_memory, the inputs live in pinned memory from the start, as when an

@@ -277,7 +277,7 @@ class CellRun:
         self.cell, self.settings, self.torch = cell, settings, torch
         self.progress = progress or Progress()
         self.artifact_path, self.kernels, self.memory_scale = artifact_path, kernels, memory_scale
-        self.carried = carried  # the check, model and memory peaks an earlier round measured (None: measure them)
+        self.carried = carried or {}  # the check, model and memory peaks an earlier round measured
         self.outcome = CellOutcome()
         self.states: list[RegionState] = []
         self.places: list[Place] = []
@@ -384,8 +384,8 @@ class CellRun:
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        carried = self.carried or {}
-        measured["memory"] = carried["memory"] if carried.get("memory") else peak_memory(backend, self.host_inputs)
+        memory = self.carried.get("memory")
+        measured["memory"] = memory if memory else peak_memory(backend, self.host_inputs)
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
@@ -397,8 +397,7 @@ class CellRun:
         """The result against float64 and the cell's FLOP and byte model, from one untimed
         call; or, where an earlier round of this run checked the cell (`carried`), its
         findings, with the round they come from."""
-        cell, backend, measured = self.cell, self.backend, self.outcome.measured
-        carried = self.carried or {}
+        cell, backend, measured, carried = self.cell, self.backend, self.outcome.measured, self.carried
         if carried.get("check") and carried.get("model"):
             measured["check"] = {**carried["check"], "from_round": carried["round"]}
             measured["model"] = carried["model"]
