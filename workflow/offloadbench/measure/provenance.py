@@ -7,6 +7,7 @@ machine label, for `environment.json`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import glob
 import itertools
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from ..cells import usable_cores
 from ..machine import fingerprint
@@ -101,14 +103,9 @@ def cpu_clocks_mhz() -> dict | None:
     """Mean current frequency over the CPUs, where the kernel exposes it."""
     values = []
     for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq"):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                values.append(int(handle.read().strip()) / 1000)
-        except (OSError, ValueError):
-            continue
-    if not values:
-        return None
-    return {"mean_mhz": sum(values) / len(values)}
+        with contextlib.suppress(OSError, ValueError):
+            values.append(int(Path(path).read_text(encoding="utf-8")) / 1000)
+    return {"mean_mhz": sum(values) / len(values)} if values else None
 
 
 def package_version(name: str) -> str | None:
