@@ -24,7 +24,7 @@ from ..cells import Cell
 from . import compiled, devices, memory
 from .ops import Op
 from .settings import Settings
-from .timing import Region
+from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 TORCH_ONLY_DTYPES = ("bfloat16",)
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
@@ -152,8 +152,7 @@ class Backend:
         application allocates its buffers pinned; copying them there is not timed."""
         if not (self.settings.pinned_memory and self.cell.device == "cuda"):
             return host_inputs
-        torch = self.torch
-        return [self.device.pin(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)) for x in host_inputs]
+        return [self.device.pin(self.torch.as_tensor(x)) for x in host_inputs]
 
 
 def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
@@ -227,8 +226,6 @@ def conversion_seconds(backend: Backend, host_inputs: list, budget_s: float = 0.
     the cell's time is the function's own. None for other cells."""
     if backend.cell.is_gpu or not backend.tensors or not all(isinstance(x, np.ndarray) for x in host_inputs):
         return None
-    from .timing import BlockRule, StopRule, WarmupRule, measure_region
-
     from_numpy, inputs, result = backend.torch.from_numpy, tuple(host_inputs), backend.torch.from_numpy(host_inputs[0])
 
     def convert():

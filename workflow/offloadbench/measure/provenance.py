@@ -169,11 +169,9 @@ def torch_facts(torch) -> dict:
         return {"torch_available": False, "cuda_available": False, "mps_available": False, "gpus": []}
     cuda = devices.get("cuda", torch)
     available = cuda.unavailable_reason() is None
-    gpus = []
-    if available:
-        for index in range(torch.cuda.device_count()):
-            facts = cuda.describe(index)
-            gpus.append({"index": index, **{k: v for k, v in facts.items() if k not in ("count", "cuda_runtime")}})
+    machine_wide = ("count", "cuda_runtime")  # said once, below
+    gpus = [{"index": index, **{k: v for k, v in cuda.describe(index).items() if k not in machine_wide}}
+            for index in range(torch.cuda.device_count() if available else 0)]
     mps = devices.get("mps", torch).unavailable_reason() is None
     if mps:
         gpus.append({"index": 0, "name": "Apple MPS", "total_memory_bytes": None})

@@ -32,6 +32,7 @@ calls, sync. Its times are the CPU's plus the modelled ones: they say nothing ab
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import sys
@@ -116,7 +117,7 @@ class State:
     def reset(self) -> None:
         self.allocated = self.peak = 0
         self.live: dict[int, list[int]] = {}  # storage address -> [bytes, tensors holding it]
-        self.pinned: dict[int, int] = {}  # host storage address -> tensors holding it
+        self.pinned = collections.Counter()  # host storage address -> tensors holding it
         self.free_at = 0.0  # when the stream has done all that was queued
         self.pending: list[tuple] = []  # non-blocking copies, done at the next synchronisation
         self.log: list | None = None
@@ -199,21 +200,18 @@ class State:
 
     def pin(self, tensor):
         """A pinned copy of a host tensor (the stand-in's page-locked memory)."""
-        pinned = tensor.as_subclass(torch.Tensor).clone()
-        return self.mark_pinned(pinned)
+        return self.mark_pinned(tensor.as_subclass(torch.Tensor).clone())
 
     def mark_pinned(self, tensor):
         address = tensor.untyped_storage().data_ptr()
-        self.pinned[address] = self.pinned.get(address, 0) + 1
+        self.pinned[address] += 1
         weakref.finalize(tensor, self.unpin, address)
         return tensor
 
     def unpin(self, address: int) -> None:
-        left = self.pinned.get(address, 0) - 1
-        if left > 0:
-            self.pinned[address] = left
-        else:
-            self.pinned.pop(address, None)
+        self.pinned[address] -= 1
+        if self.pinned[address] <= 0:
+            del self.pinned[address]
 
     def is_pinned(self, tensor) -> bool:
         return tensor.untyped_storage().data_ptr() in self.pinned
