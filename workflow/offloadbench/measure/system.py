@@ -8,6 +8,7 @@ reading is optional: an unreadable /proc, /sys or NVML gives None, never an erro
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from pathlib import Path
@@ -132,22 +133,18 @@ def busy_processes(window_s: float = 0.25) -> list[dict] | None:
     return sorted(busy, key=lambda p: -p["cpu_share"])
 
 
-_NVML = {}  # this process's NVML session, opened at the first per-cell reading and kept
-
-
+@functools.cache
 def _nvml():
-    """pynvml, initialised once per process (None: no NVML here). A cell reads its GPU's
-    clocks before and after sampling; opening NVML and listing the GPUs each time would cost
-    milliseconds a reading."""
-    if "module" not in _NVML:
-        try:
-            import pynvml  # nvidia-ml-py
+    """pynvml, initialised once per process and kept (None: no NVML here). A cell reads its
+    GPU's clocks before and after sampling; opening NVML and listing the GPUs each time
+    would cost milliseconds a reading."""
+    try:
+        import pynvml  # nvidia-ml-py
 
-            pynvml.nvmlInit()
-            _NVML["module"] = pynvml
-        except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
-            _NVML["module"] = None
-    return _NVML["module"]
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
+        return None
+    return pynvml
 
 
 def nvml_state() -> list[dict] | None:
