@@ -112,7 +112,8 @@ def check_result(backend: Backend, host_inputs: list, result) -> dict:
     op, cell, settings = backend.op, backend.cell, backend.settings
     rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
     inputs = [as_float64(x) for x in host_inputs]
-    precision = {"precision": np_dtype(cell.dtype)} if op.kernel is not None else {}  # a kernel's must match
+    # a kernel's result must also have the cell's precision
+    precision = {"precision": np_dtype(cell.dtype)} if op.kernel is not None else {}
     error = op.error(inputs, result, rows, **precision)
     tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
@@ -252,7 +253,7 @@ class RegionState:
                      and self.rel_ci <= stop.target_rel_ci)
         return stop.reason(len(self.samples), self.spent_s, converged)
 
-    def fields(self, stop) -> dict:
+    def phase_fields(self, stop) -> dict:
         """The region's phase in the record: its samples and how its sampling ended."""
         return {
             "samples_s": list(self.samples),
@@ -373,7 +374,7 @@ class CellRun:
         self.progress.enter("check")
         self.check()
         states = {s.region.name: s for s in self.states}
-        phases = {name: state.fields(settings.stop) for name, state in states.items()}
+        phases = {name: state.phase_fields(settings.stop) for name, state in states.items()}
         seen = disturbance.across(self.windows)
         measured = self.outcome.measured
         measured.update(_sampling_fields(phases, states["compute"].warmup, settings, stop_reason))
@@ -384,8 +385,8 @@ class CellRun:
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        memory = self.carried.get("memory")
-        measured["memory"] = memory if memory else peak_memory(backend, self.host_inputs)
+        carried_memory = self.carried.get("memory")
+        measured["memory"] = carried_memory or peak_memory(backend, self.host_inputs)
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
