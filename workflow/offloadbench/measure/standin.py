@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import os
 import sys
 import time
@@ -76,13 +77,9 @@ def _visible(count: int) -> list[int]:
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return list(range(count))
-    visible = []
-    for part in value.split(","):
-        part = part.strip()
-        if not part.isdigit() or int(part) >= count:
-            break  # CUDA stops at the first invalid entry
-        visible.append(int(part))
-    return visible
+    parts = (part.strip() for part in value.split(","))
+    # CUDA stops at the first invalid entry
+    return [int(part) for part in itertools.takewhile(lambda part: part.isdigit() and int(part) < count, parts)]
 
 
 def _memory_bytes() -> int:
