@@ -142,18 +142,6 @@ def host_facts(gpu_names: list[str] | None = None) -> dict:
     return facts
 
 
-def _nvidia_driver() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = out.stdout.strip().splitlines()
-    return lines[0].strip() if out.returncode == 0 and lines else None
-
-
 def _memory_bytes() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -184,7 +172,7 @@ def torch_facts(torch) -> dict:
         "standin_gpu": devices.standin_requested() and available,
         "mps_available": mps,
         "gpus": gpus,
-        "nvidia_driver": _nvidia_driver() if available and not devices.standin_requested() else None,
+        "nvidia_driver": system.nvidia_smi("driver_version") if available and not devices.standin_requested() else None,
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
         "torch_cpu_capability": _cpu_capability(torch),

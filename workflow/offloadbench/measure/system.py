@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -240,6 +241,18 @@ def gpu_clocks(nvml_index: int | None) -> dict | None:
                 "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)}
     except Exception:  # noqa: BLE001 - a GPU or driver without clock readings
         return None
+
+
+def nvidia_smi(query: str, run=subprocess.run) -> str | None:
+    """The first GPU's line of `nvidia-smi --query-gpu=<query>` (CSV, no header or units);
+    None where nvidia-smi cannot run or says nothing."""
+    try:
+        out = run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                  capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[0].strip() if out.returncode == 0 and lines else None
 
 
 def snapshot(busy_window_s: float = 0.25) -> dict:

@@ -11,7 +11,7 @@ import statistics
 import subprocess
 
 from ..units import bandwidth_gbs
-from . import devices
+from . import devices, system
 from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 DIRECTIONS = ("h2d", "d2h")
@@ -23,16 +23,10 @@ PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 def pcie_link(run=subprocess.run) -> dict | None:
     """The GPU's PCIe link as nvidia-smi reports it, with its theoretical rate."""
     query = "pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current"
+    line = system.nvidia_smi(query, run)
     try:
-        out = run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-                  capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    try:
-        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in out.stdout.splitlines()[0].split(","))
-    except ValueError:
+        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in line.split(","))
+    except (AttributeError, ValueError):  # no nvidia-smi, or no answer from it
         return None
     lane = PCIE_LANE_GBS.get(gen_max)
     return {
