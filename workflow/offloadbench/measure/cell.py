@@ -533,7 +533,8 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
     return found
 
 
-def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings, stop_reason: str | None) -> dict:
+def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings,
+                     stop_reason: str | None) -> dict:
     compute = phases["compute"]
     reasons = {phase["stop_reason"] for phase in phases.values()}
     own = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")

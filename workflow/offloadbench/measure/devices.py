@@ -263,7 +263,8 @@ class Cuda(Gpu):
         by PCI address."""
         from . import system
 
-        return system.nvml_index_of(self.pci_bus_id(self.torch.cuda.current_device() if index is None else index))
+        index = self.torch.cuda.current_device() if index is None else index
+        return system.nvml_index_of(self.pci_bus_id(index))
 
     def model_name(self) -> str:
         return str(self.torch.cuda.get_device_name(self.torch.cuda.current_device()))

@@ -172,7 +172,8 @@ def torch_facts(torch) -> dict:
         "standin_gpu": devices.standin_requested() and available,
         "mps_available": mps,
         "gpus": gpus,
-        "nvidia_driver": system.nvidia_smi("driver_version") if available and not devices.standin_requested() else None,
+        "nvidia_driver": (system.nvidia_smi("driver_version")
+                          if available and not devices.standin_requested() else None),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
         "torch_cpu_capability": _cpu_capability(torch),

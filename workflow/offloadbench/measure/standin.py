@@ -78,8 +78,9 @@ def _visible(count: int) -> list[int]:
     if value is None:
         return list(range(count))
     parts = (part.strip() for part in value.split(","))
-    # CUDA stops at the first invalid entry
-    return [int(part) for part in itertools.takewhile(lambda part: part.isdigit() and int(part) < count, parts)]
+    # CUDA reads up to the first invalid entry
+    valid = itertools.takewhile(lambda part: part.isdigit() and int(part) < count, parts)
+    return [int(part) for part in valid]
 
 
 def _memory_bytes() -> int:
@@ -223,7 +224,8 @@ class State:
 
     def copied(self, direction: str, nbytes: int, pinned: bool = False, asynchronous: bool = False) -> None:
         """A copy's log entry, and its time on the stream over the modelled link."""
-        self.note("copy", direction, nbytes, "pinned" if pinned else "pageable", "async" if asynchronous else "sync")
+        memory, mode = "pinned" if pinned else "pageable", "async" if asynchronous else "sync"
+        self.note("copy", direction, nbytes, memory, mode)
         self.enqueue(COPY_LATENCY_S + nbytes / (PINNED_BYTES_PER_S if pinned else PAGEABLE_BYTES_PER_S))
 
     def transfer(self, direction: str, source, destination, pinned: bool, non_blocking: bool):
