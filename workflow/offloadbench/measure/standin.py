@@ -488,7 +488,7 @@ def _nvml_module(device: State) -> types.ModuleType:
         bus_id = f"00000000:{BUSES[index]:02X}:00.0"
         return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id.encode())
 
-    functions = {
+    vars(nvml).update({
         "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
         "nvmlDeviceGetCount": lambda: device.count,
         "nvmlDeviceGetHandleByIndex": handle,
@@ -501,9 +501,7 @@ def _nvml_module(device: State) -> types.ModuleType:
         "nvmlDeviceGetCurrentClocksEventReasons": lambda index: 0,
         "nvmlDeviceGetTemperature": lambda index, sensor: 40,
         "nvmlDeviceGetPowerUsage": lambda index: 100_000,
-    }
-    for name, fn in functions.items():
-        setattr(nvml, name, fn)
+    })
     return nvml
 
 
