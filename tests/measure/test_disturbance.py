@@ -62,14 +62,14 @@ def test_readings_need_no_proc_where_psutil_has_the_counters(monkeypatch):
     end = time.process_time() + 0.2
     while time.process_time() < end:
         pass
-    seen = disturbance.between(before, disturbance.read())
+    seen = disturbance.across([(before, disturbance.read())])
     assert seen["source"] == "psutil" and seen["own_cores"] > 0.5
 
 
 def test_cpu_pressure_flags_a_window_where_tasks_waited_even_within_tick_resolution():
-    quiet = disturbance.between(disturbance.Reading(0.0, 10.0, 1.0, 0, "/proc/stat", 1_000_000),
-                                disturbance.Reading(0.1, 10.1, 1.1, 0, "/proc/stat", 1_001_000))
+    quiet = disturbance.across([(disturbance.Reading(0.0, 10.0, 1.0, 0, "/proc/stat", 1_000_000),
+                                 disturbance.Reading(0.1, 10.1, 1.1, 0, "/proc/stat", 1_001_000))])
     assert not quiet["disturbed"] and abs(quiet["cpu_pressure"] - 0.01) < 1e-6
-    waited = disturbance.between(disturbance.Reading(0.0, 10.0, 1.0, 0, "/proc/stat", 1_000_000),
-                                 disturbance.Reading(0.1, 10.15, 1.1, 0, "/proc/stat", 1_050_000))
+    waited = disturbance.across([(disturbance.Reading(0.0, 10.0, 1.0, 0, "/proc/stat", 1_000_000),
+                                  disturbance.Reading(0.1, 10.15, 1.1, 0, "/proc/stat", 1_050_000))])
     assert waited["disturbed"] and "waited for a CPU 50% of the time" in disturbance.flag_for(waited).text

@@ -8,7 +8,7 @@ import pytest
 from offloadbench.analysis.memory_fit import largest_fitting, memory_table, spec_for
 from offloadbench.catalogue import SPECS, call_bytes, measured_scale, output_unit_bytes, working_set_bytes
 from offloadbench.cells import Cell
-from offloadbench.measure import cell as cell_module
+from offloadbench.measure import memory
 from offloadbench.measure.cell import run_cell
 from offloadbench.measure.settings import Settings
 from offloadbench.records import Environment
@@ -58,7 +58,7 @@ def test_the_out_of_memory_check_uses_the_measured_scale(monkeypatch):
     cell = Cell("matmul", "numpy", "cpu", "float32", 2048, "1")
     spec = SPECS["matmul"]
     room = (working_set_bytes(spec, 2048, 4, 1.0) + working_set_bytes(spec, 2048, 4)) / 2
-    monkeypatch.setattr(cell_module, "_available_host_memory", lambda: room / QUICK.memory_headroom)
+    monkeypatch.setattr(memory, "available_host_memory", lambda: room / QUICK.memory_headroom)
     refused = run_cell(cell, QUICK, None)
     assert refused.status == "oom" and "(modelled)" in refused.reason
     calibrated = run_cell(cell, QUICK, None, memory_scale={"host": 1.0})

@@ -12,7 +12,7 @@ from offloadbench.measure.timing import (
     WarmupRule,
     choose_calls_per_sample,
     measure_region,
-    sample_until_stable,
+    sample_region,
     warm_up,
 )
 
@@ -92,11 +92,9 @@ class ScriptedRegion:
         return Sample(self.time_block(calls), next(self._pages) if self._pages is not None else None)
 
 
-def sample(*regions, rule, now):
-    """Sample scripted regions (one call per sample); their measurements by name."""
-    warmed = [(r, Warmup(1.0, (), 1)) for r in regions]
-    outcome = sample_until_stable(warmed, rule, now=now)
-    return outcome, [outcome.measurements[r.name] for r in regions]
+def sample(region, rule, now):
+    """Sample a scripted region (one call per sample)."""
+    return sample_region(region, Warmup(1.0, (), 1), rule, now=now)
 
 
 class FakeClock:
@@ -110,9 +108,9 @@ class FakeClock:
 
 def test_stable_stream_stops_on_the_ci():
     rng = np.random.default_rng(0)
-    outcome, (m,) = sample(ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.01, 10_000))),
-                           rule=StopRule(target_rel_ci=0.02, min_samples=10, budget_s=100), now=FakeClock(0.001))
-    assert outcome.stop_reason == "ci"
+    m = sample(ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.01, 10_000))),
+               rule=StopRule(target_rel_ci=0.02, min_samples=10, budget_s=100), now=FakeClock(0.001))
+    assert m.stop_reason == "ci"
     assert m.converged and m.rel_ci <= 0.02
     assert len(m.samples_s) < 100
 
@@ -120,10 +118,10 @@ def test_stable_stream_stops_on_the_ci():
 def test_noisy_stream_hits_the_budget_and_is_flagged():
     rng = np.random.default_rng(1)
     rule = StopRule(target_rel_ci=0.01, min_samples=10, budget_s=1.0)
-    outcome, (m,) = sample(ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.6, 10_000))), rule=rule, now=FakeClock(0.05))
-    assert outcome.stop_reason == "budget"
+    m = sample(ScriptedRegion(1e-3 * np.exp(rng.normal(0, 0.6, 10_000))), rule=rule, now=FakeClock(0.05))
+    assert m.stop_reason == "budget"
     assert not m.converged
-    flags = flags_for_samples(m.samples_s, outcome.stop_reason, m.rel_ci, rule.target_rel_ci)
+    flags = flags_for_samples(m.samples_s, m.stop_reason, m.rel_ci, rule.target_rel_ci)
     (flag,) = [f for f in flags if f.kind == "not_converged"]
     assert flag.region == "compute" and flag.size == m.rel_ci > rule.target_rel_ci
 
@@ -132,8 +130,8 @@ def test_bimodal_stream_is_flagged():
     rng = np.random.default_rng(2)
     values = np.where(rng.random(10_000) < 0.5, 1e-3, 1.4e-3) * np.exp(rng.normal(0, 0.005, 10_000))
     rule = StopRule(target_rel_ci=0.02, min_samples=40, budget_s=100)
-    outcome, (m,) = sample(ScriptedRegion(values), rule=rule, now=FakeClock(0.001))
-    flags = flags_for_samples(m.samples_s, outcome.stop_reason, m.rel_ci, rule.target_rel_ci)
+    m = sample(ScriptedRegion(values), rule=rule, now=FakeClock(0.001))
+    flags = flags_for_samples(m.samples_s, m.stop_reason, m.rel_ci, rule.target_rel_ci)
     (flag,) = [f for f in flags if f.kind == "bimodal"]
     assert flag.size == pytest.approx(0.4, abs=0.03)  # the modes lie 40% apart
 
@@ -153,32 +151,25 @@ def test_unimodal_noise_is_not_flagged():
 
 
 def test_at_least_the_floor_of_samples_is_taken_past_the_budget():
-    outcome, (m,) = sample(ScriptedRegion([1.0] * 100), rule=StopRule(budget_s=0.0, floor_samples=6, min_samples=10),
-                           now=FakeClock(10))
+    m = sample(ScriptedRegion([1.0] * 100), rule=StopRule(budget_s=0.0, floor_samples=6, min_samples=10),
+               now=FakeClock(10))
     assert len(m.samples_s) == 6
-    assert outcome.stop_reason == "budget"
+    assert m.stop_reason == "budget"
     assert math.isfinite(m.rel_ci)
-
-
-def test_interleaved_regions_each_get_samples():
-    _, (a, b) = sample(ScriptedRegion([1.0] * 50, "a"), ScriptedRegion([2.0] * 50, "b"),
-                       rule=StopRule(min_samples=10, min_sampling_s=0, budget_s=100), now=FakeClock(0.001))
-    assert len(a.samples_s) == len(b.samples_s) == 10
-    assert a.converged and b.converged
 
 
 @pytest.mark.parametrize("max_samples", [7, 12])
 def test_max_samples_caps_the_count(max_samples):
     rng = np.random.default_rng(4)
     rule = StopRule(min_samples=6, max_samples=max_samples, budget_s=100, target_rel_ci=1e-6)
-    outcome, (m,) = sample(ScriptedRegion(np.exp(rng.normal(0, 1, 100))), rule=rule, now=FakeClock(0.001))
-    assert outcome.stop_reason == "max_samples"
+    m = sample(ScriptedRegion(np.exp(rng.normal(0, 1, 100))), rule=rule, now=FakeClock(0.001))
+    assert m.stop_reason == "max_samples"
     assert len(m.samples_s) == max_samples
 
 
 def test_cheap_regions_sample_long_enough_for_the_noise_checks():
-    _, (m,) = sample(ScriptedRegion([1e-3] * 1000), rule=StopRule(min_samples=6, min_sampling_s=0.05, budget_s=100),
-                     now=FakeClock(0.0005))
+    m = sample(ScriptedRegion([1e-3] * 1000), rule=StopRule(min_samples=6, min_sampling_s=0.05, budget_s=100),
+               now=FakeClock(0.0005))
     # Each sample spends 0.0005 s on the fake clock: 0.05 s takes 100 samples.
     assert len(m.samples_s) >= 100
     assert m.converged

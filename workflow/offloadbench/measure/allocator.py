@@ -32,6 +32,8 @@ a process of its own for that (jobs/worker.py).
 
 from __future__ import annotations
 
+import functools
+
 STEADY, ADAPTIVE = "steady", "adaptive"
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest dynamic mmap threshold on 64-bit hosts
 TRIM_THRESHOLD = 2**62  # never reached: the heap, once grown, is kept
@@ -45,28 +47,22 @@ def allocator_env(mode: str) -> dict[str, str]:
     return {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}
 
 
-class _MallInfo2:
+@functools.cache
+def _mallinfo2():
     """glibc's mallinfo2(), made once (None off glibc or before 2.33)."""
+    import ctypes
 
-    function = None
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+            "keepcost")]
 
-    @classmethod
-    def read(cls) -> int | None:
-        if cls.function is None:
-            try:
-                import ctypes
-
-                class MallInfo2(ctypes.Structure):
-                    _fields_ = [(name, ctypes.c_size_t) for name in (
-                        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                        "keepcost")]
-
-                function = ctypes.CDLL(None).mallinfo2
-                function.restype = MallInfo2
-                cls.function = function
-            except (OSError, AttributeError):
-                cls.function = False
-        return int(cls.function().arena) if cls.function else None
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    function.restype = MallInfo2
+    return function
 
 
 def heap_bytes() -> int | None:
@@ -75,4 +71,5 @@ def heap_bytes() -> int | None:
     its later calls reuse: torch's output of a 1024² matmul, aligned by posix_memalign,
     took 4 MiB of fresh heap for each of its first 8 calls here (1,024 fresh pages each,
     25% slower), then none."""
-    return _MallInfo2.read()
+    mallinfo2 = _mallinfo2()
+    return int(mallinfo2().arena) if mallinfo2 else None

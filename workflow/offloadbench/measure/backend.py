@@ -24,7 +24,7 @@ from ..cells import Cell
 from . import compiled, devices, memory
 from .ops import Op
 from .settings import Settings
-from .timing import Region
+from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 TORCH_ONLY_DTYPES = ("bfloat16",)
 PHASES = ("h2d", "compute", "d2h", "finish", "end_to_end")
@@ -62,7 +62,7 @@ class Backend:
         # device-resident form, host arrays copied by the compiled code end to end.
         self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
         self.compiled_fn = self.end_to_end_fn = None
-        self.watch, self.graphs_at_compile = None, 0  # set by first_calls
+        self.after_compile: compiled.CompileWatch | None = None  # set by first_calls
         self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
         if cell.compiled:
             self._compile()
@@ -118,9 +118,8 @@ class Backend:
     def first_calls(self, host_inputs: list) -> dict:
         """The compile phase: the first call of each compiled form, timed, and what Dynamo
         did meanwhile."""
-        watch = compiled.CompileWatch(self.torch)
         self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
-        watch.begin()
+        watch = compiled.CompileWatch()
         device_inputs = [self.to_device(x) for x in host_inputs]
         with memory.watching_first_call(self.device) as peak:  # reset before, read after
             phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
@@ -134,8 +133,7 @@ class Backend:
                 self.end_to_end_fn = None
                 phase["end_to_end_form"] = ("host arrays copied around the device-resident code: under torch.device "
                                             f"the compiled NumPy function failed ({compiled.short_reason(str(error))})")
-        self.watch = watch
-        self.graphs_at_compile = watch.since()["graphs"]
+        self.after_compile = compiled.CompileWatch()
         settings = self.settings
         return {
             **phase, **found, "fallback": compiled.fallback_of(found),
@@ -147,15 +145,14 @@ class Backend:
 
     def recompiles(self) -> int:
         """Graphs compiled after the compile phase: guards that failed while sampling."""
-        return max(0, self.watch.since()["graphs"] - self.graphs_at_compile)
+        return max(0, self.after_compile.since()["graphs"])
 
     def pin(self, host_inputs: list) -> list:
         """With pinned_memory, the inputs live in pinned memory from the start, as when an
         application allocates its buffers pinned; copying them there is not timed."""
         if not (self.settings.pinned_memory and self.cell.device == "cuda"):
             return host_inputs
-        torch = self.torch
-        return [self.device.pin(x if isinstance(x, torch.Tensor) else torch.from_numpy(x)) for x in host_inputs]
+        return [self.device.pin(self.torch.as_tensor(x)) for x in host_inputs]
 
 
 def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
@@ -229,8 +226,6 @@ def conversion_seconds(backend: Backend, host_inputs: list, budget_s: float = 0.
     the cell's time is the function's own. None for other cells."""
     if backend.cell.is_gpu or not backend.tensors or not all(isinstance(x, np.ndarray) for x in host_inputs):
         return None
-    from .timing import BlockRule, StopRule, WarmupRule, measure_region
-
     from_numpy, inputs, result = backend.torch.from_numpy, tuple(host_inputs), backend.torch.from_numpy(host_inputs[0])
 
     def convert():

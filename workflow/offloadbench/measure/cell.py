@@ -22,12 +22,11 @@ measures a cell alone: its turns follow each other until its stopping rule ends 
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -49,7 +48,7 @@ from .backend import (
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
-from .timing import PREROLL_S, PREROLL_UP_TO_S, Measurement, Region, Warmup, warm_up
+from .timing import PREROLL_S, PREROLL_UP_TO_S, Region, Warmup, collector_off, warm_up
 
 SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
 
@@ -67,26 +66,20 @@ class Progress:
 
     def enter(self, phase: str) -> None:
         now = self.clock()
-        kind = _phase_kind(self.phase)
-        self.seconds[kind] = self.seconds.get(kind, 0.0) + now - self.began
+        self.seconds = self.until(now)
         self.phase, self.began = phase, now
         self.report(phase)
 
+    def until(self, now: float) -> dict[str, float]:
+        """Seconds per kind of phase until `now`, the current one included: "warm-up compute"
+        counts as "warm-up", since the split counts kinds of phases, not regions."""
+        kind = "warm-up" if self.phase.startswith("warm-up") else self.phase
+        return {**self.seconds, kind: self.seconds.get(kind, 0.0) + now - self.began}
+
     def spent(self) -> dict[str, float]:
-        """Seconds per kind of phase so far, the current one included; sampling and the
-        wait for the bout's first turn, which take the other cells' time too, are the bout's
-        to count."""
-        spent = dict(self.seconds)
-        kind = _phase_kind(self.phase)
-        spent[kind] = spent.get(kind, 0.0) + self.clock() - self.began
-        spent.pop(SAMPLING, None)
-        spent.pop(WAITING, None)
-        return spent
-
-
-def _phase_kind(phase: str) -> str:
-    """"warm-up compute" -> "warm-up": the split counts kinds of phases, not regions."""
-    return phase.split(" ", 1)[0] if phase.startswith("warm-up") else phase
+        """Seconds per kind of phase so far; sampling and the wait for the bout's first turn,
+        which take the other cells' time too, are the bout's to count."""
+        return {kind: s for kind, s in self.until(self.clock()).items() if kind not in (SAMPLING, WAITING)}
 
 
 @dataclass
@@ -113,27 +106,15 @@ class CellFailed(Exception):
         self.reason = reason
 
 
-def _available_host_memory() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def check_result(backend: Backend, host_inputs: list, result) -> dict:
     """The op's error against a float64 reference from the same inputs, and its verdict;
     `result` is the host result of one call (NumPy arrays)."""
     op, cell, settings = backend.op, backend.cell, backend.settings
     rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
     inputs = [as_float64(x) for x in host_inputs]
-    if op.kernel is not None:  # a kernel's result must also have the cell's precision
-        error = op.error(inputs, result, rows, precision=np_dtype(cell.dtype))
-    else:
-        error = op.error(inputs, result, rows)
+    # a kernel's result must also have the cell's precision
+    precision = {"precision": np_dtype(cell.dtype)} if op.kernel is not None else {}
+    error = op.error(inputs, result, rows, **precision)
     tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
     checked = len(rows) if op.checks_sampled_rows else None
     own = kernel_tolerance(op.kernel, cell.dtype) if op.kernel is not None else None
@@ -156,7 +137,7 @@ def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None 
     itemsize = ITEMSIZE[cell.dtype]
     need = working_set_bytes(op.spec, cell.size, itemsize, scale.get("host"))
     how = "measured" if scale.get("host") is not None else "modelled"
-    available = _available_host_memory()
+    available = memory.available_host_memory()
     if available is not None and need > settings.memory_headroom * available:
         raise CellFailed(
             "oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), {available / 2**30:.1f} GiB available"
@@ -272,10 +253,19 @@ class RegionState:
                      and self.rel_ci <= stop.target_rel_ci)
         return stop.reason(len(self.samples), self.spent_s, converged)
 
-    def measurement(self, stop) -> Measurement:
-        reason = self.stop_reason(stop) or "budget"
-        return Measurement(self.region.name, tuple(self.samples), self.calls, self.warmup, self.rel_ci,
-                           self.rel_ci <= stop.target_rel_ci, reason, self.spent_s)
+    def phase_fields(self, stop) -> dict:
+        """The region's phase in the record: its samples and how its sampling ended."""
+        return {
+            "samples_s": list(self.samples),
+            "cycles": list(self.cycles),
+            "faults_per_call": list(self.faults),
+            "calls_per_sample": self.calls,
+            "warmup_s": list(self.warmup.blocks_s),
+            "rel_ci": self.rel_ci,
+            "converged": self.rel_ci <= stop.target_rel_ci,
+            "stop_reason": self.stop_reason(stop) or "budget",
+            "sampling_s": self.spent_s,
+        }
 
 
 class CellRun:
@@ -288,7 +278,7 @@ class CellRun:
         self.cell, self.settings, self.torch = cell, settings, torch
         self.progress = progress or Progress()
         self.artifact_path, self.kernels, self.memory_scale = artifact_path, kernels, memory_scale
-        self.carried = carried  # the check, model and memory peaks an earlier round measured (None: measure them)
+        self.carried = carried or {}  # the check, model and memory peaks an earlier round measured
         self.outcome = CellOutcome()
         self.states: list[RegionState] = []
         self.places: list[Place] = []
@@ -346,18 +336,13 @@ class CellRun:
             self.clocks_before = self.clocks()
         stop = self.settings.stop
         with self.failures():
-            enabled = gc.isenabled()
-            gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
-            try:
+            with collector_off():
                 before = disturbance.read(place.siblings)  # around the turn, never inside a timed region
                 for state in self.states:
                     if pending_only and state.stop_reason(stop) is not None:
                         continue
                     state.take(self.settings.turn_s, place.cycle, stop.max_samples)
                 self.windows.append((before, disturbance.read(place.siblings)))
-            finally:
-                if enabled:
-                    gc.enable()
             self.places.append(place)
             for state in self.states:
                 state.update_ci(stop.confidence)
@@ -388,19 +373,20 @@ class CellRun:
         cell, settings, backend = self.cell, self.settings, self.backend
         self.progress.enter("check")
         self.check()
-        measurements = {s.region.name: s.measurement(settings.stop) for s in self.states}
+        states = {s.region.name: s for s in self.states}
+        phases = {name: state.phase_fields(settings.stop) for name, state in states.items()}
         seen = disturbance.across(self.windows)
         measured = self.outcome.measured
-        measured.update(_sampling_fields(measurements, self.states, settings, stop_reason))
+        measured.update(_sampling_fields(phases, states["compute"].warmup, settings, stop_reason))
         measured["turns"] = _turn_fields(self.places)
         measured["disturbance"] = seen
-        measured["diagnostics"] = _diagnose(measurements, settings, self.clocks_before or self.clocks(),
+        measured["diagnostics"] = _diagnose(phases, settings, self.clocks_before or self.clocks(),
                                             self.clocks(), seen)
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        carried = self.carried or {}
-        measured["memory"] = carried["memory"] if carried.get("memory") else peak_memory(backend, self.host_inputs)
+        carried_memory = self.carried.get("memory")
+        measured["memory"] = carried_memory or peak_memory(backend, self.host_inputs)
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
@@ -412,8 +398,7 @@ class CellRun:
         """The result against float64 and the cell's FLOP and byte model, from one untimed
         call; or, where an earlier round of this run checked the cell (`carried`), its
         findings, with the round they come from."""
-        cell, backend, measured = self.cell, self.backend, self.outcome.measured
-        carried = self.carried or {}
+        cell, backend, measured, carried = self.cell, self.backend, self.outcome.measured, self.carried
         if carried.get("check") and carried.get("model"):
             measured["check"] = {**carried["check"], "from_round": carried["round"]}
             measured["model"] = carried["model"]
@@ -440,8 +425,9 @@ class CellRun:
         except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
             oom = devices.is_out_of_memory(error, self.torch)
             what = "out of memory" if oom else type(error).__name__
+            frame = _user_frame(error, self.kernels)
             self._fail("oom" if oom else "error",
-                       f"{what} during {self.progress.phase}: {_first_line(error)}{_user_frame(error, self.kernels)}")
+                       f"{what} during {self.progress.phase}: {devices.first_line(error)}{frame}")
             with contextlib.suppress(Exception):  # a broken device must not hide the reason above
                 devices.release_memory(self.cell.device, self.torch)
         except Interrupted:
@@ -500,11 +486,6 @@ def _base_exception_words(error: BaseException) -> str:
     return f"the kernel raised {type(error).__name__}"
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
-
-
 def _user_frame(error: BaseException, kernels: dict | None) -> str:
     """Where in the user's kernels file an exception was raised: " (at my_kernels.py:12)"."""
     import traceback
@@ -546,46 +527,30 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
         try:
             found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), backend.device)
         except Exception as error:  # noqa: BLE001 - an unavailable reading is said, never a failed cell
-            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": _first_line(error)}
+            reason = devices.first_line(error)
+            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": reason}
         del device_inputs
     return found
 
 
-def _phase_fields(m: Measurement, state: RegionState) -> dict:
-    return {
-        "samples_s": list(m.samples_s),
-        "cycles": list(state.cycles),
-        "faults_per_call": list(state.faults),
-        "calls_per_sample": m.calls_per_sample,
-        "warmup_s": list(m.warmup.blocks_s),
-        "rel_ci": m.rel_ci,
-        "converged": m.converged,
-        "stop_reason": m.stop_reason,
-        "sampling_s": m.sampling_s,
-    }
-
-
-def _sampling_fields(measurements: dict[str, Measurement], states: list[RegionState], settings: Settings,
+def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings,
                      stop_reason: str | None) -> dict:
-    compute = measurements["compute"]
-    reasons = {m.stop_reason for m in measurements.values()}
+    compute = phases["compute"]
+    reasons = {phase["stop_reason"] for phase in phases.values()}
     own = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
     return {
-        "samples_s": list(compute.samples_s),
-        "calls_per_sample": compute.calls_per_sample,
-        "warmup": {
-            "count": len(compute.warmup.blocks_s),
-            "samples_s": list(compute.warmup.blocks_s),
-            "first_call_s": compute.warmup.first_call_s,
-        },
-        "phases": {name: _phase_fields(m, state) for (name, m), state in zip(measurements.items(), states, strict=True)},
+        "samples_s": list(compute["samples_s"]),
+        "calls_per_sample": compute["calls_per_sample"],
+        "warmup": {"count": len(warmup.blocks_s), "samples_s": list(warmup.blocks_s),
+                   "first_call_s": warmup.first_call_s},
+        "phases": phases,
         "stopping": {
             "stop_reason": stop_reason or own,
-            "converged": all(m.converged for m in measurements.values()),
-            "rel_ci": compute.rel_ci,
-            "n_samples": len(compute.samples_s),
-            "elapsed_s": sum(m.sampling_s for m in measurements.values()),
-            "sweeps": len({c for state in states for c in state.cycles}),
+            "converged": all(phase["converged"] for phase in phases.values()),
+            "rel_ci": compute["rel_ci"],
+            "n_samples": len(compute["samples_s"]),
+            "elapsed_s": sum(phase["sampling_s"] for phase in phases.values()),
+            "sweeps": len({cycle for phase in phases.values() for cycle in phase["cycles"]}),
             "target_rel_ci": settings.stop.target_rel_ci,
         },
     }
@@ -593,24 +558,18 @@ def _sampling_fields(measurements: dict[str, Measurement], states: list[RegionSt
 
 def _turn_fields(places: list[Place]) -> dict:
     """Each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)."""
-    return {
-        "cycle": [p.cycle for p in places],
-        "position": [p.position for p in places],
-        "after": [p.after for p in places],
-        "after_threads": [p.after_threads for p in places],
-        "pause_s": [p.pause_s for p in places],
-    }
+    return {f.name: [getattr(p, f.name) for p in places] for f in fields(Place) if f.name != "siblings"}
 
 
-def _diagnose(measurements: dict[str, Measurement], settings: Settings, before, after,
-              seen: dict | None = None) -> dict:
-    flags = [flag for flag in [disturbance.flag_for(seen or {})] if flag]
-    for name, m in measurements.items():
-        reason = "ci" if m.converged else m.stop_reason
-        flags += diagnostics.flags_for_samples(m.samples_s, reason, m.rel_ci, settings.stop.target_rel_ci, name)
-    for flag in (diagnostics.clock_change(before[0], after[0], "CPU"), diagnostics.clock_change(before[1], after[1], "GPU")):
-        if flag:
-            flags.append(flag)
+def _diagnose(phases: dict[str, dict], settings: Settings, before, after, seen: dict) -> dict:
+    flags = [disturbance.flag_for(seen)]
+    for name, phase in phases.items():
+        reason = "ci" if phase["converged"] else phase["stop_reason"]
+        flags += diagnostics.flags_for_samples(phase["samples_s"], reason, phase["rel_ci"],
+                                               settings.stop.target_rel_ci, name)
+    flags += [diagnostics.clock_change(before[0], after[0], "CPU"),
+              diagnostics.clock_change(before[1], after[1], "GPU")]
+    flags = [flag for flag in flags if flag]
     return {
         "unstable": bool(flags),
         "flags": [flag.to_json() for flag in flags],

@@ -20,7 +20,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 COMPILER_STARTUP_SIZE = 64
 
@@ -67,33 +67,23 @@ def probe_device(device, torch) -> str | None:
     return None if right else f"torch.compile's code for {device.name} gives a wrong result here"
 
 
-def cache_counts(torch) -> dict[str, int]:
+def _dynamo_counters() -> dict:
     from torch._dynamo.utils import counters
 
-    inductor = counters["inductor"]
-    return {"hits": int(inductor.get("fxgraph_cache_hit", 0)), "misses": int(inductor.get("fxgraph_cache_miss", 0))}
+    return {"graphs": int(counters["stats"].get("unique_graphs", 0)), "breaks": dict(counters["graph_break"]),
+            "hits": int(counters["inductor"].get("fxgraph_cache_hit", 0)),
+            "misses": int(counters["inductor"].get("fxgraph_cache_miss", 0))}
 
 
 @dataclass
 class CompileWatch:
-    """Dynamo's counters before and after: what one compiled cell did (the counters are
-    process-wide and survive `torch._dynamo.reset()`, so differences are taken)."""
+    """Dynamo's counters since the watch was made: what one compiled cell did (the counters
+    are process-wide and survive `torch._dynamo.reset()`, so differences are taken)."""
 
-    torch: object
-    start: dict | None = None
-
-    @staticmethod
-    def _read(torch) -> dict:
-        from torch._dynamo.utils import counters
-
-        return {"graphs": int(counters["stats"].get("unique_graphs", 0)),
-                "breaks": dict(counters["graph_break"]), **cache_counts(torch)}
-
-    def begin(self) -> None:
-        self.start = self._read(self.torch)
+    start: dict = field(default_factory=_dynamo_counters)
 
     def since(self) -> dict:
-        now = self._read(self.torch)
+        now = _dynamo_counters()
         breaks = {reason: count - self.start["breaks"].get(reason, 0) for reason, count in now["breaks"].items()}
         breaks = {reason: count for reason, count in breaks.items() if count > 0}
         first = next(iter(breaks), "")

@@ -48,15 +48,6 @@ def hide_gpus(env: dict[str, str]) -> dict[str, str]:
     return {**env, "CUDA_VISIBLE_DEVICES": ""}
 
 
-def cuda_initialized(torch) -> bool:
-    """Whether CUDA is up in this process (a fork now would give a broken child)."""
-    if torch is None:
-        return False
-    with contextlib.suppress(Exception):
-        return bool(torch.cuda.is_initialized())
-    return False
-
-
 class ForkRefused(RuntimeError):
     """A process that forks found CUDA initialised in itself."""
 
@@ -64,7 +55,10 @@ class ForkRefused(RuntimeError):
 def check_fork_safe(torch, who: str) -> None:
     """Refuse to fork from a process with CUDA up: the child's first CUDA call would fail
     ("Cannot re-initialize CUDA in forked subprocess"), deep inside a cell."""
-    if cuda_initialized(torch):
+    initialised = False
+    with contextlib.suppress(Exception):
+        initialised = torch is not None and bool(torch.cuda.is_initialized())
+    if initialised:
         raise ForkRefused(f"the {who} has CUDA initialised and cannot fork a working child; it must hide the GPUs "
                           "(CUDA_VISIBLE_DEVICES='') before torch is imported")
 
@@ -107,10 +101,10 @@ class Cpu:
         return self.torch.empty(nbytes, dtype=self.torch.uint8)
 
     def device_buffer(self, nbytes: int):
-        return self.torch.empty(nbytes, dtype=self.torch.uint8)
+        return self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.name)
 
     def copy(self, destination, source, non_blocking: bool = False):
-        return destination.copy_(source)
+        return destination.copy_(source, non_blocking=non_blocking)
 
     # waiting, memory, identity
     def synchronize(self) -> None:
@@ -127,9 +121,6 @@ class Cpu:
         return None
 
     def free_bytes(self) -> int | None:
-        return None
-
-    def current_index(self) -> int | None:
         return None
 
     def model_name(self) -> str:
@@ -166,7 +157,8 @@ class Cpu:
         return fn
 
     def compile_reason(self) -> str | None:
-        """Why torch.compile cannot generate code for this device here, or None."""
+        """Why torch.compile cannot generate code for this device here, or None (a GPU's is
+        asked only where torch is installed: without it the GPU is unavailable)."""
         if self.torch is None:
             return "compiled cells need torch, which is not installed"
         try:
@@ -174,16 +166,50 @@ class Cpu:
 
             cpp_builder.get_cpp_compiler()
         except Exception as error:  # noqa: BLE001 - InvalidCxxCompiler and its kin
-            return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({_first_line(error)}); "
+            return (f"no C++ compiler: Inductor compiles to C++ on the CPU ({first_line(error, 200)}); "
                     "install g++ or set CXX")
         return None
 
 
-class Cuda(Cpu):
+class Gpu(Cpu):
+    """What cuda and mps do alike through torch: data moved with `.to`, waits, events and the
+    cache through `torch.cuda` or `torch.mps` (`api`), code run under `torch.device`."""
+
+    is_gpu = True
+
+    def __init__(self, torch=None):
+        super().__init__(torch)
+        self.api = getattr(torch, self.name, None)
+
+    def to_device(self, tensor, non_blocking: bool = False):
+        return tensor.to(self.name)
+
+    def to_host(self, tensor, pinned: bool = False):
+        return tensor.to("cpu")
+
+    def synchronize(self) -> None:
+        self.api.synchronize()
+
+    def event(self):
+        return self.api.Event(enable_timing=True)
+
+    def release(self) -> None:
+        self.api.empty_cache()
+
+    def under_device(self, fn: Callable) -> Callable:
+        torch, name = self.torch, self.name
+
+        def run(*args):
+            with torch.device(name):
+                return fn(*args)
+
+        return run
+
+
+class Cuda(Gpu):
     """An NVIDIA GPU through torch.cuda; the GPU of the process's current device."""
 
     name = "cuda"
-    is_gpu = True
     peak_method = "torch.cuda.max_memory_allocated"
 
     def unavailable_reason(self) -> str | None:
@@ -213,18 +239,6 @@ class Cuda(Cpu):
     def host_buffer(self, nbytes: int, pinned: bool = False):
         return self.torch.empty(nbytes, dtype=self.torch.uint8, pin_memory=pinned)
 
-    def device_buffer(self, nbytes: int):
-        return self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
-
-    def copy(self, destination, source, non_blocking: bool = False):
-        return destination.copy_(source, non_blocking=non_blocking)
-
-    def synchronize(self) -> None:
-        self.torch.cuda.synchronize()
-
-    def event(self):
-        return self.torch.cuda.Event(enable_timing=True)
-
     def reset_peak(self) -> int | None:
         self.torch.cuda.reset_peak_memory_stats()
         return int(self.torch.cuda.memory_allocated())
@@ -235,30 +249,29 @@ class Cuda(Cpu):
     def free_bytes(self) -> int | None:
         return int(self.torch.cuda.mem_get_info()[0])
 
-    def current_index(self) -> int | None:
-        return int(self.torch.cuda.current_device())
-
-    def pci_bus_id(self, index: int | None = None) -> str | None:
+    def pci_bus_id(self, index: int) -> str | None:
         """The GPU's PCI address (domain:bus:device.0), as NVML and nvidia-smi name it."""
-        props = self.torch.cuda.get_device_properties(self.current_index() if index is None else index)
+        props = self.torch.cuda.get_device_properties(index)
         try:
             return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
         except (AttributeError, TypeError):  # a torch without the PCI fields
             return None
 
     def nvml_index(self, index: int | None = None) -> int | None:
-        """NVML's index of this GPU: NVML lists every GPU in PCI order, while CUDA's index counts
-        within CUDA_VISIBLE_DEVICES, so the two are matched by PCI address."""
+        """NVML's index of this GPU (the current one by default): NVML lists every GPU in PCI
+        order, while CUDA's index counts within CUDA_VISIBLE_DEVICES, so the two are matched
+        by PCI address."""
         from . import system
 
+        index = self.torch.cuda.current_device() if index is None else index
         return system.nvml_index_of(self.pci_bus_id(index))
 
     def model_name(self) -> str:
-        return str(self.torch.cuda.get_device_name(self.current_index()))
+        return str(self.torch.cuda.get_device_name(self.torch.cuda.current_device()))
 
     def describe(self, index: int | None = None) -> dict:
         """Name, memory, capability and where it sits: CUDA's index, PCI address, NVML's index."""
-        index = self.current_index() if index is None else index
+        index = int(self.torch.cuda.current_device()) if index is None else index
         props = self.torch.cuda.get_device_properties(index)
         return {
             "name": props.name,
@@ -272,9 +285,6 @@ class Cuda(Cpu):
             "nvml_index": self.nvml_index(index),
         }
 
-    def release(self) -> None:
-        self.torch.cuda.empty_cache()
-
     def clocks(self) -> dict | None:
         from . import system
 
@@ -285,33 +295,21 @@ class Cuda(Cpu):
 
         return pcie_link()
 
-    def under_device(self, fn: Callable) -> Callable:
-        torch = self.torch
-
-        def run(*args):
-            with torch.device("cuda"):
-                return fn(*args)
-
-        return run
-
     def compile_reason(self) -> str | None:
-        if self.torch is None:
-            return "compiled cells need torch, which is not installed"
         try:
             from torch.utils._triton import has_triton
 
             if not has_triton():
                 return "no Triton for this GPU: Inductor generates CUDA kernels with Triton"
         except Exception as error:  # noqa: BLE001 - a broken Triton install
-            return f"Triton cannot be loaded: {_first_line(error)}"
+            return f"Triton cannot be loaded: {first_line(error, 200)}"
         return None
 
 
-class Mps(Cpu):
+class Mps(Gpu):
     """Apple's GPU through torch.mps."""
 
     name = "mps"
-    is_gpu = True
     peak_method = "torch.mps.driver_allocated_memory (no peak)"
 
     def unavailable_reason(self) -> str | None:
@@ -328,29 +326,11 @@ class Mps(Cpu):
             return f"mps unavailable: {why} (torch {torch.__version__})"
         return None
 
-    def to_device(self, tensor, non_blocking: bool = False):
-        return tensor.to("mps")
-
-    def to_host(self, tensor, pinned: bool = False):
-        return tensor.to("cpu")
-
-    def device_buffer(self, nbytes: int):
-        return self.torch.empty(nbytes, dtype=self.torch.uint8, device="mps")
-
-    def synchronize(self) -> None:
-        self.torch.mps.synchronize()
-
-    def event(self):
-        return self.torch.mps.Event(enable_timing=True)
-
     def reset_peak(self) -> int | None:
         return int(self.torch.mps.driver_allocated_memory())  # mps keeps no peak: after minus before
 
     def peak_since(self, before: int | None) -> int | None:
         return int(max(0, self.torch.mps.driver_allocated_memory() - (before or 0)))
-
-    def current_index(self) -> int | None:
-        return 0
 
     def model_name(self) -> str:
         return "Apple MPS"
@@ -358,21 +338,7 @@ class Mps(Cpu):
     def describe(self, index: int | None = None) -> dict:
         return {"name": self.model_name(), "total_memory_bytes": None}
 
-    def release(self) -> None:
-        self.torch.mps.empty_cache()
-
-    def under_device(self, fn: Callable) -> Callable:
-        torch = self.torch
-
-        def run(*args):
-            with torch.device("mps"):
-                return fn(*args)
-
-        return run
-
     def compile_reason(self) -> str | None:
-        if self.torch is None:
-            return "compiled cells need torch, which is not installed"
         return None  # Inductor's Metal backend ships with torch; the environment job's probe compile tells
 
 
@@ -400,6 +366,7 @@ def release_memory(name: str, torch) -> None:
         get(name, torch).release()
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """An error's first line, as a record's reason quotes it (its type where it says nothing)."""
     text = str(error).strip().splitlines()
-    return text[0][:200] if text else type(error).__name__
+    return text[0][:limit] if text else type(error).__name__

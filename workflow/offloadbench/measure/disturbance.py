@@ -187,12 +187,7 @@ def read(siblings: tuple[int, ...] = ()) -> Reading:
                    source if busy is not None else None, _pressure_us(), siblings_s)
 
 
-def between(before: Reading, after: Reading, cpus: int | None = None) -> dict:
-    """What other processes used between two readings, as the record keeps it."""
-    return across([(before, after)], cpus)
-
-
-def across(windows: list[tuple[Reading, Reading]], cpus: int | None = None) -> dict:
+def across(windows: list[tuple[Reading, Reading]]) -> dict:
     """What other processes used during several windows (a bout's turns of one cell) taken
     as one: their seconds added up. Each window's count of busy ticks is off by up to a
     tick per CPU at each end, at random, so the uncertainty of the sum grows as the square
@@ -212,7 +207,7 @@ def across(windows: list[tuple[Reading, Reading]], cpus: int | None = None) -> d
                 "involuntary_switches": switches, "source": None, "disturbed": waited}
     siblings = sum(after.siblings_s - before.siblings_s for before, after in windows)
     others = max(0.0, busy - own - siblings)
-    resolution = 2 * (cpus or os.cpu_count() or 1) * TICK_S * len(windows) ** 0.5  # a tick per CPU at each end
+    resolution = 2 * (os.cpu_count() or 1) * TICK_S * len(windows) ** 0.5  # a tick per CPU at each end
     return {
         "window_s": wall,
         "own_cores": own / wall,

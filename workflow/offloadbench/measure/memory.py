@@ -24,15 +24,21 @@ STATUS = "/proc/self/status"
 CLEAR_REFS = "/proc/self/clear_refs"
 
 
-def _status_bytes(field: str) -> int | None:
+def _kib_field(field: str, path: str = STATUS) -> int | None:
+    """A `field: N kB` line of a /proc file, in bytes."""
     try:
-        with open(STATUS, encoding="ascii") as handle:
+        with open(path, encoding="ascii") as handle:
             for line in handle:
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
     return None
+
+
+def available_host_memory() -> int | None:
+    """What the host can still give to new allocations (MemAvailable), None where unread."""
+    return _kib_field("MemAvailable", "/proc/meminfo")
 
 
 def reset_high_water() -> int | None:
@@ -42,12 +48,12 @@ def reset_high_water() -> int | None:
             handle.write("5")
     except OSError:
         return None
-    return _status_bytes("VmRSS")
+    return _kib_field("VmRSS")
 
 
 def high_water_since(baseline: int | None) -> int | None:
     """How far RSS rose above `baseline` since the reset (None where it cannot be read)."""
-    peak = _status_bytes("VmHWM")
+    peak = _kib_field("VmHWM")
     return max(0, peak - baseline) if peak is not None and baseline is not None else None
 
 

@@ -81,9 +81,8 @@ def changes(before: ProcessState, after: ProcessState) -> list[str]:
             found.append(f"the {pool} pool's threads: {old[pool]} → {new.get(pool)}")
         elif pool not in old and new[pool] > most:  # a library the code loaded, with a larger pool
             found.append(f"the {pool} pool it loaded has {new[pool]} threads")
-    for (name, was), (_, now) in zip(before.thread_env, after.thread_env, strict=True):
-        if was != now:
-            found.append(f"{name}: {was} → {now}")
+    found += [f"{name}: {was} → {now}"
+              for (name, was), (_, now) in zip(before.thread_env, after.thread_env, strict=True) if was != now]
     if before.numpy_errors != after.numpy_errors:
         changed = [f"{kind} {was} → {dict(after.numpy_errors)[kind]}" for kind, was in before.numpy_errors
                    if dict(after.numpy_errors).get(kind) != was]

@@ -7,14 +7,17 @@ machine label, for `environment.json`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import glob
+import itertools
 import os
 import platform
 import socket
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from ..cells import usable_cores
 from ..machine import fingerprint
@@ -29,14 +32,23 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def cpu_model() -> str:
+def _cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's first processor, key by key ({} where it cannot be read): two CPUs
+    of one machine do not differ in what is read of it."""
+    found = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            for line in itertools.takewhile(str.strip, handle):
+                key, _, value = (part.strip() for part in line.partition(":"))
+                found[key] = value
     except OSError:
         pass
+    return found
+
+
+def cpu_model() -> str:
+    if model := _cpuinfo().get("model name"):
+        return model
     if sys.platform == "darwin":
         try:
             return subprocess.run(
@@ -58,20 +70,13 @@ def cpu_identity() -> dict:
     """The CPU's vendor, family, model and stepping, and the vector extensions it has
     (/proc/cpuinfo's first processor; the machine's architecture elsewhere): two CPUs of one
     model name can differ in these, and NumPy and torch dispatch on them."""
+    info = _cpuinfo()
     found: dict = {"architecture": platform.machine()}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break  # the first processor is enough
-                key, _, value = (part.strip() for part in line.partition(":"))
-                if key in CPUINFO_FIELDS:
-                    found[CPUINFO_FIELDS[key]] = int(value) if value.isdigit() else value
-                elif key in ("flags", "Features"):
-                    flags = set(value.split())
-                    found["vector_extensions"] = [flag for flag in VECTOR_FLAGS if flag in flags]
-    except OSError:
-        pass
+    found.update({name: int(info[key]) if info[key].isdigit() else info[key]
+                  for key, name in CPUINFO_FIELDS.items() if key in info})
+    flags = info.get("flags", info.get("Features"))
+    if flags is not None:
+        found["vector_extensions"] = [flag for flag in VECTOR_FLAGS if flag in flags.split()]
     return found
 
 
@@ -98,14 +103,9 @@ def cpu_clocks_mhz() -> dict | None:
     """Mean current frequency over the CPUs, where the kernel exposes it."""
     values = []
     for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq"):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                values.append(int(handle.read().strip()) / 1000)
-        except (OSError, ValueError):
-            continue
-    if not values:
-        return None
-    return {"mean_mhz": sum(values) / len(values)}
+        with contextlib.suppress(OSError, ValueError):
+            values.append(int(Path(path).read_text(encoding="utf-8")) / 1000)
+    return {"mean_mhz": sum(values) / len(values)} if values else None
 
 
 def package_version(name: str) -> str | None:
@@ -142,18 +142,6 @@ def host_facts(gpu_names: list[str] | None = None) -> dict:
     return facts
 
 
-def _nvidia_driver() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = out.stdout.strip().splitlines()
-    return lines[0].strip() if out.returncode == 0 and lines else None
-
-
 def _memory_bytes() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -169,11 +157,9 @@ def torch_facts(torch) -> dict:
         return {"torch_available": False, "cuda_available": False, "mps_available": False, "gpus": []}
     cuda = devices.get("cuda", torch)
     available = cuda.unavailable_reason() is None
-    gpus = []
-    if available:
-        for index in range(torch.cuda.device_count()):
-            facts = cuda.describe(index)
-            gpus.append({"index": index, **{k: v for k, v in facts.items() if k not in ("count", "cuda_runtime")}})
+    machine_wide = ("count", "cuda_runtime")  # said once, below
+    gpus = [{"index": index, **{k: v for k, v in cuda.describe(index).items() if k not in machine_wide}}
+            for index in range(torch.cuda.device_count() if available else 0)]
     mps = devices.get("mps", torch).unavailable_reason() is None
     if mps:
         gpus.append({"index": 0, "name": "Apple MPS", "total_memory_bytes": None})
@@ -186,7 +172,8 @@ def torch_facts(torch) -> dict:
         "standin_gpu": devices.standin_requested() and available,
         "mps_available": mps,
         "gpus": gpus,
-        "nvidia_driver": _nvidia_driver() if available and not devices.standin_requested() else None,
+        "nvidia_driver": (system.nvidia_smi("driver_version")
+                          if available and not devices.standin_requested() else None),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
         "torch_cpu_capability": _cpu_capability(torch),
@@ -252,13 +239,9 @@ def environment(torch, machine: str, compiled_on: set[str] = frozenset()) -> dic
         "compile_devices": (compilable := compile_availability(torch, usable, set(compiled_on))),
         **({"compile_vec_isa": compiled.vector_isa_probe(torch)} if "cpu" in compiled_on and torch is not None
            and compilable.get("cpu") is None else {}),
-        "system": _checked(system.snapshot()),
+        "system": {**(snapshot := system.snapshot()), "advice": system.advice(snapshot)},
         "packages": {name: package_version(name) for name in PACKAGES},
     }
-
-
-def _checked(snapshot: dict) -> dict:
-    return {**snapshot, "advice": system.advice(snapshot)}
 
 
 def _numpy_blas(numpy) -> dict | None:

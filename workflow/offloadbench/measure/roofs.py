@@ -108,10 +108,8 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
         if library == "numpy" and device != "cpu":
             continue
         reason = absent or (devices.unavailable_reason(device, torch) if library == "torch" else None)
-        kinds = [("memory", "float64" if device != "mps" else "float32")] + [("compute", d) for d in dtypes]
-        for kind, dtype in kinds:
-            if kind == "compute" and not compute_roof_exists(library, device, dtype):
-                continue
+        computes = [("compute", dtype) for dtype in dtypes if compute_roof_exists(library, device, dtype)]
+        for kind, dtype in [("memory", "float64" if device != "mps" else "float32"), *computes]:
             point = {"library": library, "kind": kind, "dtype": dtype, "status": "ok", "reason": ""}
             if kind == "memory":
                 point.update(bytes=3 * sizes.triad_bytes, size=sizes.triad_bytes)
@@ -127,7 +125,7 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
                 point["samples_s"] = _measure(region, budget_s)
             except Exception as error:  # noqa: BLE001 - a point's failure is recorded, calibration goes on
                 oom = devices.is_out_of_memory(error, torch)
-                point.update(status="oom" if oom else "error", reason=str(error).strip().splitlines()[0][:300])
+                point.update(status="oom" if oom else "error", reason=devices.first_line(error))
             finally:
                 devices.release_memory(device, torch)
             points.append(point)
@@ -143,5 +141,5 @@ def fresh_pages_point(budget_s: float) -> dict:
     try:
         point["samples_s"] = _measure(fresh_pages_region(), min(budget_s, 0.2))
     except (OSError, ValueError) as error:  # no anonymous mappings here
-        point.update(status="error", reason=str(error).strip().splitlines()[0][:300])
+        point.update(status="error", reason=devices.first_line(error))
     return point

@@ -32,7 +32,9 @@ calls, sync. Its times are the CPU's plus the modelled ones: they say nothing ab
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import os
 import sys
 import time
@@ -75,13 +77,10 @@ def _visible(count: int) -> list[int]:
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return list(range(count))
-    visible = []
-    for part in value.split(","):
-        part = part.strip()
-        if not part.isdigit() or int(part) >= count:
-            break  # CUDA stops at the first invalid entry
-        visible.append(int(part))
-    return visible
+    parts = (part.strip() for part in value.split(","))
+    # CUDA reads up to the first invalid entry
+    valid = itertools.takewhile(lambda part: part.isdigit() and int(part) < count, parts)
+    return [int(part) for part in valid]
 
 
 def _memory_bytes() -> int:
@@ -116,7 +115,7 @@ class State:
     def reset(self) -> None:
         self.allocated = self.peak = 0
         self.live: dict[int, list[int]] = {}  # storage address -> [bytes, tensors holding it]
-        self.pinned: dict[int, int] = {}  # host storage address -> tensors holding it
+        self.pinned = collections.Counter()  # host storage address -> tensors holding it
         self.free_at = 0.0  # when the stream has done all that was queued
         self.pending: list[tuple] = []  # non-blocking copies, done at the next synchronisation
         self.log: list | None = None
@@ -199,21 +198,18 @@ class State:
 
     def pin(self, tensor):
         """A pinned copy of a host tensor (the stand-in's page-locked memory)."""
-        pinned = tensor.as_subclass(torch.Tensor).clone()
-        return self.mark_pinned(pinned)
+        return self.mark_pinned(tensor.as_subclass(torch.Tensor).clone())
 
     def mark_pinned(self, tensor):
         address = tensor.untyped_storage().data_ptr()
-        self.pinned[address] = self.pinned.get(address, 0) + 1
+        self.pinned[address] += 1
         weakref.finalize(tensor, self.unpin, address)
         return tensor
 
     def unpin(self, address: int) -> None:
-        left = self.pinned.get(address, 0) - 1
-        if left > 0:
-            self.pinned[address] = left
-        else:
-            self.pinned.pop(address, None)
+        self.pinned[address] -= 1
+        if self.pinned[address] <= 0:
+            del self.pinned[address]
 
     def is_pinned(self, tensor) -> bool:
         return tensor.untyped_storage().data_ptr() in self.pinned
@@ -226,46 +222,43 @@ class State:
             raise RuntimeError(f"The size of tensor a ({tuple(destination.shape)}) must match the size of tensor b "
                                f"({tuple(source.shape)})")
 
-    def copy_seconds(self, nbytes: int, pinned: bool) -> float:
-        return COPY_LATENCY_S + nbytes / (PINNED_BYTES_PER_S if pinned else PAGEABLE_BYTES_PER_S)
+    def copied(self, direction: str, nbytes: int, pinned: bool = False, asynchronous: bool = False) -> None:
+        """A copy's log entry, and its time on the stream over the modelled link."""
+        memory, mode = "pinned" if pinned else "pageable", "async" if asynchronous else "sync"
+        self.note("copy", direction, nbytes, memory, mode)
+        self.enqueue(COPY_LATENCY_S + nbytes / (PINNED_BYTES_PER_S if pinned else PAGEABLE_BYTES_PER_S))
+
+    def transfer(self, direction: str, source, destination, pinned: bool, non_blocking: bool):
+        """`source` copied into `destination`, which it must fit. A non-blocking copy from
+        pinned memory is only done at the next synchronisation: read before it, the buffer is
+        stale; from pageable memory, CUDA copies before it returns."""
+        self.check_copy(destination, source)
+        nbytes = source.numel() * source.element_size()
+        asynchronous = non_blocking and pinned
+        if asynchronous:
+            self.pending.append((_plain(destination), source))
+        else:
+            self.flush()
+            _plain(destination).copy_(source)
+        self.copied(direction, nbytes, pinned, asynchronous)
+        if not asynchronous:
+            _wait_until(self.free_at)
+        return destination
 
     def h2d(self, host, destination=None, non_blocking: bool = False):
         """A host tensor copied to the device (into `destination`, or new memory)."""
         self.init()
         host = _plain(host)
-        self.check_copy(destination, host)
-        pinned = self.is_pinned(host)
-        nbytes = host.numel() * host.element_size()
         target = self.adopt(torch.empty_like(host)) if destination is None else destination
-        asynchronous = non_blocking and pinned  # from pageable memory, CUDA copies before it returns
-        self.note("copy", "h2d", nbytes, "pinned" if pinned else "pageable", "async" if asynchronous else "sync")
-        if asynchronous:
-            self.pending.append((_plain(target), host))
-            self.enqueue(self.copy_seconds(nbytes, True))
-            return target
-        self.flush()
-        _plain(target).copy_(host)
-        self.enqueue(self.copy_seconds(nbytes, pinned))
-        _wait_until(self.free_at)
-        return target
+        return self.transfer("h2d", host, target, self.is_pinned(host), non_blocking)
 
     def d2h(self, tensor, destination=None, non_blocking: bool = False):
         """A device tensor copied to the host (into `destination`, or new pageable memory)."""
         self.init()
         source = _plain(tensor)
-        self.check_copy(destination, source)
         pinned = destination is not None and self.is_pinned(destination)
-        nbytes = source.numel() * source.element_size()
-        asynchronous = non_blocking and pinned
-        self.note("copy", "d2h", nbytes, "pinned" if pinned else "pageable", "async" if asynchronous else "sync")
-        if asynchronous:  # done at the next synchronisation: read before it, the buffer is stale
-            self.pending.append((destination, source))
-            self.enqueue(self.copy_seconds(nbytes, True))
-            return destination
-        self.flush()
-        self.enqueue(self.copy_seconds(nbytes, pinned))
-        _wait_until(self.free_at)
-        return source.clone() if destination is None else destination.copy_(source)
+        target = torch.empty_like(source) if destination is None else destination
+        return self.transfer("d2h", source, target, pinned, non_blocking)
 
     # calls
     def call(self, fn: Callable, args: tuple, kwargs: dict, name: str, unwrap: bool = False):
@@ -495,7 +488,7 @@ def _nvml_module(device: State) -> types.ModuleType:
         bus_id = f"00000000:{BUSES[index]:02X}:00.0"
         return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id.encode())
 
-    functions = {
+    vars(nvml).update({
         "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
         "nvmlDeviceGetCount": lambda: device.count,
         "nvmlDeviceGetHandleByIndex": handle,
@@ -508,9 +501,7 @@ def _nvml_module(device: State) -> types.ModuleType:
         "nvmlDeviceGetCurrentClocksEventReasons": lambda index: 0,
         "nvmlDeviceGetTemperature": lambda index, sensor: 40,
         "nvmlDeviceGetPowerUsage": lambda index: 100_000,
-    }
-    for name, fn in functions.items():
-        setattr(nvml, name, fn)
+    })
     return nvml
 
 
@@ -590,16 +581,11 @@ class StandInCuda(Cuda):
         def run(*args):  # host arrays in, copied by the compiled code, computed, copied back
             device.init()
             for array in args:
-                device.note("copy", "h2d", int(getattr(array, "nbytes", 0)), "pageable", "sync")
-                device.enqueue(device.copy_seconds(int(getattr(array, "nbytes", 0)), False))
+                device.copied("h2d", int(getattr(array, "nbytes", 0)))
             _wait_until(device.free_at)
-            device.note("call", "compiled")
-            began = _now()
-            result = fn(*args)
-            device.enqueue(_now() - began + LAUNCH_S, since=began)
-            nbytes = sum(int(getattr(r, "nbytes", 0)) for r in (result if isinstance(result, tuple) else (result,)))
-            device.note("copy", "d2h", nbytes, "pageable", "sync")
-            device.enqueue(device.copy_seconds(nbytes, False))
+            result = device.call(fn, args, {}, "compiled", unwrap=True)
+            parts = result if isinstance(result, tuple) else (result,)
+            device.copied("d2h", sum(int(getattr(part, "nbytes", 0)) for part in parts))
             _wait_until(device.free_at)
             return result
 

@@ -7,7 +7,10 @@ reading is optional: an unreadable /proc, /sys or NVML gives None, never an erro
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -53,13 +56,20 @@ def cpu_governor() -> str | None:
 
 def turbo() -> str | None:
     """"on", "off" or None where the kernel does not say."""
-    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
-    if no_turbo in ("0", "1"):
-        return "off" if no_turbo == "1" else "on"
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
-    if boost in ("0", "1"):
-        return "on" if boost == "1" else "off"
+    for switch, on in (("intel_pstate/no_turbo", "0"), ("cpufreq/boost", "1")):
+        value = _read(f"/sys/devices/system/cpu/{switch}")
+        if value in ("0", "1"):
+            return "on" if value == on else "off"
     return None
+
+
+def _stat(pid: int) -> tuple[str, list[str]]:
+    """A process's command name and the fields after it (/proc/<pid>/stat); ("", []) where
+    it cannot be read."""
+    text = _read(f"/proc/{pid}/stat") or ""
+    if ")" not in text:
+        return "", []
+    return text[text.find("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
 
 
 def _cpu_ticks() -> dict[int, tuple[str, int]]:
@@ -70,15 +80,9 @@ def _cpu_ticks() -> dict[int, tuple[str, int]]:
     except OSError:
         return ticks
     for pid in pids:
-        text = _read(f"/proc/{pid}/stat")
-        if not text or ")" not in text:
-            continue
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        try:
+        name, fields = _stat(pid)
+        with contextlib.suppress(IndexError, ValueError):
             ticks[pid] = (name, int(fields[11]) + int(fields[12]))
-        except (IndexError, ValueError):
-            continue
     return ticks
 
 
@@ -86,9 +90,8 @@ def _ancestors(pid: int) -> set[int]:
     seen = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
-        text = _read(f"/proc/{pid}/stat")
         try:
-            pid = int(text[text.rindex(")") + 2 :].split()[1]) if text else 0
+            pid = int(_stat(pid)[1][1])
         except (IndexError, ValueError):
             break
     return seen
@@ -131,22 +134,18 @@ def busy_processes(window_s: float = 0.25) -> list[dict] | None:
     return sorted(busy, key=lambda p: -p["cpu_share"])
 
 
-_NVML = {}  # this process's NVML session, opened at the first per-cell reading and kept
-
-
+@functools.cache
 def _nvml():
-    """pynvml, initialised once per process (None: no NVML here). A cell reads its GPU's
-    clocks before and after sampling; opening NVML and listing the GPUs each time would cost
-    milliseconds a reading."""
-    if "module" not in _NVML:
-        try:
-            import pynvml  # nvidia-ml-py
+    """pynvml, initialised once per process and kept (None: no NVML here). A cell reads its
+    GPU's clocks before and after sampling; opening NVML and listing the GPUs each time
+    would cost milliseconds a reading."""
+    try:
+        import pynvml  # nvidia-ml-py
 
-            pynvml.nvmlInit()
-            _NVML["module"] = pynvml
-        except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
-            _NVML["module"] = None
-    return _NVML["module"]
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML: no NVIDIA GPU, or no driver
+        return None
+    return pynvml
 
 
 def nvml_state() -> list[dict] | None:
@@ -178,10 +177,9 @@ def _nvml_device(pynvml, handle) -> dict:
     )
     mask = read(events) if events else None
     power = read(pynvml.nvmlDeviceGetPowerUsage)
-    pci = read(pynvml.nvmlDeviceGetPciInfo)
     return {
         "name": read(pynvml.nvmlDeviceGetName),
-        "pci_bus_id": pci.busId.decode() if isinstance(getattr(pci, "busId", None), bytes) else getattr(pci, "busId", None),
+        "pci_bus_id": _bus_id(read(pynvml.nvmlDeviceGetPciInfo)),
         "persistence_mode": {0: "off", 1: "on"}.get(read(pynvml.nvmlDeviceGetPersistenceMode)),
         "sm_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
@@ -200,11 +198,10 @@ def clock_event_reasons(mask: int | None) -> list[str] | None:
     return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
 
 
-def _pci_address(pci) -> tuple[int, int, int] | None:
-    try:
-        return int(pci.domain), int(pci.bus), int(pci.device)
-    except (AttributeError, TypeError, ValueError):
-        return None
+def _bus_id(pci) -> str | None:
+    """NVML's PCI address of a GPU ("00000000:19:00.0"), bytes in some versions of nvidia-ml-py."""
+    bus_id = getattr(pci, "busId", None)
+    return bus_id.decode() if isinstance(bus_id, bytes) else bus_id
 
 
 def parse_pci_bus_id(bus_id: str | None) -> tuple[int, int, int] | None:
@@ -226,7 +223,7 @@ def nvml_index_of(pci_bus_id: str | None) -> int | None:
     try:
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            if _pci_address(pynvml.nvmlDeviceGetPciInfo(handle)) == wanted:
+            if parse_pci_bus_id(_bus_id(pynvml.nvmlDeviceGetPciInfo(handle))) == wanted:
                 return index
     except Exception:  # noqa: BLE001 - an NVML that cannot list its GPUs
         return None
@@ -244,6 +241,18 @@ def gpu_clocks(nvml_index: int | None) -> dict | None:
                 "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)}
     except Exception:  # noqa: BLE001 - a GPU or driver without clock readings
         return None
+
+
+def nvidia_smi(query: str, run=subprocess.run) -> str | None:
+    """The first GPU's line of `nvidia-smi --query-gpu=<query>` (CSV, no header or units);
+    None where nvidia-smi cannot run or says nothing."""
+    try:
+        out = run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                  capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[0].strip() if out.returncode == 0 and lines else None
 
 
 def snapshot(busy_window_s: float = 0.25) -> dict:

@@ -18,6 +18,7 @@ THREAD_ENV_VARS = (
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 )
+POOL_FIELDS = ("prefix", "version", "threading_layer", "architecture", "num_threads")  # kept of each pool
 # The environment as the user gave it: threadpoolctl and torch set variables of their own on
 # import (e.g. KMP_DUPLICATE_LIB_OK), which are not the user's settings.
 STARTUP_ENV = dict(os.environ)
@@ -59,17 +60,8 @@ def thread_counts(count: int, torch_module=None) -> dict:
     from threadpoolctl import threadpool_info
 
     effective: dict = {"requested": count}
-    pools = [
-        {
-            "library": info.get("internal_api"),
-            "prefix": info.get("prefix"),
-            "version": info.get("version"),
-            "threading_layer": info.get("threading_layer"),
-            "architecture": info.get("architecture"),
-            "num_threads": info.get("num_threads"),
-        }
-        for info in threadpool_info()
-    ]
+    pools = [{"library": info.get("internal_api"), **{key: info.get(key) for key in POOL_FIELDS}}
+             for info in threadpool_info()]
     effective["pools"] = pools
     if torch_module is not None:
         effective["torch"] = torch_module.get_num_threads()

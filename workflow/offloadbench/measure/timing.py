@@ -9,11 +9,12 @@ device->host copy, end to end) and for the copy sweep.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..stats import median_ci_rel_halfwidth
 from .allocator import heap_bytes
@@ -42,7 +43,6 @@ class StopRule:
     max_samples: int = 2000
     budget_s: float = 2.0  # per timed region
     confidence: float = 0.95
-    slice_s: float = 0.05  # time a region is sampled before the next region's turn
 
     def reason(self, samples: int, spent_s: float, converged: bool) -> str | None:
         """Why a region with `samples` taken in `spent_s` could stop: its CI (`converged`),
@@ -236,90 +236,43 @@ def settled(blocks: Sequence[float], rel_tol: float) -> bool:
     return (1 - rel_tol) * best <= blocks[-1] <= (1 + rel_tol) * best
 
 
-@dataclass
-class _Sampling:
-    """A region's running state while the sweeps go on."""
-
-    region: Region
-    warmup: Warmup
-    samples: list[float] = field(default_factory=list)
-    spent_s: float = 0.0
-    rel_ci: float = math.inf
-    converged: bool = False
-
-    def stop_reason(self, rule: StopRule) -> str | None:
-        return rule.reason(len(self.samples), self.spent_s, self.converged)
-
-    def update_ci(self, rule: StopRule) -> None:
-        n = len(self.samples)
-        if n < rule.min_samples or self.spent_s < rule.min_sampling_s:
-            return
-        # The CI costs a sort; past 50 samples, every 5th sample is often enough.
-        if n < 50 or n % 5 == 0:
-            self.rel_ci = median_ci_rel_halfwidth(self.samples, rule.confidence)
-            self.converged = self.rel_ci <= rule.target_rel_ci
-
-    def result(self, rule: StopRule) -> Measurement:
-        reason = self.stop_reason(rule) or "budget"
-        rel_ci, converged = self.rel_ci, self.converged
-        if len(self.samples) >= 2:
-            rel_ci = median_ci_rel_halfwidth(self.samples, rule.confidence)
-            # Tight enough is tight enough, even when few samples fit the budget.
-            converged = rel_ci <= rule.target_rel_ci
-        return Measurement(
-            self.region.name, tuple(self.samples), self.warmup.calls_per_sample, self.warmup,
-            rel_ci, converged, reason, self.spent_s,
-        )
-
-
-@dataclass(frozen=True)
-class SamplingOutcome:
-    measurements: dict[str, Measurement]
-    stop_reason: str  # of the whole cell: "ci" | "budget" | "max_samples"
-    elapsed_s: float
-    sweeps: int  # passes over the cell's unfinished regions, a slice of time to each
-
-
-def sample_until_stable(
-    warmed: Sequence[tuple[Region, Warmup]], rule: StopRule, now: Callable[[], float] = time.perf_counter
-) -> SamplingOutcome:
-    """Sample the regions in interleaved sweeps until every median CI meets the target.
-
-    Each sweep gives every unfinished region a slice of time (at least one sample), so slow
-    drift (thermal, frequency, neighbours) hits all regions of a cell alike while caches
-    stay warm within a slice. A region stops on its CI, its own time budget (after the
-    floor of samples) or the sample cap. The garbage collector is off while sampling.
-    """
-    states = [_Sampling(region, warmup) for region, warmup in warmed]
-    start = now()
-    sweeps = 0
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # no gc.collect(): with torch loaded it costs ~70 ms per cell for nothing
+@contextlib.contextmanager
+def collector_off():
+    """The garbage collector off while sampling, and no gc.collect() either: with torch
+    loaded it costs ~70 ms per cell for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        while True:
-            pending = [s for s in states if s.stop_reason(rule) is None]
-            if not pending:
-                break
-            for state in pending:
-                region, calls = state.region, state.warmup.calls_per_sample
-                slice_end = now() + rule.slice_s
-                while True:
-                    began = now()
-                    state.samples.append(region.time_block(calls))
-                    state.spent_s += now() - began
-                    state.update_ci(rule)
-                    if state.stop_reason(rule) is not None or now() >= slice_end:
-                        break
-            sweeps += 1
+        yield
     finally:
-        if gc_was_enabled:
+        if enabled:
             gc.enable()
-    measurements = {s.region.name: s.result(rule) for s in states}
-    reasons = {m.stop_reason for m in measurements.values()}
-    overall = "ci" if reasons == {"ci"} else ("max_samples" if "max_samples" in reasons else "budget")
-    return SamplingOutcome(measurements, overall, now() - start, sweeps)
+
+
+def sample_region(region: Region, warmup: Warmup, rule: StopRule,
+                  now: Callable[[], float] = time.perf_counter) -> Measurement:
+    """Sample a warmed-up region until its median's CI meets the target, or its time budget
+    (after the floor of samples) or the sample cap ends it. The garbage collector is off
+    while sampling."""
+    samples: list[float] = []
+    calls, spent, rel_ci, converged = warmup.calls_per_sample, 0.0, math.inf, False
+    with collector_off():
+        while (reason := rule.reason(len(samples), spent, converged)) is None:
+            began = now()
+            samples.append(region.time_block(calls))
+            spent += now() - began
+            n = len(samples)
+            # The CI costs a sort; past 50 samples, every 5th sample is often enough.
+            if n >= rule.min_samples and spent >= rule.min_sampling_s and (n < 50 or n % 5 == 0):
+                rel_ci = median_ci_rel_halfwidth(samples, rule.confidence)
+                converged = rel_ci <= rule.target_rel_ci
+    if len(samples) >= 2:
+        rel_ci = median_ci_rel_halfwidth(samples, rule.confidence)
+        # Tight enough is tight enough, even when few samples fit the budget.
+        converged = rel_ci <= rule.target_rel_ci
+    return Measurement(region.name, tuple(samples), calls, warmup, rel_ci, converged, reason, spent)
 
 
 def measure_region(region: Region, block: BlockRule, warmup: WarmupRule, stop: StopRule) -> Measurement:
-    """Warm one region up and sample it alone."""
-    return sample_until_stable([(region, warm_up(region, block, warmup))], stop).measurements[region.name]
+    """Warm one region up and sample it."""
+    return sample_region(region, warm_up(region, block, warmup), stop)

@@ -6,11 +6,12 @@ allocator; pinned copies are `non_blocking` and synchronised like every device r
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import subprocess
 
 from ..units import bandwidth_gbs
-from . import devices
+from . import devices, system
 from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 DIRECTIONS = ("h2d", "d2h")
@@ -22,16 +23,10 @@ PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 def pcie_link(run=subprocess.run) -> dict | None:
     """The GPU's PCIe link as nvidia-smi reports it, with its theoretical rate."""
     query = "pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current"
+    line = system.nvidia_smi(query, run)
     try:
-        out = run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-                  capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    try:
-        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in out.stdout.splitlines()[0].split(","))
-    except ValueError:
+        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in line.split(","))
+    except (AttributeError, ValueError):  # no nvidia-smi, or no answer from it
         return None
     lane = PCIE_LANE_GBS.get(gen_max)
     return {
@@ -69,10 +64,8 @@ def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str =
     host = on.host_buffer(nbytes, pinned)
     host.fill_(1)  # touch every page so the first copy does not pay for page faults
     dev = on.device_buffer(nbytes)
-    if direction == "h2d":
-        region = Region("h2d", lambda: on.copy(dev, host, non_blocking=pinned), on.synchronize)
-    else:
-        region = Region("d2h", lambda: on.copy(host, dev, non_blocking=pinned), on.synchronize)
+    destination, source = (dev, host) if direction == "h2d" else (host, dev)
+    region = Region(direction, lambda: on.copy(destination, source, non_blocking=pinned), on.synchronize)
     measured = measure_region(region, BlockRule(), warmup, stop or StopRule())
     median = statistics.median(measured.samples_s)
     return {
@@ -92,17 +85,16 @@ def sweep(torch, device: str, sizes: list[int], memory_kinds: list[str], stop: S
     points = []
     for memory in memory_kinds:
         reason = absent or unavailable(device, memory, torch)
-        for direction in DIRECTIONS:
-            for nbytes in sizes:
-                point = {"direction": direction, "memory": memory, "bytes": nbytes, "status": "ok", "reason": ""}
-                if reason:
-                    point.update(status="skipped", reason=reason)
-                else:
-                    try:
-                        point.update(measure_copy(torch, nbytes, direction, memory == "pinned", device, stop))
-                    except Exception as error:  # noqa: BLE001 - a point's failure is recorded, the sweep goes on
-                        oom = devices.is_out_of_memory(error, torch)
-                        point.update(status="oom" if oom else "error", reason=str(error).strip().splitlines()[0][:300])
-                        devices.release_memory(device, torch)
-                points.append(point)
+        for direction, nbytes in itertools.product(DIRECTIONS, sizes):
+            point = {"direction": direction, "memory": memory, "bytes": nbytes, "status": "ok", "reason": ""}
+            if reason:
+                point.update(status="skipped", reason=reason)
+            else:
+                try:
+                    point.update(measure_copy(torch, nbytes, direction, memory == "pinned", device, stop))
+                except Exception as error:  # noqa: BLE001 - a point's failure is recorded, the sweep goes on
+                    oom = devices.is_out_of_memory(error, torch)
+                    point.update(status="oom" if oom else "error", reason=devices.first_line(error))
+                    devices.release_memory(device, torch)
+            points.append(point)
     return points

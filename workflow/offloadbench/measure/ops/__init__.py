@@ -9,6 +9,7 @@ rounded inputs, on sampled rows where a full reference would cost more than the 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,19 +67,14 @@ def rows_error(reference_rows: Callable[[list[np.ndarray], np.ndarray], np.ndarr
     return error
 
 
-def full_error(reference: Callable[[list[np.ndarray]], object]):
-    """An error function that compares the whole result with a float64 reference."""
-
-    def error(inputs: list[np.ndarray], result, rows: np.ndarray) -> float:
-        return relative_error(result, reference(inputs))
-
-    return error
-
-
 def float64_error(compute: Callable):
     """An error function that compares the whole result with the same maths, `compute`, run
     by NumPy on the float64 inputs: for ops whose reference costs no more than the op."""
-    return full_error(lambda inputs: compute(np, *inputs))
+
+    def error(inputs: list[np.ndarray], result, rows: np.ndarray) -> float:
+        return relative_error(result, compute(np, *inputs))
+
+    return error
 
 
 def spec_op(name: str, compute: Callable, error: Callable | None = None, adjust=None) -> Op:
@@ -93,29 +89,21 @@ def is_torch(lib) -> bool:
     return lib.__name__ == "torch"
 
 
+@functools.cache
 def _registry() -> dict[str, Op]:
     from . import elementwise, linalg, plotting, reductions, scan_sort, spectral, stencil
 
-    ops = {}
-    for module in (linalg, plotting, elementwise, reductions, scan_sort, spectral, stencil):
-        for op in module.OPS:
-            ops[op.name] = op
-    return ops
-
-
-_OPS: dict[str, Op] | None = None
+    modules = (linalg, plotting, elementwise, reductions, scan_sort, spectral, stencil)
+    return {op.name: op for module in modules for op in module.OPS}
 
 
 def get_op(name: str, kernels: dict | None = None) -> Op:
     """An op of the catalogue, or the user kernel `name` of `kernels` (name -> kernels.Kernel)."""
-    global _OPS
     if kernels and name in kernels:
         from .user import kernel_op
 
         return kernel_op(kernels[name])
-    if _OPS is None:
-        _OPS = _registry()
-    if name not in _OPS:
+    if name not in _registry():
         get_spec(name)  # an unknown name: the catalogue's error lists the known ones
         raise KeyError(f"op {name!r} has a spec but no implementation")
-    return _OPS[name]
+    return _registry()[name]
