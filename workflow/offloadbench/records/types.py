@@ -306,11 +306,13 @@ class CellRecord:
     device_peak: Peak = field(default_factory=Peak)
     compile: CompilePhase | None = None
     compiler_startup_s: float | None = None
-    conversion_s: float | None = at("conversion", "seconds")  # a torch cpu cell's NumPy<->tensor wrapping per call, timed apart
+    # a torch cpu cell's NumPy<->tensor wrapping per call, timed apart
+    conversion_s: float | None = at("conversion", "seconds")
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
     prepare_s: float | None = None  # getting ready: inputs, check, compile, warm-up
-    heavy_modules: tuple[str, ...] = at("heavy_modules_loaded", default=())  # the heavy libraries its worker had loaded
+    # the heavy libraries its worker had loaded
+    heavy_modules: tuple[str, ...] = at("heavy_modules_loaded", default=())
     family: str | None = at("op_info", "family")  # a user kernel's, from its record
     kernel_sha256: str | None = at("op_info", "sha256")
     resident_reason: str = at("resident", "reason", default="")
