@@ -58,7 +58,6 @@ def test_the_policy_labels_every_interval_at_its_own_level():
     assert Judging(0.05, 0.95).ci == "95% CI" and Judging(0.1, 0.9).ci == "90% CI"
     assert Judging(0.05, 0.995).level == "99.5%" and Judging(0.05, 0.9).each_way() == "5%"
     assert Judging(0.1, 0.9).describe() == "δ = 10%, 90% confidence"
-    assert Judging.from_json(Judging(0.02, 0.99).as_json()) == Judging(0.02, 0.99)
     assert percent(0.025) == "2.5%" and percent(0.5) == "50%"
 
 

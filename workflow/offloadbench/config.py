@@ -12,7 +12,7 @@ import jsonschema
 import yaml
 
 from .catalogue import SPECS
-from .errors import UserError, one_line
+from .errors import UserError, key_path, one_line
 from .kernels import KernelError, KernelInfo, read_kernel_files
 from .machine import machine_label
 from .reading import UnreadableFile, read_regular
@@ -92,13 +92,6 @@ def coerce_strings(data, schema: dict):
     return data
 
 
-def key_path(parts) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
 def describe_error(error: jsonschema.ValidationError) -> str:
     return one_line(_describe_error(error), 500)
 
@@ -152,7 +145,6 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     if notes is not None:
         notes.extend(found)
     _check_op_names(data["grid"], kernels)
-    _check_compiled(data["grid"], kernels)
     _check_sizes(data["grid"], kernels)
     return data
 
@@ -172,31 +164,29 @@ def _renamed_keys(data: dict) -> list[str]:
     return notes
 
 
-def _check_keys(data, parts: tuple = ()) -> None:
+def _entries(data, parts: tuple = ()):
+    """(mapping or list, path, key, value) of every entry below `data`, depth first."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield data, parts, key, value
+        yield from _entries(value, (*parts, key))
+
+
+def _check_keys(data) -> None:
     """Every key of every mapping is a name: YAML reads `1:`, `true:` or `null:` as a number,
     a boolean or None, which no check of the schema sees (its key patterns test text only)."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if not isinstance(key, str):
-                raise ConfigError(one_line(f"config key {key_path(parts)}: the key {key!r} is not a name "
-                                           f"(write it in quotes: '{key}')"))
-            _check_keys(value, (*parts, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            _check_keys(value, (*parts, i))
+    for container, parts, key, _ in _entries(data):
+        if isinstance(container, dict) and not isinstance(key, str):
+            raise ConfigError(one_line(f"config key {key_path(parts)}: the key {key!r} is not a name "
+                                       f"(write it in quotes: '{key}')"))
 
 
-def _check_finite(data, parts: tuple = ()) -> None:
+def _check_finite(data) -> None:
     """No value is nan or infinite (YAML's .nan and .inf, or `--config` text such as 1e999):
     every limit of the schema lets them through."""
-    if isinstance(data, float) and not math.isfinite(data):
-        raise ConfigError(f"config key {key_path(parts)}: {data!r} is not a finite number")
-    if isinstance(data, dict):
-        for key, value in data.items():
-            _check_finite(value, (*parts, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            _check_finite(value, (*parts, i))
+    for _, parts, key, value in _entries(data):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"config key {key_path((*parts, key))}: {value!r} is not a finite number")
 
 
 MAX_FOREIGN_CONFIG_BYTES = 2**20
@@ -239,31 +229,21 @@ def kernel_infos(config: dict) -> dict[str, KernelInfo]:
         raise ConfigError(str(error)) from None
 
 
-def _unknown_op(where: str, name: str, known: list[str]) -> ConfigError:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (ops: {', '.join(known)})"
-    return ConfigError(f"config key {where}: unknown op {name!r}: neither in the catalogue nor a kernel of the "
-                       f"`kernels` files{hint}")
-
-
 def _check_op_names(grid: dict, kernels: dict[str, KernelInfo]) -> None:
+    """Every op the grid names is in the catalogue or a kernel. grid.compiled only narrows
+    the grid: a value outside the grid's own lists measures nothing (so a command-line
+    override of grid.ops keeps the file's narrowing usable), but an op that does not exist
+    at all is a typo."""
     known = [*SPECS, *kernels]
-    for i, op in enumerate(grid["ops"]):
-        if op not in known:
-            raise _unknown_op(f"grid.ops[{i}]", op, known)
-    for op in grid["op_max_size"]:
-        if op not in known:
-            raise _unknown_op(f"grid.op_max_size.{op}", op, known)
-
-
-def _check_compiled(grid: dict, kernels: dict[str, KernelInfo]) -> None:
-    """grid.compiled only narrows the grid: a value outside the grid's own lists measures
-    nothing (so a command-line override of grid.ops keeps the file's narrowing usable), but
-    an op that does not exist at all is a typo."""
-    known = [*SPECS, *kernels]
-    for i, op in enumerate(grid["compiled"].get("ops") or []):
-        if op not in known:
-            raise _unknown_op(f"grid.compiled.ops[{i}]", op, known)
+    named = [*((f"grid.ops[{i}]", op) for i, op in enumerate(grid["ops"])),
+             *((f"grid.op_max_size.{op}", op) for op in grid["op_max_size"]),
+             *((f"grid.compiled.ops[{i}]", op) for i, op in enumerate(grid["compiled"].get("ops") or []))]
+    for where, name in named:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (ops: {', '.join(known)})"
+            raise ConfigError(f"config key {where}: unknown op {name!r}: neither in the catalogue nor a kernel of "
+                              f"the `kernels` files{hint}")
 
 
 COMPILED_LISTS = ("ops", "devices", "sizes", "threads")  # each narrows the grid's list of that name

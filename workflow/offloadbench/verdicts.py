@@ -83,10 +83,6 @@ class Judging:
         """From the config's validated `analysis` section."""
         return cls(float(analysis["min_effect"]), float(analysis["confidence"]))
 
-    @classmethod
-    def from_json(cls, data: dict) -> Judging:
-        return cls(float(data["min_effect"]), float(data["confidence"]), tuple(sorted((data.get("method") or {}).items())))
-
     def with_method(self, method: Mapping[str, float]) -> Judging:
         return Judging(self.min_effect, self.confidence, tuple(sorted(method.items())))
 
