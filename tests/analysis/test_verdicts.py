@@ -38,9 +38,9 @@ def test_the_verdict_of_each_edge(low, high, point, expected, why):
 
 
 def test_a_time_ratio_is_judged_as_the_speedup_it_implies():
-    assert D.time_ratio_verdict(0.5, 0.6, 0.55) == FASTER  # B takes half the time: B is faster
-    assert D.time_ratio_verdict(1 / 1.04, 1 / 1.01, 1 / 1.03) == SAME
-    assert D.time_ratio_verdict(1.6, 1.9, 1.7) == SLOWER
+    assert D.judged(0.5, 0.6, 0.55, time_ratio=True)[0] == FASTER  # B takes half the time: B is faster
+    assert D.judged(1 / 1.04, 1 / 1.01, 1 / 1.03, time_ratio=True)[0] == SAME
+    assert D.judged(1.6, 1.9, 1.7, time_ratio=True)[0] == SLOWER
 
 
 def test_a_wide_ci_says_why_it_is_undecided():
