@@ -202,16 +202,8 @@ class Cell:
 
     @classmethod
     def from_dict(cls, data: dict) -> Cell:
-        return cls(
-            op=str(data["op"]),
-            library=str(data["library"]),
-            device=str(data["device"]),
-            dtype=str(data["dtype"]),
-            size=int(data["size"]),
-            threads=str(data["threads"]),
-            mode=_mode_of(data.get("mode")),
-            twin=data.get("twin") is True,
-        )
+        texts = {name: str(data[name]) for name in ("op", "library", "device", "dtype", "threads")}
+        return cls(**texts, size=int(data["size"]), mode=_mode_of(data.get("mode")), twin=data.get("twin") is True)
 
 
 def _mode_of(value) -> str:
