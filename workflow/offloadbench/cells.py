@@ -82,11 +82,6 @@ def mode_sort_key(mode: str) -> int:
     return MODES.index(mode) if mode in MODES else len(MODES)
 
 
-def variant_name(library: str, mode: str = EAGER) -> str:
-    """"numpy", "torch", "numpy compiled": a library as it was run."""
-    return library if mode == EAGER else f"{library} {mode}"
-
-
 @dataclass(frozen=True)
 class WorkerSpec:
     """What one worker process measures: a library on a device with a thread count, in one
@@ -146,7 +141,8 @@ class Cell:
 
     @property
     def variant(self) -> str:
-        return variant_name(self.library, self.mode)
+        """"numpy", "torch", "numpy compiled": the library as it was run."""
+        return self.library if self.mode == EAGER else f"{self.library} {self.mode}"
 
     @property
     def key(self) -> str:

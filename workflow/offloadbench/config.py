@@ -93,10 +93,6 @@ def coerce_strings(data, schema: dict):
 
 
 def describe_error(error: jsonschema.ValidationError) -> str:
-    return one_line(_describe_error(error), 500)
-
-
-def _describe_error(error: jsonschema.ValidationError) -> str:
     where = key_path(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = ", ".join(sorted(map(str, error.schema.get("properties", {}))))
@@ -117,20 +113,18 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     the lists that came from config/config.yaml rather than from the user (`inherited_lists`,
     `narrow_inherited`); what that changes is said in `notes`, one line each."""
     schema = schema or load_schema()
-    if config is None:
-        config = {}
+    notes = [] if notes is None else notes
+    config = {} if config is None else config
     if not isinstance(config, dict):
         raise ConfigError("config: expected a mapping of keys to values")
     _check_keys(config)
     data = copy.deepcopy(config)
-    renamed = _renamed_keys(data)
-    if notes is not None:
-        notes.extend(renamed)
+    notes.extend(_renamed_keys(data))
     data = fill_defaults(coerce_strings(data, schema), schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
-        raise ConfigError(describe_error(errors[0]))
+        raise ConfigError(one_line(describe_error(errors[0]), 500))
     _check_finite(data)
     measure = data["measure"]
     if measure["max_samples"] < measure["min_samples"]:
@@ -141,9 +135,7 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     if not read_kernels:
         return data
     kernels = kernel_infos(data)
-    found = narrow_inherited(data["grid"], inherited, [*SPECS, *kernels])
-    if notes is not None:
-        notes.extend(found)
+    notes.extend(narrow_inherited(data["grid"], inherited, [*SPECS, *kernels]))
     _check_op_names(data["grid"], kernels)
     _check_sizes(data["grid"], kernels)
     return data

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from ..cells import Cell
 
 EMPTY: Mapping = MappingProxyType({})
+RENAMED_SETTINGS = {"seed": "random_state"}  # measure settings named otherwise before version 3
 
 
 def _frozen(value) -> Mapping:
@@ -367,18 +368,10 @@ class CellRecord:
             model=_read(Model, _object(data.get("model"))), check=_read(Check, _object(data.get("check"))),
             host_peak=_read(Peak, _object(memory.get("host"))), device_peak=_read(Peak, _object(memory.get("device"))),
             compile=_read(CompilePhase, compiled) if isinstance(compiled, dict) else None,
-            settings=_frozen(_renamed(_object(data.get("settings")))),
+            settings=_frozen({RENAMED_SETTINGS.get(k, k): v for k, v in _object(data.get("settings")).items()}),
             bout=_read(BoutInfo, bout) if isinstance(bout.get("id"), str) else None,
             turns=_turns(_object(data.get("turns"))), held=held,
         )
-
-
-RENAMED_SETTINGS = {"seed": "random_state"}  # measure settings named otherwise before version 3
-
-
-def _renamed(settings: dict) -> dict:
-    """A record's measure settings under this version's names."""
-    return {RENAMED_SETTINGS.get(key, key): value for key, value in settings.items()}
 
 
 # --- a round's record and the settling's ----------------------------------------------------
