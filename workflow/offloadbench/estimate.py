@@ -233,7 +233,7 @@ def _median_rate(work: float, samples: list[float]) -> float:
 
 def roofs_from_records(paths, cores: int) -> Roofs | None:
     """Roofs from raw/roofs/<device>.json records (the best library per roof)."""
-    found = {"cpu_gflops": {}, "gpu_gflops": {}, "cpu_gbs": None, "gpu_gbs": None}
+    found = {"cpu_gflops": {}, "gpu_gflops": {}}  # and cpu_gbs, gpu_gbs where measured
     for path in paths:
         record = load_device_record(path, ROOFS_SCHEMA)
         side = "cpu" if record.device == "cpu" else "gpu"
@@ -241,20 +241,15 @@ def roofs_from_records(paths, cores: int) -> Roofs | None:
             if point.status != "ok" or not point.samples_s:
                 continue
             if point.kind == "memory" and point.bytes:
-                rate = _median_rate(point.bytes, point.samples_s)
-                found[f"{side}_gbs"] = max(found[f"{side}_gbs"] or 0.0, rate)
+                found[f"{side}_gbs"] = max(found.get(f"{side}_gbs", 0.0), _median_rate(point.bytes, point.samples_s))
             elif point.flops:
-                rate = _median_rate(point.flops, point.samples_s)
                 rates = found[f"{side}_gflops"]
-                rates[point.dtype] = max(rates.get(point.dtype, 0.0), rate)
+                rates[point.dtype] = max(rates.get(point.dtype, 0.0), _median_rate(point.flops, point.samples_s))
     if not found["cpu_gflops"] and not found["gpu_gflops"]:
         return None
-    return replace(
-        FALLBACK, cpu_cores=cores,
-        cpu_gflops=found["cpu_gflops"] or FALLBACK.cpu_gflops, cpu_gbs=found["cpu_gbs"] or FALLBACK.cpu_gbs,
-        gpu_gflops=found["gpu_gflops"] or FALLBACK.gpu_gflops, gpu_gbs=found["gpu_gbs"] or FALLBACK.gpu_gbs,
-        source="the roofs measured on this machine",
-    )
+    # what was not measured (or measured as nothing) stays the fallback's
+    return replace(FALLBACK, cpu_cores=cores, source="the roofs measured on this machine",
+                   **{key: value for key, value in found.items() if value})
 
 
 def roofs_from_timings(path: Path, cores: int) -> Roofs | None:
