@@ -152,11 +152,8 @@ def unpacked_from(folder: Path) -> str | None:
 def content_digest(path: Path) -> str:
     """SHA-256 of a bundle: what makes Snakemake unpack it again when its content changes,
     whatever its mtime (scp -p and rsync -a keep an older one)."""
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def source_label(name: str, where: str) -> str:
