@@ -46,7 +46,7 @@ def _text(value) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _list(value, item, keep=lambda item: True) -> tuple | None:
+def _list(value, item, keep=lambda v: True) -> tuple | None:
     return tuple(item(v) for v in value if keep(v)) if isinstance(value, list) else None
 
 
@@ -65,15 +65,16 @@ _READERS = {
 }
 
 
-def at(*keys: str, default=None):
+def _at(*keys: str, default=None):
     """A field read from these nested keys of the document, not from the key of its name."""
     return field(default_factory=lambda: default, metadata={"at": keys})
 
 
 def _read(cls, data: dict, **given):
     """`cls` from a document the schemas have checked: each field not `given` from the key of
-    its name (or its `at` keys), read as its annotated type; where that value is missing or
-    of another type, an optional field (`X | None`) is None and any other keeps its default."""
+    its name (or its `_at` keys), read as its annotated type; where that value is missing or
+    of another type, an optional field (`X | None`) is None and any other keeps its default.
+    A field of a type `_READERS` does not name (a nested record, a cell) must be `given`."""
     values = dict(given)
     for f in fields(cls):
         if f.name in given:
@@ -232,10 +233,10 @@ class CompilePhase:
     fallback: str = ""
     backend: str = ""
     mode: str = ""
-    cache_hits: int = at("cache", "hits", default=0)
-    cache_cold: bool = at("cache", "cold", default=True)
-    rss_hwm_bytes: int | None = at("memory", "rss_hwm_bytes")
-    device_peak_bytes: int | None = at("memory", "device_peak_bytes")
+    cache_hits: int = _at("cache", "hits", default=0)
+    cache_cold: bool = _at("cache", "cold", default=True)
+    rss_hwm_bytes: int | None = _at("memory", "rss_hwm_bytes")
+    device_peak_bytes: int | None = _at("memory", "device_peak_bytes")
 
 
 @dataclass(frozen=True)
@@ -287,20 +288,20 @@ class CellRecord:
     status: str
     regions: Mapping[str, Samples]  # "compute" and the cell's other timed regions
     machine: str = ""
-    round: int = at("process", "round", default=1)
+    round: int = _at("process", "round", default=1)
     processes: int = 1  # the planned count (measure.processes); extra rounds come on top
-    worker: str = at("process", "worker", default="")
+    worker: str = _at("process", "worker", default="")
     host: str = ""
-    slurm_job_id: str = at("process", "slurm_job_id", default="")
+    slurm_job_id: str = _at("process", "slurm_job_id", default="")
     reason: str = ""
     calls_per_sample: int | None = None
-    warmup_count: int | None = at("warmup", "count")
+    warmup_count: int | None = _at("warmup", "count")
     converged: bool | None = None
     flags: tuple[Flag, ...] = ()
     disturbance: Disturbance = field(default_factory=Disturbance)
-    shares_cores: bool = at("sharing", "shares_cores_with_orchestrator", default=False)
-    threads_effective: int | None = at("threads", "effective")
-    device_name: str | None = at("device", "name")
+    shares_cores: bool = _at("sharing", "shares_cores_with_orchestrator", default=False)
+    threads_effective: int | None = _at("threads", "effective")
+    device_name: str | None = _at("device", "name")
     model: Model = field(default_factory=Model)
     check: Check = field(default_factory=Check)
     host_peak: Peak = field(default_factory=Peak)
@@ -308,17 +309,17 @@ class CellRecord:
     compile: CompilePhase | None = None
     compiler_startup_s: float | None = None
     # a torch cpu cell's NumPy<->tensor wrapping per call, timed apart
-    conversion_s: float | None = at("conversion", "seconds")
+    conversion_s: float | None = _at("conversion", "seconds")
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
     prepare_s: float | None = None  # getting ready: inputs, check, compile, warm-up
     # the heavy libraries its worker had loaded
-    heavy_modules: tuple[str, ...] = at("heavy_modules_loaded", default=())
-    family: str | None = at("op_info", "family")  # a user kernel's, from its record
-    kernel_sha256: str | None = at("op_info", "sha256")
-    resident_reason: str = at("resident", "reason", default="")
+    heavy_modules: tuple[str, ...] = _at("heavy_modules_loaded", default=())
+    family: str | None = _at("op_info", "family")  # a user kernel's, from its record
+    kernel_sha256: str | None = _at("op_info", "sha256")
+    resident_reason: str = _at("resident", "reason", default="")
     settings: Mapping = field(default_factory=lambda: EMPTY)
-    fingerprint: Mapping | None = at("provenance", "fingerprint")
+    fingerprint: Mapping | None = _at("provenance", "fingerprint")
     started_at: str | None = None
     finished_at: str | None = None
     bout: BoutInfo | None = None
@@ -468,8 +469,8 @@ class DeviceRecord:
     device: str
     points: tuple[Point, ...]
     device_name: str | None = None
-    link_kind: str | None = at("link", "kind")
-    link_gbs: float | None = at("link", "gbs")
+    link_kind: str | None = _at("link", "kind")
+    link_gbs: float | None = _at("link", "gbs")
 
     @classmethod
     def from_json(cls, data: dict) -> DeviceRecord:
@@ -509,8 +510,8 @@ class Environment:
     cpu_governor: str | None = None
     torch_threads: int | None = None
     tf32_matmul_default: bool | None = None
-    blas_name: str | None = at("numpy_blas", "name")
-    blas_version: str | None = at("numpy_blas", "version")
+    blas_name: str | None = _at("numpy_blas", "name")
+    blas_version: str | None = _at("numpy_blas", "version")
     threadpools: tuple[str, ...] = ()  # "<internal api> <version>" of each BLAS/OpenMP pool
     blas_env: Mapping = field(default_factory=lambda: EMPTY)
     thread_env: Mapping = field(default_factory=lambda: EMPTY)
@@ -518,12 +519,12 @@ class Environment:
     compile_devices: Mapping = field(default_factory=lambda: EMPTY)
     gpus: tuple[Gpu, ...] = ()
     fingerprint: Mapping | None = None
-    advice: tuple[str, ...] = at("system", "advice", default=())  # the system check's
+    advice: tuple[str, ...] = _at("system", "advice", default=())  # the system check's
     vec_isa_known: bool = False  # Inductor's vector instructions follow from the cpu's flags alone here
-    vec_isa: str | None = at("compile_vec_isa", "picked")  # the vector instructions Inductor's C++ code uses here
-    cpu_identity: Mapping = at("cpu", default=EMPTY)  # vendor, family, model, stepping, extensions
-    numpy_targets: tuple[str, ...] = at("numpy_dispatch", "targets", default=())  # NumPy's SIMD targets in use
-    numpy_loops: Mapping = at("numpy_dispatch", "loops", default=EMPTY)  # "sin float32" -> its target
+    vec_isa: str | None = _at("compile_vec_isa", "picked")  # the vector instructions Inductor's C++ code uses here
+    cpu_identity: Mapping = _at("cpu", default=EMPTY)  # vendor, family, model, stepping, extensions
+    numpy_targets: tuple[str, ...] = _at("numpy_dispatch", "targets", default=())  # NumPy's SIMD targets in use
+    numpy_loops: Mapping = _at("numpy_dispatch", "loops", default=EMPTY)  # "sin float32" -> its target
     torch_cpu_capability: str | None = None
     standin_gpu: bool = False
 
