@@ -113,12 +113,12 @@ class Samples:
     @classmethod
     def from_json(cls, data: dict, seconds=None) -> Samples:
         values = tuple(float(v) for v in (seconds if seconds is not None else data.get("samples_s")) or ())
-        cycles = data.get("cycles")
-        faults = data.get("faults_per_call")
-        return cls(values,
-                   tuple(int(c) for c in cycles) if isinstance(cycles, list) and len(cycles) == len(values) else None,
-                   tuple(_number(f) for f in faults) if isinstance(faults, list) and len(faults) == len(values)
-                   else None,
+
+        def per_sample(key: str, item) -> tuple | None:  # None where the column does not hold one per sample
+            column = data.get(key)
+            return tuple(map(item, column)) if isinstance(column, list) and len(column) == len(values) else None
+
+        return cls(values, per_sample("cycles", int), per_sample("faults_per_call", _number),
                    _number(data.get("sampling_s")))
 
 
