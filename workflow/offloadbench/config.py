@@ -61,9 +61,7 @@ def fill_defaults(data: dict, schema: dict) -> dict:
 
 def _coerce_scalar(value: str, schema: dict):
     """A string as the schema's scalar type, when it reads as one (else unchanged)."""
-    options = _mapping(schema).get("oneOf")
-    options = options if isinstance(options, list) else []
-    kinds = [_mapping(schema).get("type")] + [_mapping(option).get("type") for option in options]
+    kinds = [schema.get("type")] + [option.get("type") for option in schema.get("oneOf", [])]
     for kind in kinds:
         try:
             if kind == "integer" and value.strip().lstrip("-").isdigit():
