@@ -31,11 +31,9 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
 
 def _schema_of(key: str, schema: dict) -> dict:
     """The sub-schema of an object's key: named in `properties`, or the one for any key
-    (`additionalProperties`, e.g. each node type under `cluster:`)."""
-    named = _mapping(_mapping(schema).get("properties"))
-    if key in named:
-        return _mapping(named[key])
-    return _mapping(_mapping(schema).get("additionalProperties"))
+    (`additionalProperties`, e.g. each node type under `cluster:`); empty for a key the
+    schema does not know (the schema's check names it)."""
+    return _mapping(schema.get("properties", {}).get(key, schema.get("additionalProperties")))
 
 
 def _mapping(value) -> dict:
@@ -49,7 +47,7 @@ def fill_defaults(data: dict, schema: dict) -> dict:
     another type than the schema's is left as it is, for the schema's check to name."""
     if not isinstance(data, dict):
         return data
-    for key, sub in _mapping(_mapping(schema).get("properties")).items():
+    for key, sub in schema.get("properties", {}).items():
         if key not in data and isinstance(sub, dict) and "default" in sub:
             data[key] = copy.deepcopy(sub["default"])
     for key, value in data.items():
@@ -83,7 +81,7 @@ def coerce_strings(data, schema: dict):
     if isinstance(data, dict):
         return {key: coerce_strings(value, _schema_of(key, schema)) for key, value in data.items()}
     if isinstance(data, list):
-        items = _mapping(_mapping(schema).get("items"))
+        items = _mapping(schema.get("items"))
         return [coerce_strings(value, items) for value in data]
     if isinstance(data, str):
         return _coerce_scalar(data, schema)
