@@ -116,8 +116,7 @@ def _bounded_members(tar: tarfile.TarFile, bundle: Path, max_bytes: int, max_mem
 
 
 def _unpack_into(tar: tarfile.TarFile, members: list[tarfile.TarInfo], bundle: Path, dest: Path) -> Path:
-    names = [m.name for m in members]
-    tops = {name.split("/", 1)[0] for name in names}
+    tops = {m.name.split("/", 1)[0] for m in members}
     top = next(iter(tops)) if len(tops) == 1 else None
     environment = next((m for m in members if m.name == f"{top}/environment.json"), None)
     if top in (None, "", ".", "..") or environment is None or not environment.isfile():
