@@ -44,7 +44,7 @@ def write_machine(folder: Path, medians: dict[int, float], spread=0.0, env=None,
      (float("nan"), 1.0, 1.0, "undecided")],
 )
 def test_verdicts_use_the_ci_and_the_minimum_effect(lo, hi, ratio, expected):
-    assert Judging(0.05).time_ratio_verdict(lo, hi, ratio) == expected
+    assert Judging(0.05).judged(lo, hi, ratio, time_ratio=True)[0] == expected
 
 
 def test_known_ratios_get_their_verdicts(tmp_path):

@@ -42,10 +42,6 @@ class PairSpread:
     cycles: float  # the rounds' mean cycles
     rounds: int
 
-    def round_variance(self, cycles: float) -> float:
-        """The variance of one round's ratio with `cycles` cycles."""
-        return self.between + MEDIAN_EFFICIENCY * self.within / max(cycles, 1.0)
-
 
 def pair_spread(rounds: Sequence[tuple[float, float, int]]) -> PairSpread | None:
     """From each earlier round's (median log ratio, variance of its cycles' log ratios,

@@ -116,8 +116,7 @@ def _bounded_members(tar: tarfile.TarFile, bundle: Path, max_bytes: int, max_mem
 
 
 def _unpack_into(tar: tarfile.TarFile, members: list[tarfile.TarInfo], bundle: Path, dest: Path) -> Path:
-    names = [m.name for m in members]
-    tops = {name.split("/", 1)[0] for name in names}
+    tops = {m.name.split("/", 1)[0] for m in members}
     top = next(iter(tops)) if len(tops) == 1 else None
     environment = next((m for m in members if m.name == f"{top}/environment.json"), None)
     if top in (None, "", ".", "..") or environment is None or not environment.isfile():
@@ -152,11 +151,8 @@ def unpacked_from(folder: Path) -> str | None:
 def content_digest(path: Path) -> str:
     """SHA-256 of a bundle: what makes Snakemake unpack it again when its content changes,
     whatever its mtime (scp -p and rsync -a keep an older one)."""
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def source_label(name: str, where: str) -> str:

@@ -34,11 +34,7 @@ def _interior(n: int) -> tuple[int, ...]:
 
 
 def _interior_points(n: int) -> int:
-    return _elements(_interior(n))
-
-
-def _elements(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)
+    return math.prod(_interior(n))
 
 
 @dataclass(frozen=True)
@@ -57,11 +53,11 @@ class OpSpec:
     finish: str | None = None  # host work after the result is back (plotting)
 
     def input_bytes(self, n: int, itemsize: int) -> int:
-        return sum(_elements(s) for s in self.input_shapes(n)) * itemsize
+        return sum(map(math.prod, self.input_shapes(n))) * itemsize
 
     def output_bytes(self, n: int, itemsize: int) -> int:
         scale = 2 if self.complex_output else 1
-        return sum(_elements(s) for s in self.output_shapes(n)) * itemsize * scale
+        return sum(map(math.prod, self.output_shapes(n))) * itemsize * scale
 
     def too_small(self, n: int) -> str | None:
         if n < self.min_size:

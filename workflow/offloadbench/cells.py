@@ -82,11 +82,6 @@ def mode_sort_key(mode: str) -> int:
     return MODES.index(mode) if mode in MODES else len(MODES)
 
 
-def variant_name(library: str, mode: str = EAGER) -> str:
-    """"numpy", "torch", "numpy compiled": a library as it was run."""
-    return library if mode == EAGER else f"{library} {mode}"
-
-
 @dataclass(frozen=True)
 class WorkerSpec:
     """What one worker process measures: a library on a device with a thread count, in one
@@ -146,7 +141,8 @@ class Cell:
 
     @property
     def variant(self) -> str:
-        return variant_name(self.library, self.mode)
+        """"numpy", "torch", "numpy compiled": the library as it was run."""
+        return self.library if self.mode == EAGER else f"{self.library} {self.mode}"
 
     @property
     def key(self) -> str:
@@ -202,16 +198,8 @@ class Cell:
 
     @classmethod
     def from_dict(cls, data: dict) -> Cell:
-        return cls(
-            op=str(data["op"]),
-            library=str(data["library"]),
-            device=str(data["device"]),
-            dtype=str(data["dtype"]),
-            size=int(data["size"]),
-            threads=str(data["threads"]),
-            mode=_mode_of(data.get("mode")),
-            twin=data.get("twin") is True,
-        )
+        texts = {name: str(data[name]) for name in ("op", "library", "device", "dtype", "threads")}
+        return cls(**texts, size=int(data["size"]), mode=_mode_of(data.get("mode")), twin=data.get("twin") is True)
 
 
 def _mode_of(value) -> str:

@@ -42,9 +42,8 @@ class NodeType:
 def sinfo_cpus(partition: str | None, run=subprocess.run) -> list[int] | None:
     """CPU counts of a partition's nodes (the default partition's with None), or None
     where sinfo cannot tell."""
-    fields = "%P %c"
     try:
-        out = run(["sinfo", "-h", "-o", fields], capture_output=True, text=True, timeout=30, check=False)
+        out = run(["sinfo", "-h", "-o", "%P %c"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -55,8 +54,7 @@ def sinfo_cpus(partition: str | None, run=subprocess.run) -> list[int] | None:
         if len(parts) != 2:
             continue
         name, cpus = parts
-        is_default = name.endswith("*")
-        if (partition is None and is_default) or name.rstrip("*") == partition:
+        if (partition is None and name.endswith("*")) or name.rstrip("*") == partition:
             try:
                 counts.append(int(cpus.rstrip("+")))
             except ValueError:

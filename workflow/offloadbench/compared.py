@@ -54,12 +54,8 @@ def scaling_pairs(cells: list[T]) -> list[tuple[T, T]]:
         c = mc.cell
         if mc.status == "ok" and c.device == "cpu" and not c.twin:
             groups.setdefault((c.op, c.library, c.mode, c.dtype, c.size), {})[c.threads] = mc
-    pairs = []
-    for _, by_threads in sorted(groups.items()):
-        if "1" not in by_threads or len(by_threads) < 2:
-            continue
-        pairs.append((by_threads["1"], by_threads[max(by_threads, key=thread_sort_key)]))
-    return pairs
+    return [(by_threads["1"], by_threads[max(by_threads, key=thread_sort_key)])
+            for _, by_threads in sorted(groups.items()) if "1" in by_threads and len(by_threads) >= 2]
 
 
 @dataclass(frozen=True)

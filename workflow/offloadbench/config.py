@@ -12,7 +12,7 @@ import jsonschema
 import yaml
 
 from .catalogue import SPECS
-from .errors import UserError, one_line
+from .errors import UserError, key_path, one_line
 from .kernels import KernelError, KernelInfo, read_kernel_files
 from .machine import machine_label
 from .reading import UnreadableFile, read_regular
@@ -31,11 +31,9 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
 
 def _schema_of(key: str, schema: dict) -> dict:
     """The sub-schema of an object's key: named in `properties`, or the one for any key
-    (`additionalProperties`, e.g. each node type under `cluster:`)."""
-    named = _mapping(_mapping(schema).get("properties"))
-    if key in named:
-        return _mapping(named[key])
-    return _mapping(_mapping(schema).get("additionalProperties"))
+    (`additionalProperties`, e.g. each node type under `cluster:`); empty for a key the
+    schema does not know (the schema's check names it)."""
+    return _mapping(schema.get("properties", {}).get(key, schema.get("additionalProperties")))
 
 
 def _mapping(value) -> dict:
@@ -49,7 +47,7 @@ def fill_defaults(data: dict, schema: dict) -> dict:
     another type than the schema's is left as it is, for the schema's check to name."""
     if not isinstance(data, dict):
         return data
-    for key, sub in _mapping(_mapping(schema).get("properties")).items():
+    for key, sub in schema.get("properties", {}).items():
         if key not in data and isinstance(sub, dict) and "default" in sub:
             data[key] = copy.deepcopy(sub["default"])
     for key, value in data.items():
@@ -61,9 +59,7 @@ def fill_defaults(data: dict, schema: dict) -> dict:
 
 def _coerce_scalar(value: str, schema: dict):
     """A string as the schema's scalar type, when it reads as one (else unchanged)."""
-    options = _mapping(schema).get("oneOf")
-    options = options if isinstance(options, list) else []
-    kinds = [_mapping(schema).get("type")] + [_mapping(option).get("type") for option in options]
+    kinds = [schema.get("type")] + [option.get("type") for option in schema.get("oneOf", [])]
     for kind in kinds:
         try:
             if kind == "integer" and value.strip().lstrip("-").isdigit():
@@ -85,25 +81,14 @@ def coerce_strings(data, schema: dict):
     if isinstance(data, dict):
         return {key: coerce_strings(value, _schema_of(key, schema)) for key, value in data.items()}
     if isinstance(data, list):
-        items = _mapping(_mapping(schema).get("items"))
+        items = _mapping(schema.get("items"))
         return [coerce_strings(value, items) for value in data]
     if isinstance(data, str):
         return _coerce_scalar(data, schema)
     return data
 
 
-def key_path(parts) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
 def describe_error(error: jsonschema.ValidationError) -> str:
-    return one_line(_describe_error(error), 500)
-
-
-def _describe_error(error: jsonschema.ValidationError) -> str:
     where = key_path(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = ", ".join(sorted(map(str, error.schema.get("properties", {}))))
@@ -124,20 +109,18 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     the lists that came from config/config.yaml rather than from the user (`inherited_lists`,
     `narrow_inherited`); what that changes is said in `notes`, one line each."""
     schema = schema or load_schema()
-    if config is None:
-        config = {}
+    notes = [] if notes is None else notes
+    config = {} if config is None else config
     if not isinstance(config, dict):
         raise ConfigError("config: expected a mapping of keys to values")
     _check_keys(config)
     data = copy.deepcopy(config)
-    renamed = _renamed_keys(data)
-    if notes is not None:
-        notes.extend(renamed)
+    notes.extend(_renamed_keys(data))
     data = fill_defaults(coerce_strings(data, schema), schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
-        raise ConfigError(describe_error(errors[0]))
+        raise ConfigError(one_line(describe_error(errors[0]), 500))
     _check_finite(data)
     measure = data["measure"]
     if measure["max_samples"] < measure["min_samples"]:
@@ -148,11 +131,8 @@ def validate(config: dict, schema: dict | None = None, *, read_kernels: bool = T
     if not read_kernels:
         return data
     kernels = kernel_infos(data)
-    found = narrow_inherited(data["grid"], inherited, [*SPECS, *kernels])
-    if notes is not None:
-        notes.extend(found)
+    notes.extend(narrow_inherited(data["grid"], inherited, [*SPECS, *kernels]))
     _check_op_names(data["grid"], kernels)
-    _check_compiled(data["grid"], kernels)
     _check_sizes(data["grid"], kernels)
     return data
 
@@ -172,31 +152,29 @@ def _renamed_keys(data: dict) -> list[str]:
     return notes
 
 
-def _check_keys(data, parts: tuple = ()) -> None:
+def _entries(data, parts: tuple = ()):
+    """(mapping or list, path, key, value) of every entry below `data`, depth first."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield data, parts, key, value
+        yield from _entries(value, (*parts, key))
+
+
+def _check_keys(data) -> None:
     """Every key of every mapping is a name: YAML reads `1:`, `true:` or `null:` as a number,
     a boolean or None, which no check of the schema sees (its key patterns test text only)."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if not isinstance(key, str):
-                raise ConfigError(one_line(f"config key {key_path(parts)}: the key {key!r} is not a name "
-                                           f"(write it in quotes: '{key}')"))
-            _check_keys(value, (*parts, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            _check_keys(value, (*parts, i))
+    for container, parts, key, _ in _entries(data):
+        if isinstance(container, dict) and not isinstance(key, str):
+            raise ConfigError(one_line(f"config key {key_path(parts)}: the key {key!r} is not a name "
+                                       f"(write it in quotes: '{key}')"))
 
 
-def _check_finite(data, parts: tuple = ()) -> None:
+def _check_finite(data) -> None:
     """No value is nan or infinite (YAML's .nan and .inf, or `--config` text such as 1e999):
     every limit of the schema lets them through."""
-    if isinstance(data, float) and not math.isfinite(data):
-        raise ConfigError(f"config key {key_path(parts)}: {data!r} is not a finite number")
-    if isinstance(data, dict):
-        for key, value in data.items():
-            _check_finite(value, (*parts, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            _check_finite(value, (*parts, i))
+    for _, parts, key, value in _entries(data):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"config key {key_path((*parts, key))}: {value!r} is not a finite number")
 
 
 MAX_FOREIGN_CONFIG_BYTES = 2**20
@@ -239,31 +217,21 @@ def kernel_infos(config: dict) -> dict[str, KernelInfo]:
         raise ConfigError(str(error)) from None
 
 
-def _unknown_op(where: str, name: str, known: list[str]) -> ConfigError:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (ops: {', '.join(known)})"
-    return ConfigError(f"config key {where}: unknown op {name!r}: neither in the catalogue nor a kernel of the "
-                       f"`kernels` files{hint}")
-
-
 def _check_op_names(grid: dict, kernels: dict[str, KernelInfo]) -> None:
+    """Every op the grid names is in the catalogue or a kernel. grid.compiled only narrows
+    the grid: a value outside the grid's own lists measures nothing (so a command-line
+    override of grid.ops keeps the file's narrowing usable), but an op that does not exist
+    at all is a typo."""
     known = [*SPECS, *kernels]
-    for i, op in enumerate(grid["ops"]):
-        if op not in known:
-            raise _unknown_op(f"grid.ops[{i}]", op, known)
-    for op in grid["op_max_size"]:
-        if op not in known:
-            raise _unknown_op(f"grid.op_max_size.{op}", op, known)
-
-
-def _check_compiled(grid: dict, kernels: dict[str, KernelInfo]) -> None:
-    """grid.compiled only narrows the grid: a value outside the grid's own lists measures
-    nothing (so a command-line override of grid.ops keeps the file's narrowing usable), but
-    an op that does not exist at all is a typo."""
-    known = [*SPECS, *kernels]
-    for i, op in enumerate(grid["compiled"].get("ops") or []):
-        if op not in known:
-            raise _unknown_op(f"grid.compiled.ops[{i}]", op, known)
+    named = [*((f"grid.ops[{i}]", op) for i, op in enumerate(grid["ops"])),
+             *((f"grid.op_max_size.{op}", op) for op in grid["op_max_size"]),
+             *((f"grid.compiled.ops[{i}]", op) for i, op in enumerate(grid["compiled"].get("ops") or []))]
+    for where, name in named:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (ops: {', '.join(known)})"
+            raise ConfigError(f"config key {where}: unknown op {name!r}: neither in the catalogue nor a kernel of "
+                              f"the `kernels` files{hint}")
 
 
 COMPILED_LISTS = ("ops", "devices", "sizes", "threads")  # each narrows the grid's list of that name

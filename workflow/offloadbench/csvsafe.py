@@ -37,14 +37,10 @@ def _unquoted(text: str) -> str:
     return text[1:] if text.startswith("'") and csv_cell(text[1:]) == text else text
 
 
-def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy of `frame` with every text cell, and every column name, through csv_cell."""
-    return map_text(frame, csv_cell, names=True)
-
-
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
-    """The one way a table becomes a CSV file: inert cells, no index."""
-    csv_frame(frame).to_csv(path, index=False)
+    """The one way a table becomes a CSV file: every text cell, and every column name,
+    through csv_cell; no index."""
+    map_text(frame, csv_cell, names=True).to_csv(path, index=False)
 
 
 def read_csv_text(data: bytes, **options) -> pd.DataFrame:

@@ -36,6 +36,14 @@ class UserError(ValueError):
         return printable(super().__str__())
 
 
+def key_path(parts) -> str:
+    """Where a value sits in a document, as a message names it: "grid.sizes[2]"."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
 def one_line(text: str, limit: int = 300) -> str:
     """Text from data as part of a one-line message: whitespace runs become one space,
     other unprintable characters are escaped, and a long value is cut (a schema error

@@ -28,7 +28,7 @@ from . import grid
 from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos, measured_grid
-from .records import ROOFS_SCHEMA, load_device_record, load_environment
+from .records import ROOFS_SCHEMA, Environment, load_device_record, load_environment
 from .units import fmt_duration
 
 # Fraction of the matmul peak an op reaches where compute bounds it (its FLOPs are not all
@@ -233,7 +233,7 @@ def _median_rate(work: float, samples: list[float]) -> float:
 
 def roofs_from_records(paths, cores: int) -> Roofs | None:
     """Roofs from raw/roofs/<device>.json records (the best library per roof)."""
-    found = {"cpu_gflops": {}, "gpu_gflops": {}, "cpu_gbs": None, "gpu_gbs": None}
+    found = {"cpu_gflops": {}, "gpu_gflops": {}}  # and cpu_gbs, gpu_gbs where measured
     for path in paths:
         record = load_device_record(path, ROOFS_SCHEMA)
         side = "cpu" if record.device == "cpu" else "gpu"
@@ -241,20 +241,15 @@ def roofs_from_records(paths, cores: int) -> Roofs | None:
             if point.status != "ok" or not point.samples_s:
                 continue
             if point.kind == "memory" and point.bytes:
-                rate = _median_rate(point.bytes, point.samples_s)
-                found[f"{side}_gbs"] = max(found[f"{side}_gbs"] or 0.0, rate)
+                found[f"{side}_gbs"] = max(found.get(f"{side}_gbs", 0.0), _median_rate(point.bytes, point.samples_s))
             elif point.flops:
-                rate = _median_rate(point.flops, point.samples_s)
                 rates = found[f"{side}_gflops"]
-                rates[point.dtype] = max(rates.get(point.dtype, 0.0), rate)
+                rates[point.dtype] = max(rates.get(point.dtype, 0.0), _median_rate(point.flops, point.samples_s))
     if not found["cpu_gflops"] and not found["gpu_gflops"]:
         return None
-    return replace(
-        FALLBACK, cpu_cores=cores,
-        cpu_gflops=found["cpu_gflops"] or FALLBACK.cpu_gflops, cpu_gbs=found["cpu_gbs"] or FALLBACK.cpu_gbs,
-        gpu_gflops=found["gpu_gflops"] or FALLBACK.gpu_gflops, gpu_gbs=found["gpu_gbs"] or FALLBACK.gpu_gbs,
-        source="the roofs measured on this machine",
-    )
+    # what was not measured (or measured as nothing) stays the fallback's
+    return replace(FALLBACK, cpu_cores=cores, source="the roofs measured on this machine",
+                   **{key: value for key, value in found.items() if value})
 
 
 def roofs_from_timings(path: Path, cores: int) -> Roofs | None:
@@ -272,12 +267,16 @@ def roofs_from_timings(path: Path, cores: int) -> Roofs | None:
                    source=f"the best matmul rates in {path} (memory and links: the fallback)")
 
 
+def environment_of(folder: Path) -> Environment | None:
+    """A results folder's environment.json, where it has one."""
+    path = folder / "environment.json"
+    return load_environment(path) if path.exists() else None
+
+
 def roofs_for(folder: Path) -> Roofs:
     """The best roofs a results folder offers: measured roofs, else its matmul rates, else FALLBACK."""
-    cores = FALLBACK.cpu_cores
-    env = folder / "environment.json"
-    if env.exists():
-        cores = load_environment(env).usable_cores or cores
+    environment = environment_of(folder)
+    cores = (environment and environment.usable_cores) or FALLBACK.cpu_cores
     measured = roofs_from_records(sorted((folder / "raw" / "roofs").glob("*.json")), cores)
     if measured:
         return measured
@@ -296,9 +295,8 @@ def remaining(config: dict, folder: Path) -> Estimate:
         k: [c for c in cells if not ((raw / record_relpath(c, k)).exists() or (raw / partial_relpath(c, k)).exists())]
         for k in range(1, config["measure"]["processes"] + 1)
     }
-    env_path = folder / "environment.json"
-    if env_path.exists():
-        environment = load_environment(env_path)
+    environment = environment_of(folder)
+    if environment:
         available = {device: reason is None for device, reason in (environment.devices or {}).items()}
         memory = environment.memory_bytes
     else:
@@ -331,11 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = validate(yaml.safe_load(Path(args.configfile).read_text()))
     roofs = roofs_for(Path(args.roofs)) if args.roofs else FALLBACK
-    available = {"cpu": True, "cuda": args.gpu}
-    memory = None
-    if args.roofs and (Path(args.roofs) / "environment.json").exists():  # that machine's memory
-        memory = load_environment(Path(args.roofs) / "environment.json").memory_bytes
-    estimate = estimate_run(config, roofs, available=available, memory_bytes=memory or host_memory_bytes())
+    environment = environment_of(Path(args.roofs)) if args.roofs else None  # that machine's memory
+    estimate = estimate_run(config, roofs, available={"cpu": True, "cuda": args.gpu},
+                            memory_bytes=(environment and environment.memory_bytes) or host_memory_bytes())
     print(estimate.line(Path(args.configfile).stem))
     per_round = estimate.measure_s / max(1, estimate.rounds)
     print(f"per round: about {fmt_duration(per_round)}; besides measuring: about {fmt_duration(estimate.other_s)}")

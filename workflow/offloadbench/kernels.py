@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import inspect
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -76,11 +77,8 @@ class Kernel:
         return self.fn(*args, **kwargs)
 
 
-def _parameters(fn: Callable) -> tuple[bool, int]:
-    import inspect
-
-    names = [p.name for p in inspect.signature(fn).parameters.values()
-             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+def _parameters(names: list[str]) -> tuple[bool, int]:
+    """Whether a kernel takes `xp` first, and how many array parameters follow."""
     takes_xp = bool(names) and names[0] == "xp"
     return takes_xp, len(names) - takes_xp
 
@@ -92,7 +90,8 @@ def kernel(fn: Callable | None = None, **options):
         raise TypeError(f"@kernel: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})")
 
     def wrap(function: Callable) -> Kernel:
-        takes_xp, arrays = _parameters(function)
+        takes_xp, arrays = _parameters([p.name for p in inspect.signature(function).parameters.values()
+                                        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
         doc = (function.__doc__ or "").strip().splitlines()
         return Kernel(function, takes_xp, arrays, **{"summary": doc[0] if doc else "", **options})
 
@@ -174,9 +173,7 @@ def read_kernel_file(path: str, where: str) -> dict[str, KernelInfo]:
         if unknown:
             raise KernelError(f"{path}:{node.lineno}: @kernel of {node.name}: unknown option {unknown[0]!r} "
                               f"(known: {', '.join(OPTIONS)})")
-        names = [a.arg for a in node.args.posonlyargs + node.args.args]
-        takes_xp = bool(names) and names[0] == "xp"
-        arrays = len(names) - takes_xp
+        takes_xp, arrays = _parameters([a.arg for a in node.args.posonlyargs + node.args.args])
         if arrays == 0 and not options.get("inputs"):
             raise KernelError(f"{path}:{node.lineno}: kernel {node.name} takes no array argument")
         found[node.name] = KernelInfo(node.name, path, node.lineno, takes_xp, arrays, options, digest)
@@ -225,8 +222,5 @@ def load_kernels(paths: list[str]) -> dict[str, Kernel]:
 
 def kernel_tolerance(k: Kernel, dtype: str) -> float | None:
     """The kernel's own tolerance for a dtype, or None for the dtype-aware default."""
-    if isinstance(k.tolerance, Mapping):
-        value = k.tolerance.get(dtype)
-    else:
-        value = k.tolerance
+    value = k.tolerance.get(dtype) if isinstance(k.tolerance, Mapping) else k.tolerance
     return float(value) if value is not None and math.isfinite(float(value)) else None

@@ -5,6 +5,8 @@ Kept free of heavy imports: the Snakefile reads it at parse time.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .catalogue import family_of, op_order
 from .cells import Cell
 
@@ -86,9 +88,6 @@ def grid_record_paths(raw: str, cells, rounds: int) -> list[tuple[int, str]]:
 def extra_record_paths(raw: str, cells, rounds: int) -> list[str]:
     """Records of extra rounds (beyond `rounds`) that are newer than their cell's regular
     ones: a regular record taken again later (other settings) makes older extras stale."""
-    import os
-    from pathlib import Path
-
     found = []
     for cell in cells:
         folder = Path(raw) / cell.key
@@ -96,7 +95,7 @@ def extra_record_paths(raw: str, cells, rounds: int) -> list[str]:
         newest = max((p.stat().st_mtime for p in regular if p.exists()), default=0.0)
         for path in sorted(folder.glob("p*.json")):
             k = path.stem[1:]
-            if k.isdigit() and int(k) > rounds and os.path.getmtime(path) >= newest:
+            if k.isdigit() and int(k) > rounds and path.stat().st_mtime >= newest:
                 found.append(str(path))
     return found
 
@@ -129,8 +128,6 @@ ROUND_PATTERNS = {"planned": ("round-*.json", "p*.json"), "extra": ("extra-*.jso
 
 def round_records(raw, kind: str) -> list:
     """The round records of one kind ("planned" or "extra") below `raw`, old names too."""
-    from pathlib import Path
-
     folder = Path(raw) / ROUNDS_DIR
     found = {path for pattern in ROUND_PATTERNS[kind] for path in folder.glob(pattern)}
     number = lambda path: int("".join(filter(str.isdigit, path.stem)) or 0)  # round-10 after round-9

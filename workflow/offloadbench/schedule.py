@@ -57,12 +57,9 @@ def groups(cells: list[Cell], round_index: int, separate: bool = False) -> list[
         by_group.setdefault((cell.op, dtype_sort_key(cell.dtype), cell.dtype, cell.size), []).append(cell)
     order = sorted(by_group)
     shift = (round_index - 1) % len(order) if order else 0
-    bouts = [sorted(by_group[key], key=_in_group) for key in order[shift:] + order[:shift]]
+    in_group = lambda c: (c.library, c.mode, c.device, thread_sort_key(c.threads), c.twin)
+    bouts = [sorted(by_group[key], key=in_group) for key in order[shift:] + order[:shift]]
     return [[cell] for bout in bouts for cell in bout] if separate else bouts
-
-
-def _in_group(cell: Cell) -> tuple:
-    return (cell.library, cell.mode, cell.device, thread_sort_key(cell.threads), cell.twin)
 
 
 def generator(round_index: int, group_name: str) -> random.Random:

@@ -178,31 +178,36 @@ def t_quantile(p: float, dof: float) -> float:
     return _t_quantile_cached(p, round(dof, 2))
 
 
-@lru_cache(maxsize=4096)
-def _t_quantile_cached(p: float, dof: float) -> float:
-    """By bisection on the regularised incomplete beta function."""
-    from math import lgamma
-
-    def cdf(t: float) -> float:
-        x = dof / (dof + t * t)
-        tail = 0.5 * _betainc(dof / 2, 0.5, x, lgamma)
-        return 1 - tail if t > 0 else tail
-
-    lo, hi = 0.0, 1e4
-    for _ in range(64):  # 1e4 / 2**64: far below any digit a CI shows
+def _bisect(cdf, p: float, high: float, steps: int) -> float:
+    """The x in [0, high] where an increasing `cdf` reaches p, by `steps` halvings."""
+    lo, hi = 0.0, high
+    for _ in range(steps):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
     return (lo + hi) / 2
 
 
-def _betainc(a: float, b: float, x: float, lgamma) -> float:
+@lru_cache(maxsize=4096)
+def _t_quantile_cached(p: float, dof: float) -> float:
+    """By bisection on the regularised incomplete beta function."""
+
+    def cdf(t: float) -> float:
+        x = dof / (dof + t * t)
+        tail = 0.5 * _betainc(dof / 2, 0.5, x)
+        return 1 - tail if t > 0 else tail
+
+    return _bisect(cdf, p, 1e4, 64)  # 1e4 / 2**64: far below any digit a CI shows
+
+
+def _betainc(a: float, b: float, x: float) -> float:
     """Regularised incomplete beta I_x(a, b), by the continued fraction of Numerical Recipes."""
     if x <= 0:
         return 0.0
     if x >= 1:
         return 1.0
     if x > (a + 1) / (a + b + 2):
-        return 1.0 - _betainc(b, a, 1 - x, lgamma)
+        return 1.0 - _betainc(b, a, 1 - x)
+    lgamma = math.lgamma
     front = math.exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * math.log(x) + b * math.log(1 - x))
     tiny = 1e-300
     c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
@@ -281,17 +286,8 @@ def binomial_interval(successes: int, trials: int, confidence: float) -> tuple[f
     confidence asked for. (nan, nan) without trials."""
     if trials <= 0:
         return math.nan, math.nan
-    from math import lgamma
-
     tail = (1 - confidence) / 2
-
-    def beta_quantile(p: float, a: float, b: float) -> float:
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if _betainc(a, b, mid, lgamma) < p else (lo, mid)
-        return (lo + hi) / 2
-
+    beta_quantile = lambda p, a, b: _bisect(lambda x: _betainc(a, b, x), p, 1.0, 80)
     low = 0.0 if successes == 0 else beta_quantile(tail, successes, trials - successes + 1)
     high = 1.0 if successes == trials else beta_quantile(1 - tail, successes + 1, trials - successes)
     return low, high

@@ -34,10 +34,7 @@ def fmt_count(value: float) -> str:
     value = round(value)
     if value < 10_000:
         return f"{value:,}"
-    for suffix, scale in (("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g}{suffix}"
-    return f"{value:,}"
+    return f"{value / 1e6:.3g}M" if value >= 1e6 else f"{value / 1e3:.3g}k"
 
 
 def bandwidth_gbs(nbytes: float, seconds: float) -> float:

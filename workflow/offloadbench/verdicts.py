@@ -5,7 +5,7 @@ confidence level, from the config's `analysis` section).
 Every ratio the pipeline judges (a speedup over NumPy, thread scaling, the end-to-end
 speedup behind a break-even size, one machine against another) is judged here, from its CI
 at the policy's confidence level and the minimum effect δ that counts. For a ratio R where
-R > 1 means "faster" (a speedup; for time ratios use `time_ratio_verdict`):
+R > 1 means "faster" (a speedup; a time ratio is judged as its inverse, `Judging.judged`):
 
 - *same*: the whole CI lies within [1/(1+δ), 1+δ]. This is an equivalence test (two
   one-sided tests at half the CI's error rate each, stricter than TOST's usual 5%): the
@@ -83,10 +83,6 @@ class Judging:
         """From the config's validated `analysis` section."""
         return cls(float(analysis["min_effect"]), float(analysis["confidence"]))
 
-    @classmethod
-    def from_json(cls, data: dict) -> Judging:
-        return cls(float(data["min_effect"]), float(data["confidence"]), tuple(sorted((data.get("method") or {}).items())))
-
     def with_method(self, method: Mapping[str, float]) -> Judging:
         return Judging(self.min_effect, self.confidence, tuple(sorted(method.items())))
 
@@ -129,12 +125,6 @@ class Judging:
             return SLOWER
         return UNDECIDED
 
-    def time_ratio_verdict(self, low: float, high: float, point: float) -> str:
-        """The verdict of B from the CI of time_B / time_A, where below 1 means B is faster."""
-        if not _finite_positive(low, high, point):
-            return UNDECIDED
-        return self.verdict(1 / high, 1 / low, 1 / point)
-
     def tie(self, low: float, high: float, point: float) -> bool:
         """Undecided, but a tie at the boundary: the CI lies within ±δ of its point."""
         if not _finite_positive(low, high, point) or self.verdict(low, high, point) != UNDECIDED:
@@ -161,20 +151,17 @@ class Judging:
             return f"its CI includes 1 and reaches beyond ±{self.delta}"
         return f"the difference is real but may be smaller than {self.delta}"
 
-    def time_ratio_undecided_reason(self, low: float, high: float, point: float) -> str:
-        """Why the verdict of a time ratio (below 1: B faster) is undecided ("" when decided)."""
-        if not _finite_positive(low, high, point):
-            return "no CI"
-        return self.undecided_reason(1 / high, 1 / low, 1 / point)
-
     def judged(self, low: float, high: float, point: float, unstable: str = "", time_ratio: bool = False
                ) -> tuple[str, str]:
         """(verdict, why undecided) of a ratio, undecided whatever its CI says where a side is
-        `unstable` (its processes still disagree, say): the one such rule."""
+        `unstable` (its processes still disagree, say): the one such rule. A `time_ratio`
+        (time_B / time_A, below 1 where B is faster) is judged as the speedup it inverts."""
         if unstable:
             return UNDECIDED, unstable
         if time_ratio:
-            return self.time_ratio_verdict(low, high, point), self.time_ratio_undecided_reason(low, high, point)
+            if not _finite_positive(low, high, point):
+                return UNDECIDED, "no CI"
+            low, high, point = 1 / high, 1 / low, 1 / point
         return self.verdict(low, high, point), self.undecided_reason(low, high, point)
 
 

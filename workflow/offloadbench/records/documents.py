@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import one_line
+from ..errors import key_path, one_line
 
 MAX_JSON_DEPTH = 32
 MAX_JSON_STRING = 65_536
@@ -77,10 +77,7 @@ def _parse_int(text: str):
 
 
 def _field(parts: list) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return one_line(text, 160) or "(top level)"
+    return one_line(key_path(parts), 160) or "(top level)"
 
 
 def _text_problem(text: str) -> str | None:

@@ -62,10 +62,13 @@ def errors_of(record: dict, schema_path: Path) -> list[str]:
     return []
 
 
-def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA, after: str = "") -> dict:
+def validate_record(record: dict, source: str, schema_path: Path = CELL_SCHEMA, after: str = "",
+                    what: str = "record") -> dict:
+    """`record` where its schema takes it; else MalformedRecord naming `source`, the kind of
+    file (`what`) and the first error, then `after` (the way back from it)."""
     errors = errors_of(record, schema_path)
     if errors:
-        raise MalformedRecord(f"{shown(source)}: malformed record {errors[0]}{after}")
+        raise MalformedRecord(f"{shown(source)}: malformed {what} {errors[0]}{after}")
     return record
 
 

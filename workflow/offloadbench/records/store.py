@@ -29,7 +29,6 @@ from .schemas import (
     ROUND_SCHEMA,
     SETTLE_SCHEMA,
     MalformedRecord,
-    errors_of,
     fit_text,
     validate_record,
 )
@@ -221,11 +220,7 @@ def device_samples(path: str | os.PathLike, schema_path: Path) -> int:
 
 def load_document(path: str | os.PathLike, schema_path: Path, what: str, limit: int = MAX_JSON_BYTES) -> dict:
     """Read and validate a machine-level file (environment.json, a round's record)."""
-    data = read_json(path, hint=False, limit=limit)
-    errors = errors_of(data, schema_path)
-    if errors:
-        raise MalformedRecord(f"{shown(path)}: malformed {what} {errors[0]}")
-    return data
+    return validate_record(read_json(path, hint=False, limit=limit), str(path), schema_path, what=what)
 
 
 def load_judging(path: str | os.PathLike) -> Judging:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from types import MappingProxyType
 
 from ..cells import Cell
 
 EMPTY: Mapping = MappingProxyType({})
+RENAMED_SETTINGS = {"seed": "random_state"}  # measure settings named otherwise before version 3
 
 
 def _frozen(value) -> Mapping:
@@ -43,6 +44,48 @@ def _integer(value) -> int | None:
 
 def _text(value) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _list(value, item, keep=lambda v: True) -> tuple | None:
+    return tuple(item(v) for v in value if keep(v)) if isinstance(value, list) else None
+
+
+# How a document's value becomes a field of each annotated type; None: missing or mistyped.
+_READERS = {
+    "float": _number,
+    "int": _integer,
+    "str": _text,
+    "bool": lambda value: value if isinstance(value, bool) else None,
+    "Mapping": lambda value: _frozen(value) if isinstance(value, dict) else None,
+    "Mapping[str, float]": lambda value: _frozen({k: v for k, v in value.items() if _number(v) is not None})
+    if isinstance(value, dict) else None,
+    "tuple[str, ...]": lambda value: _list(value, str, lambda v: isinstance(v, str)),
+    "tuple[float, ...]": lambda value: _list(value, float),
+    "tuple[Mapping, ...]": lambda value: _list(value, _frozen, lambda v: isinstance(v, dict)),
+}
+
+
+def _at(*keys: str, default=None):
+    """A field read from these nested keys of the document, not from the key of its name."""
+    return field(default_factory=lambda: default, metadata={"at": keys})
+
+
+def _read(cls, data: dict, **given):
+    """`cls` from a document the schemas have checked: each field not `given` from the key of
+    its name (or its `_at` keys), read as its annotated type; where that value is missing or
+    of another type, an optional field (`X | None`) is None and any other keeps its default.
+    A field of a type `_READERS` does not name (a nested record, a cell) must be `given`."""
+    values = dict(given)
+    for f in fields(cls):
+        if f.name in given:
+            continue
+        value = data
+        for key in f.metadata.get("at", (f.name,)):
+            value = _object(value).get(key)
+        value = _READERS[f.type.removesuffix(" | None")](value)
+        if value is not None or f.type.endswith(" | None"):
+            values[f.name] = value
+    return cls(**values)
 
 
 def seconds_between(started: str | None, finished: str | None) -> float:
@@ -70,12 +113,12 @@ class Samples:
     @classmethod
     def from_json(cls, data: dict, seconds=None) -> Samples:
         values = tuple(float(v) for v in (seconds if seconds is not None else data.get("samples_s")) or ())
-        cycles = data.get("cycles")
-        faults = data.get("faults_per_call")
-        return cls(values,
-                   tuple(int(c) for c in cycles) if isinstance(cycles, list) and len(cycles) == len(values) else None,
-                   tuple(_number(f) for f in faults) if isinstance(faults, list) and len(faults) == len(values)
-                   else None,
+
+        def per_sample(key: str, item) -> tuple | None:  # None where the column does not hold one per sample
+            column = data.get(key)
+            return tuple(map(item, column)) if isinstance(column, list) and len(column) == len(values) else None
+
+        return cls(values, per_sample("cycles", int), per_sample("faults_per_call", _number),
                    _number(data.get("sampling_s")))
 
 
@@ -84,17 +127,10 @@ NO_SAMPLES = Samples(())
 
 @dataclass(frozen=True)
 class Model:
-    """What one call does: FLOP and least bytes moved (None without a model), and the bytes
-    that cross the link."""
+    """What one call does: FLOP and least bytes moved (None without a model)."""
 
     flops: float | None = None
     traffic_bytes: float | None = None
-    h2d_bytes: float | None = None
-    d2h_bytes: float | None = None
-
-    @classmethod
-    def from_json(cls, data: dict) -> Model:
-        return cls(*(_number(data.get(k)) for k in ("flops", "traffic_bytes", "h2d_bytes", "d2h_bytes")))
 
 
 @dataclass(frozen=True)
@@ -104,12 +140,6 @@ class Check:
     rel_err: float | None = None
     tolerance: float | None = None
     passed: bool | None = None
-
-    @classmethod
-    def from_json(cls, data: dict) -> Check:
-        passed = data.get("passed")
-        return cls(_number(data.get("rel_err")), _number(data.get("tolerance")),
-                   passed if isinstance(passed, bool) else None)
 
     @property
     def failed(self) -> bool:
@@ -126,11 +156,6 @@ class Peak:
     rss_hwm_bytes: int | None = None
     reason: str = ""
 
-    @classmethod
-    def from_json(cls, data: dict) -> Peak:
-        return cls(_integer(data.get("peak_bytes")), _text(data.get("method")) or "",
-                   _integer(data.get("rss_hwm_bytes")), _text(data.get("reason")) or "")
-
 
 @dataclass(frozen=True)
 class Disturbance:
@@ -139,10 +164,6 @@ class Disturbance:
     disturbed: bool = False
     others_cores: float | None = None
     cpu_pressure: float | None = None
-
-    @classmethod
-    def from_json(cls, data: dict) -> Disturbance:
-        return cls(data.get("disturbed") is True, _number(data.get("others_cores")), _number(data.get("cpu_pressure")))
 
     def describe(self) -> str:
         """"disturbed (other processes used 0.90 cores; a task waited for a CPU 50% of the time)"."""
@@ -212,20 +233,10 @@ class CompilePhase:
     fallback: str = ""
     backend: str = ""
     mode: str = ""
-    cache_hits: int = 0
-    cache_cold: bool = True
-    rss_hwm_bytes: int | None = None
-    device_peak_bytes: int | None = None
-
-    @classmethod
-    def from_json(cls, data: dict) -> CompilePhase:
-        cache, memory = _object(data.get("cache")), _object(data.get("memory"))
-        return cls(_number(data.get("first_call_s")), _integer(data.get("graphs")) or 0,
-                   _integer(data.get("graph_breaks")) or 0, _text(data.get("first_break")) or "",
-                   _integer(data.get("recompiles")) or 0, _text(data.get("fallback")) or "",
-                   _text(data.get("backend")) or "", _text(data.get("mode")) or "", _integer(cache.get("hits")) or 0,
-                   cache.get("cold") is not False, _integer(memory.get("rss_hwm_bytes")),
-                   _integer(memory.get("device_peak_bytes")))
+    cache_hits: int = _at("cache", "hits", default=0)
+    cache_cold: bool = _at("cache", "cold", default=True)
+    rss_hwm_bytes: int | None = _at("memory", "rss_hwm_bytes")
+    device_peak_bytes: int | None = _at("memory", "device_peak_bytes")
 
 
 @dataclass(frozen=True)
@@ -262,16 +273,9 @@ class BoutInfo:
     """The bout a record's cell was measured in; samples of two records pair only within one."""
 
     id: str
-    group: str
-    cycles: int
+    group: str = ""
+    cycles: int = 0
     workers: tuple[str, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: dict) -> BoutInfo | None:
-        if not isinstance(data.get("id"), str):
-            return None
-        return cls(data["id"], _text(data.get("group")) or "", _integer(data.get("cycles")) or 0,
-                   tuple(w for w in data.get("workers") or () if isinstance(w, str)))
 
 
 @dataclass(frozen=True)
@@ -281,40 +285,41 @@ class CellRecord:
     source: str  # the file it was read from ("" for one built in memory)
     version: int
     cell: Cell
-    machine: str
-    round: int
-    processes: int  # the planned count (measure.processes); extra rounds come on top
-    worker: str
-    host: str
-    slurm_job_id: str
     status: str
-    reason: str
     regions: Mapping[str, Samples]  # "compute" and the cell's other timed regions
+    machine: str = ""
+    round: int = _at("process", "round", default=1)
+    processes: int = 1  # the planned count (measure.processes); extra rounds come on top
+    worker: str = _at("process", "worker", default="")
+    host: str = ""
+    slurm_job_id: str = _at("process", "slurm_job_id", default="")
+    reason: str = ""
     calls_per_sample: int | None = None
-    warmup_count: int | None = None
+    warmup_count: int | None = _at("warmup", "count")
     converged: bool | None = None
     flags: tuple[Flag, ...] = ()
     disturbance: Disturbance = field(default_factory=Disturbance)
-    shares_cores: bool = False
-    threads_effective: int | None = None
-    device_name: str | None = None
+    shares_cores: bool = _at("sharing", "shares_cores_with_orchestrator", default=False)
+    threads_effective: int | None = _at("threads", "effective")
+    device_name: str | None = _at("device", "name")
     model: Model = field(default_factory=Model)
     check: Check = field(default_factory=Check)
     host_peak: Peak = field(default_factory=Peak)
     device_peak: Peak = field(default_factory=Peak)
     compile: CompilePhase | None = None
     compiler_startup_s: float | None = None
-    conversion_s: float | None = None  # a torch cpu cell's NumPy<->tensor wrapping per call, timed apart
+    # a torch cpu cell's NumPy<->tensor wrapping per call, timed apart
+    conversion_s: float | None = _at("conversion", "seconds")
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
     prepare_s: float | None = None  # getting ready: inputs, check, compile, warm-up
-    finish_s: float | None = None  # memory peaks, resident trips, the record
-    heavy_modules: tuple[str, ...] = ()  # the heavy libraries its worker had loaded
-    family: str | None = None  # a user kernel's, from its record
-    kernel_sha256: str | None = None
-    resident_reason: str = ""
+    # the heavy libraries its worker had loaded
+    heavy_modules: tuple[str, ...] = _at("heavy_modules_loaded", default=())
+    family: str | None = _at("op_info", "family")  # a user kernel's, from its record
+    kernel_sha256: str | None = _at("op_info", "sha256")
+    resident_reason: str = _at("resident", "reason", default="")
     settings: Mapping = field(default_factory=lambda: EMPTY)
-    fingerprint: Mapping | None = None
+    fingerprint: Mapping | None = _at("provenance", "fingerprint")
     started_at: str | None = None
     finished_at: str | None = None
     bout: BoutInfo | None = None
@@ -347,60 +352,27 @@ class CellRecord:
     @classmethod
     def from_json(cls, data: dict, source: str = "", held: int = 0) -> CellRecord:
         """From a document the record schema has checked, of any version this one reads."""
-        version = int(data.get("schema_version") or 1)
-        process = _object(data.get("process"))
-        planned = process.get("processes", process.get("rounds"))  # version 2 called it rounds
+        process, memory = _object(data.get("process")), _object(data.get("memory"))
         phases = _object(data.get("phases"))
         regions = {"compute": Samples.from_json(_object(phases.get("compute")), data.get("samples_s"))}
         regions.update({name: Samples.from_json(_object(phase)) for name, phase in phases.items() if name != "compute"})
-        provenance, threads, memory = _object(data.get("provenance")), _object(data.get("threads")), \
-            _object(data.get("memory"))
-        op_info, resident = _object(data.get("op_info")), _object(data.get("resident"))
-        compiled = data.get("compile")
-        fingerprint = provenance.get("fingerprint")
-        return cls(
-            source=source, version=version, cell=Cell.from_dict(data["cell"]), machine=_text(data.get("machine")) or "",
-            round=_integer(process.get("round")) or 1, processes=_integer(planned) or 1,
-            worker=_text(process.get("worker")) or "",
-            host=_text(process.get("host")) or _text(provenance.get("hostname")) or "",
-            slurm_job_id=_text(process.get("slurm_job_id")) or "",
-            status=data["status"], reason=_text(data.get("reason")) or "",
-            regions=MappingProxyType(regions),
-            calls_per_sample=_integer(data.get("calls_per_sample")),
-            warmup_count=_integer(_object(data.get("warmup")).get("count")),
-            converged=_object(data.get("stopping")).get("converged"),
+        compiled, bout = data.get("compile"), _object(data.get("bout"))
+        return _read(
+            cls, data, source=source, version=int(data.get("schema_version") or 1), cell=Cell.from_dict(data["cell"]),
+            status=data["status"], regions=MappingProxyType(regions),
+            processes=_integer(process.get("processes", process.get("rounds"))) or 1,  # version 2 called it rounds
+            host=_text(process.get("host")) or _text(_object(data.get("provenance")).get("hostname")) or "",
+            converged=_object(data.get("stopping")).get("converged"),  # the schema leaves `stopping` untyped
             flags=tuple(dict.fromkeys(Flag.from_json(f) for f in _object(data.get("diagnostics")).get("flags") or ()
                                       if isinstance(f, dict) or (isinstance(f, str) and f.strip()))),
-            disturbance=Disturbance.from_json(_object(data.get("disturbance"))),
-            shares_cores=_object(data.get("sharing")).get("shares_cores_with_orchestrator") is True,
-            threads_effective=_integer(threads.get("effective")),
-            device_name=_text(_object(data.get("device")).get("name")),
-            model=Model.from_json(_object(data.get("model"))),
-            check=Check.from_json(_object(data.get("check"))),
-            host_peak=Peak.from_json(_object(memory.get("host"))),
-            device_peak=Peak.from_json(_object(memory.get("device"))),
-            compile=CompilePhase.from_json(compiled) if isinstance(compiled, dict) else None,
-            compiler_startup_s=_number(data.get("compiler_startup_s")),
-            conversion_s=_number(_object(data.get("conversion")).get("seconds")),
-            import_s=_number(data.get("import_s")), measure_s=_number(data.get("measure_s")),
-            prepare_s=_number(data.get("prepare_s")), finish_s=_number(data.get("finish_s")),
-            heavy_modules=tuple(m for m in data.get("heavy_modules_loaded") or () if isinstance(m, str)),
-            family=_text(op_info.get("family")), kernel_sha256=_text(op_info.get("sha256")),
-            resident_reason=_text(resident.get("reason")) or "",
-            settings=_frozen(_renamed(_object(data.get("settings")))),
-            fingerprint=_frozen(fingerprint) if isinstance(fingerprint, dict) else None,
-            started_at=_text(data.get("started_at")), finished_at=_text(data.get("finished_at")),
-            bout=BoutInfo.from_json(_object(data.get("bout"))),
+            disturbance=_read(Disturbance, _object(data.get("disturbance"))),
+            model=_read(Model, _object(data.get("model"))), check=_read(Check, _object(data.get("check"))),
+            host_peak=_read(Peak, _object(memory.get("host"))), device_peak=_read(Peak, _object(memory.get("device"))),
+            compile=_read(CompilePhase, compiled) if isinstance(compiled, dict) else None,
+            settings=_frozen({RENAMED_SETTINGS.get(k, k): v for k, v in _object(data.get("settings")).items()}),
+            bout=_read(BoutInfo, bout) if isinstance(bout.get("id"), str) else None,
             turns=_turns(_object(data.get("turns"))), held=held,
         )
-
-
-RENAMED_SETTINGS = {"seed": "random_state"}  # measure settings named otherwise before version 3
-
-
-def _renamed(settings: dict) -> dict:
-    """A record's measure settings under this version's names."""
-    return {RENAMED_SETTINGS.get(key, key): value for key, value in settings.items()}
 
 
 # --- a round's record and the settling's ----------------------------------------------------
@@ -419,26 +391,15 @@ class RoundRecord:
     took_s: float | None = None
     advice: tuple[str, ...] = ()
     bouts: tuple[Mapping, ...] = ()
-    worker_processes: tuple[Mapping, ...] = ()  # every worker process it started: pid, import_s, warm_s, ...
-    split_s: Mapping = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
+    split_s: Mapping[str, float] = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
     launchers: tuple[Mapping, ...] = ()  # what each imported, whether it hid the GPUs, forks it refused
-    method: Mapping = field(default_factory=lambda: EMPTY)  # its thresholds (Settings.method); empty before they were recorded
+    # its thresholds (Settings.method); empty before they were recorded
+    method: Mapping[str, float] = field(default_factory=lambda: EMPTY)
 
     @classmethod
     def from_json(cls, data: dict) -> RoundRecord:
-        workers = [w for w in _object(data.get("workers")).values() if isinstance(w, dict)]
-        return cls(
-            round=int(data["round"]), extra=data.get("extra") is True,
-            processes=_integer(data.get("processes", data.get("rounds"))),  # version 2 called it rounds
-            measured_now=_integer(data.get("measured_now")) or 0,
-            estimated_s=_number(data.get("estimated_s")), took_s=_number(data.get("took_s")),
-            advice=tuple(a for a in data.get("advice") or () if isinstance(a, str)),
-            bouts=tuple(_frozen(b) for b in data.get("bouts") or () if isinstance(b, dict)),
-            worker_processes=tuple(_frozen(p) for w in workers for p in w.get("processes") or () if isinstance(p, dict)),
-            split_s=_frozen({k: v for k, v in _object(data.get("split_s")).items() if _number(v) is not None}),
-            launchers=tuple(_frozen(launcher) for launcher in data.get("launchers") or () if isinstance(launcher, dict)),
-            method=_frozen({k: v for k, v in _object(data.get("method")).items() if _number(v) is not None}),
-        )
+        return _read(cls, data, round=int(data["round"]),
+                     processes=_integer(data.get("processes", data.get("rounds"))))  # version 2 called it rounds
 
 
 @dataclass(frozen=True)
@@ -448,15 +409,14 @@ class WouldDecide:
     with the orchestrator (fewer threads than cores would measure them alone)."""
 
     processes: int | None
-    shares_cores: bool
+    shares_cores: bool = False
 
     @classmethod
     def from_json(cls, data) -> WouldDecide:
         if isinstance(data, str):  # a settle record before typed advice kept its words
             found = re.search(r"about (\d+) processes", data)
             return cls(int(found.group(1)) if found else None, "every core" in data)
-        data = _object(data)
-        return cls(_integer(data.get("processes")), data.get("shares_cores") is True)
+        return _read(cls, _object(data))
 
 
 @dataclass(frozen=True)
@@ -477,18 +437,8 @@ class SettleRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> SettleRecord:
-        texts = lambda key: tuple(t for t in data.get(key) or () if isinstance(t, str))
-        return cls(
-            planned_rounds=_integer(data.get("planned_rounds")) or 1, max_processes=_integer(data.get("max_processes")) or 1,
-            budget_s=_number(data.get("budget_s")) or 0.0, spent_s=_number(data.get("spent_s")) or 0.0,
-            comparisons=_integer(data.get("comparisons")) or 0,
-            extra_rounds=tuple(_frozen(r) for r in data.get("extra_rounds") or () if isinstance(r, dict)),
-            undecided_at_start=texts("undecided_at_start"), undecided_at_end=texts("undecided_at_end"),
-            rounds_needed=_frozen(data.get("rounds_needed")),
-            cannot_decide=MappingProxyType({str(name): WouldDecide.from_json(what) for name, what
-                                            in _object(data.get("cannot_decide")).items()}),
-            stopped=_text(data.get("stopped")) or "",
-        )
+        return _read(cls, data, cannot_decide=MappingProxyType({
+            str(name): WouldDecide.from_json(what) for name, what in _object(data.get("cannot_decide")).items()}))
 
 
 # --- a device's copy sweep or roofs -----------------------------------------------------------
@@ -500,7 +450,7 @@ class Point:
     kind, dtype, size, bytes or FLOP), with its samples."""
 
     status: str
-    reason: str
+    reason: str = ""
     samples_s: tuple[float, ...] = ()
     direction: str | None = None
     memory: str | None = None
@@ -511,31 +461,21 @@ class Point:
     size: int | None = None
     flops: float | None = None
 
-    @classmethod
-    def from_json(cls, data: dict) -> Point:
-        return cls(str(data["status"]), _text(data.get("reason")) or "",
-                   tuple(float(v) for v in data.get("samples_s") or ()),
-                   *(_text(data.get(k)) for k in ("direction", "memory")), _integer(data.get("bytes")),
-                   *(_text(data.get(k)) for k in ("library", "kind", "dtype")), _integer(data.get("size")),
-                   _number(data.get("flops")))
-
 
 @dataclass(frozen=True)
 class DeviceRecord:
     """A device's copy-bandwidth sweep or roofs (raw/transfer/<device>.json, raw/roofs/...)."""
 
     device: str
-    device_name: str | None
     points: tuple[Point, ...]
-    link_kind: str | None = None
-    link_gbs: float | None = None
+    device_name: str | None = None
+    link_kind: str | None = _at("link", "kind")
+    link_gbs: float | None = _at("link", "gbs")
 
     @classmethod
     def from_json(cls, data: dict) -> DeviceRecord:
-        link = _object(data.get("link"))
-        return cls(str(data["device"]), _text(data.get("device_name")),
-                   tuple(Point.from_json(p) for p in data.get("points") or ()), _text(link.get("kind")),
-                   _number(link.get("gbs")))
+        return _read(cls, data, device=str(data["device"]), points=tuple(
+            _read(Point, p, status=str(p["status"])) for p in data.get("points") or ()))
 
 
 # --- a machine's provenance ------------------------------------------------------------------
@@ -548,11 +488,6 @@ class Gpu:
     cuda_index: int | None = None  # CUDA's index, within CUDA_VISIBLE_DEVICES
     pci_bus_id: str | None = None
     nvml_index: int | None = None  # NVML's, over every GPU in PCI order
-
-    @classmethod
-    def from_json(cls, data: dict) -> Gpu:
-        return cls(str(data["name"]), _number(data.get("total_memory_bytes")), _integer(data.get("cuda_index")),
-                   _text(data.get("pci_bus_id")), _integer(data.get("nvml_index")))
 
 
 @dataclass(frozen=True)
@@ -575,8 +510,8 @@ class Environment:
     cpu_governor: str | None = None
     torch_threads: int | None = None
     tf32_matmul_default: bool | None = None
-    blas_name: str | None = None
-    blas_version: str | None = None
+    blas_name: str | None = _at("numpy_blas", "name")
+    blas_version: str | None = _at("numpy_blas", "version")
     threadpools: tuple[str, ...] = ()  # "<internal api> <version>" of each BLAS/OpenMP pool
     blas_env: Mapping = field(default_factory=lambda: EMPTY)
     thread_env: Mapping = field(default_factory=lambda: EMPTY)
@@ -584,44 +519,24 @@ class Environment:
     compile_devices: Mapping = field(default_factory=lambda: EMPTY)
     gpus: tuple[Gpu, ...] = ()
     fingerprint: Mapping | None = None
-    advice: tuple[str, ...] = ()  # the system check's
+    advice: tuple[str, ...] = _at("system", "advice", default=())  # the system check's
     vec_isa_known: bool = False  # Inductor's vector instructions follow from the cpu's flags alone here
-    vec_isa: str | None = None  # the vector instructions Inductor's C++ code uses here
-    cpu_identity: Mapping = field(default_factory=lambda: EMPTY)  # vendor, family, model, stepping, extensions
-    numpy_targets: tuple[str, ...] = ()  # NumPy's SIMD targets in use
-    numpy_loops: Mapping = field(default_factory=lambda: EMPTY)  # "sin float32" -> its target
+    vec_isa: str | None = _at("compile_vec_isa", "picked")  # the vector instructions Inductor's C++ code uses here
+    cpu_identity: Mapping = _at("cpu", default=EMPTY)  # vendor, family, model, stepping, extensions
+    numpy_targets: tuple[str, ...] = _at("numpy_dispatch", "targets", default=())  # NumPy's SIMD targets in use
+    numpy_loops: Mapping = _at("numpy_dispatch", "loops", default=EMPTY)  # "sin float32" -> its target
     torch_cpu_capability: str | None = None
     standin_gpu: bool = False
 
     @classmethod
     def from_json(cls, data: dict) -> Environment:
-        blas, isa = _object(data.get("numpy_blas")), _object(data.get("compile_vec_isa"))
-        devices = data.get("devices")
-        pools = data.get("threadpools") or []
-        fingerprint = data.get("fingerprint")
-        return cls(
-            **{name: _text(data.get(name)) for name in (
-                "machine", "captured_at", "hostname", "cpu_model", "os", "python", "numpy_version", "torch_version",
-                "torch_cuda_build", "nvidia_driver", "cpu_governor")},
-            logical_cores=_integer(data.get("logical_cores")), usable_cores=_integer(data.get("usable_cores")),
-            memory_bytes=_number(data.get("memory_bytes")), torch_threads=_integer(data.get("torch_threads")),
-            tf32_matmul_default=data.get("tf32_matmul_default") if isinstance(data.get("tf32_matmul_default"), bool)
-            else None,
-            blas_name=_text(blas.get("name")), blas_version=_text(blas.get("version")),
-            threadpools=tuple(sorted({f"{_object(p).get('internal_api')} {_object(p).get('version')}" for p in pools
-                                      if isinstance(p, dict)})),
-            blas_env=_frozen(data.get("blas_env")), thread_env=_frozen(data.get("thread_env")),
-            devices=_frozen(devices) if isinstance(devices, dict) else None,
-            compile_devices=_frozen(data.get("compile_devices")),
-            gpus=tuple(Gpu.from_json(g) for g in data.get("gpus") or () if isinstance(g, dict) and "name" in g),
-            fingerprint=_frozen(fingerprint) if isinstance(fingerprint, dict) else None,
-            advice=tuple(a for a in _object(data.get("system")).get("advice") or () if isinstance(a, str)),
+        isa = _object(data.get("compile_vec_isa"))
+        pools = [p for p in data.get("threadpools") or () if isinstance(p, dict)]
+        return _read(
+            cls, data, threadpools=tuple(sorted({f"{p.get('internal_api')} {p.get('version')}" for p in pools})),
+            gpus=tuple(_read(Gpu, g, name=str(g["name"])) for g in data.get("gpus") or ()
+                       if isinstance(g, dict) and "name" in g),
             vec_isa_known=bool(_text(isa.get("picked"))) and isa.get("picked") == isa.get("unchecked"),
-            vec_isa=_text(isa.get("picked")), cpu_identity=_frozen(_object(data.get("cpu"))),
-            numpy_targets=tuple(t for t in _object(data.get("numpy_dispatch")).get("targets") or ()
-                                if isinstance(t, str)),
-            numpy_loops=_frozen(_object(_object(data.get("numpy_dispatch")).get("loops"))),
-            torch_cpu_capability=_text(data.get("torch_cpu_capability")), standin_gpu=data.get("standin_gpu") is True,
         )
 
     def numpy_loops_of(self, dtype: str) -> dict[str, str]:
