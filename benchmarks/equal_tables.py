@@ -10,7 +10,8 @@ boolean, a comparison's states as "<answer>: <details>" against an answer beside
 details, the by-size answers as "n: variant; …" and the open sizes as "256, 1024" against
 decision_sizes.csv's rows, a break-even size in words against its size, status and the
 series' sizes, why the losers lose in words against losses.csv's rows as the newer report
-words them) are compared through that mapping; columns one side lacks are listed.
+words them, why a ratio is undecided in words against its code) are compared through that
+mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -120,6 +121,21 @@ def with_why_words(decisions: pd.DataFrame, new: Path, checkout: Path) -> pd.Dat
     return decisions.assign(why=[why_losers_lose(row) for _, row in read.iterrows()])
 
 
+# why a ratio is undecided, in the older words (by how they begin) and as the newer code
+UNDECIDED_WORDS = (("no CI", "no_ci"), ("tie at the boundary", "tie"), ("its CI spans", "too_wide"),
+                   ("its CI includes 1", "across_one"), ("the difference is real", "below_delta"),
+                   ("depends on the state", "depends_on_state"))
+UNDECIDED_COLUMNS = ("speedup_undecided", "end_to_end_undecided", "verdict_undecided")
+
+
+def undecided_codes(frame: pd.DataFrame) -> pd.DataFrame:
+    """The older why-undecided words as the newer codes (any other words: a side was unstable)."""
+    def code(words: str) -> str:
+        return next((c for start, c in UNDECIDED_WORDS if words.startswith(start)), "unstable") if words else ""
+
+    return frame.assign(**{c: frame[c].map(code) for c in UNDECIDED_COLUMNS if c in frame})
+
+
 def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -131,6 +147,9 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             continue
         a = normalised(name, pd.read_csv(path, dtype=str, keep_default_na=False))
         b = normalised(name, pd.read_csv(new / path.name, dtype=str, keep_default_na=False))
+        if any(c in a and not a[c].isin(["", *dict(UNDECIDED_WORDS).values(), "unstable"]).all()
+               for c in UNDECIDED_COLUMNS):
+            a = undecided_codes(a)
         if name == "decisions" and "by_size" in a:
             b = with_by_size_words(b, new / "decision_sizes.csv")
         if name == "decisions" and "undecided_sizes" in a and "undecided_sizes" not in b:

@@ -15,7 +15,7 @@ from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source, SourceError
 from offloadbench.bundles import BundleError, make_bundle, resolve_sources, unpack
 from offloadbench.layout import TABLES
-from offloadbench.verdicts import Judging
+from offloadbench.verdicts import UNSTABLE, Judging
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "tests" / "data" / "h200"
@@ -95,7 +95,8 @@ def test_an_unstable_side_is_undecided(tmp_path):
     record["diagnostics"]["flags"] = ["bimodal samples (two modes 40% apart, 12/30 in the faster)"]
     victim.write_text(json.dumps(record))
     row = compare([a, b], FAST).comparison.iloc[0]
-    assert row["verdict"] == "undecided" and row["verdict_note"] == "unstable on b"
+    assert row["verdict"] == "undecided" and row["verdict_undecided"] == UNSTABLE
+    assert row["unstable_b"] and not row["unstable_a"]
 
 
 def test_two_labels_of_one_machine_are_said_to_be_one(tmp_path):

@@ -22,6 +22,7 @@ from offloadbench.jobs import settle as settle_job
 from offloadbench.records import SettleRecord
 from offloadbench.records.types import WouldDecide
 from offloadbench.report.text.conditions import settle_lines
+from offloadbench.verdicts import DEPENDS_ON_STATE, UNSTABLE
 
 FAST = Analysis(resamples=300)
 NUMPY = Cell("matmul", "numpy", "cpu", "float32", 256, "1")
@@ -126,7 +127,8 @@ def test_a_verdict_never_rests_on_a_cell_disturbed_in_half_its_processes():
 
     row, numpy = speedup({1, 2})
     assert row["speedup_verdict"] == "undecided"
-    assert "2 of 4 processes disturbed (other processes used up to 0.61 cores" in row["speedup_undecided"]
+    assert row["speedup_undecided"] == UNSTABLE
+    assert "2 of 4 processes disturbed (other processes used up to 0.61 cores" in numpy.unsettled
     assert len(numpy.counted) == 4  # kept, for lack of replacements: the verdict, not the data, gives way
     row, numpy = speedup({1})
     assert row["speedup_verdict"] == "faster" and not numpy.unsettled
@@ -143,7 +145,8 @@ def test_an_outlier_makes_a_plan_that_replaces_it_beside_its_partner():
     assert set(plan.cells) == {NUMPY, TORCH}  # the partner shares the round: their ratio stays paired
     # before it is replaced, the verdict is undecided, not a wild ratio
     row = speedups_table(cells, "m").iloc[0]
-    assert row["speedup_verdict"] == "undecided" and "processes disagree" in row["speedup_undecided"]
+    assert row["speedup_verdict"] == "undecided" and row["speedup_undecided"] == UNSTABLE
+    assert "processes disagree" in cells[0].unsettled + cells[1].unsettled
 
 
 def test_undecided_comparisons_get_another_round_and_decided_ones_do_not():
@@ -285,7 +288,7 @@ def test_a_state_seen_in_one_round_only_is_said_but_leaves_the_verdict_to_the_in
     base[0]["samples_s"] = [s * 1.6 for s in base[0]["samples_s"]]  # round 1 only
     torch = processes(1.2e-3, n=8, library="torch", seed=5, rounds=8)
     row = speedups_table(list(grouped(base, torch).values()), "m").iloc[0]
-    assert row["states_answer"] == "one_round" and "depends" not in row["speedup_undecided"]
+    assert row["states_answer"] == "one_round" and row["speedup_undecided"] != DEPENDS_ON_STATE
 
 
 def test_a_round_the_whole_group_ran_slower_in_is_no_state_of_one_cell():

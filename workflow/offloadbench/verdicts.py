@@ -39,7 +39,13 @@ FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
 VERDICTS = (FASTER, SLOWER, SAME, UNDECIDED)
 DECIDED = (FASTER, SLOWER, SAME)
 MAX_CI_SPAN = 2.0  # a ratio whose CI spans more than this factor is never a headline number
-TIE = "tie at the boundary"  # how the reason of an undecided ratio that is a tie begins
+# Why a ratio is undecided (the tables' `*_undecided` columns; "" where it is decided): no CI;
+# a tie at the boundary; a CI wider than MAX_CI_SPAN; a CI across 1 and beyond ±δ; an effect
+# that is real but may be below δ; a side whose processes disagree or were disturbed; an
+# answer that differs between a side's two states. The report words them.
+NO_CI, TIE, TOO_WIDE, ACROSS_ONE, BELOW_DELTA, UNSTABLE, DEPENDS_ON_STATE = (
+    "no_ci", "tie", "too_wide", "across_one", "below_delta", "unstable", "depends_on_state")
+UNDECIDED_REASONS = (NO_CI, TIE, TOO_WIDE, ACROSS_ONE, BELOW_DELTA, UNSTABLE, DEPENDS_ON_STATE)
 
 
 def method() -> dict[str, float]:
@@ -138,29 +144,28 @@ class Judging:
         return f"about {percent(round(share, 3))} {way}; too close to δ = {self.delta} to call"
 
     def undecided_reason(self, low: float, high: float, point: float) -> str:
-        """Why a ratio is undecided, in words ("" when it is decided)."""
+        """Why a ratio is undecided, one of UNDECIDED_REASONS ("" when it is decided)."""
         if self.verdict(low, high, point) != UNDECIDED:
             return ""
         if not _finite_positive(low, high, point):
-            return "no CI"
+            return NO_CI
         if self.tie(low, high, point):
-            return f"{TIE}: {self.tie_words(point)}"
+            return TIE
         if ci_span(low, high) > MAX_CI_SPAN:
-            return f"its CI spans {ci_span(low, high):.1f}×, too wide to be a result"
-        if low <= 1 <= high:
-            return f"its CI includes 1 and reaches beyond ±{self.delta}"
-        return f"the difference is real but may be smaller than {self.delta}"
+            return TOO_WIDE
+        return ACROSS_ONE if low <= 1 <= high else BELOW_DELTA
 
-    def judged(self, low: float, high: float, point: float, unstable: str = "", time_ratio: bool = False
+    def judged(self, low: float, high: float, point: float, held: str = "", time_ratio: bool = False
                ) -> tuple[str, str]:
-        """(verdict, why undecided) of a ratio, undecided whatever its CI says where a side is
-        `unstable` (its processes still disagree, say): the one such rule. A `time_ratio`
-        (time_B / time_A, below 1 where B is faster) is judged as the speedup it inverts."""
-        if unstable:
-            return UNDECIDED, unstable
+        """(verdict, why undecided) of a ratio, undecided whatever its CI says where a side
+        `held` it (UNSTABLE: its processes still disagree, say; DEPENDS_ON_STATE): the one
+        such rule. A `time_ratio` (time_B / time_A, below 1 where B is faster) is judged as
+        the speedup it inverts."""
+        if held:
+            return UNDECIDED, held
         if time_ratio:
             if not _finite_positive(low, high, point):
-                return UNDECIDED, "no CI"
+                return UNDECIDED, NO_CI
             low, high, point = 1 / high, 1 / low, 1 / point
         return self.verdict(low, high, point), self.undecided_reason(low, high, point)
 

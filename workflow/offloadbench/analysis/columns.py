@@ -60,6 +60,10 @@ class Column(str):
         return Column, (str(self), self.kind)
 
 
+UNDECIDED_WHY = ("why the {} is undecided (empty where decided): no_ci, tie (at the boundary), too_wide (a CI "
+                 "wider than the widest result), across_one (the CI holds 1 and reaches beyond ±δ), below_delta (real, "
+                 "but maybe smaller than δ), unstable (a side's processes disagree or were disturbed) or "
+                 "depends_on_state (the answer differs between a side's two states)")
 STATES_ANSWER = ("where a side has two states, whether the {} holds in both: holds, depends (each state two rounds "
                  "or more) or one_round (one state seen in a single round)")
 
@@ -199,10 +203,10 @@ SPEEDUPS = {
                     "round), paired by round (records from before bouts), or unpaired"),
     **estimate("speedup", number("NumPy's time ÷ this cell's, with the data already on the device")),
     "speedup_verdict": RATIO_VERDICT,
-    "speedup_undecided": text("why the speedup is undecided"),
+    "speedup_undecided": text(UNDECIDED_WHY.format("speedup")),
     **estimate("end_to_end_speedup", number("NumPy's time ÷ this cell's with the copies counted")),
     "end_to_end_verdict": RATIO_VERDICT,
-    "end_to_end_undecided": text("why the end-to-end speedup is undecided"),
+    "end_to_end_undecided": text(UNDECIDED_WHY.format("end-to-end speedup")),
     "median_s": number("this cell's time (s)"),
     "baseline_median_s": number("NumPy's time (s)"),
     "end_to_end_s": number("this cell's time with the copies (s)"),
@@ -235,7 +239,7 @@ THREAD_SCALING = {
     "pairing": SPEEDUPS["pairing"],
     **estimate("scaling", number("time on one thread ÷ time on these threads")),
     "verdict": RATIO_VERDICT,
-    "verdict_undecided": text("why the scaling is undecided"),
+    "verdict_undecided": text(UNDECIDED_WHY.format("scaling")),
     "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its one-thread cell"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
@@ -298,7 +302,7 @@ CONTROLS = {
     **estimate("ratio", number("the cell's time ÷ its twin's: the same code measured as two cells, so 1 in "
                                "truth")),
     "verdict": RATIO_VERDICT,
-    "verdict_undecided": text("why it is undecided"),
+    "verdict_undecided": text(UNDECIDED_WHY.format("verdict")),
     "false_verdict": boolean("whether the verdict is faster or slower: a false one"),
     "shares_cores": boolean("whether either copy shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its twin"),

@@ -20,14 +20,14 @@ import pandas as pd
 from ..cells import CELL_COLUMNS, Cell
 from ..machine import mismatch
 from ..records import Environment
-from ..verdicts import FASTER, SLOWER, Judging, contradicts, is_decided
+from ..verdicts import FASTER, SLOWER, UNSTABLE, Judging, contradicts, is_decided
 from .measured import Analysis, MeasuredCell
 from .sources import Source, SourceError
 
 COMPARISON_COLUMNS = [
     *CELL_COLUMNS, "variant", "machine_a", "machine_b", "median_a_s", "ci_a_low_s", "ci_a_high_s", "median_b_s",
     "ci_b_low_s", "ci_b_high_s", "processes_a", "processes_b", "ci_scope", "ratio", "ratio_ci_low",
-    "ratio_ci_high", "verdict", "verdict_note", "end_to_end_ratio", "end_to_end_ratio_ci_low",
+    "ratio_ci_high", "verdict", "verdict_undecided", "end_to_end_ratio", "end_to_end_ratio_ci_low",
     "end_to_end_ratio_ci_high", "speedup_a", "speedup_b", "b_inside_a_ci", "unstable_a", "unstable_b",
 ]
 
@@ -45,15 +45,15 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
         time_a, time_b = mine.interval("compute"), other.interval("compute")
         ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
         unstable = {side: "; ".join(mc.flags) for side, mc in (("a", mine), ("b", other))}
-        on = "; ".join(f"unstable on {names[i]}" for i, side in enumerate("ab") if unstable[side])
-        judged, note = judging.judged(ratio.low, ratio.high, ratio.value, unstable=on, time_ratio=True)
+        held = UNSTABLE if unstable["a"] or unstable["b"] else ""
+        judged, why = judging.judged(ratio.low, ratio.high, ratio.value, held=held, time_ratio=True)
         rows.append({
             **mine.cell.as_dict(), "variant": mine.cell.variant, "machine_a": names[0], "machine_b": names[1],
             "median_a_s": time_a.value, "ci_a_low_s": time_a.low, "ci_a_high_s": time_a.high,
             "median_b_s": time_b.value, "ci_b_low_s": time_b.low, "ci_b_high_s": time_b.high,
             "processes_a": time_a.processes, "processes_b": time_b.processes, "ci_scope": ratio.scope,
             "ratio": ratio.value, "ratio_ci_low": ratio.low, "ratio_ci_high": ratio.high,
-            "verdict": judged, "verdict_note": note,
+            "verdict": judged, "verdict_undecided": why,
             "end_to_end_ratio": e2e.value, "end_to_end_ratio_ci_low": e2e.low, "end_to_end_ratio_ci_high": e2e.high,
             "speedup_a": speed_a.get(mine.cell, math.nan), "speedup_b": speed_b.get(mine.cell, math.nan),
             "b_inside_a_ci": bool(time_a.low <= time_b.value <= time_a.high),

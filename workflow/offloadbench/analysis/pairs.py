@@ -15,7 +15,7 @@ import numpy as np
 from ..compared import control_pairs, scaling_pairs, speedup_pairs
 from ..stats import Interval, processes_to_decide
 from ..units import fmt_time
-from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, Judging
+from ..verdicts import DEPENDS_ON_STATE, FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, UNSTABLE, Judging
 from .measured import MeasuredCell, paired_rounds
 
 SPEEDUP, SCALING, CONTROL = "speedup", "thread scaling", "self-comparison"
@@ -125,10 +125,8 @@ def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str 
     disturbed, or where the answer differs between a side's two states."""
     ratio = base.ratio(contender, phase)
     answer, states = by_state(base, contender, phase)
-    unsettled = next((f"{mc.cell.key}: {mc.unsettled}" for mc in (contender, base) if mc.unsettled), "")
-    if not unsettled and answer == DEPENDS:
-        unsettled = f"depends on the state: {states}"
-    word, why = contender.analysis.judging.judged(ratio.low, ratio.high, ratio.value, unstable=unsettled)
+    held = UNSTABLE if contender.unsettled or base.unsettled else DEPENDS_ON_STATE if answer == DEPENDS else ""
+    word, why = contender.analysis.judging.judged(ratio.low, ratio.high, ratio.value, held=held)
     return Comparison(kind, contender, base, phase, ratio, word, why, answer, states)
 
 

@@ -86,7 +86,7 @@ def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
         a, b = comparison.cell.cell, comparison.other.cell
         needed = comparison.processes_needed()
         if not (room[a] and room[b]):
-            plan.capped.append(f"{comparison.name}: {comparison.why}")
+            plan.capped.append(f"{comparison.name}: undecided ({comparison.why})")
         elif needed > max_processes:  # more processes would not decide it within the cap
             plan.cannot_decide[comparison.name] = comparison.what_would_decide(needed)
         else:
