@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import shutil
 import statistics
 import sys
@@ -28,6 +27,7 @@ from . import grid
 from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos, measured_grid
+from .machine import host_memory_bytes
 from .records import ROOFS_SCHEMA, Environment, load_device_record, load_environment
 from .units import fmt_duration
 
@@ -303,18 +303,6 @@ def remaining(config: dict, folder: Path) -> Estimate:
         available = {"cpu": True, "cuda": shutil.which("nvidia-smi") is not None}
         memory = host_memory_bytes()
     return estimate_run(config, roofs_for(folder), todo, available, memory)
-
-
-def host_memory_bytes() -> int | None:
-    """This host's memory, for the cells it will refuse (psutil where sysconf cannot say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        try:
-            import psutil
-        except ImportError:
-            return None
-        return int(psutil.virtual_memory().total)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,10 @@
 """Which machine a result belongs to: its label, and the hardware fingerprint that every
-result under one label must share, so that one label never mixes two machines."""
+result under one label must share, so that one label never mixes two machines; and the
+host's memory."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 
@@ -44,3 +46,16 @@ def mismatch(recorded: dict | None, found: dict | None) -> str | None:
         if missing:
             return f"GPU {missing[0]!r} is not among {theirs}"
     return None
+
+
+def host_memory_bytes() -> int | None:
+    """This host's memory (psutil where sysconf cannot say): recorded in environment.json, and
+    what the estimate weighs the cells it will refuse against."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        try:
+            import psutil
+        except ImportError:
+            return None
+        return int(psutil.virtual_memory().total)

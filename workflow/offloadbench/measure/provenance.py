@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..cells import usable_cores
-from ..machine import fingerprint
+from ..machine import fingerprint, host_memory_bytes
 from ..records import DOCUMENT_VERSION
 from . import compiled, devices, system
 from .threads import blas_tuning_env
@@ -142,13 +142,6 @@ def host_facts(gpu_names: list[str] | None = None) -> dict:
     return facts
 
 
-def _memory_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def torch_facts(torch) -> dict:
     """GPU and torch build details; `torch` may be None when it is not installed. Each GPU
     with CUDA's index, its PCI address and NVML's index (which differ under
@@ -227,7 +220,7 @@ def environment(torch, machine: str, compiled_on: set[str] = frozenset()) -> dic
         **facts,
         **where(),
         "cpu": cpu_identity(),
-        "memory_bytes": _memory_bytes(),
+        "memory_bytes": host_memory_bytes(),
         "cpu_clocks": cpu_clocks_mhz(),
         "numpy_version": numpy.__version__,
         "numpy_blas": _numpy_blas(numpy),
