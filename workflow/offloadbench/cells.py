@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 GPU_DEVICES = ("cuda", "mps")
@@ -66,20 +67,15 @@ def thread_sort_key(label) -> int:
     return 10**9 if str(label) == ALL_THREADS else int(label)
 
 
-def dtype_sort_key(dtype: str) -> int:
-    return DTYPE_ORDER.index(dtype) if dtype in DTYPE_ORDER else len(DTYPE_ORDER)
+def _place_in(order: tuple[str, ...]) -> Callable[[str], int]:
+    """A sort key: a value's place in `order`, anything else after it."""
+    return lambda value: order.index(value) if value in order else len(order)
 
 
-def device_sort_key(device: str) -> int:
-    return DEVICE_ORDER.index(device) if device in DEVICE_ORDER else len(DEVICE_ORDER)
-
-
-def library_sort_key(library: str) -> int:
-    return LIBRARY_ORDER.index(library) if library in LIBRARY_ORDER else len(LIBRARY_ORDER)
-
-
-def mode_sort_key(mode: str) -> int:
-    return MODES.index(mode) if mode in MODES else len(MODES)
+dtype_sort_key = _place_in(DTYPE_ORDER)
+device_sort_key = _place_in(DEVICE_ORDER)
+library_sort_key = _place_in(LIBRARY_ORDER)
+mode_sort_key = _place_in(MODES)
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     devices = sorted(frame["device"].unique())
     device_markers = markers_of(devices)
     page = Page(1, f"Break-even size of each GPU series — {_names(comparison)}", width_in=PAGE_WIDTH_IN,
-                grid=Grid(1, 1, PAGE_WIDTH_IN, 0.5 + len(categories) * (0.22 + 0.08 * len(keys))))
+                grid=Grid(1, 1, 0.5 + len(categories) * (0.22 + 0.08 * len(keys))))
     ax = page.axes[0]
     ax.set_xscale("log", base=2)
     for r in frame.itertuples():

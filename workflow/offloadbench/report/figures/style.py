@@ -85,11 +85,11 @@ def wrap(text: str, width_in: float, points: float = SMALL_PT) -> str:
 
 @dataclass(frozen=True)
 class Grid:
-    """Panels wrapped into rows and columns, and the size of one panel in inches."""
+    """Panels wrapped into rows and columns, and the height of one panel in inches (the
+    page's width is shared out among the columns)."""
 
     rows: int
     cols: int
-    panel_width_in: float
     panel_height_in: float
 
 
@@ -107,7 +107,7 @@ def panel_grid(count: int, width_in: float = PAGE_WIDTH_IN, aspect: float = 0.72
     cols = math.ceil(count / rows)
     # small multiples get a little taller than their aspect, as far as the page allows
     height = min(max_height_in, room_in / rows, max(aspect * width_in / cols, 1.1))
-    return Grid(rows, cols, width_in / cols, max(height, MIN_PANEL_HEIGHT_IN))
+    return Grid(rows, cols, max(height, MIN_PANEL_HEIGHT_IN))
 
 
 class Page:
@@ -253,7 +253,7 @@ def unmodelled_note(ops: list[str], lead: str = "") -> str:
 
 def message_figure(title: str, message: str) -> plt.Figure:
     """A one-panel figure that states why there is nothing to plot."""
-    page = Page(0, title, width_in=COLUMN_WIDTH_IN * 1.5, grid=Grid(1, 1, COLUMN_WIDTH_IN * 1.5, 0.0))
+    page = Page(0, title, width_in=COLUMN_WIDTH_IN * 1.5, grid=Grid(1, 1, 0.0))
     page.add_notes([message.replace("`", "")], TEXT_PT)
     return page.finish()
 
