@@ -13,7 +13,7 @@ H200 = Path(__file__).parents[1] / "data" / "h200"
 
 
 def exact(value, spread=0.0):
-    return Interval(value, value * (1 - spread), value * (1 + spread), 3, 2.0)
+    return Interval(value, value * (1 - spread), value * (1 + spread), 3)
 
 
 def test_the_copies_over_the_saving_per_call():

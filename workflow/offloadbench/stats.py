@@ -156,7 +156,6 @@ class Interval:
     low: float
     high: float
     processes: int  # the fewest processes behind any side of it
-    dof: float
     pairing: str = ""  # a ratio's: paired in time, paired by round or unpaired (analysis.measured)
 
     @property
@@ -168,7 +167,7 @@ class Interval:
         return (self.high - self.low) / 2 / self.value if self.value > 0 else math.nan
 
 
-NO_INTERVAL = Interval(math.nan, math.nan, math.nan, 0, math.nan)
+NO_INTERVAL = Interval(math.nan, math.nan, math.nan, 0)
 
 
 def t_quantile(p: float, dof: float) -> float:
@@ -232,12 +231,12 @@ def _interval(log_value: float, parts: list[tuple[float, float]], processes: int
     variance = sum(v for v, _ in parts)
     value = math.exp(log_value)
     if variance <= 0:
-        return Interval(value, value, value, processes, math.inf)
+        return Interval(value, value, value, processes)
     # Satterthwaite: the degrees of freedom of a sum of independently estimated variances.
     denominator = sum(v * v / dof for v, dof in parts if v > 0)
     dof = variance * variance / denominator if denominator > 0 else math.inf
     half = t_quantile(1 - (1 - confidence) / 2, dof) * math.sqrt(variance)
-    return Interval(value, math.exp(log_value - half), math.exp(log_value + half), processes, dof)
+    return Interval(value, math.exp(log_value - half), math.exp(log_value + half), processes)
 
 
 def centre_ci(d: Draws | None, confidence: float = 0.95, floor: float = 0.0) -> Interval:
@@ -276,7 +275,7 @@ def log_t_interval(values: Sequence[float], confidence: float = 0.95) -> Interva
     logs = np.log(np.asarray(values, dtype=float))
     centre, p = float(np.mean(logs)), len(logs)
     if p < 2:
-        return Interval(math.exp(centre), math.nan, math.nan, p, math.nan)
+        return Interval(math.exp(centre), math.nan, math.nan, p)
     return _interval(centre, [(float(np.var(logs, ddof=1)) / p, p - 1)], p, confidence)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 COMPILER_STARTUP_SIZE = 64
 
 
-def vector_isa_probe(torch) -> dict:
+def vector_isa_probe() -> dict:
     """Which vector instructions Inductor's C++ code uses on this cpu, found the slow way (it
     compiles and runs a small test per instruction set, seconds each, once per cache) and
     the fast way (the cpu's flags alone). Where they agree, the workers may skip the slow

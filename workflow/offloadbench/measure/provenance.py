@@ -230,7 +230,7 @@ def environment(torch, machine: str, compiled_on: set[str] = frozenset()) -> dic
         **tfacts,
         "devices": (usable := device_availability(torch)),
         "compile_devices": (compilable := compile_availability(torch, usable, set(compiled_on))),
-        **({"compile_vec_isa": compiled.vector_isa_probe(torch)} if "cpu" in compiled_on and torch is not None
+        **({"compile_vec_isa": compiled.vector_isa_probe()} if "cpu" in compiled_on and torch is not None
            and compilable.get("cpu") is None else {}),
         "system": {**(snapshot := system.snapshot()), "advice": system.advice(snapshot)},
         "packages": {name: package_version(name) for name in PACKAGES},

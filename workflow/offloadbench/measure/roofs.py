@@ -85,7 +85,7 @@ def fresh_pages_region(nbytes: int = FRESH_PAGES_BYTES) -> Region:
     return Region("fresh pages", touch)
 
 
-def compute_roof_exists(library: str, device: str, dtype: str) -> bool:
+def compute_roof_exists(device: str, dtype: str) -> bool:
     """CPU BLAS libraries have fast float32 and float64 only (half precision runs in slow
     generic loops, no roof to speak of); MPS has no float64."""
     if device == "cpu":
@@ -108,7 +108,7 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
         if library == "numpy" and device != "cpu":
             continue
         reason = absent or (devices.unavailable_reason(device, torch) if library == "torch" else None)
-        computes = [("compute", dtype) for dtype in dtypes if compute_roof_exists(library, device, dtype)]
+        computes = [("compute", dtype) for dtype in dtypes if compute_roof_exists(device, dtype)]
         for kind, dtype in [("memory", "float64" if device != "mps" else "float32"), *computes]:
             point = {"library": library, "kind": kind, "dtype": dtype, "status": "ok", "reason": ""}
             if kind == "memory":

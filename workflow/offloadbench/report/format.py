@@ -7,6 +7,7 @@ so one cell reads the same everywhere.
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 
@@ -308,6 +309,12 @@ def report_groups(frame: pd.DataFrame, keys: list[str]):
 def and_list(items: list[str]) -> str:
     """"a", "a and b", "a, b and c"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def reasons_of(frame: pd.DataFrame, width: int | None = None) -> str:
+    """The distinct reasons a table gives for what was not measured, sorted, shortened to `width`."""
+    said = "; ".join(sorted(r for r in frame["reason"].dropna().astype(str).unique() if r))
+    return textwrap.shorten(said, width, placeholder=" …") if width else said
 
 
 def where_phrase(device: str) -> str:

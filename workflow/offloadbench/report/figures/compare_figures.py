@@ -22,7 +22,7 @@ from ...layout import COMPARE_FIGURE_NAMES
 from ...verdicts import FASTER, SAME, SLOWER, UNDECIDED
 from ..captions import size_label
 from ..escape import literal_frame
-from ..format import dtype_sort_key, fmt_rate, format_bytes, thread_sort_key, verdict_counts
+from ..format import dtype_sort_key, fmt_rate, format_bytes, reasons_of, thread_sort_key, verdict_counts
 from .style import (
     COLUMN_WIDTH_IN,
     GPU_ADVICE,
@@ -38,7 +38,6 @@ from .style import (
     message_figure,
     op_grid,
     panel_title,
-    reasons_of,
     save_figure,
     series_order,
     size_axis,

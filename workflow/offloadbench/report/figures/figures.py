@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle
 from ...analysis.columns import interval_frame, weak_cells, without_models
 from ...verdicts import Judging
 from ..captions import size_label
-from ..format import device_order, dtype_order, fmt_rate, format_bytes, op_order, variant_of
+from ..format import device_order, dtype_order, fmt_rate, format_bytes, op_order, reasons_of, variant_of
 from .style import (
     GPU_ADVICE,
     SMALL_PT,
@@ -31,7 +31,6 @@ from .style import (
     message_figure,
     op_grid,
     panel_title,
-    reasons_of,
     series_order,
     size_axis,
     unmodelled_note,

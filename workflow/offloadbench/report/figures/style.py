@@ -400,12 +400,6 @@ def device_title(device: str, rows: pd.DataFrame) -> str:
     return f"{device} ({names.iloc[0]})" if device != "cpu" and not names.empty else device
 
 
-def reasons_of(frame: pd.DataFrame, width: int | None = None) -> str:
-    """The distinct reasons a table gives for what was not measured, sorted, shortened to `width`."""
-    said = "; ".join(sorted(r for r in frame["reason"].dropna().astype(str).unique() if r))
-    return textwrap.shorten(said, width, placeholder=" …") if width else said
-
-
 def panel_title(ax, text: str) -> None:
     """A panel's title at its top left; on one line where it fits the panel, else split at its
     " · " (op above dtype), so neighbouring titles never meet."""

@@ -25,6 +25,7 @@ from ..format import (
     threads_text,
     variant_of,
     verdict_counts,
+    where_phrase,
 )
 from ..table import markdown_table
 from .markdown import figure_lines, write_page
@@ -33,9 +34,8 @@ from .tables import comparison_table
 
 
 def _series_name(row) -> str:
-    where = "the cpu" if row["device"] == "cpu" else row["device"]
     threads = "" if row["device"] != "cpu" else f", {threads_text(row['threads'])}"
-    return f"{row['op']} with {variant_of(row)} on {where}{threads}, {row['dtype']}"
+    return f"{row['op']} with {variant_of(row)} {where_phrase(row['device'])}{threads}, {row['dtype']}"
 
 
 def machines_section(comparison: MachineComparison) -> list[str]:

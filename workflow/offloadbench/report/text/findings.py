@@ -28,6 +28,7 @@ from ..format import (
     fmt_times,
     format_bytes,
     ratio_of,
+    reasons_of,
     report_groups,
     threads_text,
     times_of,
@@ -99,7 +100,7 @@ def no_gpu_reason(timings: pd.DataFrame) -> str | None:
         return None
     if gpu_rows.empty:
         return "the grid has no GPU cells"
-    return "; ".join(sorted(gpu_rows["reason"].dropna().astype(str).unique())) or "no GPU cell succeeded"
+    return reasons_of(gpu_rows) or "no GPU cell succeeded"
 
 
 def break_even_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
@@ -197,8 +198,7 @@ def bandwidth_lines(transfer: pd.DataFrame, judging: Judging) -> list[str]:
         return ["- The copy-bandwidth sweep is off (`transfer.devices` is empty)."]
     ok = transfer[transfer["status"] == "ok"]
     if ok.empty:
-        reasons = "; ".join(sorted(transfer["reason"].dropna().astype(str).unique()))
-        return [f"- No copy was measured: {reasons}."]
+        return [f"- No copy was measured: {reasons_of(transfer)}."]
     lines = []
     for (device, direction, memory), group in ok.groupby(["device", "direction", "memory"]):
         row = group.loc[group["bytes"].idxmax()]
