@@ -27,10 +27,6 @@ except ImportError:  # Windows
 Clock = Callable[[], int]
 
 
-def _no_sync() -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class StopRule:
     """When a region's sampling ends: its median's 95% CI is tight enough, or its time
@@ -113,7 +109,7 @@ class Region:
 
     name: str
     fn: Callable[[], object]
-    sync: Callable[[], object] = _no_sync
+    sync: Callable[[], object] = lambda: None  # a CPU's work is done when the call returns
     clock: Clock = time.perf_counter_ns
 
     def time_block(self, calls: int) -> float:
