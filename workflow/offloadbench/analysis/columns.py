@@ -516,10 +516,14 @@ def flag(row, column: str) -> bool:
     return str(row.get(column)).lower() in TRUE_TEXTS
 
 
+def text_of(value) -> str:
+    """A text cell of a table read back from CSV: "" where it is empty (NaN)."""
+    return value if isinstance(value, str) else ""
+
+
 def is_weak_row(row) -> bool:
     """One row of a table: weak as `weak_cells` says (tables read back hold text)."""
-    flags = row.get("unstable")
-    return (isinstance(flags, str) and flags != "") or flag(row, "shares_cores")
+    return text_of(row.get("unstable")) != "" or flag(row, "shares_cores")
 
 
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:
@@ -542,8 +546,7 @@ def headline(speedups: pd.DataFrame):
 
 def falls_back(row) -> bool:
     """A compiled row whose code did not all compile (see compile_fallbacks)."""
-    text = row.get("compile_fallback")
-    return isinstance(text, str) and text != ""
+    return text_of(row.get("compile_fallback")) != ""
 
 
 def without_models(timings: pd.DataFrame) -> list[str]:

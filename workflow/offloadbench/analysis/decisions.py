@@ -39,7 +39,7 @@ from ..cells import COMPILED, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
 from ..stats import independent_ratio, processes_to_decide
 from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
-from .columns import DECISION_SIZES, DECISIONS, LOSSES, compile_fallbacks, flag, interval, weak_cells
+from .columns import DECISION_SIZES, DECISIONS, LOSSES, compile_fallbacks, flag, interval, text_of, weak_cells
 from .pairs import DEPENDS as STATE_DEPENDS
 
 # the decision at a size, as a value (report.text.decisions words it): use a variant, stay with
@@ -207,10 +207,6 @@ def losses(options: list[Option], choice: Choice, fallbacks: pd.DataFrame, timin
         if pages:
             found.append(pages)
     return found
-
-
-def text_of(value) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _series_key(row) -> tuple:

@@ -12,7 +12,7 @@ import textwrap
 import pandas as pd
 
 from ..analysis.breakeven import FROM_SMALLEST
-from ..analysis.columns import interval
+from ..analysis.columns import interval, text_of
 from ..catalogue import family_of, op_order
 from ..cells import (
     ALL_THREADS,
@@ -27,7 +27,7 @@ from ..verdicts import FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, VERDICTS, c
 
 __all__ = [  # re-exported, so that the report's modules take every format and order from here
     "device_sort_key", "dtype_sort_key", "family_of", "fmt_duration", "fmt_time", "format_bytes", "library_sort_key",
-    "mode_sort_key", "op_order", "thread_sort_key",
+    "mode_sort_key", "op_order", "text_of", "thread_sort_key",
 ]
 
 # --- numbers --------------------------------------------------------------------------------
@@ -38,11 +38,6 @@ def finite(value) -> bool:
         return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-
-
-def text_of(value) -> str:
-    """A text cell of a table read back from CSV: "" where it is empty (NaN)."""
-    return value if isinstance(value, str) else ""
 
 
 def _decimals(value: float, digits: int) -> int:
@@ -274,8 +269,7 @@ def threads_phrase(frame: pd.DataFrame, label: str | None) -> str:
 
 def variant_of(row) -> str:
     """"numpy", "torch compiled": the library as it ran (tables from before modes: eager)."""
-    variant = row.get("variant")
-    return variant if isinstance(variant, str) and variant else row["library"]
+    return text_of(row.get("variant")) or row["library"]
 
 
 def by_variant(frame: pd.DataFrame) -> pd.DataFrame:
@@ -312,8 +306,9 @@ def and_list(items: list[str]) -> str:
 
 
 def reasons_of(frame: pd.DataFrame, width: int | None = None) -> str:
-    """The distinct reasons a table gives for what was not measured, sorted, shortened to `width`."""
-    said = "; ".join(sorted(r for r in frame["reason"].dropna().astype(str).unique() if r))
+    """The distinct reasons a table gives for what was not measured, sorted, shortened to `width`
+    ("" where it gives none, or has no reason column)."""
+    said = "; ".join(sorted({r for r in frame.get("reason", ()) if isinstance(r, str) and r}))
     return textwrap.shorten(said, width, placeholder=" …") if width else said
 
 

@@ -17,6 +17,7 @@ from ..format import (
     fmt_rate,
     fmt_sig,
     format_bytes,
+    reasons_of,
     time_unit,
     variant_of,
 )
@@ -152,7 +153,7 @@ def _links(transfer: pd.DataFrame) -> str:
 
 def _reasons(transfer: pd.DataFrame) -> str:
     """" (no CUDA device)": why no copy was measured, where the table says."""
-    reasons = "; ".join(sorted({str(r) for r in transfer.get("reason", []) if isinstance(r, str) and r}))
+    reasons = reasons_of(transfer)
     return f" ({reasons})" if reasons else ""
 
 
