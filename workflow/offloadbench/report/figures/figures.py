@@ -181,7 +181,7 @@ def bandwidth_figure(transfer: pd.DataFrame, machine: str, judging: Judging) -> 
     """Copy bandwidth against copy size, per direction and host memory kind, with the link rate."""
     ok = transfer[transfer["status"] == "ok"] if not transfer.empty else transfer
     if ok.empty:
-        reasons = reasons_of(transfer) if not transfer.empty else ""
+        reasons = reasons_of(transfer)
         why = f" ({reasons})" if reasons else " (the sweep is off: transfer.devices is empty)"
         return message_figure("Copy bandwidth", f"No host↔device copy was measured on {machine}{why}.\n{GPU_ADVICE}")
     directions = {"h2d": ("host→device", "o", "-"), "d2h": ("device→host", "s", "--")}

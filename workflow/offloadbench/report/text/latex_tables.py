@@ -23,10 +23,9 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
 
 
-def machine_of(frame: pd.DataFrame, fallback: str = "") -> str:
-    if "machine" in frame.columns and not frame.empty:
-        return str(frame["machine"].iloc[0])
-    return fallback
+def machine_of(frame: pd.DataFrame) -> str:
+    """The machine a table is of ("" where it does not say)."""
+    return str(frame["machine"].iloc[0]) if "machine" in frame.columns and not frame.empty else ""
 
 
 def table_tex(table: Table, frame: pd.DataFrame, judging: Judging, title: str, name: str, **values) -> str:
