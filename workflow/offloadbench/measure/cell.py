@@ -209,10 +209,6 @@ class RegionState:
         taken = self.samples[self.turn_from:]
         return float(np.median(taken)) if taken else None
 
-    @property
-    def calls(self) -> int:
-        return self.warmup.calls_per_sample
-
     def preroll_calls(self) -> int:
         """Untimed calls before a turn: about PREROLL_S of them, none for long calls."""
         call_s = min(self.warmup.blocks_s) if self.warmup.blocks_s else self.warmup.first_call_s
@@ -230,7 +226,7 @@ class RegionState:
         began = now()
         self.turn_from = len(self.samples)
         while len(self.samples) < max_samples:
-            sample = self.region.sample(self.calls)
+            sample = self.region.sample(self.warmup.calls_per_sample)
             self.samples.append(sample.seconds)
             self.faults.append(sample.faults_per_call)
             self.cycles.append(cycle)
@@ -254,7 +250,7 @@ class RegionState:
             "samples_s": list(self.samples),
             "cycles": list(self.cycles),
             "faults_per_call": list(self.faults),
-            "calls_per_sample": self.calls,
+            "calls_per_sample": self.warmup.calls_per_sample,
             "warmup_s": list(self.warmup.blocks_s),
             "rel_ci": self.rel_ci,
             "converged": self.rel_ci <= stop.target_rel_ci,
