@@ -101,7 +101,8 @@ def compile_columns(mc: MeasuredCell) -> dict:
 
 
 def _median_of(values) -> float:
-    found = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    """The median of the values a record holds (None: not measured)."""
+    found = [float(v) for v in values if v is not None]
     return float(np.median(found)) if found else math.nan
 
 

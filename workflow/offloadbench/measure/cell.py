@@ -512,8 +512,7 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
         try:
             found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), backend.device)
         except Exception as error:  # noqa: BLE001 - an unavailable reading is said, never a failed cell
-            reason = devices.first_line(error)
-            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": reason}
+            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": devices.first_line(error)}
         del device_inputs
     return found
 

@@ -396,8 +396,7 @@ class Event:
         return self.stamp is not None and time.perf_counter() >= self.stamp
 
     def synchronize(self) -> None:
-        device = state()
-        device.flush()
+        state().flush()
         if self.stamp is not None:
             _wait_until(self.stamp)
 
