@@ -265,7 +265,7 @@ def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
         with stage(f"the speedup of cell {mc.cell.key}"):
             rows.append(speedup_row(mc, base, label, machine))
     columns = [c for c in SPEEDUPS if not c.startswith("break_even")]  # those follow per series
-    frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
+    frame = _sorted(pd.DataFrame(rows, columns=columns), [*SERIES, "size"])
     return with_break_even(frame)
 
 
