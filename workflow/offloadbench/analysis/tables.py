@@ -70,9 +70,7 @@ def _joined(values) -> str:
 
 def family_of(mc: MeasuredCell) -> str:
     """The op's family: the catalogue's, or the one a user kernel's records give."""
-    if mc.cell.op in SPECS:
-        return SPECS[mc.cell.op].family
-    return mc.first.family or KERNEL_FAMILY
+    return SPECS[mc.cell.op].family if mc.cell.op in SPECS else mc.first.family or KERNEL_FAMILY
 
 
 def compile_columns(mc: MeasuredCell) -> dict:
@@ -103,7 +101,8 @@ def compile_columns(mc: MeasuredCell) -> dict:
 
 
 def _median_of(values) -> float:
-    found = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    """The median of the values a record holds (None: not measured)."""
+    found = [float(v) for v in values if v is not None]
     return float(np.median(found)) if found else math.nan
 
 
@@ -154,6 +153,11 @@ def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(peak_vs_numpy=own.to_numpy(dtype=float) / np.where(reference > 0, reference, math.nan))
 
 
+def _cell_columns(mc: MeasuredCell, machine: str) -> dict:
+    """The columns that name a row's cell: its machine, the cell's own and its variant."""
+    return {"machine": machine, **mc.cell.as_dict(), "variant": mc.cell.variant}
+
+
 def timing_row(mc: MeasuredCell, machine: str) -> dict:
     first = mc.first
     compute = mc.interval("compute")
@@ -163,9 +167,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     flops, traffic = first.model.flops or math.nan, first.model.traffic_bytes or math.nan
     median = compute.value
     row = {
-        "machine": machine,
-        **mc.cell.as_dict(),
-        "variant": mc.cell.variant,
+        **_cell_columns(mc, machine),
         "family": family_of(mc),
         "threads_effective": first.threads_effective,
         "status": mc.status,
@@ -263,23 +265,21 @@ def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
         with stage(f"the speedup of cell {mc.cell.key}"):
             rows.append(speedup_row(mc, base, label, machine))
     columns = [c for c in SPEEDUPS if not c.startswith("break_even")]  # those follow per series
-    frame = _sorted(pd.DataFrame(rows, columns=columns), ["op", "library", "mode", "device", "dtype", "threads", "size"])
+    frame = _sorted(pd.DataFrame(rows, columns=columns), [*SERIES, "size"])
     return with_break_even(frame)
 
 
 def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) -> dict:
     """One cell against its NumPy baseline (of `label` threads)."""
-    cell, judging = mc.cell, mc.analysis.judging
+    judging = mc.analysis.judging
     speed, e2e = compared(SPEEDUP, base, mc, "compute"), compared(SPEEDUP, base, mc, "end_to_end")
     compiled = compile_columns(mc)
     amortized = astuple(amortization(compile_interval(mc, judging.confidence), base.interval("compute"),
                                      speed.ratio)) if compiled else (math.nan,) * 3
     trip = calls_per_round_trip(mc.interval("h2d"), mc.interval("d2h"), base.interval("compute"),
-                                mc.interval("compute")) if cell.is_gpu else NOT_MEASURED
+                                mc.interval("compute")) if mc.cell.is_gpu else NOT_MEASURED
     return {
-        "machine": machine,
-        **cell.as_dict(),
-        "variant": cell.variant,
+        **_cell_columns(mc, machine),
         "threads_effective": mc.first.threads_effective,
         "device_name": mc.first.device_name,
         "baseline_threads": label,
@@ -322,7 +322,7 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     for original, twin in control_pairs(cells):
         control, carried = compared(CONTROL, original, twin), carry_over([original, twin])
         rows.append({
-            "machine": machine, **original.cell.as_dict(), "variant": original.cell.variant,
+            **_cell_columns(original, machine),
             **_judged_columns(control, "ratio"),
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
@@ -338,7 +338,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
     rows = []
     for one, many in scaling_pairs(cells):  # CPU cells, none a twin
         rows.append({
-            "machine": machine, **many.cell.as_dict(), "variant": many.cell.variant,
+            **_cell_columns(many, machine),
             "threads_effective": many.first.threads_effective,
             **_judged_columns(compared(SCALING, one, many), "scaling"),
             "shares_cores": many.shares_cores,
@@ -359,23 +359,27 @@ def _rate(work, samples: list[float], analysis: Analysis, name: str) -> tuple[In
     return time, work / time.value / 1e9, work / time.high / 1e9, work / time.low / 1e9
 
 
+def _point_rows(records: list[DeviceRecord], machine: str):
+    """Each point of the records, with its record and the columns every point's row starts with."""
+    for record in records:
+        for point in record.points:
+            yield record, point, {"machine": machine, "device": record.device, "device_name": record.device_name,
+                                  "status": point.status, "reason": point.reason, "n_samples": len(point.samples_s)}
+
+
 def transfer_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -> pd.DataFrame:
     """One row per device, direction, memory kind and size, with GB/s and its CI."""
     rows = []
-    for record in records:
+    for record, point, row in _point_rows(records, machine):
         link_gbs = record.link_gbs or math.nan
-        for point in record.points:
-            name = f"transfer/{record.device}/{point.direction}/{point.memory}/{point.bytes}"
-            time, gbs, gbs_low, gbs_high = _rate(point.bytes, point.samples_s, analysis, name)
-            rows.append({
-                "machine": machine, "device": record.device, "device_name": record.device_name,
-                "direction": point.direction, "memory": point.memory, "bytes": point.bytes,
-                "status": point.status, "reason": point.reason, "n_samples": len(point.samples_s),
-                "median_s": time.value, "ci_low_s": time.low, "ci_high_s": time.high, "gbs": gbs,
-                "gbs_ci_low": gbs_low, "gbs_ci_high": gbs_high,
-                "link": record.link_kind, "link_gbs": link_gbs,
-                "link_fraction": gbs / link_gbs if point.samples_s and math.isfinite(link_gbs) else math.nan,
-            })
+        name = f"transfer/{record.device}/{point.direction}/{point.memory}/{point.bytes}"
+        time, gbs, gbs_low, gbs_high = _rate(point.bytes, point.samples_s, analysis, name)
+        rows.append({
+            **row, "direction": point.direction, "memory": point.memory, "bytes": point.bytes,
+            "median_s": time.value, "ci_low_s": time.low, "ci_high_s": time.high, "gbs": gbs,
+            "gbs_ci_low": gbs_low, "gbs_ci_high": gbs_high, "link": record.link_kind, "link_gbs": link_gbs,
+            "link_fraction": gbs / link_gbs if point.samples_s and math.isfinite(link_gbs) else math.nan,
+        })
     return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
 
 
@@ -385,28 +389,24 @@ ROOFS_COLUMNS = list(ROOFS)
 def roofs_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -> pd.DataFrame:
     """Memory roofs in GB/s and compute roofs in GFLOP/s, with the CI of the median call."""
     rows = []
-    for record in records:
-        for point in record.points:
-            name = f"roofs/{record.device}/{point.library}/{point.kind}/{point.dtype}"
-            work = point.bytes if point.kind == "memory" else point.flops
-            time, value, low, high = _rate(work, point.samples_s, analysis, name)
-            if point.kind == "pages":  # nanoseconds per fresh page
-                value, low, high = (t / (point.size or 1) * 1e9 for t in (time.value, time.low, time.high))
-            rows.append({
-                "machine": machine, "device": record.device, "device_name": record.device_name,
-                "library": point.library, "kind": point.kind, "dtype": point.dtype, "size": point.size,
-                "status": point.status, "reason": point.reason, "n_samples": len(point.samples_s),
-                "value": value, "ci_low": low, "ci_high": high,
-                "unit": {"memory": "GB/s", "pages": "ns per fresh page"}.get(point.kind, "GFLOP/s"),
-            })
+    for record, point, row in _point_rows(records, machine):
+        name = f"roofs/{record.device}/{point.library}/{point.kind}/{point.dtype}"
+        work = point.bytes if point.kind == "memory" else point.flops
+        time, value, low, high = _rate(work, point.samples_s, analysis, name)
+        if point.kind == "pages":  # nanoseconds per fresh page
+            value, low, high = (t / (point.size or 1) * 1e9 for t in (time.value, time.low, time.high))
+        rows.append({
+            **row, "library": point.library, "kind": point.kind, "dtype": point.dtype, "size": point.size,
+            "value": value, "ci_low": low, "ci_high": high,
+            "unit": {"memory": "GB/s", "pages": "ns per fresh page"}.get(point.kind, "GFLOP/s"),
+        })
     return pd.DataFrame(rows, columns=ROOFS_COLUMNS)
 
 
 def process_cap(cells: list[MeasuredCell]) -> int | None:
     """The most processes per cell the run allowed (measure.max_processes, as its records say)."""
     caps = [r.settings.get("max_processes") for mc in cells for r in mc.records]
-    caps = [int(c) for c in caps if isinstance(c, int) and not isinstance(c, bool) and c > 0]
-    return max(caps) if caps else None
+    return max((c for c in caps if isinstance(c, int) and not isinstance(c, bool) and c > 0), default=None)
 
 
 def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machine: str,

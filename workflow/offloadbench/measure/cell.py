@@ -34,6 +34,7 @@ from ..catalogue import call_bytes, working_set_bytes
 from ..cells import ITEMSIZE, Cell
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
+from ..records.types import Turn
 from ..stats import median_ci_rel_halfwidth
 from . import correctness, devices, diagnostics, disturbance, memory
 from .backend import (
@@ -129,7 +130,7 @@ def _nbytes(values) -> int:
     return int(values.element_size() * values.numel())  # a torch tensor (bfloat16 on the host)
 
 
-def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None = None, torch=None) -> None:
+def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None, device: devices.Cpu) -> None:
     """Refuse a cell that would not fit before measuring it: the working-set model, its
     results and temporaries calibrated by what earlier records of the series measured
     (`scale`, from the round job) where there are any."""
@@ -143,7 +144,7 @@ def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None 
             "oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), {available / 2**30:.1f} GiB available"
         )
     if cell.device == "cuda" and scale.get("device") is not None:
-        free = devices.get(cell.device, torch).free_bytes()
+        free = device.free_bytes()
         device_need = call_bytes(op.spec, cell.size, itemsize, scale["device"])
         if device_need > settings.memory_headroom * free:
             raise CellFailed("oom", f"needs about {device_need / 2**30:.1f} GiB of cuda memory (measured), "
@@ -183,17 +184,11 @@ def warm_process(library: str, torch=None, seconds: float = 0.2) -> float:
 
 
 @dataclass(frozen=True)
-class Place:
-    """Where a turn stood in its bout: its cycle, its position in the cycle, the worker
-    whose turn came just before (None: the bout's first turn) with its threads, and the
-    pause that was left after it."""
+class Place(Turn):
+    """Where a turn stood in its bout, as its record keeps it (records.types.Turn), and the
+    pids of the bout's other workers, whose disturbance is read around it."""
 
-    cycle: int
-    position: int = 0
-    after: str | None = None
-    after_threads: int | None = None
-    pause_s: float = 0.0
-    siblings: tuple[int, ...] = ()  # the pids of the bout's other workers
+    siblings: tuple[int, ...] = ()
 
 
 @dataclass
@@ -214,10 +209,6 @@ class RegionState:
         taken = self.samples[self.turn_from:]
         return float(np.median(taken)) if taken else None
 
-    @property
-    def calls(self) -> int:
-        return self.warmup.calls_per_sample
-
     def preroll_calls(self) -> int:
         """Untimed calls before a turn: about PREROLL_S of them, none for long calls."""
         call_s = min(self.warmup.blocks_s) if self.warmup.blocks_s else self.warmup.first_call_s
@@ -235,7 +226,7 @@ class RegionState:
         began = now()
         self.turn_from = len(self.samples)
         while len(self.samples) < max_samples:
-            sample = self.region.sample(self.calls)
+            sample = self.region.sample(self.warmup.calls_per_sample)
             self.samples.append(sample.seconds)
             self.faults.append(sample.faults_per_call)
             self.cycles.append(cycle)
@@ -259,7 +250,7 @@ class RegionState:
             "samples_s": list(self.samples),
             "cycles": list(self.cycles),
             "faults_per_call": list(self.faults),
-            "calls_per_sample": self.calls,
+            "calls_per_sample": self.warmup.calls_per_sample,
             "warmup_s": list(self.warmup.blocks_s),
             "rel_ci": self.rel_ci,
             "converged": self.rel_ci <= stop.target_rel_ci,
@@ -302,9 +293,23 @@ class CellRun:
         return self.ready
 
     def _prepare(self) -> None:
-        cell, settings, torch = self.cell, self.settings, self.torch
-        self.op = op = _prepare(self.outcome, cell, settings, torch, self.kernels, self.memory_scale)
-        self.device = devices.get(cell.device, torch) if cell.is_gpu else None
+        # the op, once its device, compiler and memory are known to suffice
+        cell, settings, torch, outcome = self.cell, self.settings, self.torch, self.outcome
+        self.op = op = get_op(cell.op, self.kernels)
+        device = devices.get(cell.device, torch)
+        uses_torch = cell.library == "torch" or cell.compiled
+        reason = device.unavailable_reason() if uses_torch else None
+        if not reason and cell.compiled:
+            reason = device.compile_reason()
+        if reason:
+            raise CellFailed("skipped", reason)
+        if uses_torch:
+            outcome.settings.update(configure_torch(torch, settings))
+            outcome.measured["device"] = device.describe()
+        if op.kernel is not None:
+            outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
+        _memory_precheck(op, cell, settings, self.memory_scale, device)
+        self.device = device if cell.is_gpu else None
         if self.device is not None:  # NVML's first call is slow: make it before warm-up, not after
             self.device.clocks()
         self.progress.enter("inputs")
@@ -315,14 +320,14 @@ class CellRun:
             _check_kernel_returns_arrays(op, backend, self.host_inputs)
         if cell.compiled:
             self.progress.enter("compile")
-            self.outcome.measured["compile"] = backend.first_calls(self.host_inputs)
+            outcome.measured["compile"] = backend.first_calls(self.host_inputs)
         states = []
         self.progress.enter("warm-up")  # building the regions makes the first call
         for name, region in build_regions(backend, self.host_inputs).items():
             self.progress.enter(f"warm-up {name}")
             states.append(RegionState(region, warm_up(region, settings.block, settings.warmup)))
         if cell.is_gpu and backend.resident_reason:
-            self.outcome.measured["resident"] = {"reason": backend.resident_reason}
+            outcome.measured["resident"] = {"reason": backend.resident_reason}
         self.states = states
 
     def turn(self, place: Place | None = None, pending_only: bool = False) -> bool:
@@ -495,26 +500,6 @@ def _user_frame(error: BaseException, kernels: dict | None) -> str:
     return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
 
 
-def _prepare(outcome: CellOutcome, cell: Cell, settings: Settings, torch, kernels: dict | None,
-             memory_scale: dict | None = None) -> Op:
-    """The cell's op, once its device, compiler and memory are known to suffice."""
-    op = get_op(cell.op, kernels)
-    uses_torch = cell.library == "torch" or cell.compiled
-    device = devices.get(cell.device, torch)
-    reason = device.unavailable_reason() if uses_torch else None
-    if not reason and cell.compiled:
-        reason = device.compile_reason()
-    if reason:
-        raise CellFailed("skipped", reason)
-    if uses_torch:
-        outcome.settings.update(configure_torch(torch, settings))
-        outcome.measured["device"] = device.describe()
-    if op.kernel is not None:
-        outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
-    _memory_precheck(op, cell, settings, memory_scale, torch)
-    return op
-
-
 def peak_memory(backend: Backend, host_inputs: list) -> dict:
     """Peak memory of one call, untimed, after the sampling (measure/memory.py): on the host,
     what a call with NumPy arrays in and out allocates; on a GPU, what the device-resident
@@ -527,8 +512,7 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
         try:
             found["device"] = memory.device_peak(lambda: backend.compute(device_inputs), backend.device)
         except Exception as error:  # noqa: BLE001 - an unavailable reading is said, never a failed cell
-            reason = devices.first_line(error)
-            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": reason}
+            found["device"] = {"peak_bytes": None, "method": "not measured", "reason": devices.first_line(error)}
         del device_inputs
     return found
 
@@ -558,7 +542,7 @@ def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings
 
 def _turn_fields(places: list[Place]) -> dict:
     """Each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)."""
-    return {f.name: [getattr(p, f.name) for p in places] for f in fields(Place) if f.name != "siblings"}
+    return {f.name: [getattr(p, f.name) for p in places] for f in fields(Turn)}
 
 
 def _diagnose(phases: dict[str, dict], settings: Settings, before, after, seen: dict) -> dict:

@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
 
 from .devices import STANDIN_ENV, Cpu, Cuda
 
@@ -88,16 +89,12 @@ def _memory_bytes() -> int:
     return int(value) if value.isdigit() else DEFAULT_MEMORY_BYTES
 
 
-def _now() -> float:
-    return time.perf_counter()
-
-
 def _wait_until(deadline: float) -> None:
     """Wait for the modelled device: sleep the long part, spin the last half millisecond."""
-    left = deadline - _now()
+    left = deadline - time.perf_counter()
     if left > 1e-3:
         time.sleep(left - 5e-4)
-    while _now() < deadline:
+    while time.perf_counter() < deadline:
         pass
 
 
@@ -143,7 +140,7 @@ class State:
 
     # the stream
     def enqueue(self, seconds: float, since: float | None = None) -> None:
-        start = max(self.free_at, _now() if since is None else since)
+        start = max(self.free_at, time.perf_counter() if since is None else since)
         self.free_at = start + seconds
 
     def flush(self) -> None:
@@ -274,13 +271,13 @@ class State:
             args = tuple(_plain(a) for a in args)
         elif fn in MATMULS and torch.backends.cuda.matmul.allow_tf32:
             args = tuple(_tf32(a) for a in args)
-        began = _now()
+        began = time.perf_counter()
         if unwrap:
             result = fn(*args, **kwargs)
         else:
             with torch._C.DisableTorchFunctionSubclass():
                 result = fn(*args, **kwargs)
-        took = _now() - began
+        took = time.perf_counter() - began
         self.enqueue(took + LAUNCH_S, since=began)
         return self.adopt(result)
 
@@ -312,20 +309,10 @@ def _plain(tensor):
     return tensor.as_subclass(torch.Tensor) if isinstance(tensor, DeviceTensor) else tensor
 
 
-def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
 def _holds_host_tensor(value) -> bool:
     """A host tensor with data (not a 0-dim one, which CUDA takes as a number) among device data."""
-    return any(not isinstance(t, DeviceTensor) and t.dim() > 0 for t in _tensors(value))
+    return any(isinstance(t, torch.Tensor) and not isinstance(t, DeviceTensor) and t.dim() > 0
+               for t in tree_leaves(value))
 
 
 def _target(args: tuple, kwargs: dict) -> str | None:
@@ -403,14 +390,13 @@ class Event:
         device = state()
         device.init()
         device.note("event")
-        self.stamp = max(device.free_at, _now())
+        self.stamp = max(device.free_at, time.perf_counter())
 
     def query(self) -> bool:
-        return self.stamp is not None and _now() >= self.stamp
+        return self.stamp is not None and time.perf_counter() >= self.stamp
 
     def synchronize(self) -> None:
-        device = state()
-        device.flush()
+        state().flush()
         if self.stamp is not None:
             _wait_until(self.stamp)
 

@@ -172,9 +172,8 @@ class Disturbance:
                 + (f"; a task waited for a CPU {waited:.0%} of the time" if waited > 0.1 else "") + ")")
 
 
-# The kinds of noise flag; those a process's own compute samples show explain its distance
+# The kinds of noise flag a process's own compute samples show: they explain its distance
 # from the others (a fault of its own, not a state of the function).
-FLAG_KINDS = ("not_converged", "bimodal", "drift", "cpu_clock", "gpu_clock", "disturbed")
 OWN_FAULT_KINDS = frozenset({"bimodal", "drift", "cpu_clock", "gpu_clock"})
 WHOLE_CELL = ""  # the region of a flag about the whole sampling window, not one timed region
 _LEGACY_PREFIXES = (("CI not reached", "not_converged"), ("bimodal samples", "bimodal"), ("drift", "drift"),
@@ -183,9 +182,10 @@ _LEGACY_PREFIXES = (("CI not reached", "not_converged"), ("bimodal samples", "bi
 
 @dataclass(frozen=True)
 class Flag:
-    """A noise flag as it was found: its kind (FLAG_KINDS), the timed region it was found in
-    (WHOLE_CELL for the sampling window), its size (a fraction: the drift, the gap between
-    modes, the CI reached, the clock's change, the cores others used) and its words."""
+    """A noise flag as it was found: its kind (not_converged, bimodal, drift, cpu_clock,
+    gpu_clock or disturbed), the timed region it was found in (WHOLE_CELL for the sampling
+    window), its size (a fraction: the drift, the gap between modes, the CI reached, the
+    clock's change, the cores others used) and its words."""
 
     kind: str
     region: str

@@ -38,10 +38,6 @@ WEAK_NOTE = (f"{WEAK_MARK} marks a number from a weak cell: one that shared its 
              "that a noise check flagged (How the measurement went says which and why).")
 
 
-def is_weak(row) -> bool:
-    return flag(row, "weak")
-
-
 def by_size(row) -> list[tuple[int, str]]:
     """(size, variant) of each size measured, smallest first: decision_sizes.csv's rows of the
     decision's series (analysis.tables.with_series_rows); "?" where it cannot tell yet."""
@@ -76,7 +72,7 @@ def speedup_text(row, ci: str | None = None, mark: bool = True) -> str:
     if not finite(row.get("speedup")):
         return "–"
     text = fmt_ratio(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"], ci)
-    return text + (WEAK_MARK if mark and is_weak(row) else "")
+    return text + (WEAK_MARK if mark and flag(row, "weak") else "")
 
 
 def _how(row) -> str:
@@ -209,12 +205,6 @@ def why_losers_lose(row) -> str:
     return "; ".join(loss_words(loss, str(row["device"])) for loss in losses) if isinstance(losses, tuple) else ""
 
 
-def why_text(row) -> str:
-    """"; why the others lose: torch maps 4.06k fresh pages (15.9 MiB) per call against …"."""
-    why = why_losers_lose(row)
-    return f"; why the others lose: {why}" if why else ""
-
-
 DECISION_WORDS = {USE: "use {variant}", STAY: "stay with NumPy", UNSURE: "cannot tell yet", DEPENDS: "depends on the state"}
 
 
@@ -234,7 +224,8 @@ def answer(row, judging: Judging) -> str:
     """The decision of one row as a sentence, without naming the row."""
     decision, size = str(row["decision"]), int(row["size"])
     alternative = text_of(row.get("compared_variant"))
-    trip, why, speedup = _trip(row), why_text(row), speedup_text(row, judging.ci)
+    trip, why, speedup = _trip(row), why_losers_lose(row), speedup_text(row, judging.ci)
+    why = f"; why the others lose: {why}" if why else ""
     if decision == USE:
         payback = payback_calls(row, " with the compiler's start-up")
         payback = f"; its compile pays back after {payback}" if payback else ""
@@ -274,7 +265,7 @@ def sharing_said_once(decisions: pd.DataFrame) -> bool:
 
 def _marked(row, once: bool) -> bool:
     """A row's † : weak, unless only for sharing its cores, where that is said once."""
-    if not is_weak(row):
+    if not flag(row, "weak"):
         return False
     shared_only = flag(row, "shares_cores") and not flag(row, "unstable")
     return not (once and shared_only and str(row["threads"]) == "all" and row["device"] == "cpu")
@@ -470,6 +461,15 @@ def plain_table(decisions: pd.DataFrame, judging: Judging, width: int = 100) -> 
 # --- the paragraph that answers the question ------------------------------------------------
 
 
+# What the lead paragraph says of the rows of each decision other than USE, in this order ({}: their ops).
+LEAD_WORDS = {
+    STAY: "Stay with NumPy for {}: nothing else is faster there by the minimum effect.",
+    DEPENDS: "For {} the answer depends on the state a process happens to be in (two groups of processes far apart, "
+             "both kept); the table gives the speedup in each.",
+    UNSURE: "It cannot tell yet for {}; the table says what would decide it.",
+}
+
+
 def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Judging) -> str:
     """What to do on this machine, in a few sentences: what pays and where it pays most,
     where NumPy stays, what is still open."""
@@ -477,8 +477,6 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Jud
         return ("No decision can be made here: no variant other than NumPy has both a result and a NumPy "
                 "baseline on this machine.")
     use = decisions[decisions["decision"] == USE]
-    stay = decisions[decisions["decision"] == STAY]
-    unsure = decisions[decisions["decision"] == UNSURE]
     parts = []
     if not use.empty:
         groups = "; ".join(f"{variant} for {_ops(group, decisions)}" for variant, group in use.groupby("variant"))
@@ -488,15 +486,10 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Jud
         shown = speedup_text(best, judging.ci, mark=_marked(best, sharing_said_once(decisions)))
         parts.append(f"It pays most for {who(best)}: {shown} at n = {int(best['size'])}, "
                      f"{_how(best)}.")
-    if not stay.empty:
-        parts.append(f"Stay with NumPy for {_ops(stay, decisions)}: nothing else is faster there by the minimum "
-                     "effect.")
-    depends = decisions[decisions["decision"] == DEPENDS]
-    if not depends.empty:
-        parts.append(f"For {_ops(depends, decisions)} the answer depends on the state a process happens to be in "
-                     "(two groups of processes far apart, both kept); the table gives the speedup in each.")
-    if not unsure.empty:
-        parts.append(f"It cannot tell yet for {_ops(unsure, decisions)}; the table says what would decide it.")
+    for decision, words in LEAD_WORDS.items():
+        rows = decisions[decisions["decision"] == decision]
+        if not rows.empty:
+            parts.append(words.format(_ops(rows, decisions)))
     if gpu_reason:
         parts.append(f"No GPU cell ran here ({gpu_reason}), so this answers for the CPU only.")
     return " ".join(parts)
