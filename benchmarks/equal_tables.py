@@ -10,8 +10,9 @@ boolean, a comparison's states as "<answer>: <details>" against an answer beside
 details, the by-size answers as "n: variant; …" and the open sizes as "256, 1024" against
 decision_sizes.csv's rows, a break-even size in words against its size, status and the
 series' sizes, why the losers lose in words against losses.csv's rows as the newer report
-words them, why a ratio is undecided in words against its code) are compared through that
-mapping; columns one side lacks are listed.
+words them, why a ratio is undecided in words against its code, the peak note in words against
+the processes' least and greatest peak) are compared through that mapping; columns one side
+lacks are listed.
 """
 
 from __future__ import annotations
@@ -136,6 +137,23 @@ def undecided_codes(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{c: frame[c].map(code) for c in UNDECIDED_COLUMNS if c in frame})
 
 
+def with_peak_note(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:
+    """timings.csv's peak note in words, as the older version wrote it, from the processes'
+    least and greatest host peak and the records' reason."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.units import format_bytes
+
+    def note(row) -> str:
+        low, high = pd.to_numeric(row["peak_host_low_bytes"]), pd.to_numeric(row["peak_host_high_bytes"])
+        if np.isfinite(low) and high > 1.25 * max(1, low):
+            return f"processes disagree: {format_bytes(int(low))} to {format_bytes(int(high))}"
+        if not np.isfinite(low) and row["status"] == "ok":
+            return row["peak_reason"] or "not measured"
+        return ""
+
+    return timings.assign(peak_note=[note(row) for _, row in timings.iterrows()])
+
+
 def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -150,6 +168,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
         if any(c in a and not a[c].isin(["", *dict(UNDECIDED_WORDS).values(), "unstable"]).all()
                for c in UNDECIDED_COLUMNS):
             a = undecided_codes(a)
+        if name == "timings" and "peak_note" in a and "peak_note" not in b:
+            b = with_peak_note(b, checkout)
         if name == "decisions" and "by_size" in a:
             b = with_by_size_words(b, new / "decision_sizes.csv")
         if name == "decisions" and "undecided_sizes" in a and "undecided_sizes" not in b:

@@ -3,7 +3,7 @@ import math
 import pytest
 from conftest import group_typed, make_processes, make_record
 from offloadbench.analysis.measured import Analysis
-from offloadbench.analysis.tables import speedups_table, thread_scaling_table, timings_table
+from offloadbench.analysis.tables import memory_columns, speedups_table, thread_scaling_table, timings_table
 
 FAST = Analysis(resamples=500, random_state=0)
 TIMING_COLUMNS = ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "reason", "n_samples",
@@ -151,3 +151,22 @@ def test_a_cell_whose_processes_happen_to_agree_borrows_its_workers_spread():
     alone = group_typed(lucky, FAST)[0]
     assert cells[1024].between_floor > 0 and alone.between_floor == 0
     assert cells[1024].interval("compute").rel_halfwidth > 5 * alone.interval("compute").rel_halfwidth
+
+
+def test_the_host_peak_is_the_median_of_the_processes_beside_their_least_and_greatest():
+    records = make_processes(3)
+    for record, peak in zip(records, (1_000_000, 1_100_000, 2_000_000), strict=True):
+        record["memory"] = {"host": {"peak_bytes": peak, "method": "tracemalloc"}}
+    columns = memory_columns(group_typed(records, Analysis(resamples=100))[0])
+    assert (columns["peak_host_bytes"], columns["peak_host_low_bytes"], columns["peak_host_high_bytes"]) == \
+        (1_100_000, 1_000_000, 2_000_000)
+    assert columns["peak_reason"] == "" and columns["peak_host_method"] == "tracemalloc"
+
+
+def test_a_host_peak_not_measured_keeps_the_records_reason():
+    records = make_processes(2)
+    for record in records:
+        record["memory"] = {"host": {"peak_bytes": None, "reason": "tracemalloc cannot see this allocator"}}
+    columns = memory_columns(group_typed(records, Analysis(resamples=100))[0])
+    assert math.isnan(columns["peak_host_bytes"]) and math.isnan(columns["peak_host_low_bytes"])
+    assert columns["peak_reason"] == "tracemalloc cannot see this allocator"

@@ -182,7 +182,9 @@ TIMINGS = {
     "peak_device_bytes": number("peak extra device memory of the device-resident call (GPU cells)"),
     "peak_vs_numpy": number("this cell's peak (device peak on a GPU) ÷ NumPy's host peak at the same op, dtype "
                             "and size"),
-    "peak_note": text("where its processes disagree about the peak, or why it was not measured"),
+    "peak_host_low_bytes": number("the least of the processes' host peaks"),
+    "peak_host_high_bytes": number("the greatest of the processes' host peaks"),
+    "peak_reason": text("why the host peak was not measured, as the records say"),
     "resident_calls": integer("GPU cells: the most calls k of a resident trip (one copy in, k chained calls, one "
                               "out)"),
     "resident_s": number("the median time of that trip (s)"),

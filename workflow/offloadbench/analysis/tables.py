@@ -33,7 +33,7 @@ from ..records import (
     write_json_atomic,
 )
 from ..stats import MIN_PAIRED, Interval, median_and_ci, stream_for
-from ..units import fmt_time, format_bytes
+from ..units import fmt_time
 from ..verdicts import FASTER, SLOWER, Judging
 from ..verdicts import method as verdicts_method
 from .breakeven import break_even
@@ -110,18 +110,15 @@ def memory_columns(mc: MeasuredCell) -> dict:
     """Peak memory over the cell's processes (each measured in an untimed call)."""
     host = [r.host_peak for r in mc.counted]
     peaks = [h.peak_bytes for h in host if h.peak_bytes is not None]
-    note = ""
-    if peaks and max(peaks) > 1.25 * max(1, min(peaks)):
-        note = f"processes disagree: {format_bytes(min(peaks))} to {format_bytes(max(peaks))}"
-    elif host and not peaks:
-        note = next((h.reason for h in host if h.reason), "not measured")
     compiles = [r.compile for r in mc.counted if r.compile is not None]
     return {
         "peak_host_bytes": _median_of(peaks),
         "peak_host_method": next((h.method for h in host if h.method), ""),
         "peak_rss_bytes": _median_of(h.rss_hwm_bytes for h in host),
         "peak_device_bytes": _median_of(r.device_peak.peak_bytes for r in mc.counted),
-        "peak_note": note,
+        "peak_host_low_bytes": min(peaks, default=math.nan),
+        "peak_host_high_bytes": max(peaks, default=math.nan),
+        "peak_reason": "" if peaks else next((h.reason for h in host if h.reason), ""),
         "compile_peak_rss_bytes": _median_of(c.rss_hwm_bytes for c in compiles),
         "compile_peak_device_bytes": _median_of(c.device_peak_bytes for c in compiles),
     }
