@@ -44,7 +44,6 @@ from collections.abc import Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_leaves
 
 from .devices import STANDIN_ENV, Cpu, Cuda
 
@@ -309,10 +308,19 @@ def _plain(tensor):
     return tensor.as_subclass(torch.Tensor) if isinstance(tensor, DeviceTensor) else tensor
 
 
+def _tensors(value):
+    """Every tensor in a call's arguments, however nested in tuples, lists and dicts (torch's
+    own tree walker is private)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, tuple | list | dict):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _tensors(item)
+
+
 def _holds_host_tensor(value) -> bool:
     """A host tensor with data (not a 0-dim one, which CUDA takes as a number) among device data."""
-    return any(isinstance(t, torch.Tensor) and not isinstance(t, DeviceTensor) and t.dim() > 0
-               for t in tree_leaves(value))
+    return any(not isinstance(t, DeviceTensor) and t.dim() > 0 for t in _tensors(value))
 
 
 def _target(args: tuple, kwargs: dict) -> str | None:
