@@ -11,7 +11,10 @@ from offloadbench.measure.timing import (
     Warmup,
     WarmupRule,
     choose_calls_per_sample,
+    PREROLL_MAX_S,
+    PREROLL_S,
     measure_region,
+    rewarm,
     sample_region,
     warm_up,
 )
@@ -231,3 +234,35 @@ def test_warm_up_goes_on_past_its_budget_while_the_calls_grow_the_heap(cap, call
                           env={**os.environ, **allocator_env(STEADY), "PYTHONPATH": workflow}, timeout=120)
     kept = int(done.stdout.strip())
     assert kept == calls if cap > 1 else kept <= calls  # past the budget until it stops growing; the cap holds
+
+
+class ClockedRegion(ScriptedRegion):
+    """A scripted region whose blocks move a fake clock on by the time they report."""
+
+    def __init__(self, values):
+        super().__init__(values)
+        self.now, self.blocks = 0.0, 0
+
+    def time_block(self, calls):
+        self.blocks += 1
+        seconds = super().time_block(calls)
+        self.now += seconds
+        return seconds
+
+
+@pytest.mark.parametrize("times, blocks", [
+    ([9e-3, 7.5e-3, 6.2e-3, 6e-3], 3),  # back within 5% of the best (6 ms) on the third call
+    ([10e-3] * 20, math.ceil(PREROLL_MAX_S / 10e-3)),  # never back: the cap ends it
+    ([0.1e-3] * 100, math.ceil(PREROLL_S / 0.1e-3)),  # warm at once, yet at least PREROLL_S of calls
+])
+def test_a_turn_rewarms_until_a_block_is_back_near_the_best(times, blocks):
+    region = ClockedRegion(times)
+    spent = rewarm(region, 1, min(times[-1], 6e-3), 0.05, now=lambda: region.now)
+    assert region.blocks == blocks
+    assert spent == pytest.approx(sum(times[:blocks]))
+
+
+def test_a_call_as_long_as_the_cap_gets_no_rewarm():
+    region = ClockedRegion([PREROLL_MAX_S * 2] * 3)
+    assert rewarm(region, 1, PREROLL_MAX_S * 1.5, 0.05, now=lambda: region.now) == 0.0
+    assert region.blocks == 0

@@ -46,6 +46,7 @@ HOMES = [
     (diagnostics, "BIMODAL_EXPLAINED_VARIANCE", "bimodal_explained_variance", 0.9),
     (timing, "HEAP_GROWTH_BYTES", "heap_growth_bytes", 128 * 1024),
     (timing, "PREROLL_S", "preroll_s", 0.004),
+    (timing, "PREROLL_MAX_S", "preroll_max_s", 0.08),
     (bout, "STOP_CONFIDENCE", "bout_stop_confidence", 0.9),
     (processes, "OUTLIER_SIGMAS", "outlier_sigmas", 3.0),
     (processes, "MIN_KEPT", "min_kept_processes", 4),
@@ -79,3 +80,10 @@ def test_the_rules_thresholds_are_recorded_as_applied(tmp_path):
 def test_records_from_before_the_thresholds_were_recorded_say_so():
     words = text(recorded_method([RoundRecord(round=1)], Judging()))
     assert words.count(UNRECORDED) >= 15 and "predate recorded thresholds" in words
+
+
+def test_records_from_before_the_pre_roll_waited_for_the_best_keep_their_own_rule(tmp_path):
+    method = recorded(tmp_path)
+    older = {k: v for k, v in method.items() if k != "preroll_max_s"} | {"preroll_up_to_s": 0.05}
+    assert "none for calls of 50 ms or more" in text(older) and "?" not in text(older).split("untimed")[1][:200]
+    assert "at most 50 ms" in text(method)

@@ -49,7 +49,7 @@ from .backend import (
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
-from .timing import PREROLL_S, PREROLL_UP_TO_S, Region, Warmup, collector_off, warm_up
+from .timing import Region, Warmup, collector_off, rewarm, warm_up
 
 SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
 
@@ -203,26 +203,21 @@ class RegionState:
     spent_s: float = 0.0
     rel_ci: float = math.inf
     turn_from: int = 0  # where the last turn's samples begin
+    preroll_s: list[float] = field(default_factory=list)  # each turn's untimed pre-roll
 
     def turn_median(self) -> float | None:
         """The median of the last turn's samples: the value the bout pairs (None: no turn)."""
         taken = self.samples[self.turn_from:]
         return float(np.median(taken)) if taken else None
 
-    def preroll_calls(self) -> int:
-        """Untimed calls before a turn: about PREROLL_S of them, none for long calls."""
-        call_s = min(self.warmup.blocks_s) if self.warmup.blocks_s else self.warmup.first_call_s
-        if call_s >= PREROLL_UP_TO_S:
-            return 0
-        return max(1, math.ceil(PREROLL_S / max(call_s, 1e-9)))
-
-    def take(self, turn_s: float, cycle: int, max_samples: int, now: Callable[[], float] = time.perf_counter) -> None:
-        """One turn of this region: the pre-roll, then samples until `turn_s` has passed. Short
-        turns and many cycles resolve a ratio best here: the machine's speed wanders at every
-        time scale, so a longer turn averages little of it and leaves fewer pairs."""
-        preroll = self.preroll_calls()
-        if preroll:
-            self.region.time_block(preroll)
+    def take(self, turn_s: float, cycle: int, max_samples: int, rel_tol: float,
+             now: Callable[[], float] = time.perf_counter) -> None:
+        """One turn of this region: the untimed pre-roll (timing.rewarm), then samples until
+        `turn_s` has passed. Short turns and many cycles resolve a ratio best here: the
+        machine's speed wanders at every time scale, so a longer turn averages little of it
+        and leaves fewer pairs."""
+        best_s = min((*self.warmup.blocks_s, *self.samples), default=self.warmup.first_call_s)
+        self.preroll_s.append(rewarm(self.region, self.warmup.calls_per_sample, best_s, rel_tol, now))
         began = now()
         self.turn_from = len(self.samples)
         while len(self.samples) < max_samples:
@@ -256,6 +251,7 @@ class RegionState:
             "converged": self.rel_ci <= stop.target_rel_ci,
             "stop_reason": self.stop_reason(stop) or "budget",
             "sampling_s": self.spent_s,
+            "preroll_s": list(self.preroll_s),
         }
 
 
@@ -346,7 +342,7 @@ class CellRun:
                 for state in self.states:
                     if pending_only and state.stop_reason(stop) is not None:
                         continue
-                    state.take(self.settings.turn_s, place.cycle, stop.max_samples)
+                    state.take(self.settings.turn_s, place.cycle, stop.max_samples, self.settings.warmup.rel_tol)
                 self.windows.append((before, disturbance.read(place.siblings)))
             self.places.append(place)
             for state in self.states:

@@ -64,7 +64,7 @@ class Settings:
             "max_overhead_frac": self.block.max_overhead_frac,
             "turn_s": self.turn_s,
             "preroll_s": timing.PREROLL_S,
-            "preroll_up_to_s": timing.PREROLL_UP_TO_S,
+            "preroll_max_s": timing.PREROLL_MAX_S,
             "min_samples": self.stop.min_samples,
             "target_rel_ci": self.stop.target_rel_ci,
             "budget_s": self.stop.budget_s,

@@ -53,11 +53,14 @@ class StopRule:
 
 
 # Another worker's turn leaves this one's caches, TLB and thread pool cold: the first call of a
-# turn ran 10-25% slower here (a 12 ms matmul on two threads). So a turn starts with untimed
-# calls, about PREROLL_S of them and at least one, for calls up to PREROLL_UP_TO_S; a longer
-# call refills what it needs within a small part of itself.
+# turn ran 10-25% slower here (a 12 ms matmul on two threads), and a call whose data fills
+# the cache needs several: torch's transcendental op at n = 2048 (80 MB) ran 7.4 ms one call
+# after a switch, 6.6 ms three calls after, 5.7 ms in long turns. So a turn starts with
+# untimed blocks (`rewarm`) until one runs within the warm-up's tolerance of the region's
+# best time so far, for at least PREROLL_S and at most PREROLL_MAX_S; a call as long as the cap
+# gets none, as it refills what it needs within a small part of itself.
 PREROLL_S = 0.002
-PREROLL_UP_TO_S = 0.05
+PREROLL_MAX_S = 0.05
 
 HEAP_GROWTH_BYTES = 64 * 1024  # a block that grows the C heap by less is the interpreter's own small objects
 
@@ -230,6 +233,21 @@ def settled(blocks: Sequence[float], rel_tol: float) -> bool:
         return False
     best = min(blocks[:-1])
     return (1 - rel_tol) * best <= blocks[-1] <= (1 + rel_tol) * best
+
+
+def rewarm(region: Region, calls: int, best_s: float, rel_tol: float,
+           now: Callable[[], float] = time.perf_counter) -> float:
+    """A turn's untimed pre-roll: blocks of `calls` calls until one runs within `rel_tol` of
+    `best_s` (the region's best seconds per call so far), after at least PREROLL_S and at
+    most PREROLL_MAX_S; the seconds it took. None for calls of PREROLL_MAX_S or more."""
+    if best_s >= PREROLL_MAX_S:
+        return 0.0
+    began = now()
+    while True:
+        seconds = region.time_block(calls)
+        spent = now() - began
+        if spent >= PREROLL_MAX_S or (spent >= PREROLL_S and seconds <= (1 + rel_tol) * best_s):
+            return spent
 
 
 @contextlib.contextmanager

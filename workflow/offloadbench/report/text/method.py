@@ -56,6 +56,10 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
     """## Method: how the run measured and judged, from `method` (recorded_method); the
     config's `settings` only for what the run was asked (extra rounds, memory, TF32)."""
     m, a, n = settings["measure"], settings["analysis"], Numbers(method)
+    preroll = (f"until one runs within {n.percent('warmup_rel_tol')} of the region's best so far, for at least "
+               f"{n.ms('preroll_s')} and at most {n.ms('preroll_max_s')} (none for calls that long)"
+               if "preroll_up_to_s" not in method else  # records from before the pre-roll waited for the best
+               f"about {n.ms('preroll_s')} of them (none for calls of {n.ms('preroll_up_to_s')} or more)")
     memory = (
         "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
         "as when an application allocates its buffers pinned. "
@@ -94,8 +98,8 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         f"{n.seconds('warmup_growing_budget_s')} while the heap still grows), then repeats calls within a sample "
         f"until a sample lasts at least {n.ms('min_sample_s')} and the timer's own cost is below "
         f"{n.percent('max_overhead_frac')}. A turn samples each region of its cell for at least {n.ms('turn_s')}, "
-        f"after about {n.ms('preroll_s')} of untimed calls (none for calls of {n.ms('preroll_up_to_s')} or more) "
-        "that bring back the steady state the other workers' turns disturbed. A bout runs at least "
+        f"after untimed blocks of calls that bring back the steady state the other workers' turns disturbed: {preroll}. "
+        "A bout runs at least "
         f"{n.number('min_cycles')} cycles; in the first two rounds it goes on, from {n.number('min_samples')} cycles, "
         "until the ratio of every pair it compares (end to end, the copies counted on a GPU) is known within "
         f"±{n.percent('target_rel_ci')} (the {n.percent('bout_stop_confidence')} CI of its median over the cycles) "
