@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 from offloadbench.measure.diagnostics import flags_for_samples
 from offloadbench.measure.timing import (
+    PREROLL_MAX_S,
+    PREROLL_S,
     BlockRule,
     Region,
     StopRule,
     Warmup,
     WarmupRule,
     choose_calls_per_sample,
-    PREROLL_MAX_S,
-    PREROLL_S,
     measure_region,
     rewarm,
     sample_region,
