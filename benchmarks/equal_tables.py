@@ -11,8 +11,8 @@ details, the by-size answers as "n: variant; …" and the open sizes as "256, 10
 decision_sizes.csv's rows, a break-even size in words against its size, status and the
 series' sizes, why the losers lose in words against losses.csv's rows as the newer report
 words them, why a ratio is undecided in words against its code, the peak note in words against
-the processes' least and greatest peak) are compared through that mapping; columns one side
-lacks are listed.
+the processes' least and greatest peak, a cell's two states in words against each state's
+time, pages and rounds) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -154,6 +154,27 @@ def with_peak_note(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:
     return timings.assign(peak_note=[note(row) for _, row in timings.iterrows()])
 
 
+def with_state_words(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:
+    """timings.csv's two states in words, as the older version wrote them, from each state's
+    time, fresh pages per call and rounds."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.units import fmt_time
+
+    def words(row) -> str:
+        if not row["state_fast_rounds"]:
+            return ""
+        fast, slow = row["state_fast_rounds"].split(), row["state_slow_rounds"].split()
+        pages = [pd.to_numeric(row[f"state_{state}_faults_per_call"]) for state in ("fast", "slow")]
+        differs = (f"fresh pages per call: {pages[0]:,.0f} in the fast state, {pages[1]:,.0f} in the slow"
+                   if all(np.isfinite(pages)) and abs(pages[1] - pages[0]) >= 1 else
+                   "nothing the records show differs between them")
+        return (f"two states: {fmt_time(float(row['state_fast_s']))} in {len(fast)} of {len(fast) + len(slow)} "
+                f"processes (rounds {', '.join(fast)}), {fmt_time(float(row['state_slow_s']))} in {len(slow)} "
+                f"(rounds {', '.join(slow)}); {differs}")
+
+    return timings.assign(states=[words(row) for _, row in timings.iterrows()])
+
+
 def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -170,6 +191,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             a = undecided_codes(a)
         if name == "timings" and "peak_note" in a and "peak_note" not in b:
             b = with_peak_note(b, checkout)
+        if name == "timings" and "states" in a and "state_fast_rounds" in b:
+            b = with_state_words(b, checkout)
         if name == "decisions" and "by_size" in a:
             b = with_by_size_words(b, new / "decision_sizes.csv")
         if name == "decisions" and "undecided_sizes" in a and "undecided_sizes" not in b:

@@ -16,7 +16,7 @@ from conftest import FINGERPRINT, group_typed, make_processes, make_record, type
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.processes import judge
 from offloadbench.analysis.settle import plan_round
-from offloadbench.analysis.tables import speedups_table
+from offloadbench.analysis.tables import speedups_table, timings_table
 from offloadbench.cells import Cell
 from offloadbench.jobs import settle as settle_job
 from offloadbench.records import SettleRecord
@@ -86,9 +86,13 @@ def test_a_cell_in_two_states_reports_both_and_judges_its_comparisons_in_each():
     cells = grouped(base, torch)
     states = cells[NUMPY].states
     assert [r.round for r in states.fast] == [3, 4, 5, 6] and [r.round for r in states.slow] == [1, 2]
-    text = cells[NUMPY].states.describe(lambda s: f"{s * 1e3:.2f} ms")
-    assert text.startswith("two states: 1.00 ms in 4 of 6 processes (rounds 3, 4, 5, 6), 1.60 ms in 2 (rounds 1, 2)")
-    assert "fresh pages per call: 0 in the fast state, 4,096 in the slow" in text
+    timings = timings_table(list(cells.values()), "m").set_index("library")
+    timing = timings.loc["numpy"]
+    assert timing["state_fast_s"] == pytest.approx(1.0e-3, rel=0.05)
+    assert timing["state_slow_s"] == pytest.approx(1.6e-3, rel=0.05)
+    assert (timing["state_fast_rounds"], timing["state_slow_rounds"]) == ("3 4 5 6", "1 2")
+    assert (timing["state_fast_faults_per_call"], timing["state_slow_faults_per_call"]) == (0, 4096)
+    assert math.isnan(timings.loc["torch", "state_slow_s"]) and timings.loc["torch", "state_slow_rounds"] == ""
     row = speedups_table(list(cells.values()), "m").iloc[0]
     assert row["speedup_verdict"] == "undecided" and row["states_answer"] == "depends"
     fast, slow = row["states"].split("; ")

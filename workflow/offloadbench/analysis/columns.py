@@ -142,8 +142,13 @@ TIMINGS = {
     "tolerance": number("the dtype-aware tolerance of that error"),
     "unstable": text("noise flags (each kind once, its strongest case, in how many processes)"),
     "replaced": text("processes left out and replaced, and why"),
-    "states": text("where its processes fall into two groups far apart: both times, how many processes and "
-                   "which rounds each, and what the records show differs between them"),
+    # where its processes fall into two groups far apart (each state's processes, by round)
+    "state_fast_s": number("the fast state's time: the geometric mean of its process medians (s)"),
+    "state_fast_faults_per_call": number("the fresh pages one call maps in the fast state"),
+    "state_fast_rounds": text("the fast state's rounds, in order (\"1 2 4\")"),
+    "state_slow_s": number("the slow state's time (s)"),
+    "state_slow_faults_per_call": number("the fresh pages one call maps in the slow state"),
+    "state_slow_rounds": text("the slow state's rounds, in order"),
     "disturbed_cores": number("the most CPU (in cores) other processes used while the cell sampled"),
     "precision_notes": text("regions whose CI target was not reached in their budget"),
     "shares_cores": boolean("whether the cell's threads used every core, shared with the orchestrator"),

@@ -119,25 +119,10 @@ class States:
             return "fast"
         return "slow" if any(r.round == round_index for r in self.slow) else None
 
-    def differs(self) -> str:
-        """What the records show differs between the two groups ("" where nothing does)."""
-        fast, slow = faults_per_call(self.fast), faults_per_call(self.slow)
-        if math.isfinite(fast) and math.isfinite(slow) and abs(slow - fast) >= 1:
-            return f"fresh pages per call: {fast:,.0f} in the fast state, {slow:,.0f} in the slow"
-        return ""
-
-    def describe(self, fmt_time) -> str:
-        """"two states: 13.2 ms in 5 of 8 processes (rounds 1, 2, 4, 6, 7), 19.8 ms in 3 (rounds
-        3, 5, 8); <what differs>"."""
-        total = len(self.fast) + len(self.slow)
-
-        def rounds(records) -> str:
-            return ", ".join(str(r.round) for r in sorted(records, key=lambda r: r.round))
-
-        differs = self.differs() or "nothing the records show differs between them"
-        return (f"two states: {fmt_time(self.time_s('fast'))} in {len(self.fast)} of {total} processes "
-                f"(rounds {rounds(self.fast)}), {fmt_time(self.time_s('slow'))} in {len(self.slow)} "
-                f"(rounds {rounds(self.slow)}); {differs}")
+    def rounds(self, state: str) -> str:
+        """The rounds of the "fast" or "slow" state's processes, in order: "1 2 4"."""
+        records = self.fast if state == "fast" else self.slow
+        return " ".join(str(r.round) for r in sorted(records, key=lambda r: r.round))
 
 
 @dataclass

@@ -124,6 +124,17 @@ def memory_columns(mc: MeasuredCell) -> dict:
     }
 
 
+def state_columns(mc: MeasuredCell) -> dict:
+    """A cell whose processes fall into two states far apart: each state's time, fresh pages
+    per call and rounds (NaN and "" where it has one state)."""
+    states, found = mc.states, {}
+    for state in ("fast", "slow"):
+        found |= {f"state_{state}_s": states.time_s(state) if states else math.nan,
+                  f"state_{state}_faults_per_call": faults_per_call(getattr(states, state)) if states else math.nan,
+                  f"state_{state}_rounds": states.rounds(state) if states else ""}
+    return found
+
+
 def resident_columns(mc: MeasuredCell) -> dict:
     """A GPU cell's resident trips against what its phases predict, h2d + k·compute + d2h."""
     calls = sorted({k for r in mc.counted for k in r.resident_calls()})
@@ -190,7 +201,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "tolerance": first.check.tolerance,
         "unstable": "; ".join(mc.flags),
         "replaced": mc.replaced,
-        "states": mc.states.describe(fmt_time) if mc.states else "",
+        **state_columns(mc),
         "disturbed_cores": mc.disturbed_cores,
         "precision_notes": "; ".join(mc.precision_notes),
         "shares_cores": mc.shares_cores,
