@@ -12,7 +12,7 @@ decision_sizes.csv's rows, a break-even size in words against its size, status a
 series' sizes, why the losers lose in words against losses.csv's rows as the newer report
 words them, why a ratio is undecided in words against its code, the peak note in words against
 the processes' least and greatest peak, a cell's two states in words against each state's
-time, pages and rounds) are compared through that mapping; columns one side lacks are listed.
+time, pages and rounds, GPU resident trips in words against resident.csv's rows) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -175,6 +175,31 @@ def with_state_words(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:
     return timings.assign(states=[words(row) for _, row in timings.iterrows()])
 
 
+def with_resident_words(timings: pd.DataFrame, trips_path: Path, checkout: Path) -> pd.DataFrame:
+    """timings.csv's resident columns as the older version wrote them (the largest k's trip,
+    and every trip in words or why there is none), from resident.csv's rows."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.units import fmt_time
+
+    key = ["op", "library", "device", "dtype", "size", "threads", "mode"]
+    trips = pd.read_csv(trips_path, dtype=str, keep_default_na=False)
+    found = {tuple(row[k] for k in key): rows for row, rows in ((r.iloc[0], r) for _, r in trips.groupby(key))}
+
+    def columns(row) -> dict:
+        rows = found.get(tuple(row[k] for k in key))
+        if rows is None:
+            return {"resident_calls": "", "resident_s": "", "resident_predicted_s": "", "resident": row["resident_reason"]}
+        rows = rows.assign(k=rows["calls"].astype(int)).sort_values("k")
+        parts = [f"k = {r.k}: {fmt_time(float(r.resident_s))}, the phases predict {fmt_time(float(r.predicted_s))} "
+                 f"({float(r.resident_s) / float(r.predicted_s):.2f}×)" for r in rows.itertuples()]
+        last = rows.iloc[-1]
+        return {"resident_calls": last["calls"], "resident_s": last["resident_s"],
+                "resident_predicted_s": last["predicted_s"], "resident": "; ".join(parts)}
+
+    built = pd.DataFrame([columns(row) for _, row in timings.iterrows()], index=timings.index)
+    return timings.assign(**{c: built[c] for c in built.columns})
+
+
 def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -191,6 +216,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             a = undecided_codes(a)
         if name == "timings" and "peak_note" in a and "peak_note" not in b:
             b = with_peak_note(b, checkout)
+        if name == "timings" and "resident" in a and "resident_reason" in b:
+            b = with_resident_words(b, new / "resident.csv", checkout)
         if name == "timings" and "states" in a and "state_fast_rounds" in b:
             b = with_state_words(b, checkout)
         if name == "decisions" and "by_size" in a:

@@ -137,6 +137,7 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
     from offloadbench.analysis.memory_fit import memory_table
     from offloadbench.analysis.tables import (
         controls_table,
+        resident_table,
         speedups_table,
         thread_scaling_table,
         timings_table,
@@ -159,6 +160,7 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
         "losses": losses,
         "controls": controls_table(cells, machine),
         "memory": memory_table(timings, environment, machine),
+        "resident": resident_table(cells, machine),
         "transfer": transfer_table(transfer, machine, analysis),
     }
 

@@ -69,15 +69,17 @@ def test_a_resident_trip_copies_once_and_chains_its_calls():
     assert "no device" in backend.resident_reason  # on the cpu, with its reason
 
 
-def test_the_timings_compare_each_resident_trip_with_the_phases():
+def test_the_resident_table_compares_each_trip_with_the_phases():
     from conftest import group_typed, make_processes
+    from offloadbench.analysis.columns import RESIDENT
     from offloadbench.analysis.measured import Analysis
-    from offloadbench.analysis.tables import resident_columns
+    from offloadbench.analysis.tables import resident_table
 
     records = make_processes(3, median=1e-4, library="torch", device="cuda", op="transcendental",
                              phases={"h2d": 2e-4, "d2h": 3e-4, "resident_1": 6e-4, "resident_16": 2.2e-3})
     (mc,) = group_typed(records, Analysis(resamples=100))
-    columns = resident_columns(mc)
-    assert columns["resident_calls"] == 16
-    assert columns["resident_predicted_s"] == pytest.approx(2e-4 + 16 * 1e-4 + 3e-4, rel=0.05)
-    assert "k = 1:" in columns["resident"] and "k = 16:" in columns["resident"]
+    table = resident_table([mc], "m")
+    assert list(table.columns) == list(RESIDENT) and list(table["calls"]) == [1, 16]
+    assert list(table["resident_s"]) == pytest.approx([6e-4, 2.2e-3], rel=0.05)
+    assert list(table["predicted_s"]) == pytest.approx([2e-4 + k * 1e-4 + 3e-4 for k in (1, 16)], rel=0.05)
+    assert set(table["device"]) == {"cuda"} and set(table["op"]) == {"transcendental"}

@@ -97,7 +97,11 @@ def test_statuses_and_columns(run):
     assert (cuda["end_to_end_s"] > cuda["compute_s"]).all() and set(cuda["device_name"]) == {
         "offloadbench stand-in GPU (on the CPU)"}
     chained = cuda[cuda["op"].isin(["transcendental", "heat_step"])]  # an elementwise op and the kernel chain
-    assert (chained["resident_calls"] == 16).all() and cuda.loc[cuda["op"] == "matmul", "resident_calls"].isna().all()
+    resident = pd.read_csv(run["out"] / "resident.csv", dtype={"threads": str})
+    trips = resident.groupby(["op", "library", "mode", "dtype", "size"])["calls"].apply(list)
+    assert len(trips) == len(chained) and all(calls == [1, 16] for calls in trips)  # every chaining cell, each k
+    assert set(resident["op"]) == {"transcendental", "heat_step"} and (resident["resident_s"] > 0).all()
+    assert (cuda.loc[cuda["op"] == "matmul", "resident_reason"].str.len() > 0).all()  # why matmul has none
     cpu = timings[timings["device"] == "cpu"]
     assert set(cpu["status"]) == {"ok"} and (cpu["median_s"] > 0).all() and (cpu["n_samples"] >= 12).all()
     assert 2 in set(cpu["processes"]) and set(cpu["processes"]) <= set(range(2, 7))  # extra rounds: up to max_processes

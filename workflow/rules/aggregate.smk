@@ -19,6 +19,7 @@ rule aggregate:
         losses=f"{OUT}/losses.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
+        resident=f"{OUT}/resident.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         judging=f"{OUT}/{JUDGING}",

@@ -11,6 +11,7 @@ rule report:
         losses=f"{OUT}/losses.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
+        resident=f"{OUT}/resident.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",

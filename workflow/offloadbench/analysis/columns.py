@@ -190,11 +190,8 @@ TIMINGS = {
     "peak_host_low_bytes": number("the least of the processes' host peaks"),
     "peak_host_high_bytes": number("the greatest of the processes' host peaks"),
     "peak_reason": text("why the host peak was not measured, as the records say"),
-    "resident_calls": integer("GPU cells: the most calls k of a resident trip (one copy in, k chained calls, one "
-                              "out)"),
-    "resident_s": number("the median time of that trip (s)"),
-    "resident_predicted_s": number("what the phases predict for it: h2d + k·compute + d2h (s)"),
-    "resident": text("every resident trip measured against its prediction, or why the cell has none"),
+    "resident_reason": text("GPU cells: why the cell has no resident trips, as the records say (its trips: "
+                            "resident.csv)"),
     "compile_peak_rss_bytes": number("compiled cells: the RSS high-water rise of the first call (the compile)"),
     "compile_peak_device_bytes": number("compiled GPU cells: the device peak of the first call"),
 }
@@ -403,9 +400,17 @@ LOSSES = {
     "call_s": number("fresh_pages: its seconds per call"),
 }
 
+RESIDENT = {
+    **CELL, **VARIANT,
+    "calls": integer("k: the calls of one resident trip (one copy in, k calls chained on the device, one copy out)",
+                     minimum=1, empty=False),
+    "resident_s": number("the trip's time: the geometric mean of its process medians (s)"),
+    "predicted_s": number("what the phases predict for it: h2d + k·compute + d2h (s)"),
+}
+
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
             "decision_sizes": DECISION_SIZES, "losses": LOSSES,
-            "controls": CONTROLS, "memory": MEMORY, "transfer": TRANSFER, "roofs": ROOFS}
+            "controls": CONTROLS, "memory": MEMORY, "resident": RESIDENT, "transfer": TRANSFER, "roofs": ROOFS}
 
 
 def kinds(name: str) -> dict[str, Kind]:

@@ -33,7 +33,6 @@ from ..records import (
     write_json_atomic,
 )
 from ..stats import MIN_PAIRED, Interval, median_and_ci, stream_for
-from ..units import fmt_time
 from ..verdicts import FASTER, SLOWER, Judging
 from ..verdicts import method as verdicts_method
 from .breakeven import break_even
@@ -42,6 +41,7 @@ from .columns import (
     DECISION_SIZES,
     DECISIONS,
     LOSSES,
+    RESIDENT,
     ROOFS,
     SPEEDUPS,
     THREAD_SCALING,
@@ -135,18 +135,19 @@ def state_columns(mc: MeasuredCell) -> dict:
     return found
 
 
-def resident_columns(mc: MeasuredCell) -> dict:
-    """A GPU cell's resident trips against what its phases predict, h2d + k·compute + d2h."""
-    calls = sorted({k for r in mc.counted for k in r.resident_calls()})
-    reason = next((r.resident_reason for r in mc.counted if r.resident_reason), "")
+def resident_rows(mc: MeasuredCell, machine: str) -> list[dict]:
+    """A GPU cell's resident trips, one row per k: the measured time against what its phases
+    predict, h2d + k·compute + d2h."""
     h2d, compute, d2h = (mc.median(phase) for phase in ("h2d", "compute", "d2h"))
-    parts, last = [], dict.fromkeys(("resident_calls", "resident_s", "resident_predicted_s"), math.nan)
-    for k in calls:
-        measured, predicted = mc.median(f"resident_{k}"), h2d + k * compute + d2h
-        parts.append(f"k = {k}: {fmt_time(measured)}, the phases predict {fmt_time(predicted)} "
-                     f"({measured / predicted:.2f}×)" if predicted > 0 else f"k = {k}: {fmt_time(measured)}")
-        last = {"resident_calls": k, "resident_s": measured, "resident_predicted_s": predicted}
-    return {**last, "resident": "; ".join(parts) or reason}
+    return [{**_cell_columns(mc, machine), "calls": k, "resident_s": mc.median(f"resident_{k}"),
+             "predicted_s": h2d + k * compute + d2h}
+            for k in sorted({k for r in mc.counted for k in r.resident_calls()})]
+
+
+def resident_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    """resident.csv: every GPU cell's resident trips (`columns.RESIDENT`)."""
+    rows = [row for mc in cells if mc.ok for row in resident_rows(mc, machine)]
+    return _sorted(pd.DataFrame(rows, columns=list(RESIDENT)), [*CELL_COLUMNS, "calls"])
 
 
 def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
@@ -215,7 +216,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     }
     row.update(compile_columns(mc))
     row.update(memory_columns(mc))
-    row.update(resident_columns(mc))
+    row["resident_reason"] = next((r.resident_reason for r in mc.counted if r.resident_reason), "")
     for phase in PHASES:
         row[f"{phase}_s"] = mc.median(phase)
     e2e = mc.interval("end_to_end")
@@ -426,6 +427,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         speedups = speedups_table(regular, machine)
     with stage("memory.csv"):
         memory = memory_table(timings, environment, machine)
+    with stage("resident.csv"):
+        resident = resident_table(regular, machine)
     with stage("thread_scaling.csv and controls.csv"):
         scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
     roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
@@ -438,6 +441,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "thread_scaling": scaling,
         "controls": controls,
         "memory": memory,
+        "resident": resident,
         "decisions": decisions,
         "decision_sizes": decision_sizes,
         "losses": losses,
@@ -483,6 +487,7 @@ REQUIRED_COLUMNS = {
     "losses": list(LOSSES),
     "controls": ["machine", "op", "library", "device", "size", "threads", "ratio", "verdict"],
     "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
+    "resident": list(RESIDENT),
     "transfer": ["device", "status"],
     "roofs": ["device", "status"],
 }

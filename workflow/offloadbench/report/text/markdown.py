@@ -220,7 +220,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         ("how the measurement went", lambda: conditions_section(
             inputs.environment, inputs.rounds, t, inputs.settle,
             {name: inputs.table(name) for name in ("speedups", "thread_scaling", "controls")})),
-        ("does offloading pay", lambda: offload_section(t, s, transfer, judging)),
+        ("does offloading pay", lambda: offload_section(t, s, transfer, inputs.table("resident"), judging)),
         ("does it fit", lambda: fit_section(inputs.table("memory"), t, page_cost_s(inputs.table("roofs")))),
         ("the seed claims", lambda: ["## Seed claims checked", "", f"> {SEED_CLAIM}", "", *check_seed_claims(t, s, judging), ""]),
         ("the figures", lambda: ["## Figures", "", *figure_lines(

@@ -23,7 +23,7 @@ from ...analysis.measured import Analysis
 from ...analysis.sources import Source
 from ...analysis.tables import StaleTable, read_table, read_tables, with_series_rows
 from ...bundles import BUNDLE_SUFFIX, source_label, unpack
-from ...cells import Cell
+from ...cells import CELL_COLUMNS, Cell
 from ...errors import UserError, one_line, shown
 from ...verdicts import Judging
 from ..escape import terminal_frame
@@ -31,6 +31,7 @@ from ..format import finite, fmt_percent, fmt_sig, format_bytes
 from ..table import markdown_table
 from .conditions import controls_warning
 from .decisions import plain_table
+from .findings import trips_text
 
 WIDTH = 100
 USAGE = "usage: python -m offloadbench.report.text.summary [results/<machine> | <machine>.tar.gz] [--cells]"
@@ -119,8 +120,12 @@ def cells_summary(folder: Path) -> str:
     })
     spread = rows["process_spread"].dropna()
     lines = [f"{shown(folder)}: cells {counts}", "", markdown_table(terminal_frame(brief)), ""]
-    resident = rows[has_text(rows, "resident")]
-    lines += [f"{Cell.from_dict(r).key}: resident trips: {r['resident']}" for _, r in resident.iterrows()]
+    if (folder / "resident.csv").is_file():  # a folder of a version before it has none
+        trips = read_table("resident", str(folder / "resident.csv"))
+        lines += [f"{Cell.from_dict(cell.iloc[0]).key}: resident trips: {trips_text(cell)}"
+                  for _, cell in trips.groupby([c for c in CELL_COLUMNS if c in trips], sort=False)]
+    lines += [f"{Cell.from_dict(r).key}: no resident trips: {r['resident_reason']}"
+              for _, r in rows[has_text(rows, "resident_reason")].iterrows()]
     if not spread.empty:
         lines.append(f"spread between processes (slowest process median ÷ fastest − 1): median "
                      f"{fmt_percent(spread.median())}, largest {fmt_percent(spread.max())}")
