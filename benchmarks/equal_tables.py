@@ -12,12 +12,14 @@ decision_sizes.csv's rows, a break-even size in words against its size, status a
 series' sizes, why the losers lose in words against losses.csv's rows as the newer report
 words them, why a ratio is undecided in words against its code, the peak note in words against
 the processes' least and greatest peak, a cell's two states in words against each state's
-time, pages and rounds, GPU resident trips in words against resident.csv's rows) are compared through that mapping; columns one side lacks are listed.
+time, pages and rounds, GPU resident trips in words against resident.csv's rows, the precision
+notes against their regions and widest CI) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -200,6 +202,26 @@ def with_resident_words(timings: pd.DataFrame, trips_path: Path, checkout: Path)
     return timings.assign(**{c: built[c] for c in built.columns})
 
 
+def precision_values(notes: str) -> str:
+    """timings.csv's older precision notes ("CI not reached (±3.1% > ±2.0%, …) (in 1 of 3
+    processes)", one per region) as the values the newer version keeps: the regions, and the
+    widest CI to the notes' precision (the processes behind each note may overlap)."""
+    if not notes:
+        return ""
+    found = [(note.split(": CI")[0] if ": CI" in note else "compute", note.split("(")[1].split(" >")[0])
+             for note in notes.split("; ")]
+    widest = max(math.inf if w == "undefined" else float(w.strip("±%")) for _, w in found)
+    count = "?" if len(found) > 1 else notes.split("(in ")[1].split(" of")[0] if "(in " in notes else "1"
+    return f"{' '.join(sorted({r for r, _ in found}))} {widest:.1f} in {count}"
+
+
+def precision_values_of(row) -> str:
+    if not row["precision_regions"]:
+        return ""
+    count = row["precision_processes"] if " " not in row["precision_regions"] else "?"
+    return f"{row['precision_regions']} {100 * float(row['precision_widest_rel_ci']):.1f} in {count}"
+
+
 def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -218,6 +240,9 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             b = with_peak_note(b, checkout)
         if name == "timings" and "resident" in a and "resident_reason" in b:
             b = with_resident_words(b, new / "resident.csv", checkout)
+        if name == "timings" and "precision_notes" in a and "precision_processes" in b:
+            a = a.assign(precision_notes=a["precision_notes"].map(precision_values))
+            b = b.assign(precision_notes=[precision_values_of(row) for _, row in b.iterrows()])
         if name == "timings" and "states" in a and "state_fast_rounds" in b:
             b = with_state_words(b, checkout)
         if name == "decisions" and "by_size" in a:

@@ -131,7 +131,8 @@ def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_pro
         "end_to_end: drift: second half 9.0% faster than the first (in 1 of 3 processes)",
         "bimodal samples (two modes 50% apart, 30/50 in the faster) (in 1 of 3 processes)",
     ]
-    assert cell.precision_notes == ["CI not reached (±3.1% > ±2.0%, stopped on budget) (in 1 of 3 processes)"]
+    assert cell.precision == {"precision_processes": 1, "precision_regions": "compute",
+                              "precision_widest_rel_ci": 0.031}
 
 
 def test_tables_are_reproducible_from_the_same_records():

@@ -150,7 +150,11 @@ TIMINGS = {
     "state_slow_faults_per_call": number("the fresh pages one call maps in the slow state"),
     "state_slow_rounds": text("the slow state's rounds, in order"),
     "disturbed_cores": number("the most CPU (in cores) other processes used while the cell sampled"),
-    "precision_notes": text("regions whose CI target was not reached in their budget"),
+    # a note, not a flag: where a region's median in a process missed the CI target in its budget
+    "precision_processes": integer("the processes in which a region missed the CI target in its budget"),
+    "precision_regions": text("those regions (compute, end_to_end, …)"),
+    "precision_widest_rel_ci": number("the widest of their CIs, as a half-width relative to the median (inf: "
+                                      "too few samples for one)"),
     "shares_cores": boolean("whether the cell's threads used every core, shared with the orchestrator"),
     "faults_per_call": number("fresh pages one call maps (minor page faults per call): the median of its samples, "
                               "then over its processes", minimum=0),

@@ -274,13 +274,13 @@ class MeasuredCell:
     def process_medians(self, phase: str = "compute") -> list[float]:
         return [float(np.median(g)) for g in self.groups(phase)]
 
-    def _diagnostics(self, precision: bool) -> list[str]:
+    def _diagnostics(self) -> list[str]:
         """Each kind of flag once per region: its strongest case, and in how many processes
-        it was seen (`precision`: only the CI not reached, else all but it)."""
+        it was seen (the CI not reached is a precision note, not a flag)."""
         by_kind: dict[tuple[str, str], list[Flag]] = {}
         for record in self.counted:
             for flag in record.flags:
-                if (flag.kind == "not_converged") == precision:
+                if flag.kind != "not_converged":
                     by_kind.setdefault((flag.region, flag.kind), []).append(flag)
         n = len(self.counted)
         return [max(seen, key=lambda f: f.size).text + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
@@ -290,7 +290,7 @@ class MeasuredCell:
     def flags(self) -> list[str]:
         """What makes the cell's numbers untrustworthy as they stand: two modes, drift, a
         clock that moved, a process that failed (each once over the processes)."""
-        seen = self._diagnostics(precision=False)
+        seen = self._diagnostics()
         if self.disagree:
             seen.append(f"processes disagree: {self.disagree}")
         failed = [r for r in self.records if r.status in FAILED]
@@ -299,10 +299,15 @@ class MeasuredCell:
         return seen
 
     @property
-    def precision_notes(self) -> list[str]:
-        """Regions whose median within a process did not reach the CI target in its budget:
-        the cell's CI is wider for it, which is honest, so it is a note, not a flag."""
-        return self._diagnostics(precision=True)
+    def precision(self) -> dict:
+        """Where a region's median within a process did not reach the CI target in its budget
+        (the cell's CI is wider for it, which is honest, so it is a note, not a flag): in how
+        many processes, which regions, and the widest such CI (relative half-width)."""
+        missed = [[f for f in r.flags if f.kind == "not_converged"] for r in self.counted]
+        flags = [f for found in missed for f in found]
+        return {"precision_processes": sum(map(bool, missed)),
+                "precision_regions": " ".join(sorted({f.region for f in flags})),
+                "precision_widest_rel_ci": max((f.size for f in flags), default=math.nan)}
 
     @property
     def shares_cores(self) -> bool:

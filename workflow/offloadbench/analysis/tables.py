@@ -204,7 +204,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "replaced": mc.replaced,
         **state_columns(mc),
         "disturbed_cores": mc.disturbed_cores,
-        "precision_notes": "; ".join(mc.precision_notes),
+        **mc.precision,
         "shares_cores": mc.shares_cores,
         "faults_per_call": faults_per_call(mc.counted),
         "conversion_s": _median_of(r.conversion_s for r in mc.ok),
