@@ -13,7 +13,8 @@ series' sizes, why the losers lose in words against losses.csv's rows as the new
 words them, why a ratio is undecided in words against its code, the peak note in words against
 the processes' least and greatest peak, a cell's two states in words against each state's
 time, pages and rounds, GPU resident trips in words against resident.csv's rows, the precision
-notes against their regions and widest CI) are compared through that mapping; columns one side lacks are listed.
+notes against their regions and widest CI, a comparison's ratio in each state in words against
+states.csv's rows) are compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -222,6 +223,33 @@ def precision_values_of(row) -> str:
     return f"{row['precision_regions']} {100 * float(row['precision_widest_rel_ci']):.1f} in {count}"
 
 
+def with_state_ratio_words(name: str, frame: pd.DataFrame, states_path: Path, checkout: Path) -> pd.DataFrame:
+    """A comparison table's (or decisions.csv's) `states` in words, as the older version wrote
+    them ("1.3× where <cell> ran 1.2 ms (2 of 6 rounds); …"), from states.csv's rows."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.units import fmt_time
+
+    states = pd.read_csv(states_path, dtype=str, keep_default_na=False)
+    kind = {"speedups": "speedup", "decisions": "speedup", "thread_scaling": "thread scaling",
+            "controls": "self-comparison"}[name]
+    key = ["op", "device", "dtype", "threads", "size", "variant"] if name == "decisions" else \
+        ["op", "library", "device", "dtype", "size", "threads", "mode"]
+    found: dict[tuple, list] = {}
+    for row in states[states["kind"] == kind].to_dict("records"):
+        found.setdefault(tuple(row[k] for k in key), []).append(row)
+
+    def where(s) -> str:
+        return " and ".join(f"{s[f'{side}_cell']} ran {fmt_time(float(s[f'{side}_state_s']))}"
+                            for side in ("base", "contender") if s[f"{side}_state"])
+
+    def words(row) -> str:
+        at = tuple(row["compared_variant" if k == "variant" and name == "decisions" else k] for k in key)
+        return "; ".join(f"{float(s['ratio']):.3g}× where {where(s)} ({s['rounds']} of {s['of_rounds']} rounds)"
+                         for s in found.get(at, []))
+
+    return frame.assign(states=[words(row) for _, row in frame.iterrows()])
+
+
 def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
     report = {}
     for name in sorted({p.stem for p in new.glob("*.csv")} - {p.stem for p in old.glob("*.csv")}):
@@ -240,6 +268,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             b = with_peak_note(b, checkout)
         if name == "timings" and "resident" in a and "resident_reason" in b:
             b = with_resident_words(b, new / "resident.csv", checkout)
+        if name in ("speedups", "thread_scaling", "controls", "decisions") and "states" in a and "states" not in b:
+            b = with_state_ratio_words(name, b, new / "states.csv", checkout)
         if name == "timings" and "precision_notes" in a and "precision_processes" in b:
             a = a.assign(precision_notes=a["precision_notes"].map(precision_values))
             b = b.assign(precision_notes=[precision_values_of(row) for _, row in b.iterrows()])

@@ -139,6 +139,7 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
         controls_table,
         resident_table,
         speedups_table,
+        states_table,
         thread_scaling_table,
         timings_table,
         transfer_table,
@@ -161,6 +162,7 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
         "controls": controls_table(cells, machine),
         "memory": memory_table(timings, environment, machine),
         "resident": resident_table(cells, machine),
+        "states": states_table(cells, machine),
         "transfer": transfer_table(transfer, machine, analysis),
     }
 

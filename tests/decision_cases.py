@@ -4,6 +4,7 @@ the tests of the rule (analysis/test_decisions.py) and of its words (report/test
 import math
 
 import pandas as pd
+from offloadbench.analysis.columns import STATES
 from offloadbench.analysis.decisions import decision_tables
 from offloadbench.analysis.tables import with_series_rows
 from offloadbench.verdicts import Judging
@@ -36,12 +37,14 @@ def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="he
     return speed, timing
 
 
-def decide(*cells, fault_s: float = math.nan) -> pd.DataFrame:
-    """decisions.csv with each decision's sizes and losses beside it, as the report reads them."""
+def decide(*cells, fault_s: float = math.nan, states: list[dict] | None = None) -> pd.DataFrame:
+    """decisions.csv with each decision's sizes, losses and states beside it, as the report
+    reads them (`states`: rows of states.csv)."""
     speedups = pd.DataFrame([c[0] for c in cells])
     timings = pd.DataFrame([c[1] for c in cells])
     decisions, sizes, losses = decision_tables(speedups, timings, DELTA, fault_s=fault_s)
-    return with_series_rows({"decisions": decisions, "decision_sizes": sizes, "losses": losses})["decisions"]
+    return with_series_rows({"decisions": decisions, "decision_sizes": sizes, "losses": losses,
+                             "states": pd.DataFrame(states or [], columns=list(STATES))})["decisions"]
 
 
 def only(frame: pd.DataFrame) -> pd.Series:

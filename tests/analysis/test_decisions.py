@@ -48,7 +48,7 @@ def test_one_row_per_op_device_dtype_and_cpu_thread_count():
     frame = decide(cell("torch", 1024, 1.5, 1.4, 1.6, threads="1"), cell("torch", 1024, 0.8, 0.7, 0.9, threads="all"),
                    cell("torch", 1024, 5.0, 4.5, 5.5, device="cuda"),
                    cell("torch", 1024, 2.0, 1.9, 2.1, op="other"))
-    assert list(frame.columns) == [*DECISIONS, "by_size", "losses"]  # decision_sizes.csv's and losses.csv's rows
+    assert list(frame.columns) == [*DECISIONS, "by_size", "losses", "state_ratios"]  # the side tables' rows
     assert [len(answers) for answers in frame["by_size"]] == [1, 1, 1, 1]
     assert [(r.op, r.device, r.threads) for r in frame.itertuples()] == [
         ("heat", "cpu", "1"), ("heat", "cpu", "all"), ("heat", "cuda", "1"), ("other", "cpu", "1")]

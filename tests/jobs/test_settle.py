@@ -16,7 +16,7 @@ from conftest import FINGERPRINT, group_typed, make_processes, make_record, type
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.processes import judge
 from offloadbench.analysis.settle import plan_round
-from offloadbench.analysis.tables import speedups_table, timings_table
+from offloadbench.analysis.tables import speedups_table, states_table, timings_table
 from offloadbench.cells import Cell
 from offloadbench.jobs import settle as settle_job
 from offloadbench.records import SettleRecord
@@ -95,9 +95,12 @@ def test_a_cell_in_two_states_reports_both_and_judges_its_comparisons_in_each():
     assert math.isnan(timings.loc["torch", "state_slow_s"]) and timings.loc["torch", "state_slow_rounds"] == ""
     row = speedups_table(list(cells.values()), "m").iloc[0]
     assert row["speedup_verdict"] == "undecided" and row["states_answer"] == "depends"
-    fast, slow = row["states"].split("; ")
-    assert slow.startswith("1.3") and slow.endswith("(2 of 6 rounds)") and "numpy-cpu-float32-n256-t1 ran" in slow
-    assert fast.startswith("0.8") and fast.endswith("(4 of 6 rounds)")
+    fast, slow = states_table(list(cells.values()), "m").to_dict("records")
+    assert (fast["base_state"], fast["contender_state"], slow["base_state"]) == ("fast", "", "slow")
+    assert slow["ratio"] == pytest.approx(1.33, abs=0.05) and (slow["rounds"], slow["of_rounds"]) == (2, 6)
+    assert fast["ratio"] == pytest.approx(0.83, abs=0.05) and fast["rounds"] == 4
+    assert slow["base_cell"] == "numpy-cpu-float32-n256-t1" and slow["base_state_s"] == pytest.approx(1.6e-3, rel=0.05)
+    assert fast["kind"] == "speedup" and fast["library"] == "torch" and math.isnan(fast["contender_state_s"])
     # a speedup that holds in both states keeps its verdict
     faster = processes(0.3e-3, n=6, library="torch", seed=5, rounds=6)
     row = speedups_table(list(grouped(base, faster).values()), "m").iloc[0]

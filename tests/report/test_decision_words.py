@@ -220,17 +220,24 @@ def test_a_tie_at_the_boundary_is_an_answer_that_asks_for_no_more_processes():
 
 def test_an_answer_that_differs_between_two_states_of_a_cell_says_it_depends():
     speed, timing = cell("torch", 2048, 1.1, 0.8, 1.5)
-    states = ("1.35× where numpy-cpu-float32-n2048-t1 ran 32 ms (5 of 8 rounds); "
-              "0.77× where numpy-cpu-float32-n2048-t1 ran 20 ms (3 of 8 rounds)")
-    depends = {"end_to_end_verdict": "undecided", "states_answer": "depends", "states": states}
-    row = only(decide((speed | depends, timing)))
-    assert row["decision"] == DEPENDS and row["states_answer"] == "depends" and row["states"] == states
+    row_cell = {k: speed[k] for k in ("machine", "op", "library", "device", "dtype", "size", "threads", "mode",
+                                      "variant")}
+    states = [{**row_cell, "kind": "speedup", "phase": "end_to_end", "base_cell": "numpy-cpu-float32-n2048-t1",
+               "contender_cell": "torch-cpu-float32-n2048-t1", "base_state": state, "contender_state": "",
+               "base_state_s": seconds, "contender_state_s": math.nan, "ratio": ratio, "rounds": rounds,
+               "of_rounds": 8} for state, seconds, ratio, rounds in (("fast", 20e-3, 0.77, 3), ("slow", 32e-3, 1.35, 5))]
+    worded = ("0.77× where numpy-cpu-float32-n2048-t1 ran 20 ms (3 of 8 rounds); "
+              "1.35× where numpy-cpu-float32-n2048-t1 ran 32 ms (5 of 8 rounds)")
+    depends = {"end_to_end_verdict": "undecided", "states_answer": "depends"}
+    row = only(decide((speed | depends, timing), states=states))
+    assert row["decision"] == DEPENDS and row["states_answer"] == "depends" and len(row["state_ratios"]) == 2
     text = answer(row, DELTA)
-    assert text.startswith("it depends on the state of the process: at n = 2048 torch against NumPy is 1.35× where")
-    assert "at n = 2048 two states of a process: 1.35× where" in "\n".join(plain_table(decide(
-        (speed | depends, timing)), DELTA))
+    assert text.startswith(f"it depends on the state of the process: at n = 2048 torch against NumPy is {worded}")
+    assert "at n = 2048 two states of a process: 0.77× where" in "\n".join(plain_table(decide(
+        (speed | depends, timing), states=states), DELTA))
+    assert only(decide((speed | depends, timing), states=[{**s, "size": 1024} for s in states]))["state_ratios"] == ()
     # where both states give the same answer, the verdict stands
-    holds = {"states_answer": "holds", "states": "2.1× where …; 1.8× where …"}
+    holds = {"states_answer": "holds"}
     assert only(decide(cell("torch", 2048, 2.0, 1.9, 2.1)))["decision"] == USE
     speed, timing = cell("torch", 2048, 2.0, 1.9, 2.1)
     assert only(decide((speed | holds, timing)))["decision"] == USE

@@ -20,6 +20,7 @@ rule aggregate:
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         resident=f"{OUT}/resident.csv",
+        states=f"{OUT}/states.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         judging=f"{OUT}/{JUDGING}",

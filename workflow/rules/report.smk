@@ -9,6 +9,7 @@ rule report:
         decisions=f"{OUT}/decisions.csv",
         decision_sizes=f"{OUT}/decision_sizes.csv",
         losses=f"{OUT}/losses.csv",
+        states=f"{OUT}/states.csv",
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         resident=f"{OUT}/resident.csv",
@@ -42,6 +43,7 @@ rule latex:
         decisions=f"{OUT}/decisions.csv",
         decision_sizes=f"{OUT}/decision_sizes.csv",
         losses=f"{OUT}/losses.csv",
+        states=f"{OUT}/states.csv",
         controls=f"{OUT}/controls.csv",
         judging=f"{OUT}/{JUDGING}",
     output:

@@ -224,7 +224,6 @@ SPEEDUPS = {
                          "verdict waits for a quieter machine"),
     "unstable": text("noise flags of the cell, then of the baseline"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
-    "states": text("where a side has two states: the speedup in each, and what each side ran there"),
     **estimate("compile_s", number("compiled cells: the compile phase (s)"), "the CI of compile_s (s)"),
     "compiler_startup_s": number("the compiler's one-time start-up (s)"),
     **estimate("amortize_calls", number("calls after which the compile has paid for itself (inf: never, not "
@@ -251,7 +250,6 @@ THREAD_SCALING = {
     "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its one-thread cell"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
-    "states": text("where a side has two states: the scaling in each, and what each side ran there"),
 }
 
 DECISIONS = {
@@ -298,8 +296,6 @@ DECISIONS = {
     "tie": boolean("the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across 1 ± δ): "
                    "no number of processes would decide it"),
     "states_answer": text(STATES_ANSWER.format("decision")),
-    "states": text("where a cell behind the stated speedup has two states: the speedup in each, and what each "
-                   "side ran there"),
 }
 
 CONTROLS = {
@@ -315,7 +311,6 @@ CONTROLS = {
     "shares_cores": boolean("whether either copy shared its cores with the orchestrator"),
     "unstable": text("noise flags of the cell, then of its twin"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
-    "states": text("where a side has two states: the ratio in each, and what each side ran there"),
     "twin_measure_s": number("wall time the twin's processes spent measuring it (s): what the control cost"),
     "carry_over": number("the cell's and its twin's time in the cycles of their bouts that came right after a "
                          "multi-threaded OpenMP worker (torch, compiled code) ÷ their time in the other cycles: "
@@ -412,9 +407,24 @@ RESIDENT = {
     "predicted_s": number("what the phases predict for it: h2d + k·compute + d2h (s)"),
 }
 
+STATES = {
+    **CELL, **VARIANT,
+    "kind": text("the comparison: speedup, thread scaling or self-comparison", empty=False),
+    "phase": text("the timed region its ratio is of: end_to_end or compute", empty=False),
+    "base_cell": text("the baseline's cell (NumPy's; one thread; the cell a twin copies)", empty=False),
+    "contender_cell": text("the contender's cell (the row's; the twin)", empty=False),
+    "base_state": text("fast or slow: the baseline's state in these rounds (empty: it has one)"),
+    "contender_state": text("fast or slow: the contender's state in these rounds (empty: it has one)"),
+    "base_state_s": number("the baseline's time in that state (s)"),
+    "contender_state_s": number("the contender's time in that state (s)"),
+    "ratio": number("the baseline's time over the contender's in these rounds (above 1: the contender is faster)"),
+    "rounds": integer("the rounds behind that ratio", minimum=1, empty=False),
+    "of_rounds": integer("the rounds both sides ran in", minimum=1, empty=False),
+}
+
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
             "decision_sizes": DECISION_SIZES, "losses": LOSSES,
-            "controls": CONTROLS, "memory": MEMORY, "resident": RESIDENT, "transfer": TRANSFER, "roofs": ROOFS}
+            "controls": CONTROLS, "memory": MEMORY, "resident": RESIDENT, "states": STATES, "transfer": TRANSFER, "roofs": ROOFS}
 
 
 def kinds(name: str) -> dict[str, Kind]:

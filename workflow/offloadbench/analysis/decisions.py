@@ -269,7 +269,6 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,
         "tie": option.tie(judging),
         "states_answer": text_of(row.get("states_answer")),
-        "states": text_of(row.get("states")),
     }
 
 

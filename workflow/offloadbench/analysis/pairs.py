@@ -14,11 +14,24 @@ import numpy as np
 
 from ..compared import control_pairs, scaling_pairs, speedup_pairs
 from ..stats import Interval, processes_to_decide
-from ..units import fmt_time
 from ..verdicts import DEPENDS_ON_STATE, FASTER, MAX_CI_SPAN, SAME, SLOWER, UNDECIDED, UNSTABLE, Judging
 from .measured import MeasuredCell, paired_rounds
 
 SPEEDUP, SCALING, CONTROL = "speedup", "thread scaling", "self-comparison"
+
+
+@dataclass(frozen=True)
+class StateRatio:
+    """A comparison's ratio over the rounds where each side ran in one state: "fast" or
+    "slow" for a side with two states ("" for one with one), with that state's time."""
+
+    base_state: str
+    contender_state: str
+    base_state_s: float
+    contender_state_s: float
+    ratio: float
+    rounds: int
+    of_rounds: int
 
 
 @dataclass(frozen=True)
@@ -34,7 +47,7 @@ class Comparison:
     verdict: str
     why: str  # why it is undecided ("" when decided)
     states_answer: str = ""  # where a side has two states: HOLDS, DEPENDS or ONE_ROUND
-    states: str = ""  # and the ratio in each state, with what each side ran there
+    states: tuple[StateRatio, ...] = ()  # and the ratio in each state
 
     @property
     def name(self) -> str:
@@ -81,15 +94,14 @@ def point_word(ratio: float, judging: Judging) -> str:
     return SLOWER if ratio <= 1 / (1 + judging.min_effect) else SAME
 
 
-def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> tuple[str, str]:
+def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> tuple[str, tuple[StateRatio, ...]]:
     """Where a side has two states: whether its verdict holds in both (HOLDS) or not
     (DEPENDS, where each state has two rounds or more; ONE_ROUND where one has a single
     round, which the interval already holds and the verdict follows), and the ratio (base
-    over contender) of the rounds in each ("1.30× where torch …; 1.52× where …"); two
-    empty strings where neither side has two."""
-    split = [(mc, mc.states) for mc in (base, contender) if mc.states is not None]
-    if not split:
-        return "", ""
+    over contender) of the rounds in each; "" and () where neither side has two."""
+    sides = {"base": base.states, "contender": contender.states}
+    if not any(sides.values()):
+        return "", ()
     theirs = {r.round: r for r in contender.counted}
     logs: dict[tuple, list[float]] = {}
     for mine in base.counted:
@@ -100,23 +112,21 @@ def by_state(base: MeasuredCell, contender: MeasuredCell, phase: str) -> tuple[s
         if value is None:
             value = math.log(float(np.median(mine.samples(phase).seconds or [math.nan]))
                              / float(np.median(other.samples(phase).seconds or [math.nan])))
-        label = tuple(states.of_round(mine.round) for _, states in split)
+        label = tuple(states.of_round(mine.round) if states else "" for states in sides.values())
         if math.isfinite(value) and None not in label:
             logs.setdefault(label, []).append(value)
     if len(logs) < 2:
-        return "", ""
+        return "", ()
+    total = sum(map(len, logs.values()))
+    found = tuple(StateRatio(*label, *(states.time_s(state) if state else math.nan
+                                       for states, state in zip(sides.values(), label, strict=True)),
+                             math.exp(float(np.mean(values))), len(values), total)
+                  for label, values in sorted(logs.items()))
     judging = base.analysis.judging
-    parts, words = [], set()
-    for label, values in sorted(logs.items()):
-        ratio = math.exp(float(np.mean(values)))
-        words.add(point_word(ratio, judging))
-        where = " and ".join(f"{mc.cell.stem} ran {fmt_time(states.time_s(state))}"
-                             for (mc, states), state in zip(split, label, strict=True))
-        parts.append(f"{ratio:.3g}× where {where} ({len(values)} of {sum(map(len, logs.values()))} rounds)")
-    if len(words) == 1:
-        return HOLDS, "; ".join(parts)
-    few = min(len(values) for values in logs.values()) < MIN_STATE_ROUNDS
-    return ONE_ROUND if few else DEPENDS, "; ".join(parts)
+    if len({point_word(s.ratio, judging) for s in found}) == 1:
+        return HOLDS, found
+    few = min(s.rounds for s in found) < MIN_STATE_ROUNDS
+    return ONE_ROUND if few else DEPENDS, found
 
 
 def compared(kind: str, base: MeasuredCell, contender: MeasuredCell, phase: str = "compute") -> Comparison:

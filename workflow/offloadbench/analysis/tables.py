@@ -9,7 +9,7 @@ both cells' draws. Cells measured in one process say so in `ci_scope`.
 from __future__ import annotations
 
 import math
-from dataclasses import astuple
+from dataclasses import asdict, astuple
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ from .columns import (
     RESIDENT,
     ROOFS,
     SPEEDUPS,
+    STATES,
     THREAD_SCALING,
     TIMINGS,
     TRANSFER,
@@ -55,7 +56,7 @@ from .compile_cost import amortization, compile_interval
 from .decisions import decision_tables
 from .measured import Analysis, MeasuredCell, carry_over, faults_per_call, load_cells
 from .memory_fit import memory_table
-from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, compared
+from .pairs import CONTROL, SCALING, SPEEDUP, Comparison, by_state, compared
 from .processes import method as processes_method
 from .roofline import page_cost_s
 from .round_trip import NOT_MEASURED, calls_per_round_trip
@@ -259,11 +260,12 @@ def _with_ci(column: str, value: float, low: float, high: float) -> dict:
 def _judged_columns(comparison: Comparison, column: str, verdict: str = "verdict",
                     undecided: str = "verdict_undecided") -> dict:
     """A judged ratio's columns: the rounds behind it, what its CI covers and how it was
-    paired, the ratio with its CI, its verdict and why it is undecided, and its states."""
+    paired, the ratio with its CI, its verdict and why it is undecided, and whether it holds
+    in a side's two states (the ratio in each: states.csv)."""
     ratio = comparison.ratio
     return {"processes": ratio.processes, "ci_scope": ratio.scope, "pairing": ratio.pairing,
             **_with_ci(column, ratio.value, ratio.low, ratio.high), verdict: comparison.verdict,
-            undecided: comparison.why, "states_answer": comparison.states_answer, "states": comparison.states}
+            undecided: comparison.why, "states_answer": comparison.states_answer}
 
 
 def speedups_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
@@ -303,7 +305,6 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "disturbed": bool(mc.judgement.disturbed or base.judgement.disturbed),
         "unstable": _pair_flags(mc, base),
         "states_answer": (e2e if e2e.states else speed).states_answer,
-        "states": e2e.states or speed.states,
         **{name: compiled.get(name, math.nan) for name in ("compile_s", "compile_s_ci_low", "compile_s_ci_high",
                                                            "compiler_startup_s")},
         **_with_ci("amortize_calls", *amortized),
@@ -340,6 +341,24 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
             **_with_ci("carry_over", carried.value, carried.low, carried.high),
         })
     return pd.DataFrame(rows, columns=list(CONTROLS))
+
+
+def states_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    """states.csv: where a side of a comparison has two states, its ratio in each (a row per
+    state pair), on the row of the table that judges it: the contender of a speedup (end to
+    end where its copies show them), the most threads of a thread scaling, the cell of a
+    self-comparison."""
+    rows, regular = [], [mc for mc in cells if not mc.cell.twin]  # a twin is only ever its cell's control
+    pairs = [(SPEEDUP, mc, base, mc, ["end_to_end", "compute"]) for mc, base, _ in speedup_pairs(regular)]
+    pairs += [(SCALING, many, one, many, ["compute"]) for one, many in scaling_pairs(regular)]
+    pairs += [(CONTROL, original, original, twin, ["compute"]) for original, twin in control_pairs(cells)]
+    for kind, row_cell, base, contender, phases in pairs:
+        found = next(((phase, states) for phase in phases if (states := by_state(base, contender, phase)[1])), None)
+        if found:
+            phase, states = found
+            rows += [{**_cell_columns(row_cell, machine), "kind": kind, "phase": phase, "base_cell": base.cell.stem,
+                      "contender_cell": contender.cell.stem, **asdict(state)} for state in states]
+    return _sorted(pd.DataFrame(rows, columns=list(STATES)), [*CELL_COLUMNS, "kind"])
 
 
 def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
@@ -427,8 +446,8 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         speedups = speedups_table(regular, machine)
     with stage("memory.csv"):
         memory = memory_table(timings, environment, machine)
-    with stage("resident.csv"):
-        resident = resident_table(regular, machine)
+    with stage("resident.csv and states.csv"):
+        resident, states = resident_table(regular, machine), states_table(cells, machine)
     with stage("thread_scaling.csv and controls.csv"):
         scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
     roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
@@ -442,6 +461,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "controls": controls,
         "memory": memory,
         "resident": resident,
+        "states": states,
         "decisions": decisions,
         "decision_sizes": decision_sizes,
         "losses": losses,
@@ -488,6 +508,7 @@ REQUIRED_COLUMNS = {
     "controls": ["machine", "op", "library", "device", "size", "threads", "ratio", "verdict"],
     "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
     "resident": list(RESIDENT),
+    "states": list(STATES),
     "transfer": ["device", "status"],
     "roofs": ["device", "status"],
 }
@@ -535,7 +556,8 @@ def read_tables(paths: dict[str, str]) -> dict[str, pd.DataFrame]:
 def with_series_rows(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The tables, with each decision's rows of the tables keyed by its series beside it, in
     memory, where they are there: `by_size`, decision_sizes.csv's as a tuple of (size,
-    decision, variant), smallest first; `losses`, losses.csv's as a tuple of dicts."""
+    decision, variant), smallest first; `losses`, losses.csv's as a tuple of dicts; and
+    `state_ratios`, states.csv's rows of the stated speedup, as a tuple of dicts."""
     decisions = tables.get("decisions")
     if decisions is None:
         return tables
@@ -554,5 +576,10 @@ def with_series_rows(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
                               for rows in beside(tables["decision_sizes"])]
     if tables.get("losses") is not None:
         columns["losses"] = beside(tables["losses"])
+    if tables.get("states") is not None:
+        stated = [str(r["size"]) + "|" + str(r["compared_variant"]) for r in decisions.to_dict("records")]
+        speedups = tables["states"][tables["states"]["kind"] == SPEEDUP] if len(tables["states"]) else tables["states"]
+        columns["state_ratios"] = [tuple(s for s in rows if f"{s['size']}|{s['variant']}" == at)
+                                   for rows, at in zip(beside(speedups), stated, strict=True)]
     return {**tables, "decisions": decisions.assign(**{name: pd.Series(values, index=decisions.index, dtype=object)
                                                        for name, values in columns.items()})}

@@ -214,6 +214,17 @@ def decision_words(row) -> str:
     return DECISION_WORDS.get(decision, decision).replace("{variant}", text_of(row.get("variant")))
 
 
+def states_text(row) -> str:
+    """"1.30× where numpy-cpu-float32-n256-t1 ran 1.2 ms (2 of 6 rounds); …": the stated
+    speedup in each state of its sides (states.csv's rows beside the decision)."""
+    def where(state) -> str:
+        return " and ".join(f"{state[f'{side}_cell']} ran {fmt_time(state[f'{side}_state_s'])}"
+                            for side in ("base", "contender") if text_of(state.get(f"{side}_state")))
+
+    return "; ".join(f"{fmt_times(s['ratio'])} where {where(s)} ({int(s['rounds'])} of {int(s['of_rounds'])} rounds)"
+                     for s in row.get("state_ratios") or ())
+
+
 def tie_text(row, judging: Judging) -> str:
     """"about 5% slower; too close to δ = 5% to call" where the row's speedup is a tie, else ""."""
     speedup = row.get("speedup")
@@ -241,8 +252,8 @@ def answer(row, judging: Judging) -> str:
         return (f"stay with NumPy: at n = {size} the best alternative, {alternative}, is {said}, "
                 f"{speedup} {_how(row)}{trip}{_below(row)}{why}.")
     if decision == DEPENDS:
-        states = text_of(row.get("states"))
-        return (f"it depends on the state of the process: at n = {size} {alternative} against NumPy is {states}"
+        return (f"it depends on the state of the process: at n = {size} {alternative} against NumPy is "
+                f"{states_text(row)}"
                 f"{_below(row)}{why}.")
     if decision == UNSURE:
         # one clause with its numbers: the same estimate for several rows must not read as a repeated sentence
@@ -361,7 +372,7 @@ def row_notes(row, judging: Judging) -> list[str]:
         notes.append(f"at n = {size} a tie: {text_of(row.get('compared_variant'))} {tie.replace(';', ',')}; "
                      "more processes would not decide it")
     if str(row["decision"]) == DEPENDS:
-        notes.append(f"at n = {size} two states of a process: {text_of(row.get('states'))}")
+        notes.append(f"at n = {size} two states of a process: {states_text(row)}")
     sizes = _open_sizes(row)
     if sizes:
         notes.append(f"{sizes} cannot tell yet: {processes_text(row)}")

@@ -43,11 +43,11 @@ def answer_tables(folder: Path, label: str, rebuild: bool = False) -> tuple[dict
     policy where it has no tables or tables of an older version, or where `rebuild` says to
     (a bundle, whose tables are only what someone else wrote; its records are checked one
     by one)."""
-    names = ("decisions", "decision_sizes", "losses", "controls")
+    names = ("decisions", "decision_sizes", "losses", "states", "controls")
     source = Source(label, folder)
     if (folder / "decisions.csv").is_file() and not rebuild:
         try:
-            for name in ("decision_sizes", "losses"):  # tables of a version before them
+            for name in ("decision_sizes", "losses", "states"):  # tables of a version before them
                 if not (folder / f"{name}.csv").is_file():
                     raise StaleTable(f"{shown(folder / f'{name}.csv')}: missing; aggregate again")
             tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
