@@ -194,7 +194,8 @@ def with_resident_words(timings: pd.DataFrame, trips_path: Path, checkout: Path)
             return {"resident_calls": "", "resident_s": "", "resident_predicted_s": "", "resident": row["resident_reason"]}
         rows = rows.assign(k=rows["calls"].astype(int)).sort_values("k")
         parts = [f"k = {r.k}: {fmt_time(float(r.resident_s))}, the phases predict {fmt_time(float(r.predicted_s))} "
-                 f"({float(r.resident_s) / float(r.predicted_s):.2f}×)" for r in rows.itertuples()]
+                 f"({float(r.resident_s) / float(r.predicted_s):.2f}×)" if r.predicted_s and float(r.predicted_s) > 0
+                 else f"k = {r.k}: {fmt_time(float(r.resident_s))}" for r in rows.itertuples()]
         last = rows.iloc[-1]
         return {"resident_calls": last["calls"], "resident_s": last["resident_s"],
                 "resident_predicted_s": last["predicted_s"], "resident": "; ".join(parts)}
@@ -205,8 +206,10 @@ def with_resident_words(timings: pd.DataFrame, trips_path: Path, checkout: Path)
 
 def precision_values(notes: str) -> str:
     """timings.csv's older precision notes ("CI not reached (±3.1% > ±2.0%, …) (in 1 of 3
-    processes)", one per region) as the values the newer version keeps: the regions, and the
-    widest CI to the notes' precision (the processes behind each note may overlap)."""
+    processes)", one per region) as the values the newer version keeps: the regions, the
+    widest CI to the notes' precision, and the processes where one region missed (several
+    regions' processes may overlap, so their count is not compared). Each region's own CI and
+    count are dropped from the table; they stay in the raw records."""
     if not notes:
         return ""
     found = [(note.split(": CI")[0] if ": CI" in note else "compute", note.split("(")[1].split(" >")[0])

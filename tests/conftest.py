@@ -346,3 +346,19 @@ def load_benchmark(name: str):
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def recorded(tmp_path, settings=None, judging=None) -> dict:
+    """The method's thresholds as a run records them: a round's record and judging.json,
+    read back (the report's Method section and docs/measuring.md are held to them)."""
+    from offloadbench.analysis.tables import write_judging
+    from offloadbench.jobs import bout
+    from offloadbench.measure.settings import Settings
+    from offloadbench.records import RoundRecord, load_judging
+    from offloadbench.report.text.method import recorded_method
+    from offloadbench.verdicts import Judging
+
+    path = tmp_path / "judging.json"
+    write_judging(judging or Judging(), str(path))
+    round_ = RoundRecord.from_json({"round": 1, "method": {**(settings or Settings()).method(), **bout.method(4)}})
+    return recorded_method([round_], load_judging(path))

@@ -266,3 +266,25 @@ def test_a_call_as_long_as_the_cap_gets_no_rewarm():
     region = ClockedRegion([PREROLL_MAX_S * 2] * 3)
     assert rewarm(region, 1, PREROLL_MAX_S * 1.5, 0.05, now=lambda: region.now) == 0.0
     assert region.blocks == 0
+
+
+def test_a_rewarm_never_begins_a_block_past_its_cap_nor_runs_on_with_a_stalled_clock():
+    region = ClockedRegion([PREROLL_MAX_S * 0.45] * 10)  # a third block would end past the cap
+    assert rewarm(region, 1, PREROLL_MAX_S * 0.3, 0.05, now=lambda: region.now) <= PREROLL_MAX_S
+    assert region.blocks == 2
+    stalled = ClockedRegion([10e-3] * 100)  # no block comes back near the best, and the clock never moves
+    rewarm(stalled, 1, 6e-3, 0.05, now=lambda: 0.0)
+    assert stalled.blocks == math.ceil(PREROLL_MAX_S / 6e-3)
+
+
+def test_a_region_waits_for_its_best_block_so_far_and_records_each_turns_pre_roll():
+    from offloadbench.measure.cell import RegionState
+
+    region = ClockedRegion([9e-3, 5e-3, 5e-3, 5.1e-3, 5.2e-3])
+    state = RegionState(region, Warmup(30e-3, (30e-3, 8e-3), 1))
+    assert state.best_s == 8e-3  # the warm-up's best block
+    state.take(1e-9, 0, 100, 0.05, now=lambda: region.now)  # 9 ms is no steady block, 5 ms is; then a sample
+    assert state.samples == [5e-3] and state.best_s == 5e-3 and state.preroll_s == [pytest.approx(14e-3)]
+    state.take(1e-9, 1, 100, 0.05, now=lambda: region.now)  # 5.1 ms is within 5% of the sample's 5 ms
+    assert state.preroll_s[1] == pytest.approx(5.1e-3) and state.samples[-1] == 5.2e-3
+    assert state.phase_fields(StopRule())["preroll_s"] == state.preroll_s

@@ -2,27 +2,19 @@
 by the module that applies it: change one in its home and the record and the text follow."""
 
 import pytest
+from conftest import recorded
 from offloadbench import verdicts
 from offloadbench.analysis import processes
-from offloadbench.analysis.tables import write_judging
 from offloadbench.config import validate
 from offloadbench.jobs import bout
 from offloadbench.measure import diagnostics, disturbance, timing
 from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import BlockRule, StopRule, WarmupRule
-from offloadbench.records import RoundRecord, load_judging
+from offloadbench.records import RoundRecord
 from offloadbench.report.text.method import UNRECORDED, method_section, recorded_method
 from offloadbench.verdicts import MAX_CI_SPAN, Judging
 
 SETTINGS = validate({})
-
-
-def recorded(tmp_path, settings: Settings | None = None, judging: Judging | None = None) -> dict:
-    """The thresholds as a run records them: a round's record and judging.json, read back."""
-    path = tmp_path / "judging.json"
-    write_judging(judging or Judging(), str(path))
-    round_ = RoundRecord.from_json({"round": 1, "method": {**(settings or Settings()).method(), **bout.method(4)}})
-    return recorded_method([round_], load_judging(path))
 
 
 def text(method: dict) -> str:

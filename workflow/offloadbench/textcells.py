@@ -15,6 +15,18 @@ def _is_text(dtype) -> bool:
     return dtype == object or pd.api.types.is_string_dtype(dtype)
 
 
+def _changed(value, change):
+    """`change` applied to a text value, and to the text inside the tuples of rows a decision
+    carries in memory (analysis.tables.with_series_rows)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, tuple):
+        return tuple(_changed(item, change) for item in value)
+    if isinstance(value, dict):
+        return {key: _changed(item, change) for key, item in value.items()}
+    return value
+
+
 def map_text(frame: pd.DataFrame | None, change, names: bool = False) -> pd.DataFrame | None:
     """A copy of `frame` with `change` applied to every text cell (numbers and missing values
     as they are), and to every text column name when `names`."""
@@ -25,8 +37,8 @@ def map_text(frame: pd.DataFrame | None, change, names: bool = False) -> pd.Data
     if not text or out.empty:
         return out
     before = out.iloc[:, text].to_numpy(dtype=object)
-    after = np.frompyfunc(lambda value: change(value) if isinstance(value, str) else value, 1, 1)(before)
-    changed = np.frompyfunc(lambda old, new: isinstance(old, str) and old != new, 2, 1)(before, after)
+    after = np.frompyfunc(lambda value: _changed(value, change), 1, 1)(before)
+    changed = np.frompyfunc(lambda old, new: isinstance(old, (str, tuple)) and old != new, 2, 1)(before, after)
     for column in np.flatnonzero(changed.astype(bool).any(axis=0)):
         out.isetitem(text[column], after[:, column])
     return out

@@ -577,9 +577,9 @@ def with_series_rows(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
     if tables.get("losses") is not None:
         columns["losses"] = beside(tables["losses"])
     if tables.get("states") is not None:
-        stated = [str(r["size"]) + "|" + str(r["compared_variant"]) for r in decisions.to_dict("records")]
+        stated = [(int(r["size"]), str(r["compared_variant"])) for r in decisions.to_dict("records")]
         speedups = tables["states"][tables["states"]["kind"] == SPEEDUP] if len(tables["states"]) else tables["states"]
-        columns["state_ratios"] = [tuple(s for s in rows if f"{s['size']}|{s['variant']}" == at)
+        columns["state_ratios"] = [tuple(s for s in rows if (int(s["size"]), str(s["variant"])) == at)
                                    for rows, at in zip(beside(speedups), stated, strict=True)]
     return {**tables, "decisions": decisions.assign(**{name: pd.Series(values, index=decisions.index, dtype=object)
                                                        for name, values in columns.items()})}

@@ -204,6 +204,10 @@ class RegionState:
     rel_ci: float = math.inf
     turn_from: int = 0  # where the last turn's samples begin
     preroll_s: list[float] = field(default_factory=list)  # each turn's untimed pre-roll
+    best_s: float = math.inf  # the fastest block so far, warm-up's included: what a pre-roll waits for
+
+    def __post_init__(self):
+        self.best_s = min(self.warmup.blocks_s, default=self.warmup.first_call_s)
 
     def turn_median(self) -> float | None:
         """The median of the last turn's samples: the value the bout pairs (None: no turn)."""
@@ -216,13 +220,13 @@ class RegionState:
         `turn_s` has passed. Short turns and many cycles resolve a ratio best here: the
         machine's speed wanders at every time scale, so a longer turn averages little of it
         and leaves fewer pairs."""
-        best_s = min((*self.warmup.blocks_s, *self.samples), default=self.warmup.first_call_s)
-        self.preroll_s.append(rewarm(self.region, self.warmup.calls_per_sample, best_s, rel_tol, now))
+        self.preroll_s.append(rewarm(self.region, self.warmup.calls_per_sample, self.best_s, rel_tol, now))
         began = now()
         self.turn_from = len(self.samples)
         while len(self.samples) < max_samples:
             sample = self.region.sample(self.warmup.calls_per_sample)
             self.samples.append(sample.seconds)
+            self.best_s = min(self.best_s, sample.seconds)
             self.faults.append(sample.faults_per_call)
             self.cycles.append(cycle)
             if now() - began >= turn_s:

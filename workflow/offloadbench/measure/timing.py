@@ -238,16 +238,20 @@ def settled(blocks: Sequence[float], rel_tol: float) -> bool:
 def rewarm(region: Region, calls: int, best_s: float, rel_tol: float,
            now: Callable[[], float] = time.perf_counter) -> float:
     """A turn's untimed pre-roll: blocks of `calls` calls until one runs within `rel_tol` of
-    `best_s` (the region's best seconds per call so far), after at least PREROLL_S and at
-    most PREROLL_MAX_S; the seconds it took. None for calls of PREROLL_MAX_S or more."""
-    if best_s >= PREROLL_MAX_S:
+    `best_s` (the region's best seconds per call so far), after at least PREROLL_S, and no
+    block begun that would end past PREROLL_MAX_S; the seconds it took. None for blocks of
+    PREROLL_MAX_S or more."""
+    if best_s * calls >= PREROLL_MAX_S:
         return 0.0
-    began = now()
-    while True:
+    began, spent = now(), 0.0
+    for _ in range(math.ceil(PREROLL_MAX_S / max(best_s * calls, 1e-6))):  # bounded if the clock stalls
         seconds = region.time_block(calls)
         spent = now() - began
-        if spent >= PREROLL_MAX_S or (spent >= PREROLL_S and seconds <= (1 + rel_tol) * best_s):
-            return spent
+        if spent >= PREROLL_S and seconds <= (1 + rel_tol) * best_s:
+            break
+        if spent + seconds * calls > PREROLL_MAX_S:  # the next block would pass the cap
+            break
+    return spent
 
 
 @contextlib.contextmanager

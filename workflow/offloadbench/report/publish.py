@@ -11,7 +11,7 @@ from pathlib import Path
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
-from ..analysis.tables import read_tables, with_thresholds, write_judging
+from ..analysis.tables import read_tables, with_series_rows, with_thresholds, write_judging
 from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
@@ -53,7 +53,8 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     second, not a whole rendering."""
     out = Path(out_dir)
     settings = run_settings(source)
-    tables = source.tables(analysis)
+    written = source.tables(analysis)
+    tables = with_series_rows(written)  # each decision with its sizes, losses and states, as read_tables gives
     own = source.judging() or Judging.from_config(settings["analysis"])
     rejudged = "" if own == analysis.judging else (
         f"Re-judged here under {analysis.judging.describe()}: its own tables were judged under {own.describe()}.")
@@ -61,7 +62,7 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
                     source.rounds(), source.settle(), rejudged)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:
-        write_csv(tables[name], out / f"{name}.csv")
+        write_csv(written[name], out / f"{name}.csv")
     write_judging(analysis.judging, str(out / JUDGING))
     for name in machine_figures(tables):
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"),

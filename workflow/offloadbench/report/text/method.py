@@ -58,7 +58,7 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
     m, a, n = settings["measure"], settings["analysis"], Numbers(method)
     preroll = (f"until one runs within {n.percent('warmup_rel_tol')} of the region's best so far, for at least "
                f"{n.ms('preroll_s')} and at most {n.ms('preroll_max_s')} (none for calls that long)"
-               if "preroll_up_to_s" not in method else  # records from before the pre-roll waited for the best
+               if "preroll_max_s" in method else  # records from before the pre-roll waited for the best
                f"about {n.ms('preroll_s')} of them (none for calls of {n.ms('preroll_up_to_s')} or more)")
     memory = (
         "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
