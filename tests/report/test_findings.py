@@ -1,4 +1,4 @@
-"""The findings sections worded from table values."""
+"""The findings sections worded from table values, and the escapes of the rows a decision carries."""
 
 import pandas as pd
 
@@ -13,3 +13,15 @@ def test_resident_trips_are_worded_from_their_values():
     (line,) = resident_lines(trips)
     assert "k = 1: 2.2 ms, the phases predict 2 ms (1.10×)" in line and line.endswith("k = 16: 5 ms.")
     assert resident_lines(trips.iloc[:0]) == []
+
+
+def test_the_escapes_reach_the_rows_a_decision_carries_in_memory():
+    from offloadbench.report.escape import md_frame, terminal_frame
+
+    hostile = "numpy\x1b[31m|*x*"
+    frame = pd.DataFrame({"op": ["heat"], "state_ratios": [({"base_cell": hostile, "ratio": 1.3},)],
+                          "by_size": [((256, "use", hostile),)]})
+    shown = terminal_frame(frame)
+    assert "\x1b" not in shown["state_ratios"][0][0]["base_cell"] and "\x1b" not in shown["by_size"][0][0][2]
+    assert shown["state_ratios"][0][0]["ratio"] == 1.3 and shown["by_size"][0][0][0] == 256
+    assert md_frame(frame)["state_ratios"][0][0]["base_cell"] != hostile  # the Markdown specials made literal
