@@ -578,7 +578,7 @@ def with_series_rows(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
         columns["losses"] = beside(tables["losses"])
     if tables.get("states") is not None:
         stated = [(int(r["size"]), str(r["compared_variant"])) for r in decisions.to_dict("records")]
-        speedups = tables["states"][tables["states"]["kind"] == SPEEDUP] if len(tables["states"]) else tables["states"]
+        speedups = tables["states"][tables["states"]["kind"].astype(str) == SPEEDUP]
         columns["state_ratios"] = [tuple(s for s in rows if (int(s["size"]), str(s["variant"])) == at)
                                    for rows, at in zip(beside(speedups), stated, strict=True)]
     return {**tables, "decisions": decisions.assign(**{name: pd.Series(values, index=decisions.index, dtype=object)

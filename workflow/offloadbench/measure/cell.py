@@ -204,7 +204,7 @@ class RegionState:
     rel_ci: float = math.inf
     turn_from: int = 0  # where the last turn's samples begin
     preroll_s: list[float] = field(default_factory=list)  # each turn's untimed pre-roll
-    best_s: float = math.inf  # the fastest block so far, warm-up's included: what a pre-roll waits for
+    best_s: float = field(init=False)  # the fastest block so far, warm-up's included: what a pre-roll waits for
 
     def __post_init__(self):
         self.best_s = min(self.warmup.blocks_s, default=self.warmup.first_call_s)
