@@ -8,7 +8,8 @@ import re
 import pandas as pd
 import pytest
 from conftest import make_processes, make_transfer_record, tables_of
-from offloadbench.analysis.tables import TRANSFER_COLUMNS, read_tables
+from offloadbench.analysis.columns import TRANSFER
+from offloadbench.analysis.tables import read_tables
 from offloadbench.report.escape import tex_escape
 from offloadbench.report.format import fmt_ci, fmt_sig, time_unit
 from offloadbench.report.table import booktabs_table
@@ -213,7 +214,7 @@ def test_transfer_table(tables):
     lambda t: machine_tex("speedups", t["speedups"].iloc[0:0], POLICY, "gpubox"),
     lambda t: machine_tex("speedups", pd.DataFrame(), POLICY, "gpubox"),
     lambda t: machine_tex("transfer", t["transfer"].iloc[0:0], POLICY, "gpubox"),
-    lambda t: machine_tex("transfer", pd.DataFrame(columns=TRANSFER_COLUMNS), POLICY, "gpubox"),
+    lambda t: machine_tex("transfer", pd.DataFrame(columns=list(TRANSFER)), POLICY, "gpubox"),
     lambda t: machine_tex("timings", t["timings"].assign(status="failed"), POLICY, "gpubox"),
     lambda t: comparison_tex(pd.DataFrame(), POLICY, ["laptop", "h200-lab"]),
 ], ids=["speedups", "speedups-no-columns", "transfer", "transfer-columns-only", "timings-none-ok", "comparison"])

@@ -15,10 +15,10 @@ infinite (never).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..stats import NO_INTERVAL, Interval, log_t_interval
 from .measured import MeasuredCell
+from .round_trip import Calls
 
 
 def compile_interval(mc: MeasuredCell, confidence: float) -> Interval:
@@ -31,18 +31,11 @@ def compile_interval(mc: MeasuredCell, confidence: float) -> Interval:
     return log_t_interval(times, confidence) if times else NO_INTERVAL
 
 
-@dataclass(frozen=True)
-class Amortization:
-    calls: float  # inf: never
-    low: float
-    high: float
-
-
-def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) -> Amortization:
+def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) -> Calls:
     """Calls after which a compiled cell has paid its compile back against the baseline;
     infinitely many (never) when it is not faster."""
     if not (math.isfinite(compile_time.value) and math.isfinite(speedup.value)) or speedup.value <= 1:
-        return Amortization(math.inf, math.inf, math.inf)
+        return Calls(math.inf, math.inf, math.inf)
 
     def saving(base: float, ratio: float) -> float:
         return base * (1 - 1 / ratio) if math.isfinite(ratio) and ratio > 0 else math.nan
@@ -52,4 +45,4 @@ def amortization(compile_time: Interval, baseline: Interval, speedup: Interval) 
     low_saving = saving(baseline.low, speedup.low)
     low = compile_time.low / high_saving if math.isfinite(high_saving) and high_saving > 0 else math.nan
     high = compile_time.high / low_saving if math.isfinite(low_saving) and low_saving > 0 else math.inf
-    return Amortization(calls, low, high)
+    return Calls(calls, low, high)

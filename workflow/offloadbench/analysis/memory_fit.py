@@ -31,12 +31,12 @@ def spec_for(op: str) -> OpSpec:
     return SPECS.get(op) or kernel_spec(op, 1)
 
 
-def largest_fitting(spec: OpSpec, itemsize: int, scale: float | None, memory_bytes: float,
-                    headroom: float = HEADROOM) -> int | None:
-    """The largest n whose call (inputs and `scale` outputs) fits (1 - headroom) of the memory."""
-    room = (1 - headroom) * memory_bytes
-    if not memory_bytes or call_bytes(spec, 1, itemsize, scale) > room:
-        return None
+def largest_fitting(spec: OpSpec, itemsize: int, scale: float | None, memory_bytes: float) -> float:
+    """The largest n whose call (inputs and `scale` outputs) fits (1 - HEADROOM) of the memory
+    (NaN where none does, or where the memory is not known)."""
+    room = (1 - HEADROOM) * memory_bytes
+    if not (math.isfinite(room) and room > 0) or call_bytes(spec, 1, itemsize, scale) > room:
+        return math.nan
     low, high = 1, LARGEST_N
     if call_bytes(spec, high, itemsize, scale) <= room:
         return high
@@ -50,10 +50,8 @@ def device_memory(environment: Environment | None, device: str) -> float:
     """The memory of a device as environment.json records it (NaN where it does not)."""
     if environment is None:
         return math.nan
-    if device == "cpu":
-        value = environment.memory_bytes
-    else:
-        value = next((g.total_memory_bytes for g in environment.gpus), None)
+    gpu = next((g.total_memory_bytes for g in environment.gpus), None)
+    value = environment.memory_bytes if device == "cpu" else gpu
     return float(value) if isinstance(value, (int, float)) and value > 0 else math.nan
 
 
@@ -71,8 +69,6 @@ def memory_table(timings: pd.DataFrame, environment: Environment | None, machine
         spec, itemsize = spec_for(op), ITEMSIZE.get(dtype, 4)
         scale = measured_scale(list(measured.items()), spec, itemsize)
         memory = device_memory(environment, device)
-        largest = largest_fitting(spec, itemsize, scale, memory) if math.isfinite(memory) else None
-        modelled = largest_fitting(spec, itemsize, None, memory) if math.isfinite(memory) else None
         biggest = int(measured.index.max())
         rows.append({
             "machine": machine, "op": op, "variant": variant, "device": device, "dtype": dtype,
@@ -81,7 +77,7 @@ def memory_table(timings: pd.DataFrame, environment: Environment | None, machine
             "scale": scale, "model_scale": float(TEMPORARIES),
             "model_error": TEMPORARIES / scale - 1 if scale else math.nan,
             "memory_bytes": memory, "headroom": HEADROOM,
-            "largest_size": largest if largest is not None else math.nan,
-            "largest_size_model": modelled if modelled is not None else math.nan,
+            "largest_size": largest_fitting(spec, itemsize, scale, memory),
+            "largest_size_model": largest_fitting(spec, itemsize, None, memory),
         })
     return pd.DataFrame(rows, columns=list(MEMORY))

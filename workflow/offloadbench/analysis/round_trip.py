@@ -21,13 +21,16 @@ from ..stats import Interval
 
 
 @dataclass(frozen=True)
-class RoundTrip:
-    calls: float  # k*; inf: never
+class Calls:
+    """Calls that pay a cost back, with their interval: k* of a round trip, or the calls that
+    amortize a compile (`compile_cost`)."""
+
+    calls: float  # inf: never
     low: float
     high: float
 
 
-NOT_MEASURED = RoundTrip(math.nan, math.nan, math.nan)
+NOT_MEASURED = Calls(math.nan, math.nan, math.nan)
 NEVER, EVERY_CALL, AFTER = "never", "every call", "after"
 
 
@@ -41,7 +44,7 @@ def trip_kind(calls: float, high: float) -> str | None:
     return EVERY_CALL if isinstance(high, int | float) and math.isfinite(high) and high <= 1 else AFTER
 
 
-def calls_per_round_trip(h2d: Interval, d2h: Interval, numpy: Interval, compute: Interval) -> RoundTrip:
+def calls_per_round_trip(h2d: Interval, d2h: Interval, numpy: Interval, compute: Interval) -> Calls:
     """k* of a GPU cell from its copies, its device-resident compute time and NumPy's time."""
     parts = (h2d, d2h, numpy, compute)
     if not all(math.isfinite(p.value) for p in parts):
@@ -49,7 +52,7 @@ def calls_per_round_trip(h2d: Interval, d2h: Interval, numpy: Interval, compute:
     copies = h2d.value + d2h.value
     saving = numpy.value - compute.value
     if saving <= 0:
-        return RoundTrip(math.inf, math.inf, math.inf)
+        return Calls(math.inf, math.inf, math.inf)
 
     def end(value: float) -> float:
         return value if math.isfinite(value) else math.nan
@@ -58,4 +61,4 @@ def calls_per_round_trip(h2d: Interval, d2h: Interval, numpy: Interval, compute:
     saving_low, saving_high = end(numpy.low) - end(compute.high), end(numpy.high) - end(compute.low)
     low = copies_low / saving_high if saving_high > 0 else math.nan
     high = copies_high / saving_low if saving_low > 0 else (math.inf if math.isfinite(saving_low) else math.nan)
-    return RoundTrip(copies / saving, low, high)
+    return Calls(copies / saving, low, high)

@@ -363,19 +363,15 @@ def states_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
 
 def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """CPU cells: how much faster the most threads are than one thread, with a CI."""
-    rows = []
-    for one, many in scaling_pairs(cells):  # CPU cells, none a twin
-        rows.append({
-            **_cell_columns(many, machine),
-            "threads_effective": many.first.threads_effective,
-            **_judged_columns(compared(SCALING, one, many), "scaling"),
-            "shares_cores": many.shares_cores,
-            "unstable": _pair_flags(many, one, "1 thread"),
-        })
+    rows = [{
+        **_cell_columns(many, machine),
+        "threads_effective": many.first.threads_effective,
+        **_judged_columns(compared(SCALING, one, many), "scaling"),
+        "shares_cores": many.shares_cores,
+        "unstable": _pair_flags(many, one, "1 thread"),
+    } for one, many in scaling_pairs(cells)]  # CPU cells, none a twin
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
-
-TRANSFER_COLUMNS = list(TRANSFER)
 
 
 def _rate(work, samples: list[float], analysis: Analysis, name: str) -> tuple[Interval, float, float, float]:
@@ -408,10 +404,8 @@ def transfer_table(records: list[DeviceRecord], machine: str, analysis: Analysis
             "gbs_ci_low": gbs_low, "gbs_ci_high": gbs_high, "link": record.link_kind, "link_gbs": link_gbs,
             "link_fraction": gbs / link_gbs if point.samples_s and math.isfinite(link_gbs) else math.nan,
         })
-    return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
+    return pd.DataFrame(rows, columns=list(TRANSFER))
 
-
-ROOFS_COLUMNS = list(ROOFS)
 
 
 def roofs_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -> pd.DataFrame:
@@ -428,7 +422,7 @@ def roofs_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -
             "value": value, "ci_low": low, "ci_high": high,
             "unit": {"memory": "GB/s", "pages": "ns per fresh page"}.get(point.kind, "GFLOP/s"),
         })
-    return pd.DataFrame(rows, columns=ROOFS_COLUMNS)
+    return pd.DataFrame(rows, columns=list(ROOFS))
 
 
 def process_cap(cells: list[MeasuredCell]) -> int | None:

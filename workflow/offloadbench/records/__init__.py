@@ -21,7 +21,6 @@ from .schemas import (
 from .store import (
     DOCUMENT_VERSION,
     FAILED,
-    MAX_JSON_BYTES,
     SCHEMA_VERSION,
     cell_record,
     check_record_path,
@@ -43,7 +42,6 @@ __all__ = [
     "DOCUMENT_VERSION",
     "ENVIRONMENT_SCHEMA",
     "FAILED",
-    "MAX_JSON_BYTES",
     "ROOFS_SCHEMA",
     "SCHEMA_VERSION",
     "TRANSFER_SCHEMA",

@@ -43,7 +43,13 @@ _COUNTED = {"maxLength": "characters", "maxItems": "items", "maxProperties": "ke
 
 
 def _problem(error) -> str:
-    """A schema error in words; a bound says the schema's limit by name (maxLength of 2000)."""
+    """A schema error in words, after its field; a bound says the schema's limit by name
+    (maxLength of 2000)."""
+    where = one_line(".".join(str(p) for p in error.absolute_path), 120) or "(top level)"
+    return f"at {where}: {_what(error)}"
+
+
+def _what(error) -> str:
     if error.validator in _COUNTED:
         return (f"holds {len(error.instance)} {_COUNTED[error.validator]}, over the {error.validator} of "
                 f"{error.validator_value} this field may hold")
@@ -57,8 +63,7 @@ def errors_of(record: dict, schema_path: Path) -> list[str]:
     each bound before the items it bounds, so a list of millions is refused at its length,
     not after all its items are checked."""
     for error in _validator(schema_path).iter_errors(json_safe(record)):
-        where = one_line(".".join(str(p) for p in error.absolute_path), 120) or "(top level)"
-        return [f"at {where}: {_problem(error)}"]
+        return [_problem(error)]
     return []
 
 
@@ -80,8 +85,7 @@ def fit_text(record: dict, schema_path: Path) -> list[str]:
     for error in _validator(schema_path).iter_errors(json_safe(record)):
         if error.validator != "maxLength" or not error.absolute_path:
             if not others:
-                where = one_line(".".join(str(p) for p in error.absolute_path), 120) or "(top level)"
-                others.append(f"at {where}: {_problem(error)}")
+                others.append(_problem(error))
             continue
         *where, last = error.absolute_path
         node = record

@@ -32,7 +32,7 @@ from .schemas import (
     fit_text,
     validate_record,
 )
-from .types import CellRecord, DeviceRecord, Environment, RoundRecord, SettleRecord
+from .types import CellRecord, Check, DeviceRecord, Environment, RoundRecord, SettleRecord
 
 SCHEMA_VERSION = 4  # of a cell's record; 3 added the bouts (each sample's cycle and page faults), 4 typed flags
 READABLE_VERSIONS = (1, 2, 3, 4)
@@ -132,8 +132,7 @@ def check_cell_content(record: dict, source: str, after: str = "") -> dict:
                 f"{shown(source)}: {where} holds a sample of {low:.3g} s, below the timer's resolution of 1 ns{after}")
     check = record.get("check") or {}
     rel_err, tol = check.get("rel_err"), check.get("tolerance")
-    failed = check.get("passed") is False or (rel_err is not None and tol is not None and rel_err > tol)
-    if record["status"] == "ok" and failed:
+    if record["status"] == "ok" and Check(rel_err, tol, check.get("passed")).failed:
         return {**record, "status": "error",
                 "reason": f"the record says ok, but its result failed the correctness check "
                           f"(relative error {rel_err:.3g} over the tolerance {tol:.3g})"
@@ -148,18 +147,17 @@ def recovery_hint(path: str | os.PathLike) -> str:
     else; of a bundle, make the bundle again where it was measured."""
     path = Path(path)
     parts = path.parts
-    if "raw" not in parts:
-        return "; delete it and run again to measure it anew"
-    raw = Path(*parts[: len(parts) - parts[::-1].index("raw")])
-    bundle = unpacked_from(raw.parent)
-    if bundle is not None:
-        return (f"; it came from the bundle {shown(bundle)}, which is damaged: make the bundle again where it "
-                "was measured (make bundle) and bring it here")
-    if re.fullmatch(r"p\d+\.json", path.name) and path.parent.parent.parent == raw:
-        k = int(path.stem[1:])
-        for manifest in (raw / round_relpath(k), raw / ROUNDS_DIR / f"p{k}.json"):  # the name before rounds had theirs
-            if manifest.exists():
-                return f"; delete it and {manifest}, then run again: that round measures only what is missing"
+    if "raw" in parts:
+        raw = Path(*parts[: len(parts) - parts[::-1].index("raw")])
+        bundle = unpacked_from(raw.parent)
+        if bundle is not None:
+            return (f"; it came from the bundle {shown(bundle)}, which is damaged: make the bundle again where it "
+                    "was measured (make bundle) and bring it here")
+        if re.fullmatch(r"p\d+\.json", path.name) and path.parent.parent.parent == raw:
+            k = int(path.stem[1:])
+            for manifest in (raw / round_relpath(k), raw / ROUNDS_DIR / f"p{k}.json"):  # the name before rounds
+                if manifest.exists():
+                    return f"; delete it and {manifest}, then run again: that round measures only what is missing"
     return "; delete it and run again to measure it anew"
 
 

@@ -312,7 +312,6 @@ class CellRecord:
     conversion_s: float | None = _at("conversion", "seconds")
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
-    prepare_s: float | None = None  # getting ready: inputs, check, compile, warm-up
     # the heavy libraries its worker had loaded
     heavy_modules: tuple[str, ...] = _at("heavy_modules_loaded", default=())
     family: str | None = _at("op_info", "family")  # a user kernel's, from its record
