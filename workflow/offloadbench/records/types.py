@@ -287,10 +287,8 @@ class CellRecord:
     cell: Cell
     status: str
     regions: Mapping[str, Samples]  # "compute" and the cell's other timed regions
-    machine: str = ""
     round: int = _at("process", "round", default=1)
     processes: int = 1  # the planned count (measure.processes); extra rounds come on top
-    worker: str = _at("process", "worker", default="")
     host: str = ""
     slurm_job_id: str = _at("process", "slurm_job_id", default="")
     reason: str = ""
@@ -312,8 +310,6 @@ class CellRecord:
     conversion_s: float | None = _at("conversion", "seconds")
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
-    # the heavy libraries its worker had loaded
-    heavy_modules: tuple[str, ...] = _at("heavy_modules_loaded", default=())
     family: str | None = _at("op_info", "family")  # a user kernel's, from its record
     kernel_sha256: str | None = _at("op_info", "sha256")
     resident_reason: str = _at("resident", "reason", default="")
@@ -390,7 +386,6 @@ class RoundRecord:
     took_s: float | None = None
     advice: tuple[str, ...] = ()
     bouts: tuple[Mapping, ...] = ()
-    split_s: Mapping[str, float] = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
     launchers: tuple[Mapping, ...] = ()  # what each imported, whether it hid the GPUs, forks it refused
     # its thresholds (Settings.method); empty before they were recorded
     method: Mapping[str, float] = field(default_factory=lambda: EMPTY)
@@ -553,7 +548,3 @@ class Environment:
 
     def compile_reason(self, device: str) -> str | None:
         return self.compile_devices.get(device)
-
-
-def finite(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
