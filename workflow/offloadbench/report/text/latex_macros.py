@@ -58,15 +58,13 @@ def number_words(digits: str) -> str:
 
 
 def _spell(n: int) -> str:
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + (_ONES[n % 10] if n % 10 else "")
     for scale, word in _SCALES:
         if n >= scale:
             head, rest = divmod(n, scale)
             return _spell(head) + word + (_spell(rest) if rest else "")
-    raise AssertionError(n)
+    if n < 20:
+        return _ONES[n]
+    return _TENS[n // 10] + (_ONES[n % 10] if n % 10 else "")
 
 
 def camel_words(text) -> str:
@@ -221,7 +219,7 @@ def comparison_macros(comparison: pd.DataFrame, judging: Judging, machines: Sequ
     """Per machine pair: how many cells are faster, slower, same, undecided, and the extreme ratios."""
     frame = with_machines(comparison, machines)
     pairs = comparison_pairs(frame, machines)
-    parts = []
+    sets = []
     for a, b in pairs:
         macros = Macros(pair_prefix(a, b))
         rows = frame[(frame["machine_a"].astype(str) == a) & (frame["machine_b"].astype(str) == b)]
@@ -235,18 +233,16 @@ def comparison_macros(comparison: pd.DataFrame, judging: Judging, machines: Sequ
                    f"the largest time ratio {b}/{a}", judging)
         _add_ratio(macros, "SmallestRatio", _extreme(rows, "ratio", largest=False), "ratio", "verdict",
                    f"the smallest time ratio {b}/{a}", judging)
-        parts.append(f"% {tex_comment(b)} against {tex_comment(a)}\n" + macros.text())
-    if not parts:
+        sets.append(macros)
+    if not sets:
         return "% No machine pair to compare.\n"
-    _check_disjoint(parts, [f"{b} against {a}" for a, b in pairs])
-    return "\n".join(parts)
-
-
-def _check_disjoint(parts: Sequence[str], names: Sequence[str]) -> None:
+    names = [f"{b} against {a}" for a, b in pairs]
     seen: dict[str, int] = {}
-    for k, part in enumerate(parts):
-        for name in re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", part):
+    for k, macros in enumerate(sets):
+        for name in macros.lines:
             first = seen.setdefault(name, k)
             if first != k:
                 raise MacroCollision(f"\\{name} would be defined by two machine pairs, {names[first]} and {names[k]}: "
                                      "their labels spell the same; rename one so they differ in more than punctuation")
+    return "\n".join(f"% {tex_comment(b)} against {tex_comment(a)}\n" + macros.text()
+                     for (a, b), macros in zip(pairs, sets, strict=True))
