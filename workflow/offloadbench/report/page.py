@@ -123,25 +123,20 @@ def _print_size(image: ET.Element) -> None:
 def _fold(root: ET.Element, level: int, folded: Folding) -> None:
     """Each heading of `level` that `folded` selects, with what follows it up to the next
     heading of its level or above, goes into <details><summary>heading</summary>…</details>."""
-    children = list(root)
     out: list[ET.Element] = []
-    section = ""
-    i = 0
-    while i < len(children):
-        element = children[i]
+    section, details = "", None
+    for element in list(root):
         if _level(element) == 2:
             section = _text(element)
-        if _level(element) != level or not folded(level, _text(element), section):
-            out.append(element)
-            i += 1
+        if details is not None and not 0 < _level(element) <= level:
+            details.append(element)  # the open section goes on up to a heading of its level or above
             continue
-        details = ET.Element("details")
-        ET.SubElement(details, "summary").append(element)
-        i += 1
-        while i < len(children) and not (0 < _level(children[i]) <= level):
-            details.append(children[i])
-            i += 1
-        out.append(details)
+        details = None
+        if _level(element) == level and folded(level, _text(element), section):
+            details = ET.Element("details")
+            ET.SubElement(details, "summary").append(element)
+            element = details
+        out.append(element)
     root[:] = out
 
 

@@ -35,8 +35,8 @@ from ...verdicts import VERDICTS, Judging
 from ..escape import tex_comment, tex_escape
 from ..format import cell_phrase, finite, fmt_break_even, fmt_sig, format_bytes, times_of
 from .decisions import answer, who
-from .latex_tables import NA, comparison_pairs, machine_of, with_machines
-from .tables import processes_range
+from .latex_tables import NA, machine_of, with_machines
+from .tables import ok_rows, processes_range
 
 _ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
@@ -156,7 +156,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     macros = Macros(machine_prefix(machine))
     macros.add("Machine", machine, "the machine label these numbers were measured on")
 
-    ok = timings[timings["status"] == "ok"] if "status" in timings.columns else timings.iloc[0:0]
+    ok = ok_rows(timings)
     macros.add("Cells", len(ok), "the number of cells measured (status ok)")
     macros.add("CellsInGrid", len(timings), "the number of cells in the grid, measured or not")
     macros.add("ProcessesPerCell", processes_range(ok), "the number of processes each cell was measured in")
@@ -183,7 +183,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
 
     _add_decisions(macros, decisions, judging)
 
-    copies = transfer[transfer["status"] == "ok"] if "status" in transfer.columns else transfer.iloc[0:0]
+    copies = ok_rows(transfer)
     copies = copies[copies["gbs"].map(finite)] if not copies.empty else copies
     words = {"h2d": "HostToDevice", "d2h": "DeviceToHost"}
     for (device, memory, direction), group in copies.groupby(["device", "memory", "direction"]):
@@ -217,8 +217,7 @@ def _add_decisions(macros: Macros, decisions: pd.DataFrame | None, judging: Judg
 
 def comparison_macros(comparison: pd.DataFrame, judging: Judging, machines: Sequence[str] = ()) -> str:
     """Per machine pair: how many cells are faster, slower, same, undecided, and the extreme ratios."""
-    frame = with_machines(comparison, machines)
-    pairs = comparison_pairs(frame, machines)
+    frame, pairs = with_machines(comparison, machines)
     sets = []
     for a, b in pairs:
         macros = Macros(pair_prefix(a, b))
