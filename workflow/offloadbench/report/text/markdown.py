@@ -101,9 +101,7 @@ def status_section(timings: pd.DataFrame) -> list[str]:
     unstable = timings[(timings["status"] == "ok") & unstable_cells(timings)]
     if not unstable.empty:
         lines += ["### Unstable cells", ""]
-        for _, r in unstable.iterrows():
-            lines.append(f"- `{Cell.from_dict(r).key}`: {r['unstable']}")
-        lines.append("")
+        lines += [f"- `{Cell.from_dict(r).key}`: {r['unstable']}" for _, r in unstable.iterrows()] + [""]
     return lines
 
 
