@@ -128,8 +128,7 @@ def _add_ratio(macros: Macros, name: str, row, column: str, verdict: str, what: 
     macros.add(name, fmt_sig(value), f"{what} (ratio of times)")
     macros.add(name + "Low", fmt_sig(low), f"{what}: lower end of the {judging.ci}")
     macros.add(name + "High", fmt_sig(high), f"{what}: upper end of the {judging.ci}")
-    said = str(row.get(verdict, NA))
-    macros.add(name + "Verdict", said, f"{what}: verdict")
+    macros.add(name + "Verdict", str(row.get(verdict, NA)), f"{what}: verdict")
     macros.add(name + "Cell", cell_phrase(row), f"{what}: the cell it was measured in")
 
 
@@ -171,15 +170,13 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     speedups = speedups[~compile_fallbacks(speedups)]  # code that did not all compile is no compiled speedup
 
     gpu = speedups[speedups["device"] != "cpu"] if "device" in speedups.columns else speedups.iloc[0:0]
-    keys = ["op", "library", "mode", "device", "dtype"] if "mode" in gpu.columns else ["op", "library", "device", "dtype"]
-    for values, group in gpu.groupby(keys):
-        named = dict(zip(keys, values, strict=True))
-        op, device, dtype, mode = named["op"], named["device"], named["dtype"], named.get("mode", EAGER)
+    gpu = gpu if "mode" in gpu.columns else gpu.assign(mode=EAGER)  # tables from before modes ran eager only
+    for (op, library, mode, device, dtype), group in gpu.groupby(["op", "library", "mode", "device", "dtype"]):
         row = group.loc[group["size"].idxmax()]
-        variant = "" if mode == EAGER else camel_words(named["library"]) + camel_words(mode)  # eager names as before
+        variant = "" if mode == EAGER else camel_words(library) + camel_words(mode)  # eager names as before
         macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
                    fmt_break_even(row.get("break_even_size"), row.get("break_even_status")),
-                   f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted")
+                   f"break-even size n of {op} ({library} {mode}), {dtype} on {device}, copies counted")
 
     _add_decisions(macros, decisions, judging)
 
