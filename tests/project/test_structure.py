@@ -202,7 +202,6 @@ OWN_TEXT = {
     "report/text/latex_macros.py camel_words": "names of its own macros",
     "report/text/latex_macros.py Macros.__post_init__": "checks its own macro prefix",
     "report/text/latex_macros.py Macros.add": "checks its own macro names",
-    "report/text/latex_macros.py _check_disjoint": "names of its own macros",
     "report/text/latex_tables.py slug": "labels of its own tables",
     "report/text/markdown.py build_markdown": "the layout's figure names",
     "report/text/markdown.py figure_lines": "alt text from its own caption",

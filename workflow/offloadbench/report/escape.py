@@ -32,7 +32,6 @@ from .page import STYLE, Folding, structure
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]!|{}])")
 _LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # emphasis; OPENBLAS_CORETYPE is not
-_HTML_CHARS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BLANKS = re.compile(r"[\t\n\v\f\r]")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f]")  # ESC, NUL, DEL, ...: no engine takes them as text
 
@@ -54,7 +53,7 @@ def md_text(value) -> str:
     """`value` as Markdown that renders as exactly its text, on one line, linking nowhere
     (not even as a bare URL or e-mail address under GitHub's autolinks)."""
     text = _CONTROLS.sub("", re.sub(r"[\r\n\t\v\f]+", " ", str(value)))  # control characters carry no text
-    text = "".join(_HTML_CHARS.get(ch, ch) for ch in text)
+    text = html.escape(text, quote=False)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = _LOOSE_UNDERSCORE.sub(r"\\_", text)
     for pattern, replacement in _AUTOLINK:
@@ -145,31 +144,14 @@ def safe_html(markdown_text: str, figures: dict[str, Path], title: str, folded: 
 
 # ASCII-only output: these are the characters pdflatex cannot take as they are.
 _TEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
+    **{ch: "\\" + ch for ch in "&%$#_{}"},  # a backslash makes these literal
+    **{ch: rf"\text{name}{{}}" for ch, name in  # text-mode symbols: \textless{}
+       (("\\", "backslash"), ("~", "asciitilde"), ("^", "asciicircum"), ("<", "less"), (">", "greater"),
+        ("|", "bar"), ("µ", "mu"), ("μ", "mu"), ("†", "dagger"))},
+    **{ch: rf"\ensuremath{{\{name}}}" for ch, name in  # maths symbols: \ensuremath{\times}
+       (("×", "times"), ("±", "pm"), ("≈", "approx"), ("≤", "leq"), ("≥", "geq"), ("→", "rightarrow"), ("÷", "div"))},
     "–": "--",
     "—": "---",
-    "×": r"\ensuremath{\times}",
-    "±": r"\ensuremath{\pm}",
-    "µ": r"\textmu{}",
-    "μ": r"\textmu{}",
-    "≈": r"\ensuremath{\approx}",
-    "†": r"\textdagger{}",
-    "≤": r"\ensuremath{\leq}",
-    "≥": r"\ensuremath{\geq}",
-    "→": r"\ensuremath{\rightarrow}",
-    "÷": r"\ensuremath{\div}",
     "’": "'",
     "‘": "`",
     "“": "``",

@@ -59,7 +59,7 @@ def fmt_sig(value, digits: int = 3) -> str:
     return f"{value:.{places}f}"
 
 
-def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", ci: str | None = None, ratio: bool = False,
+def fmt_ci(value, low, high, *, unit: str = "", ci: str | None = None, ratio: bool = False,
            word: str = "") -> str:
     """The one way an estimate and its CI are written. In a table whose header names the
     CI: "1.23 (1.20–1.26)", the bounds with as many decimals as the value so they line up;
@@ -76,7 +76,7 @@ def fmt_ci(value, low, high, digits: int = 3, *, unit: str = "", ci: str | None 
         return f"undecided (its CI spans {span:.1f}×)" if named else f"CI spans {span:.1f}×"
     # a ratio under 0.1 keeps two significant digits: "0.020× (0.014–0.028)", not "0.02× (0.01–0.03)"
     text = (f"{float(value):.2f}" if abs(float(value)) >= 0.1 else fmt_sig(value, 2)) if ratio else \
-        fmt_sig(value, digits)
+        fmt_sig(value)
     head = f"{text}{'×' if ratio else unit}{' ' + word if word else ''}"
     if not bounded:
         return f"{head} (CI unavailable)" if named else head
@@ -159,19 +159,9 @@ def fmt_size(value) -> str:
     return f"{n:,}" if n < 1000 else f"{round(n, 3 - len(str(n))):,}"
 
 
-def fmt_calls(value, compact: bool = False) -> str:
-    """"1,090": a count of calls, rounded up (a call is paid back only once it is whole);
-    `compact` gives three digits from 10,000 on, still rounded up: "35.4k", "1.24M"."""
-    if not finite(value):
-        return "–"
-    calls = math.ceil(float(value))
-    if not compact or calls < 10_000:
-        return f"{calls:,}"
-    step = 10 ** (len(str(calls)) - 3)
-    calls = math.ceil(calls / step) * step
-    scale, suffix = next(pair for pair in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
-                         if calls >= pair[0])
-    return f"{calls / scale:.3g}{suffix}"
+def fmt_calls(value) -> str:
+    """"1,090": a count of calls, rounded up (a call is paid back only once it is whole)."""
+    return f"{math.ceil(float(value)):,}" if finite(value) else "–"
 
 
 def fmt_payback(calls, low=math.nan, high=math.nan, ci: str | None = None) -> str:

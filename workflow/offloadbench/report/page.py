@@ -28,11 +28,9 @@ def anchors(headings: Iterable[str]) -> list[str]:
     """The anchor of each heading in document order; a repeated one gets -1, -2, ... as on GitHub."""
     seen: dict[str, int] = {}
     out = []
-    for text in headings:
-        base = slug(text)
-        count = seen.get(base, 0)
-        out.append(base if count == 0 else f"{base}-{count}")
-        seen[base] = count + 1
+    for base in map(slug, headings):
+        out.append(f"{base}-{seen[base]}" if base in seen else base)
+        seen[base] = seen.get(base, 0) + 1
     return out
 
 
@@ -43,12 +41,8 @@ def unescaped(text: str) -> str:
 
 def markdown_headings(markdown_text: str) -> list[str]:
     """The text of every ATX heading of a Markdown text, as it reads, in order."""
-    found = []
-    for line in markdown_text.splitlines():
-        match = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
-        if match:
-            found.append(unescaped(match.group(2)))
-    return found
+    return [unescaped(match.group(2)) for line in markdown_text.splitlines()
+            if (match := re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line))]
 
 
 def _text(element: ET.Element) -> str:
@@ -91,15 +85,10 @@ def _figures(children: list[ET.Element]) -> list[ET.Element]:
     """An image alone in its paragraph, followed by its caption's paragraph, becomes one
     <figure> with a <figcaption>."""
     out: list[ET.Element] = []
-    skip = False
-    for i, element in enumerate(children):
-        if skip:
-            skip = False
-            continue
-        image = element.find("img") if element.tag == "p" and len(element) == 1 else None
-        caption = children[i + 1] if i + 1 < len(children) else None
-        if image is None or (element.text or "").strip() or (image.tail or "").strip() \
-                or caption is None or caption.tag != "p":
+    for element in children:
+        last = out[-1] if out else None
+        image = last.find("img") if last is not None and last.tag == "p" and len(last) == 1 else None
+        if image is None or (last.text or "").strip() or (image.tail or "").strip() or element.tag != "p":
             out.append(element)
             continue
         figure = ET.Element("figure")
@@ -107,10 +96,9 @@ def _figures(children: list[ET.Element]) -> list[ET.Element]:
         figure.append(image)
         image.tail = None
         figcaption = ET.SubElement(figure, "figcaption")
-        figcaption.text = caption.text
-        figcaption.extend(list(caption))
-        out.append(figure)
-        skip = True
+        figcaption.text = element.text
+        figcaption.extend(list(element))
+        out[-1] = figure  # the image's paragraph, with this one as its caption
     return out
 
 
@@ -135,25 +123,20 @@ def _print_size(image: ET.Element) -> None:
 def _fold(root: ET.Element, level: int, folded: Folding) -> None:
     """Each heading of `level` that `folded` selects, with what follows it up to the next
     heading of its level or above, goes into <details><summary>heading</summary>…</details>."""
-    children = list(root)
     out: list[ET.Element] = []
-    section = ""
-    i = 0
-    while i < len(children):
-        element = children[i]
+    section, details = "", None
+    for element in list(root):
         if _level(element) == 2:
             section = _text(element)
-        if _level(element) != level or not folded(level, _text(element), section):
-            out.append(element)
-            i += 1
+        if details is not None and not 0 < _level(element) <= level:
+            details.append(element)  # the open section goes on up to a heading of its level or above
             continue
-        details = ET.Element("details")
-        ET.SubElement(details, "summary").append(element)
-        i += 1
-        while i < len(children) and not (0 < _level(children[i]) <= level):
-            details.append(children[i])
-            i += 1
-        out.append(details)
+        details = None
+        if _level(element) == level and folded(level, _text(element), section):
+            details = ET.Element("details")
+            ET.SubElement(details, "summary").append(element)
+            element = details
+        out.append(element)
     root[:] = out
 
 

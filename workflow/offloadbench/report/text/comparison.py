@@ -199,7 +199,7 @@ def escaped(comparison: MachineComparison) -> MachineComparison:
     )
 
 
-def build_markdown(comparison: MachineComparison, figure_dir: str = "figures") -> str:
+def build_markdown(comparison: MachineComparison) -> str:
     comparison = escaped(comparison)
     title = " vs ".join(comparison.labels)
     lines = [
@@ -219,7 +219,7 @@ def build_markdown(comparison: MachineComparison, figure_dir: str = "figures") -
         *provenance_section(comparison),
         "## Figures", "",
     ]
-    lines += figure_lines({name: compare_caption(name, comparison.judging) for name in COMPARE_CAPTIONS}, figure_dir)
+    lines += figure_lines({name: compare_caption(name, comparison.judging) for name in COMPARE_CAPTIONS})
     lines += ["## Every cell", "", *cells_table(comparison)]
     return "\n".join(lines)
 

@@ -35,8 +35,8 @@ from ...verdicts import VERDICTS, Judging
 from ..escape import tex_comment, tex_escape
 from ..format import cell_phrase, finite, fmt_break_even, fmt_sig, format_bytes, times_of
 from .decisions import answer, who
-from .latex_tables import NA, comparison_pairs, machine_of, with_machines
-from .tables import processes_range
+from .latex_tables import NA, machine_of, with_machines
+from .tables import ok_rows, processes_range
 
 _ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
@@ -58,15 +58,13 @@ def number_words(digits: str) -> str:
 
 
 def _spell(n: int) -> str:
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + (_ONES[n % 10] if n % 10 else "")
     for scale, word in _SCALES:
         if n >= scale:
             head, rest = divmod(n, scale)
             return _spell(head) + word + (_spell(rest) if rest else "")
-    raise AssertionError(n)
+    if n < 20:
+        return _ONES[n]
+    return _TENS[n // 10] + (_ONES[n % 10] if n % 10 else "")
 
 
 def camel_words(text) -> str:
@@ -130,8 +128,7 @@ def _add_ratio(macros: Macros, name: str, row, column: str, verdict: str, what: 
     macros.add(name, fmt_sig(value), f"{what} (ratio of times)")
     macros.add(name + "Low", fmt_sig(low), f"{what}: lower end of the {judging.ci}")
     macros.add(name + "High", fmt_sig(high), f"{what}: upper end of the {judging.ci}")
-    said = str(row.get(verdict, NA))
-    macros.add(name + "Verdict", said, f"{what}: verdict")
+    macros.add(name + "Verdict", str(row.get(verdict, NA)), f"{what}: verdict")
     macros.add(name + "Cell", cell_phrase(row), f"{what}: the cell it was measured in")
 
 
@@ -158,7 +155,7 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     macros = Macros(machine_prefix(machine))
     macros.add("Machine", machine, "the machine label these numbers were measured on")
 
-    ok = timings[timings["status"] == "ok"] if "status" in timings.columns else timings.iloc[0:0]
+    ok = ok_rows(timings)
     macros.add("Cells", len(ok), "the number of cells measured (status ok)")
     macros.add("CellsInGrid", len(timings), "the number of cells in the grid, measured or not")
     macros.add("ProcessesPerCell", processes_range(ok), "the number of processes each cell was measured in")
@@ -173,19 +170,17 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     speedups = speedups[~compile_fallbacks(speedups)]  # code that did not all compile is no compiled speedup
 
     gpu = speedups[speedups["device"] != "cpu"] if "device" in speedups.columns else speedups.iloc[0:0]
-    keys = ["op", "library", "mode", "device", "dtype"] if "mode" in gpu.columns else ["op", "library", "device", "dtype"]
-    for values, group in gpu.groupby(keys):
-        named = dict(zip(keys, values, strict=True))
-        op, device, dtype, mode = named["op"], named["device"], named["dtype"], named.get("mode", EAGER)
+    gpu = gpu if "mode" in gpu.columns else gpu.assign(mode=EAGER)  # tables from before modes ran eager only
+    for (op, library, mode, device, dtype), group in gpu.groupby(["op", "library", "mode", "device", "dtype"]):
         row = group.loc[group["size"].idxmax()]
-        variant = "" if mode == EAGER else camel_words(named["library"]) + camel_words(mode)  # eager names as before
+        variant = "" if mode == EAGER else camel_words(library) + camel_words(mode)  # eager names as before
         macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
                    fmt_break_even(row.get("break_even_size"), row.get("break_even_status")),
-                   f"break-even size n of {op} ({named['library']} {mode}), {dtype} on {device}, copies counted")
+                   f"break-even size n of {op} ({library} {mode}), {dtype} on {device}, copies counted")
 
     _add_decisions(macros, decisions, judging)
 
-    copies = transfer[transfer["status"] == "ok"] if "status" in transfer.columns else transfer.iloc[0:0]
+    copies = ok_rows(transfer)
     copies = copies[copies["gbs"].map(finite)] if not copies.empty else copies
     words = {"h2d": "HostToDevice", "d2h": "DeviceToHost"}
     for (device, memory, direction), group in copies.groupby(["device", "memory", "direction"]):
@@ -219,9 +214,8 @@ def _add_decisions(macros: Macros, decisions: pd.DataFrame | None, judging: Judg
 
 def comparison_macros(comparison: pd.DataFrame, judging: Judging, machines: Sequence[str] = ()) -> str:
     """Per machine pair: how many cells are faster, slower, same, undecided, and the extreme ratios."""
-    frame = with_machines(comparison, machines)
-    pairs = comparison_pairs(frame, machines)
-    parts = []
+    frame, pairs = with_machines(comparison, machines)
+    sets = []
     for a, b in pairs:
         macros = Macros(pair_prefix(a, b))
         rows = frame[(frame["machine_a"].astype(str) == a) & (frame["machine_b"].astype(str) == b)]
@@ -235,18 +229,16 @@ def comparison_macros(comparison: pd.DataFrame, judging: Judging, machines: Sequ
                    f"the largest time ratio {b}/{a}", judging)
         _add_ratio(macros, "SmallestRatio", _extreme(rows, "ratio", largest=False), "ratio", "verdict",
                    f"the smallest time ratio {b}/{a}", judging)
-        parts.append(f"% {tex_comment(b)} against {tex_comment(a)}\n" + macros.text())
-    if not parts:
+        sets.append(macros)
+    if not sets:
         return "% No machine pair to compare.\n"
-    _check_disjoint(parts, [f"{b} against {a}" for a, b in pairs])
-    return "\n".join(parts)
-
-
-def _check_disjoint(parts: Sequence[str], names: Sequence[str]) -> None:
+    names = [f"{b} against {a}" for a, b in pairs]
     seen: dict[str, int] = {}
-    for k, part in enumerate(parts):
-        for name in re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", part):
+    for k, macros in enumerate(sets):
+        for name in macros.lines:
             first = seen.setdefault(name, k)
             if first != k:
                 raise MacroCollision(f"\\{name} would be defined by two machine pairs, {names[first]} and {names[k]}: "
                                      "their labels spell the same; rename one so they differ in more than punctuation")
+    return "\n".join(f"% {tex_comment(b)} against {tex_comment(a)}\n" + macros.text()
+                     for (a, b), macros in zip(pairs, sets, strict=True))

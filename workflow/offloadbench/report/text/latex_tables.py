@@ -54,29 +54,25 @@ def decisions_tex(decisions: pd.DataFrame, judging: Judging, machine: str = "", 
     return shown.latex(caption, f"tab:{slug(machine)}-decisions")
 
 
-def comparison_pairs(comparison: pd.DataFrame, machines: Sequence[str]) -> list[tuple[str, str]]:
-    if not comparison.empty and {"machine_a", "machine_b"} <= set(comparison.columns):
-        pairs = comparison[["machine_a", "machine_b"]].astype(str).drop_duplicates()
-        return list(pairs.itertuples(index=False, name=None))
-    machines = [str(m) for m in machines]
-    return [(machines[0], m) for m in machines[1:]]
-
-
-def with_machines(comparison: pd.DataFrame, machines: Sequence[str]) -> pd.DataFrame:
-    """The comparison with its machine columns, filled from `machines` when it has none."""
+def with_machines(comparison: pd.DataFrame, machines: Sequence[str]) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """The comparison with its machine columns, filled from `machines` when it has none, and
+    its pairs of machines (a, b): its rows', or with no rows, the first of `machines` with each other."""
     frame = comparison.copy()
     for column, k in (("machine_a", 0), ("machine_b", 1)):
         if column not in frame.columns:
             if len(machines) < 2 and not frame.empty:
                 raise ValueError("the comparison has no machine columns: name both machines in `machines`")
             frame[column] = str(machines[k]) if len(machines) > k else ""
-    return frame
+    if not frame.empty:
+        pairs = frame[["machine_a", "machine_b"]].astype(str).drop_duplicates()
+        return frame, list(pairs.itertuples(index=False, name=None))
+    machines = [str(m) for m in machines]
+    return frame, [(machines[0], m) for m in machines[1:]]
 
 
 def comparison_tex(comparison: pd.DataFrame, judging: Judging, machines: Sequence[str] = ()) -> str:
     """Each cell's median on two machines, the ratio b/a with its CI, and the verdict."""
-    frame = with_machines(comparison, machines)
-    pairs = comparison_pairs(frame, machines)
+    frame, pairs = with_machines(comparison, machines)
     a, b = pairs[0] if pairs else ("a", "b")
     title = f"{b} against {a}" if len(pairs) == 1 else "each machine b against its reference a"
     label = "tab:comparison" + "".join(f"-{slug(a)}-{slug(b)}" for a, b in pairs[:1])

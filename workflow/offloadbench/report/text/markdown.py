@@ -101,15 +101,13 @@ def status_section(timings: pd.DataFrame) -> list[str]:
     unstable = timings[(timings["status"] == "ok") & unstable_cells(timings)]
     if not unstable.empty:
         lines += ["### Unstable cells", ""]
-        for _, r in unstable.iterrows():
-            lines.append(f"- `{Cell.from_dict(r).key}`: {r['unstable']}")
-        lines.append("")
+        lines += [f"- `{Cell.from_dict(r).key}`: {r['unstable']}" for _, r in unstable.iterrows()] + [""]
     return lines
 
 
-def table_section(title: str, table: Table, frame: pd.DataFrame, judging: Judging, **values) -> list[str]:
+def table_section(title: str, table: Table, frame: pd.DataFrame, judging: Judging) -> list[str]:
     """A table of the report under its heading, with its legend."""
-    shown = table.shown(frame, judging, **values)
+    shown = table.shown(frame, judging)
     return [f"## {title}", "", shown.markdown(), "", *([shown.legend, ""] if not shown.cells.empty else [])]
 
 
@@ -163,7 +161,7 @@ def op_speedups_table(speedups: pd.DataFrame, judging: Judging) -> str:
     return f"End-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(table)
 
 
-def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
+def build_markdown(inputs: Inputs) -> str:
     inputs = inputs.escaped()
     names = ("timings", "speedups", "decisions", "controls", "transfer")
     t, s, d, controls, transfer = map(inputs.table, names)
@@ -197,7 +195,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         "",
         f"## {AT_A_GLANCE}",
         "",
-        *figure_lines(glance, figure_dir),
+        *figure_lines(glance),
         "## Key findings",
         "",
         *findings,
@@ -224,7 +222,7 @@ def build_markdown(inputs: Inputs, figure_dir: str = "figures") -> str:
         ("does it fit", lambda: fit_section(inputs.table("memory"), t, page_cost_s(inputs.table("roofs")))),
         ("the seed claims", lambda: ["## Seed claims checked", "", f"> {SEED_CLAIM}", "", *check_seed_claims(t, s, judging), ""]),
         ("the figures", lambda: ["## Figures", "", *figure_lines(
-            {name: text for name, text in figures.items() if name not in glance}, figure_dir)]),
+            {name: text for name, text in figures.items() if name not in glance})]),
         ("the cells", lambda: status_section(t)),
         ("the tables", lambda: [
             *table_section("Speedups", SPEEDUPS, s, judging), *table_section("Timings", TIMINGS, t, judging),
@@ -266,14 +264,14 @@ def write_page(text: str, md_path: str, html_path: str, title: str, figures: tup
                                encoding="utf-8")
 
 
-def figure_lines(captions: dict[str, str], figure_dir: str) -> list[str]:
+def figure_lines(captions: dict[str, str]) -> list[str]:
     """Each figure's PNG, its alt text the caption's first sentence, then its caption and
     where its vector version is."""
     lines = []
     for name, caption in captions.items():
         alt = caption.split(". ")[0].rstrip(".").replace("[", "(").replace("]", ")")
-        lines += [f"![{name}: {alt}]({figure_dir}/{name}.png)", "",
-                  f"*{name}*: {caption} Vector version: `{figure_dir}/{name}.pdf`.", ""]
+        lines += [f"![{name}: {alt}](figures/{name}.png)", "",
+                  f"*{name}*: {caption} Vector version: `figures/{name}.pdf`.", ""]
     return lines
 
 

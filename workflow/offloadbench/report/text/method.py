@@ -8,6 +8,7 @@ thresholds were recorded show "?" where a number would be."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partialmethod
 
 import pandas as pd
 
@@ -35,20 +36,11 @@ class Numbers:
         value = self.method.get(key)
         return words(float(value)) if finite(value) else UNRECORDED
 
-    def percent(self, key: str) -> str:
-        return self._said(key, fmt_percent)
-
-    def number(self, key: str) -> str:
-        return self._said(key, fmt_plain)
-
-    def ms(self, key: str) -> str:
-        return self._said(key, lambda v: f"{fmt_plain(v * 1e3)} ms")
-
-    def seconds(self, key: str) -> str:
-        return self._said(key, lambda v: f"{fmt_plain(v)} s")
-
-    def size(self, key: str) -> str:
-        return self._said(key, format_bytes)
+    percent = partialmethod(_said, words=fmt_percent)
+    number = partialmethod(_said, words=fmt_plain)
+    ms = partialmethod(_said, words=lambda v: f"{fmt_plain(v * 1e3)} ms")
+    seconds = partialmethod(_said, words=lambda v: f"{fmt_plain(v)} s")
+    size = partialmethod(_said, words=format_bytes)
 
 
 def method_section(settings: dict, held: str, method: Mapping[str, float], judging: Judging,

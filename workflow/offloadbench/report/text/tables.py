@@ -157,18 +157,15 @@ def _reasons(transfer: pd.DataFrame) -> str:
     return f" ({reasons})" if reasons else ""
 
 
-def _comparison_name(pair: bool) -> tuple[Column, ...]:
-    machines = () if pair else (Column("machine a", value("machine_a")), Column("machine b", value("machine_b")))
-    return (*machines, *NAME)
-
-
 def comparison_table(pair: bool) -> Table:
     """A comparison of machines: each cell's median on both and the ratio b/a; `pair`: of one
     pair of machines, named in the headers (else each row names its two)."""
     a, b = ("{a}", "{b}") if pair else ("a", "b")
+    machines = () if pair else (Column("machine a", value("machine_a")), Column("machine b", value("machine_b")))
     return Table(
         (
-            *_comparison_name(pair),
+            *machines,
+            *NAME,
             Column(f"median on {a} ({{unit}})", scaled("median_a_s")),
             Column(f"median on {b} ({{unit}})", scaled("median_b_s")),
             Column(f"ratio {b}/{a} ({{ci}})", ratio("ratio"),
