@@ -61,7 +61,6 @@ def eager(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
-    timings, speedups = eager(timings), eager(speedups)
     ok = timings[(timings["op"] == "matmul") & (timings["dtype"] == SEED_DTYPE) & (timings["status"] == "ok")]
     if ok.empty:
         return [f"- No {SEED_DTYPE} matmul was measured here, so the seed's timings cannot be compared."]
@@ -119,7 +118,6 @@ def judge_up_to(lo: float, hi: float, claim: float) -> str:
 
 
 def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging) -> list[str]:
-    timings, speedups = eager(timings), eager(speedups)
     plot_gpu = speedups[(speedups["op"] == "compute_then_plot") & (speedups["device"] != "cpu")]
     if plot_gpu.empty:
         in_grid = (timings["op"] == "compute_then_plot").any()
@@ -174,4 +172,5 @@ def steps_for_saving(speedups: pd.DataFrame, timings: pd.DataFrame, saving: floa
 
 
 def check_seed_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
+    timings, speedups = eager(timings), eager(speedups)
     return matmul_claims(timings, speedups, judging) + saving_claims(speedups, timings, judging)
