@@ -25,11 +25,11 @@ from ..format import (
     fmt_seconds,
     ratio_of,
     report_groups,
-    threads_text,
     variant_of,
     where_phrase,
     widest_threads,
 )
+from .decisions import row_threads
 from .findings import caveat
 
 
@@ -42,8 +42,7 @@ def _compile_time(row, judging: Judging) -> str:
 
 def _place(row) -> str:
     """"on the cpu, 4 threads", "on cuda"."""
-    return f"on the cpu, {threads_text(row['threads'], row.get('threads_effective'))}" if row["device"] == "cpu" \
-        else where_phrase(row["device"])
+    return f"on the cpu, {row_threads(row)}" if row["device"] == "cpu" else where_phrase(row["device"])
 
 
 def _where_full(row) -> str:

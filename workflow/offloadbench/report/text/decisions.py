@@ -49,20 +49,21 @@ def _said(variant: str) -> str:
     return {"numpy": "stay with NumPy", "?": "cannot tell yet", "": "cannot tell yet"}.get(variant, f"use {variant}")
 
 
-def _threads(row) -> str:
+def row_threads(row) -> str:
+    """"1 thread", "all = 16 threads": the threads a cpu row ran on (threads_text)."""
     return threads_text(row["threads"], row.get("threads_effective"))
 
 
 def who(row) -> str:
     """"matmul on the cpu (1 thread, float32)", "fft2 on cuda (float32)"."""
     if row["device"] == "cpu":
-        return f"{row['op']} on the cpu ({_threads(row)}, {row['dtype']})"
+        return f"{row['op']} on the cpu ({row_threads(row)}, {row['dtype']})"
     return f"{row['op']} {where_phrase(row['device'])} ({row['dtype']})"
 
 
 def where_cell(row) -> str:
     """"cpu, 1 thread", "cuda": where a decision holds, in a table."""
-    return f"cpu, {_threads(row)}" if row["device"] == "cpu" else str(row["device"])
+    return f"cpu, {row_threads(row)}" if row["device"] == "cpu" else str(row["device"])
 
 
 def speedup_text(row, ci: str | None = None, mark: bool = True) -> str:

@@ -31,13 +31,12 @@ from ..format import (
     ratio_of,
     reasons_of,
     report_groups,
-    threads_text,
     times_of,
     variant_of,
     verdict_counts,
 )
 from ..table import by_size
-from .decisions import WEAK_MARK
+from .decisions import WEAK_MARK, row_threads
 
 
 def caveat(row) -> str:
@@ -266,7 +265,7 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
     groups = report_groups(frame, ["op", "variant", "dtype", "threads"])
     return by_size(groups, sorted({int(s) for s in frame["size"]}),
                    lambda keys, first: {**dict(zip(("op", "variant", "dtype"), keys)),
-                                        "threads": threads_text(keys[3], first.get("threads_effective"))},
+                                        "threads": row_threads(first)},
                    lambda row: f"{fmt_ratio(*interval(row, 'scaling'))}{caveat(row)}, {row.get('verdict')}")
 
 

@@ -23,11 +23,11 @@ from ..format import (
     ratio_of,
     report_groups,
     threads_phrase,
-    threads_text,
     variant_of,
     where_phrase,
     widest_threads,
 )
+from .decisions import row_threads
 from .findings import caveat
 
 E2E = "end_to_end_speedup"
@@ -53,8 +53,7 @@ def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
                          f"{largest['compile_fallback']}.")
             continue
         if device == "cpu":
-            here = threads if str(largest["threads"]) == label else threads_text(largest["threads"],
-                                                                                   largest.get("threads_effective"))
+            here = threads if str(largest["threads"]) == label else row_threads(largest)
             lines.append(f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {n_max}, the largest "
                          f"size measured: {at_largest} end to end.")
             continue
