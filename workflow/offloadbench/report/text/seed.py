@@ -82,8 +82,7 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judgin
         lines.append(line + ".")
     if gpu.empty:
         lines.append("- No GPU cell ran here, so the GPU half of the claim (and the \"more than 10×\") cannot be checked on this machine.")
-        return lines
-    for row in gpu.itertuples():
+    for row in gpu.itertuples():  # none where no GPU cell ran
         line = f"- PyTorch on {row.device} ({row.device_name}) takes {fmt_seconds(row.median_s, 4)} device-resident and {fmt_seconds(row.end_to_end_s, 4)} with copies at n = {n}"
         if n == SEED_SIZE:
             line += f", against the seed's {SEED_GPU_S} s"
