@@ -139,7 +139,7 @@ def processes_text(row, cell: bool = False) -> str:
     elif not finite(needed):
         sentence = "one process per cell says nothing of the spread between processes: measure more"
         short = "more processes"
-    elif over_cap(row):
+    elif finite(row.get("process_cap")) and float(needed) > float(row["process_cap"]):  # more than the run's cap
         so_far = f"; {int(row['processes'])} so far" if finite(row.get("processes")) else ""
         sentence = (f"about {int(needed)} processes per cell would likely decide it, more than the run's cap of "
                     f"{int(row['process_cap'])} (measure.max_processes{so_far})")
@@ -150,12 +150,6 @@ def processes_text(row, cell: bool = False) -> str:
                     f"between processes seen{now})")
         short = f"≈{int(needed)} processes"
     return short if cell else sentence
-
-
-def over_cap(row) -> bool:
-    """Whether the processes that would likely decide an open size exceed the run's cap."""
-    needed, cap = row.get("processes_to_decide"), row.get("process_cap")
-    return finite(needed) and finite(cap) and float(needed) > float(cap)
 
 
 def simpler_text(row) -> str:

@@ -55,11 +55,6 @@ def _pick_baseline(rows: pd.DataFrame) -> tuple[pd.Series | None, str]:
     return widest.iloc[0], threads_phrase(widest, label)
 
 
-def eager(frame: pd.DataFrame) -> pd.DataFrame:
-    """The seed's claims are about NumPy and PyTorch as called: eager rows only."""
-    return frame[frame["mode"] == "eager"] if "mode" in frame else frame
-
-
 def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
     ok = timings[(timings["op"] == "matmul") & (timings["dtype"] == SEED_DTYPE) & (timings["status"] == "ok")]
     if ok.empty:
@@ -171,5 +166,6 @@ def steps_for_saving(speedups: pd.DataFrame, timings: pd.DataFrame, saving: floa
 
 
 def check_seed_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
-    timings, speedups = eager(timings), eager(speedups)
+    # the seed's claims are about NumPy and PyTorch as called: eager rows only
+    timings, speedups = (frame[frame["mode"] == "eager"] if "mode" in frame else frame for frame in (timings, speedups))
     return matmul_claims(timings, speedups, judging) + saving_claims(speedups, timings, judging)
