@@ -25,11 +25,11 @@ from ..format import (
     fmt_seconds,
     ratio_of,
     report_groups,
-    threads_text,
     variant_of,
     where_phrase,
     widest_threads,
 )
+from .decisions import row_threads
 from .findings import caveat
 
 
@@ -40,10 +40,13 @@ def _compile_time(row, judging: Judging) -> str:
     return text
 
 
+def _place(row) -> str:
+    """"on the cpu, 4 threads", "on cuda"."""
+    return f"on the cpu, {row_threads(row)}" if row["device"] == "cpu" else where_phrase(row["device"])
+
+
 def _where_full(row) -> str:
-    place = f"on the cpu, {threads_text(row['threads'], row.get('threads_effective'))}" if row["device"] == "cpu" \
-        else f"on {row['device']}"
-    return f"{place}, {row['dtype']}, n = {int(row['size'])}"
+    return f"{_place(row)}, {row['dtype']}, n = {int(row['size'])}"
 
 
 def series_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
@@ -83,9 +86,8 @@ def eager_against_compiled(speedups: pd.DataFrame, judging: Judging) -> list[str
             continue
         parts = ["numpy 1×", *(f"{variant_of(r)} {ratio_of(r, ci=judging.ci)}" for _, r in by_variant(largest).iterrows())]
         first = largest.iloc[0]
-        place = f"on the cpu, {threads_text(threads, first.get('threads_effective'))}" if device == "cpu" \
-            else where_phrase(device)
-        lines.append(f"- {op} {place} ({dtype}, n = {int(first['size'])}), against NumPy: " + "; ".join(parts) + ".")
+        lines.append(f"- {op} {_place(first)} ({dtype}, n = {int(first['size'])}), against NumPy: " + "; ".join(parts)
+                     + ".")
     return lines
 
 
@@ -104,9 +106,8 @@ def process_lines(timings: pd.DataFrame) -> list[str]:
     if broken.empty:
         lines.append("- Every compiled cell was captured whole: no graph break.")
     else:
-        for _, row in broken.iterrows():
-            lines.append(f"- {row['op']} with {variant_of(row)} ({_where_full(row)}): {int(row['graph_breaks'])} graph "
-                         f"break(s), first: {row['first_break']}.")
+        lines += [f"- {row['op']} with {variant_of(row)} ({_where_full(row)}): {int(row['graph_breaks'])} graph "
+                  f"break(s), first: {row['first_break']}." for _, row in broken.iterrows()]
     recompiled = ok[ok["recompiles"].fillna(0) > 0]
     if not recompiled.empty:
         names = ", ".join(f"{r['op']} {variant_of(r)} n = {int(r['size'])}" for _, r in recompiled.iterrows())
@@ -141,12 +142,9 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judg
 def kernel_lines(timings: pd.DataFrame) -> list[str]:
     """Which of the user's kernels run as numpy only, and why (those without a FLOP model
     are said once, with the roofs: ops_findings.bound_notes)."""
-    if "family" not in timings:
+    if "family" not in timings or not (timings["library"] == "torch").any():
         return []
     kernels = timings[timings["family"] == KERNEL_FAMILY]
-    lines = []
-    if (timings["library"] == "torch").any():
-        for op in sorted(set(kernels["op"]) - set(kernels.loc[kernels["library"] == "torch", "op"])):
-            lines.append(f"- {op} takes plain NumPy arrays (its first parameter is not `xp`), so it runs as numpy "
-                         "and numpy compiled only: torch needs the array namespace `xp` to run the same code.")
-    return lines
+    return [f"- {op} takes plain NumPy arrays (its first parameter is not `xp`), so it runs as numpy "
+            "and numpy compiled only: torch needs the array namespace `xp` to run the same code."
+            for op in sorted(set(kernels["op"]) - set(kernels.loc[kernels["library"] == "torch", "op"]))]

@@ -187,20 +187,17 @@ def controls_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
     said = "called faster or slower: no false verdict" if not false else "called faster or slower, each a false verdict"
     undecided = int((controls["verdict"] == UNDECIDED).sum())
     promised = 1 - judging.confidence
-    lines = [(f"- {count} self-comparisons (a cell measured again in a second worker process, taking its turns in "
-              f"the same bouts, whose ratio is 1 in truth): {false_rate_text(false, count, judging)} {said}; "
-              f"{count - false - undecided} the same, {undecided} undecided. The {judging.ci}s promise at most "
-              f"{judging.each_way()} each way ({percent(promised)} in all), less with the minimum effect of "
-              f"{judging.delta}.")]
-    return lines + carry_over_line(controls, judging)
+    return [(f"- {count} self-comparisons (a cell measured again in a second worker process, taking its turns in "
+             f"the same bouts, whose ratio is 1 in truth): {false_rate_text(false, count, judging)} {said}; "
+             f"{count - false - undecided} the same, {undecided} undecided. The {judging.ci}s promise at most "
+             f"{judging.each_way()} each way ({percent(promised)} in all), less with the minimum effect of "
+             f"{judging.delta}.")] + carry_over_line(controls, judging)
 
 
 def carry_over_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
     """What the pause between turns left of a multi-threaded OpenMP worker's spinning pool, as
     the self-comparisons saw it: their cycles right after such a turn against the others."""
-    if "carry_over" not in controls:
-        return []
-    seen = controls.dropna(subset=["carry_over"])
+    seen = controls.dropna(subset=["carry_over"]) if "carry_over" in controls else controls.iloc[0:0]
     if seen.empty:
         return []
     values = np.log(seen["carry_over"].astype(float))

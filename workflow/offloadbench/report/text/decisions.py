@@ -49,20 +49,21 @@ def _said(variant: str) -> str:
     return {"numpy": "stay with NumPy", "?": "cannot tell yet", "": "cannot tell yet"}.get(variant, f"use {variant}")
 
 
-def _threads(row) -> str:
+def row_threads(row) -> str:
+    """"1 thread", "all = 16 threads": the threads a cpu row ran on (threads_text)."""
     return threads_text(row["threads"], row.get("threads_effective"))
 
 
 def who(row) -> str:
     """"matmul on the cpu (1 thread, float32)", "fft2 on cuda (float32)"."""
     if row["device"] == "cpu":
-        return f"{row['op']} on the cpu ({_threads(row)}, {row['dtype']})"
+        return f"{row['op']} on the cpu ({row_threads(row)}, {row['dtype']})"
     return f"{row['op']} {where_phrase(row['device'])} ({row['dtype']})"
 
 
 def where_cell(row) -> str:
     """"cpu, 1 thread", "cuda": where a decision holds, in a table."""
-    return f"cpu, {_threads(row)}" if row["device"] == "cpu" else str(row["device"])
+    return f"cpu, {row_threads(row)}" if row["device"] == "cpu" else str(row["device"])
 
 
 def speedup_text(row, ci: str | None = None, mark: bool = True) -> str:
@@ -126,28 +127,29 @@ QUIETER_NOTE = ("a quieter machine would decide it: other programs disturbed hal
                 "which more processes here would not change.")
 
 
-def processes_text(row) -> str:
-    """"about 9 processes per cell would likely decide it (…, 4 now)", from the spread seen."""
-    if flag(row, "needs_quieter_machine"):
-        return "a quieter machine would decide it"  # the table's legend says why: disturbed processes
+def processes_text(row, cell: bool = False) -> str:
+    """What would likely decide an open size: "about 9 processes per cell would likely decide it
+    (…, 4 now)", from the spread seen, or, in the decision table's `cell`, "≈9 processes"."""
     needed = row.get("processes_to_decide")
-    if needed == math.inf:
-        return "more processes would hardly decide it: the ratio sits on a boundary of the minimum effect"
-    if not finite(needed):
-        return "one process per cell says nothing of the spread between processes: measure more"
-    now = f", {int(row['processes'])} now" if finite(row.get("processes")) else ""
-    if over_cap(row):
+    if flag(row, "needs_quieter_machine"):  # the table's legend says why: disturbed processes
+        sentence, short = "a quieter machine would decide it", "a quieter machine"
+    elif needed == math.inf:
+        sentence = "more processes would hardly decide it: the ratio sits on a boundary of the minimum effect"
+        short = "not by processes"
+    elif not finite(needed):
+        sentence = "one process per cell says nothing of the spread between processes: measure more"
+        short = "more processes"
+    elif finite(row.get("process_cap")) and float(needed) > float(row["process_cap"]):  # more than the run's cap
         so_far = f"; {int(row['processes'])} so far" if finite(row.get("processes")) else ""
-        return (f"about {int(needed)} processes per cell would likely decide it, more than the run's cap of "
-                f"{int(row['process_cap'])} (measure.max_processes{so_far})")
-    return (f"about {int(needed)} processes per cell would likely decide it (estimated from the spread between "
-            f"processes seen{now})")
-
-
-def over_cap(row) -> bool:
-    """Whether the processes that would likely decide an open size exceed the run's cap."""
-    needed, cap = row.get("processes_to_decide"), row.get("process_cap")
-    return finite(needed) and finite(cap) and float(needed) > float(cap)
+        sentence = (f"about {int(needed)} processes per cell would likely decide it, more than the run's cap of "
+                    f"{int(row['process_cap'])} (measure.max_processes{so_far})")
+        short = f"more processes than the cap of {int(row['process_cap'])}"
+    else:
+        now = f", {int(row['processes'])} now" if finite(row.get("processes")) else ""
+        sentence = (f"about {int(needed)} processes per cell would likely decide it (estimated from the spread "
+                    f"between processes seen{now})")
+        short = f"≈{int(needed)} processes"
+    return short if cell else sentence
 
 
 def simpler_text(row) -> str:
@@ -343,16 +345,7 @@ def _open_sizes(row) -> str:
 def _open_cell(row) -> str:
     """The sizes that cannot tell yet and what would likely decide the largest of them."""
     sizes = _open_sizes(row)
-    if not sizes:
-        return "–"
-    if flag(row, "needs_quieter_machine"):
-        return f"{sizes}: a quieter machine"
-    needed = row.get("processes_to_decide")
-    if over_cap(row):
-        return f"{sizes}: more processes than the cap of {int(row['process_cap'])}"
-    if finite(needed):
-        return f"{sizes}: ≈{int(needed)} processes"
-    return f"{sizes}: not by processes" if needed == math.inf else f"{sizes}: more processes"
+    return f"{sizes}: {processes_text(row, cell=True)}" if sizes else "–"
 
 
 def row_notes(row, judging: Judging) -> list[str]:
@@ -386,18 +379,20 @@ def row_notes(row, judging: Judging) -> list[str]:
     return notes
 
 
-def _where(row, context) -> str:
-    if context["format"] != TERMINAL:
-        return where_cell(row)
-    return f"cpu {'all' if str(row['threads']) == 'all' else str(row['threads']) + 't'}" if row["device"] == "cpu" \
-        else str(row["device"])
+def _short_where(row) -> str:
+    """"cpu 1t", "cpu all", "cuda": where_cell in the terminal's narrow table."""
+    threads = str(row["threads"])
+    return f"cpu {threads if threads == 'all' else threads + 't'}" if row["device"] == "cpu" else str(row["device"])
+
+
+DOCUMENTS = frozenset({MARKDOWN, LATEX})  # the formats of the columns the terminal leaves out
 
 
 DECISIONS = Table(
     (
         Column("op", lambda row, context: str(row["op"])),
-        Column("where", _where, formats=frozenset({MARKDOWN, LATEX})),
-        Column("where", _where, formats=frozenset({TERMINAL}),
+        Column("where", lambda row, context: where_cell(row), formats=DOCUMENTS),
+        Column("where", lambda row, context: _short_where(row), formats=frozenset({TERMINAL}),
                legend="1t: one thread; all: every core{threads_here}."),
         Column("dtype", lambda row, context: str(row["dtype"])),
         Column("decision", lambda row, context: decision_words(row),
@@ -413,18 +408,17 @@ DECISIONS = Table(
                       "compile's one-time cost; where the decision uses no variant, it names the best alternative "
                       "(\"torch 0.94×\")."),
         Column("compile pays back after", lambda row, context: payback_calls(row) or "–", optional=True,
-               formats=frozenset({MARKDOWN, LATEX}),
+               formats=DOCUMENTS,
                legend="compile pays back after: the calls at n that pay a compile back, and in parentheses with the "
                       "compiler's one-time start-up."),
         Column("simpler than", lambda row, context: _simpler_cell(row), optional=True,
-               formats=frozenset({MARKDOWN, LATEX}),
+               formats=DOCUMENTS,
                legend="simpler than: the faster-looking variant the rule passed over for the simpler one, with its "
                       "speedup."),
-        Column("fits up to n", lambda row, context: fmt_size(row["fits_up_to"]) if finite(row.get("fits_up_to"))
-               else "–", optional=True, formats=frozenset({MARKDOWN, LATEX}),
+        Column("fits up to n", lambda row, context: fmt_size(row.get("fits_up_to")), optional=True, formats=DOCUMENTS,
                legend="fits up to n: the largest size whose call fits the memory of its device (the host's for the "
                       "cpu), from the measured peaks."),
-        Column("still open", lambda row, context: _open_cell(row), optional=True, formats=frozenset({MARKDOWN, LATEX}),
+        Column("still open", lambda row, context: _open_cell(row), optional=True, formats=DOCUMENTS,
                legend="still open: the sizes that cannot tell yet, and the processes per cell that would likely "
                       "decide the largest of them, estimated from the spread between processes seen (or more than "
                       "the run's cap, measure.max_processes), or a quieter machine where other programs disturbed "

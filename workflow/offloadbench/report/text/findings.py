@@ -31,13 +31,12 @@ from ..format import (
     ratio_of,
     reasons_of,
     report_groups,
-    threads_text,
     times_of,
     variant_of,
     verdict_counts,
 )
 from ..table import by_size
-from .decisions import WEAK_MARK
+from .decisions import WEAK_MARK, row_threads
 
 
 def caveat(row) -> str:
@@ -87,7 +86,7 @@ def speedup_findings(speedups: pd.DataFrame, judging: Judging) -> list[str]:
             f"{ratio_of(worst, 'end_to_end_speedup', judging.ci)}{caveat(worst)}, {times_of(worst, end_to_end=True)}."
         )
     lines.append(f"- Of {len(speedups)} cells against NumPy: {verdict_counts(verdicts)}.")
-    lines += undecided_lines(speedups, "end_to_end_speedup", "end_to_end_verdict")
+    lines += undecided_lines(speedups)
     if fallbacks.any():
         lines.append(f"- {int(fallbacks.sum())} compiled cells are left out above: their code did not all compile "
                      "(see What compiling costs).")
@@ -148,10 +147,9 @@ def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     call, said once each."""
     gpu = speedups[(speedups["device"] != "cpu") & speedups["calls_per_round_trip"].notna()] \
         if "calls_per_round_trip" in speedups else speedups.iloc[0:0]
+    gpu = gpu.assign(variant=[variant_of(r) for _, r in gpu.iterrows()])
     lines = []
-    for (op, variant, device, dtype), group in report_groups(gpu.assign(variant=[variant_of(r) for _, r in
-                                                                                gpu.iterrows()]),
-                                                              ["op", "variant", "device", "dtype"]):
+    for (op, variant, device, dtype), group in report_groups(gpu, ["op", "variant", "device", "dtype"]):
         by_kind: dict[str, list] = {}
         for _, row in group.sort_values("size").iterrows():
             value, low, high = interval(row, "calls_per_round_trip")
@@ -267,16 +265,14 @@ def scaling_table(scaling: pd.DataFrame) -> pd.DataFrame:
     groups = report_groups(frame, ["op", "variant", "dtype", "threads"])
     return by_size(groups, sorted({int(s) for s in frame["size"]}),
                    lambda keys, first: {**dict(zip(("op", "variant", "dtype"), keys)),
-                                        "threads": threads_text(keys[3], first.get("threads_effective"))},
+                                        "threads": row_threads(first)},
                    lambda row: f"{fmt_ratio(*interval(row, 'scaling'))}{caveat(row)}, {row.get('verdict')}")
 
 
-def undecided_lines(frame: pd.DataFrame, column: str, verdict_column: str) -> list[str]:
-    """The ratios too wide to be a result (CI over 2×), listed with their reason, never as numbers."""
-    verdict = frame[verdict_column]
-    low, high = ci_columns(column)
-    spans = frame[high] / frame[low]
-    wide = frame[(verdict == UNDECIDED) & ~(spans <= MAX_CI_SPAN)]
+def undecided_lines(frame: pd.DataFrame) -> list[str]:
+    """The end-to-end ratios too wide to be a result (CI over 2×), listed with their reason, never as numbers."""
+    low, high = ci_columns("end_to_end_speedup")
+    wide = frame[(frame["end_to_end_verdict"] == UNDECIDED) & ~(frame[high] / frame[low] <= MAX_CI_SPAN)]
     if wide.empty:
         return []
     names = "; ".join(cell_phrase(row) for _, row in wide.head(5).iterrows())

@@ -23,11 +23,11 @@ from ..format import (
     ratio_of,
     report_groups,
     threads_phrase,
-    threads_text,
     variant_of,
     where_phrase,
     widest_threads,
 )
+from .decisions import row_threads
 from .findings import caveat
 
 E2E = "end_to_end_speedup"
@@ -53,31 +53,27 @@ def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
                          f"{largest['compile_fallback']}.")
             continue
         if device == "cpu":
-            here = threads if str(largest["threads"]) == label else threads_text(largest["threads"],
-                                                                                   largest.get("threads_effective"))
+            here = threads if str(largest["threads"]) == label else row_threads(largest)
             lines.append(f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {n_max}, the largest "
                          f"size measured: {at_largest} end to end.")
             continue
         status, size = largest.get("break_even_status"), largest.get("break_even_size")  # the table's, per series
-        head = f"- {op} with {variant} {where_phrase(device)} ({dtype})" if several_variants else \
-            f"- {op} {where_phrase(device)} ({dtype})"
+        head = f"- {op}{f' with {variant}' if several_variants else ''} {where_phrase(device)} ({dtype})"
+        sizes = group["size"].astype(int)
         if status == FROM_SMALLEST:
-            lines.append(f"{head} pays at every size measured (from n = {int(group.iloc[0]['size'])}) with the "
-                         "copies counted; "
-                         f"at n = {n_max} it is {at_largest}.")
+            pays = f"at every size measured (from n = {sizes.iloc[0]})"
         elif status == REACHED:
-            sizes = group["size"].astype(int)
-            between = f"between {sizes[sizes < size].max()} and {sizes[sizes >= size].min()}"
-            lines.append(f"{head} pays from n ≈ {fmt_break_even(size, status)} ({between}) with the copies counted; "
-                         f"at n = {n_max} it is {at_largest}.")
+            pays = (f"from n ≈ {fmt_break_even(size, status)} (between {sizes[sizes < size].max()} and "
+                    f"{sizes[sizes >= size].min()})")
+        paying = sizes[group["end_to_end_verdict"] == FASTER].tolist()
+        if status in (FROM_SMALLEST, REACHED):
+            lines.append(f"{head} pays {pays} with the copies counted; at n = {n_max} it is {at_largest}.")
+        elif paying:
+            lines.append(f"{head} pays with the copies counted at n = {', '.join(map(str, paying))}, but not at "
+                         f"the largest size, n = {n_max}: there it is {at_largest}, {words}.")
         else:
-            paying = group.loc[group["end_to_end_verdict"] == FASTER, "size"].astype(int).tolist()
-            if paying:
-                lines.append(f"{head} pays with the copies counted at n = {', '.join(map(str, paying))}, but not at "
-                             f"the largest size, n = {n_max}: there it is {at_largest}, {words}.")
-            else:
-                lines.append(f"{head} never pays with the copies counted up to n = {n_max}: there it is "
-                             f"{at_largest}, {words}.")
+            lines.append(f"{head} never pays with the copies counted up to n = {n_max}: there it is "
+                         f"{at_largest}, {words}.")
     return lines
 
 
@@ -137,12 +133,11 @@ def bound_notes(timings: pd.DataFrame, roofs: pd.DataFrame | None) -> list[str]:
     without them, ops without a FLOP and byte model."""
     if device_roofs(roofs).empty:
         return [NO_ROOFS_LINE]
-    lines = []
     if not (timings.get("status", pd.Series(dtype=str)) == "ok").any():
         return ["- No cell finished with status ok, so none can be placed against the roofs."]
     _, without = _placed(timings, roofs)
-    for device in without:
-        lines.append(f"- No roofs were measured {where_phrase(device)}, so its cells are not placed against one.")
+    lines = [f"- No roofs were measured {where_phrase(device)}, so its cells are not placed against one."
+             for device in without]
     unmodelled = without_models(timings)
     if unmodelled:
         lines.append(f"- {', '.join(unmodelled)} {'gives' if len(unmodelled) == 1 else 'give'} no FLOP and byte "

@@ -55,13 +55,7 @@ def _pick_baseline(rows: pd.DataFrame) -> tuple[pd.Series | None, str]:
     return widest.iloc[0], threads_phrase(widest, label)
 
 
-def eager(frame: pd.DataFrame) -> pd.DataFrame:
-    """The seed's claims are about NumPy and PyTorch as called: eager rows only."""
-    return frame[frame["mode"] == "eager"] if "mode" in frame else frame
-
-
 def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
-    timings, speedups = eager(timings), eager(speedups)
     ok = timings[(timings["op"] == "matmul") & (timings["dtype"] == SEED_DTYPE) & (timings["status"] == "ok")]
     if ok.empty:
         return [f"- No {SEED_DTYPE} matmul was measured here, so the seed's timings cannot be compared."]
@@ -83,8 +77,7 @@ def matmul_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judgin
         lines.append(line + ".")
     if gpu.empty:
         lines.append("- No GPU cell ran here, so the GPU half of the claim (and the \"more than 10×\") cannot be checked on this machine.")
-        return lines
-    for row in gpu.itertuples():
+    for row in gpu.itertuples():  # none where no GPU cell ran
         line = f"- PyTorch on {row.device} ({row.device_name}) takes {fmt_seconds(row.median_s, 4)} device-resident and {fmt_seconds(row.end_to_end_s, 4)} with copies at n = {n}"
         if n == SEED_SIZE:
             line += f", against the seed's {SEED_GPU_S} s"
@@ -119,7 +112,6 @@ def judge_up_to(lo: float, hi: float, claim: float) -> str:
 
 
 def saving_claims(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judging) -> list[str]:
-    timings, speedups = eager(timings), eager(speedups)
     plot_gpu = speedups[(speedups["op"] == "compute_then_plot") & (speedups["device"] != "cpu")]
     if plot_gpu.empty:
         in_grid = (timings["op"] == "compute_then_plot").any()
@@ -174,4 +166,6 @@ def steps_for_saving(speedups: pd.DataFrame, timings: pd.DataFrame, saving: floa
 
 
 def check_seed_claims(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
+    # the seed's claims are about NumPy and PyTorch as called: eager rows only
+    timings, speedups = (frame[frame["mode"] == "eager"] if "mode" in frame else frame for frame in (timings, speedups))
     return matmul_claims(timings, speedups, judging) + saving_claims(speedups, timings, judging)

@@ -67,7 +67,7 @@ def summary_lines(tables: dict[str, pd.DataFrame], judging: Judging, label: str,
     than the CIs promise."""
     warning = controls_warning(tables.get("controls", pd.DataFrame()), judging)
     decisions = terminal_frame(tables["decisions"])
-    lines = [f"offloadbench: the answer for {shown(label)}", *(textwrap.wrap(warning, WIDTH) if warning else []),
+    lines = [f"offloadbench: the answer for {shown(label)}", *textwrap.wrap(warning, WIDTH),
              *plain_table(decisions, judging, WIDTH)]
     if report is not None:
         lines.append(f"report: {shown(report)}")
