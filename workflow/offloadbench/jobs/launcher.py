@@ -116,7 +116,6 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
             message, fds, _, _ = socket.recv_fds(control, REQUEST_BYTES, 2)
             if not message:
                 return 0  # the round job is done
-            fds = [*fds, -1][:2]
             try:
                 devices.check_fork_safe(torch, "launcher")
                 answer = {"started": os.fork()}
@@ -134,8 +133,7 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
                 finally:
                     os._exit(code)
             for fd in fds:
-                if fd >= 0:
-                    os.close(fd)
+                os.close(fd)
             if "started" in answer:
                 live.add(answer["started"])
             control.send(json.dumps(answer).encode())
@@ -174,6 +172,15 @@ def available() -> bool:
     """Whether workers can be forked from a launcher here (Linux); elsewhere each is started
     on its own."""
     return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+
+
+def wait_or_kill(proc) -> None:
+    """Wait for a process told to end (a Popen or a LaunchedProcess); kill it after 30 s."""
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class LauncherFailed(RuntimeError):
@@ -272,11 +279,7 @@ class Launcher:
     def close(self) -> None:
         """End the launcher: its workers have ended, or die with it."""
         self.control.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc)
 
 
 class LaunchedProcess:

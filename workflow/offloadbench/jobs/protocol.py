@@ -22,6 +22,7 @@ import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from ..cells import WorkerSpec
+from .launcher import wait_or_kill
 
 WROTE_TO_CHANNEL = "its kernel wrote to the measuring channel"
 STATUSES = ("ok", "error", "oom", "timeout", "skipped")
@@ -283,11 +284,7 @@ class WorkerProcess:
 
     def close(self) -> None:
         self.end_commands()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc)
         self.events.close()
 
 

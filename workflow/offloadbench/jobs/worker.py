@@ -152,9 +152,9 @@ class Worker:
         self.settings = json.loads(args.settings)
         self.compile_settings = json.loads(args.compile)
         self.kernel_paths = json.loads(args.kernels)
-        # resolved now: a kernel that changes the working directory moves no later import
-        self.kernel_import_paths = [os.path.abspath(path) for path in self.kernel_paths]
-        self.kernel_files = tuple(self.kernel_import_paths)  # a thread running their code is a kernel's
+        # resolved now: a kernel that changes the working directory moves no later import; a
+        # thread running their code is a kernel's
+        self.kernel_files = tuple(os.path.abspath(path) for path in self.kernel_paths)
         self.kernel_infos = read_kernel_files(self.kernel_paths, SPECS)  # the source only: cheap
         self.kernels: dict | None = None  # imported at the first kernel cell
         self.torch = None
@@ -222,7 +222,7 @@ class Worker:
         if cell.op not in self.kernel_infos:
             return None
         if self.kernels is None:
-            self.kernels = load_kernels(self.kernel_import_paths)
+            self.kernels = load_kernels(list(self.kernel_files))
             gc.collect()
             gc.freeze()  # what the kernels files imported lives as long as the process, too
         return self.kernels
@@ -317,8 +317,6 @@ class Worker:
     def process_changes(self) -> list[str]:
         """What the cell's code changed in the process, in words; a worker that measures the
         next cell itself puts back what it can, and is replaced where it cannot."""
-        if self.state_before is None:
-            return []
         changed = process_state.changes(self.state_before, process_state.read(self.torch, self.kernel_files))
         if changed and not self.forks and not process_state.restore(self.state_before, self.torch,
                                                                     self.kernel_files):
