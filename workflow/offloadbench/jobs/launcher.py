@@ -211,8 +211,8 @@ class Launcher:
         return {"imports": self.imports, "pid": self.proc.pid, "gpus_hidden": self.gpus_hidden,
                 "import_s": self.imported_s, "refused": self.refusals}
 
-    def ready(self) -> float:
-        """Wait until the libraries are imported; the seconds they took."""
+    def ready(self) -> None:
+        """Wait until the libraries are imported (the seconds they took: `imported_s`)."""
         if self.failed is not None:  # said once: every later worker of it fails at once
             raise self.failed
         if self.imported_s is None:
@@ -223,7 +223,6 @@ class Launcher:
                 self.proc.kill()
                 raise
             self.imported_s = float(message["ready"])
-        return self.imported_s
 
     def spawn(self, argv: list[str], env: dict[str, str]) -> LaunchedProcess:
         """Fork a worker with these arguments (after `python -m offloadbench.jobs.worker`) and

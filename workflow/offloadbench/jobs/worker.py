@@ -117,14 +117,12 @@ def die_with_parent() -> None:
     """Be killed when the parent process ends (Linux): a worker with its round job, a cell's
     process with its worker, so that a round killed or timed out leaves no process behind,
     a hung cell included."""
-    if not sys.platform.startswith("linux"):
-        return
     import ctypes
 
     parent = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    except (OSError, AttributeError):  # no prctl: not Linux
         return
     if os.getppid() != parent:  # the parent ended before the request took hold
         os._exit(1)
@@ -148,9 +146,7 @@ class Worker:
         self.channels = Channels(args.events_fd)
         self.token = args.token  # of the command in flight; the worker's own between cells
         self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
-        self.threads = args.threads
         self.settings = json.loads(args.settings)
-        self.compile_settings = json.loads(args.compile)
         self.kernel_paths = json.loads(args.kernels)
         # resolved now: a kernel that changes the working directory moves no later import; a
         # thread running their code is a kernel's
@@ -181,7 +177,7 @@ class Worker:
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
-        self.threads_info = apply_thread_limits(self.threads, self.torch)
+        self.threads_info = apply_thread_limits(self.args.threads, self.torch)
         gpu = model_name("cuda", self.torch) if self.spec.device == "cuda" else None
         self.facts = host_facts([gpu] if gpu else None)
         self.where = where()
@@ -192,7 +188,7 @@ class Worker:
         from ..measure import cell  # what every cell's process needs, loaded once here
         from ..measure.settings import Settings
 
-        self.cell_settings = Settings.from_config(self.settings, self.compile_settings)
+        self.cell_settings = Settings.from_config(self.settings, json.loads(self.args.compile))
         # cells measured one after the other in this process: bring it to a steady state
         self.warmed_s = None if self.forks else cell.warm_process(self.spec.library, self.torch)
         if self.spec.mode == COMPILED and self.torch is not None:
@@ -326,7 +322,7 @@ class Worker:
     def thread_counts(self) -> dict:
         """The thread counts as the cell was measured, read now (a kernel may have changed them)."""
         try:
-            return {**thread_counts(self.threads, self.torch), "at_start": self.threads_info.get("effective")}
+            return {**thread_counts(self.args.threads, self.torch), "at_start": self.threads_info.get("effective")}
         except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
             return self.threads_info
 
