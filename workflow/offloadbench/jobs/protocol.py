@@ -343,9 +343,11 @@ class ChannelFault(Exception):
 class Channels:
     """The worker's two channels to the round job, on private copies of their descriptors: a
     kernel that closes stdin or the events descriptor cannot cut the worker off, and
-    `fault` names what it did."""
+    `fault` names what it did. Every event carries `token`: that of the command in flight,
+    the worker's own between cells."""
 
-    def __init__(self, events_fd: int):
+    def __init__(self, events_fd: int, token: str):
+        self.token = token
         self.watched = {0: "the command channel", events_fd: "the measuring channel"}
         self.identity = {fd: _identity(fd) for fd in self.watched}
         self.command_fd = os.dup(0)
@@ -359,19 +361,19 @@ class Channels:
                 return f"its kernel {'closed' if now is None else 'replaced'} {name}"
         return None
 
-    def send(self, token: str, event: Message) -> None:
+    def send(self, event: Message) -> None:
         """One event, marked with the token it answers (the round drops events without it)."""
-        self.events.write(event.line(token))
+        self.events.write(event.line(self.token))
         self.events.flush()
 
-    def check(self, token: str, key: str) -> None:
+    def check(self, key: str) -> None:
         """Where a kernel tampered with a channel, say so and end the cell `key` (ChannelFault)."""
         fault = self.fault()
         if fault:
-            self.send(token, Fault(key, fault))
+            self.send(Fault(key, fault))
             raise ChannelFault(fault)
 
-    def answer(self, token: str, event: Message) -> None:
+    def answer(self, event: Message) -> None:
         """Answer the command in flight, unless a kernel tampered with a channel (`check`)."""
-        self.check(token, event.key)
-        self.send(token, event)
+        self.check(event.key)
+        self.send(event)

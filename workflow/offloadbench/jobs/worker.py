@@ -74,7 +74,6 @@ from .protocol import (
     Done,
     Finish,
     Forked,
-    Message,
     Phase,
     Prepare,
     Prepared,
@@ -143,8 +142,7 @@ def _interrupted(signum, frame):
 class Worker:
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.channels = Channels(args.events_fd)
-        self.token = args.token  # of the command in flight; the worker's own between cells
+        self.channels = Channels(args.events_fd, args.token)
         self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
         self.settings = json.loads(args.settings)
         self.kernel_paths = json.loads(args.kernels)
@@ -159,12 +157,6 @@ class Worker:
         self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began, prepare_s)
         self.state_before = None  # the process state a cell starts from (measure/process_state.py)
         self.replace = False  # a cell left what cannot be restored: end after it
-
-    def send(self, event: Message) -> None:
-        self.channels.send(self.token, event)
-
-    def answer(self, event: Message) -> None:
-        self.channels.answer(self.token, event)
 
     def start(self) -> bool:
         """Import the libraries, pin the threads, check the hardware; False if refused."""
@@ -183,7 +175,7 @@ class Worker:
         self.where = where()
         refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
         if refusal:
-            self.send(Refusal(refusal))
+            self.channels.send(Refusal(refusal))
             return False
         from ..measure import cell  # what every cell's process needs, loaded once here
         from ..measure.settings import Settings
@@ -202,13 +194,13 @@ class Worker:
             try:
                 devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
             except devices.ForkRefused as refused:
-                self.send(Broken(str(refused)))  # its cells become errors saying why; no broken child is forked
+                self.channels.send(Broken(str(refused)))  # its cells become errors saying why; no broken child is forked
                 return False
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
-        self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                         "compiler_startup_s": self.compiler_startup_s,
-                         "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
+        self.channels.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
+                                  "compiler_startup_s": self.compiler_startup_s,
+                                  "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
         return True
 
     def user_kernels(self, cell: Cell) -> dict | None:
@@ -232,8 +224,9 @@ class Worker:
         if not self.forks:  # one cell after another in this process: each from the state now
             self.state_before = process_state.read(self.torch, self.kernel_files)
         artifact = str(Path(command.out).with_suffix(".png")) if command.artifact else None
-        run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(Phase(phase))),
-                      artifact, None, command.memory_scale, command.carried or None)
+        progress = Progress(report=lambda phase: self.channels.send(Phase(phase)))
+        run = CellRun(cell, self.cell_settings, self.torch, progress, artifact, None, command.memory_scale,
+                      command.carried or None)
         started, began = utc_now(), time.perf_counter()
         try:
             run.kernels = self.user_kernels(cell)
@@ -244,7 +237,7 @@ class Worker:
         ready = not run.failed and run.prepare()
         self.runs[cell.key] = (run, command, started, began, sum(run.progress.spent().values()))
         if ready:
-            self.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
+            self.channels.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
             return True
         self.finish(Finish(cell.key))
         return False
@@ -260,7 +253,7 @@ class Worker:
         if run.failed:
             self.finish(Finish(key))
             return False
-        self.answer(Turned(key, converged, run.turn_medians()))
+        self.channels.answer(Turned(key, converged, run.turn_medians()))
         return True
 
     def finish(self, command: Finish) -> None:
@@ -303,12 +296,12 @@ class Worker:
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
-        self.channels.check(self.token, key)  # else its record would tell a measurement the round job cannot trust
+        self.channels.check(key)  # else its record would tell a measurement the round job cannot trust
         write_json_atomic(prepared.out, record)
         if not self.forks:  # free the cell's arrays before the next cell (a failed cell's traceback holds them in cycles)
             gc.collect()
             devices.release_memory(run.cell.device, self.torch)
-        self.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
+        self.channels.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
 
     def process_changes(self) -> list[str]:
         """What the cell's code changed in the process, in words; a worker that measures the
@@ -351,11 +344,11 @@ class Worker:
         answer carries its command's token."""
         key = command.prepare
         try:
-            self.token = token
+            self.channels.token = token
             if not self.prepare(command):
                 return
             while (received := reader.next()) is not None:
-                self.token, command = received
+                self.channels.token, command = received
                 if isinstance(command, Turn) and command.turn == key:
                     if not self.turn(command):
                         return
@@ -365,7 +358,7 @@ class Worker:
         except ChannelFault:
             return  # said to the round job, which replaces this worker
         finally:
-            self.token = self.args.token
+            self.channels.token = self.args.token
 
     def measure_in_child(self, token: str, command: Prepare, reader: CommandReader) -> None:
         """One cell in a process of its own, forked from this one. What it prints comes
@@ -393,10 +386,10 @@ class Worker:
                 sys.stderr.flush()
                 os._exit(code)
         os.close(out_w)
-        self.send(Forked(command.prepare, pid))
+        self.channels.send(Forked(command.prepare, pid))
         code = CappedOutput(command.prepare).drain(out_r, pid)
         if code != 0:
-            self.send(Died(command.prepare, code))
+            self.channels.send(Died(command.prepare, code))
 
 
 def main(argv: list[str] | None = None) -> int:
