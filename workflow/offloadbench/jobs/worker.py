@@ -266,7 +266,10 @@ class Worker:
         if changed and outcome.status != "skipped":
             outcome.status = "error"
             outcome.reason = f"its code changed the process: {'; '.join(changed)}"[:400]
-        threads = self.thread_counts()
+        try:  # the thread counts as the cell was measured, read now (a kernel may have changed them)
+            threads = {**thread_counts(self.args.threads, self.torch), "at_start": self.threads_info.get("effective")}
+        except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
+            threads = self.threads_info
         info = self.kernel_infos.get(run.cell.op)
         effective = threads.get("effective") or 1
         process = {"round": self.args.round, "processes": self.args.processes, "worker": self.spec.name,
@@ -311,13 +314,6 @@ class Worker:
                                                                     self.kernel_files):
             self.replace = True
         return changed
-
-    def thread_counts(self) -> dict:
-        """The thread counts as the cell was measured, read now (a kernel may have changed them)."""
-        try:
-            return {**thread_counts(self.args.threads, self.torch), "at_start": self.threads_info.get("effective")}
-        except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
-            return self.threads_info
 
     # serving
     def serve(self) -> int:
