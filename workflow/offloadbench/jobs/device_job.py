@@ -1,15 +1,22 @@
-"""What the per-device jobs (roofs, copy sweep) share: their command line, one host lock
-around all their devices, and the record's envelope."""
+"""What the per-device jobs (roofs, copy sweep) share: their command line, their thread
+counts, one host lock around all their devices, each device's torch, and the record's
+envelope."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..logs import stderr_to_log, tell
+from ..measure.devices import import_torch
+from ..measure.threads import thread_env
 from ..records import DOCUMENT_VERSION, validate_record, write_json_atomic
+from .environment import known_absent
 from .lock import DEFAULT_TIMEOUT_S, LockError, host_lock
 
 
@@ -28,11 +35,19 @@ def parse_args(description: str, section: str, argv: list[str], grid: bool = Fal
     return parser.parse_args(argv)
 
 
-def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str, device_name: str | None,
-                  points: list[dict], settings: dict, started: str, waited: float, **fields) -> dict:
-    """The validated record of one device: its points, where and when they were measured."""
+def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str, waited: float, measure: Callable,
+                  seconds_field: str) -> dict:
+    """The validated record of one device: the points `measure(args, settings, device,
+    torch, absent)` took, with the device's name and the record's own fields it gives (torch
+    is not loaded for a device environment.json records as absent), where and when they were
+    measured, and the seconds that took (`seconds_field`)."""
     from ..measure.provenance import host_facts, utc_now, where  # after the job has set its thread counts
 
+    settings = json.loads(args.settings)
+    started, begin = utc_now(), time.perf_counter()
+    absent = known_absent(args.environment, device)
+    torch = None if absent else import_torch()
+    points, device_name, fields = measure(args, settings, device, torch, absent)
     record = {
         "schema_version": DOCUMENT_VERSION,
         "kind": kind,
@@ -42,6 +57,7 @@ def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str
         "points": points,
         "settings": settings,
         **fields,
+        seconds_field: time.perf_counter() - begin,
         "provenance": host_facts([device_name] if device_name not in (None, "cpu") else None),
         "process": where(),
         "started_at": started,
@@ -51,14 +67,17 @@ def device_record(kind: str, schema: dict, args: argparse.Namespace, device: str
     return validate_record(record, device, schema)
 
 
-def run_devices(args: argparse.Namespace, record_of: Callable[[argparse.Namespace, str, float], dict]) -> int:
-    """One record per device, all under one hold of the host lock; skipped points are said on stderr."""
+def run_devices(args: argparse.Namespace, threads: int, kind: str, schema: dict, measure: Callable,
+                seconds_field: str) -> int:
+    """One record per device, all under one hold of the host lock, measured with `threads`
+    host threads; skipped points are said on stderr."""
+    os.environ.update(thread_env(threads))  # before numpy and torch load
     with stderr_to_log(args.log) as terminal:
         try:
             with host_lock(label=f"{args.machine}, {Path(args.out_dir).name}", timeout_s=args.lock_timeout_s,
                            say=lambda line: tell(terminal, line)) as waited:
                 for device in args.devices.split(","):
-                    record = record_of(args, device, waited)
+                    record = device_record(kind, schema, args, device, waited, measure, seconds_field)
                     write_json_atomic(Path(args.out_dir) / f"{device}.json", record)
                     for reason in sorted({p["reason"] for p in record["points"] if p["status"] == "skipped"}):
                         print(f"{record['kind']} {device}: skipped: {reason}", file=sys.stderr)

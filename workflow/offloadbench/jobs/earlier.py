@@ -9,6 +9,7 @@ same kernel file: anything else is measured anew.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from .. import estimate, layout
@@ -39,12 +40,10 @@ class EarlierRecords:
     def finished_status(self, *paths: Path) -> str | None:
         """The status of the first current, valid record at one of `paths`, if any."""
         for path in paths:
-            try:
+            with contextlib.suppress(MalformedRecord):
                 record = load_record(path) if path.exists() else None
-            except MalformedRecord:
-                continue
-            if record is not None and self.current(record):
-                return record.status
+                if record is not None and self.current(record):
+                    return record.status
         return None
 
     def facts(self, cell: Cell) -> dict | None:

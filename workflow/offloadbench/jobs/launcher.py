@@ -116,7 +116,6 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
             message, fds, _, _ = socket.recv_fds(control, REQUEST_BYTES, 2)
             if not message:
                 return 0  # the round job is done
-            fds = [*fds, -1][:2]
             try:
                 devices.check_fork_safe(torch, "launcher")
                 answer = {"started": os.fork()}
@@ -134,8 +133,7 @@ def serve(control: socket.socket, imported_s: float, compiler_s: float | None, t
                 finally:
                     os._exit(code)
             for fd in fds:
-                if fd >= 0:
-                    os.close(fd)
+                os.close(fd)
             if "started" in answer:
                 live.add(answer["started"])
             control.send(json.dumps(answer).encode())
@@ -176,6 +174,15 @@ def available() -> bool:
     return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
 
 
+def wait_or_kill(proc) -> None:
+    """Wait for a process told to end (a Popen or a LaunchedProcess); kill it after 30 s."""
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class LauncherFailed(RuntimeError):
     """The launcher did not start, or ended while the round needed it."""
 
@@ -204,8 +211,8 @@ class Launcher:
         return {"imports": self.imports, "pid": self.proc.pid, "gpus_hidden": self.gpus_hidden,
                 "import_s": self.imported_s, "refused": self.refusals}
 
-    def ready(self) -> float:
-        """Wait until the libraries are imported; the seconds they took."""
+    def ready(self) -> None:
+        """Wait until the libraries are imported (the seconds they took: `imported_s`)."""
         if self.failed is not None:  # said once: every later worker of it fails at once
             raise self.failed
         if self.imported_s is None:
@@ -216,7 +223,6 @@ class Launcher:
                 self.proc.kill()
                 raise
             self.imported_s = float(message["ready"])
-        return self.imported_s
 
     def spawn(self, argv: list[str], env: dict[str, str]) -> LaunchedProcess:
         """Fork a worker with these arguments (after `python -m offloadbench.jobs.worker`) and
@@ -272,11 +278,7 @@ class Launcher:
     def close(self) -> None:
         """End the launcher: its workers have ended, or die with it."""
         self.control.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc)
 
 
 class LaunchedProcess:

@@ -62,11 +62,10 @@ class CappedOutput:
         """Read the cell's process's output from `fd` until it ends; its exit code (negative:
         the signal). A process it started that still holds the pipe does not keep the worker
         waiting."""
-        pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+        pidfd = os.pidfd_open(pid)  # only Linux forks a cell's process (jobs/worker.py), and has it
         try:
             while True:
-                watched = [fd] if pidfd is None else [fd, pidfd]
-                ready, _, _ = select.select(watched, [], [])
+                ready, _, _ = select.select([fd, pidfd], [], [])
                 if fd in ready:
                     chunk = os.read(fd, CHUNK)
                     if not chunk:
@@ -80,8 +79,7 @@ class CappedOutput:
                     break
         finally:
             os.close(fd)
-            if pidfd is not None:
-                os.close(pidfd)
+            os.close(pidfd)
         _, status = os.waitpid(pid, 0)
         self.close()
         return os.waitstatus_to_exitcode(status)

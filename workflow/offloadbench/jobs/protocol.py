@@ -20,8 +20,10 @@ import signal
 import subprocess
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import dataclass_transform
 
 from ..cells import WorkerSpec
+from .launcher import wait_or_kill
 
 WROTE_TO_CHANNEL = "its kernel wrote to the measuring channel"
 STATUSES = ("ok", "error", "oom", "timeout", "skipped")
@@ -38,14 +40,14 @@ MESSAGES: dict[str, type] = {}
 FORMS = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,), "list": (list,)}
 
 
-def message(cls):
-    """Declare a message kind (a frozen dataclass, known by its tag)."""
-    cls = dataclass(frozen=True)(cls)
-    MESSAGES[fields(cls)[0].name] = cls
-    return cls
-
-
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))  # what a subclass is, for type checkers
 class Message:
+    def __init_subclass__(cls, **kwargs):
+        """Declare a message kind: each subclass is a frozen dataclass, known by its tag."""
+        super().__init_subclass__(**kwargs)
+        dataclass(frozen=True)(cls)
+        MESSAGES[fields(cls)[0].name] = cls
+
     @property
     def tag(self) -> str:
         """Its kind: the name of its first field."""
@@ -89,7 +91,6 @@ def read_message(data: dict) -> Message | None:
 
 
 # The round's commands, in a cell's order.
-@message
 class Prepare(Message):
     """Make the cell's inputs, compile and warm up; `out` is where its record goes."""
 
@@ -101,7 +102,6 @@ class Prepare(Message):
     carried: dict | None = None  # what an earlier round measured once of it
 
 
-@message
 class Turn(Message):
     """One turn of the bout: `after` is the worker whose turn came before (with its threads)."""
 
@@ -114,7 +114,6 @@ class Turn(Message):
     siblings: list = field(default_factory=list)  # pids of the bout's other running workers
 
 
-@message
 class Finish(Message):
     """Check against float64, read the peak memory and the noise, and write the record."""
 
@@ -124,46 +123,38 @@ class Finish(Message):
 
 
 # The worker's own events, with its own token.
-@message
 class Ready(Message):
     ready: dict  # its pid, import and warm-up seconds, compiler start, threads
 
 
-@message
 class Refusal(Message):
     refused: str  # why it stops the round (another machine's label)
 
 
-@message
 class Broken(Message):
     broken: str  # why it cannot measure its cells
 
 
-@message
 class Forked(Message):
     forked: str
     pid: int
 
 
-@message
 class Died(Message):
     died: str
     returncode: int  # negative: the signal
 
 
 # A cell's events, with its command's token.
-@message
 class Phase(Message):
     phase: str  # the phase of the command now running, for a timeout's reason
 
 
-@message
 class Fault(Message):
     fault: str
     reason: str  # what its kernel did to a channel
 
 
-@message
 class Prepared(Message):
     prepared: str
     pid: int
@@ -171,7 +162,6 @@ class Prepared(Message):
     phases_s: dict = field(default_factory=dict)
 
 
-@message
 class Turned(Message):
     turned: str
     converged: bool
@@ -181,7 +171,6 @@ class Turned(Message):
         return all(_fits(value, "float") for value in self.medians.values())
 
 
-@message
 class Done(Message):
     """The cell's record is written; `replace`: its code left what cannot be undone."""
 
@@ -283,11 +272,7 @@ class WorkerProcess:
 
     def close(self) -> None:
         self.end_commands()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc)
         self.events.close()
 
 
@@ -358,9 +343,11 @@ class ChannelFault(Exception):
 class Channels:
     """The worker's two channels to the round job, on private copies of their descriptors: a
     kernel that closes stdin or the events descriptor cannot cut the worker off, and
-    `fault` names what it did."""
+    `fault` names what it did. Every event carries `token`: that of the command in flight,
+    the worker's own between cells."""
 
-    def __init__(self, events_fd: int):
+    def __init__(self, events_fd: int, token: str):
+        self.token = token
         self.watched = {0: "the command channel", events_fd: "the measuring channel"}
         self.identity = {fd: _identity(fd) for fd in self.watched}
         self.command_fd = os.dup(0)
@@ -374,19 +361,19 @@ class Channels:
                 return f"its kernel {'closed' if now is None else 'replaced'} {name}"
         return None
 
-    def send(self, token: str, event: Message) -> None:
+    def send(self, event: Message) -> None:
         """One event, marked with the token it answers (the round drops events without it)."""
-        self.events.write(event.line(token))
+        self.events.write(event.line(self.token))
         self.events.flush()
 
-    def check(self, token: str, key: str) -> None:
+    def check(self, key: str) -> None:
         """Where a kernel tampered with a channel, say so and end the cell `key` (ChannelFault)."""
         fault = self.fault()
         if fault:
-            self.send(token, Fault(key, fault))
+            self.send(Fault(key, fault))
             raise ChannelFault(fault)
 
-    def answer(self, token: str, event: Message) -> None:
+    def answer(self, event: Message) -> None:
         """Answer the command in flight, unless a kernel tampered with a channel (`check`)."""
-        self.check(token, event.key)
-        self.send(token, event)
+        self.check(event.key)
+        self.send(event)

@@ -9,42 +9,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 
 from ..cells import usable_cores
-from ..measure.devices import import_torch
-from ..measure.threads import thread_env
 from ..records import ROOFS_SCHEMA
-from .device_job import device_record, parse_args, run_devices
-from .environment import known_absent, model_name
+from .device_job import parse_args, run_devices
+from .environment import model_name
 
 
-def roofs_record(args: argparse.Namespace, device: str, waited: float) -> dict:
-    os.environ.update(thread_env(usable_cores()))  # before numpy and torch load
-    from ..measure.provenance import utc_now
+def calibrate_device(args: argparse.Namespace, settings: dict, device: str, torch,
+                     absent: str | None) -> tuple[list[dict], str | None, dict]:
+    """The device's roofs, its name, and the threads they were measured with."""
     from ..measure.roofs import RoofSizes, calibrate
     from ..measure.threads import apply_thread_limits
     from ..units import parse_size
 
-    settings, grid = json.loads(args.settings), json.loads(args.grid)
-    started, begin = utc_now(), time.perf_counter()
-    absent = known_absent(args.environment, device)
-    torch = None if absent else import_torch()
+    grid = json.loads(args.grid)
     threads = apply_thread_limits(usable_cores(), torch)
     kind = "cpu" if device == "cpu" else "gpu"
     sizes = RoofSizes(parse_size(settings[f"{kind}_triad_size"]), int(settings[f"{kind}_matmul_n"]))
     points = calibrate(device, list(grid["libraries"]), list(grid["dtypes"]), sizes, float(settings["budget_s"]),
                        torch, absent)
-    return device_record("roofs", ROOFS_SCHEMA, args, device, model_name(device, torch), points, settings, started,
-                         waited, threads=threads, calibration_s=time.perf_counter() - begin)
+    return points, model_name(device, torch), {"threads": threads}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args("Measure a device's memory bandwidth and matmul rate.", "roofs",
                       sys.argv[1:] if argv is None else argv, grid=True)
-    return run_devices(args, roofs_record)
+    return run_devices(args, usable_cores(), "roofs", ROOFS_SCHEMA, calibrate_device, "calibration_s")
 
 
 if __name__ == "__main__":

@@ -118,8 +118,6 @@ class Round:
         self.expected_done = 0.0
         self.todo: list[Cell] = []
         self.statuses: dict[Cell, str] = {}  # of every cell with a record, for the manifest
-        self.costs: dict[Cell, float] = {}
-        self.workers_s = 0.0  # the estimate of starting the workers
         self.carried: dict[Cell, dict] = {}  # what earlier rounds measured once of each cell (check, memory)
         self.split: Counter = Counter()  # seconds of the round by what they went to (split_s)
         self.reported: dict[Cell, dict] = {}  # the phases each cell's process reported when prepared
@@ -155,6 +153,7 @@ class Round:
         roofs = estimate.roofs_for(self.raw.parent)  # each cell's predicted seconds, for the progress lines
         self.costs = {c: 0.0 if self.device_reason(c) else estimate.cell_seconds(c, self.settings, roofs, self.kernels)
                       for c in self.todo}
+        # the estimate of starting the workers
         self.workers_s = estimate.workers_seconds([c for c in self.todo if not self.device_reason(c)])
         self.estimated_s = sum(self.costs.values()) + self.workers_s + estimate.ROUND_CLOSE_S
         started = utc_now()
@@ -268,14 +267,12 @@ class Round:
                 if event.replace:  # its code left what cannot be undone: a fresh worker next
                     self.pool.retire([worker])
             return event if isinstance(event, expect) else None
+        code = died if died is not None else worker.kill()  # a hung or faulty worker is replaced
         if ending == "timeout":
-            worker.kill()
             return self.cell_failed(cell, "timeout", f"exceeded the cell time limit of {self.timeout_s:g} s during "
                                                      f"{phase}", worker)
-        if died is None and ending != "ended":  # a protocol fault: its worker is replaced
-            worker.kill()
+        if died is None and ending != "ended":  # a protocol fault
             return self.cell_failed(cell, "error", f"{ending} (during {phase})", worker)
-        code = died if died is not None else worker.kill()
         status, reason = death_reason(code, self.oom_before.get(cell))
         return self.cell_failed(cell, status, f"{reason} (during {phase})", worker)
 

@@ -69,21 +69,20 @@ class Settling:
         round rerun with nothing to do leaves its records, not its time."""
         return sum(r.seconds for mc in cells for r in mc.records if r.round <= self.planned)
 
-    def round_seconds(self, extra: bool) -> float:
-        """The wall seconds the planned (or extra) rounds took, from their own records."""
-        kind = "extra" if extra else "planned"
+    def round_seconds(self, kind: str) -> float:
+        """The wall seconds the "planned" (or "extra") rounds took, from their own records."""
         return sum(load_round(p).took_s or 0.0 for p in layout.round_records(self.raw, kind))
 
     def budget_s(self, cells) -> float:
         """A share of the planned rounds' time: their wall time, or their cells' own seconds
         where that is larger (a planned round rerun with nothing to do took no time)."""
-        planned = max(self.round_seconds(extra=False), self.planned_cell_seconds(cells))
+        planned = max(self.round_seconds("planned"), self.planned_cell_seconds(cells))
         return float(self.settings.get("extra_time_fraction", 0.5)) * planned
 
     def overhead(self, cells) -> float:
         """Wall time per second of cell time in the planned rounds: worker starts, compiles, pauses."""
         cell_s = self.planned_cell_seconds(cells)
-        return max(1.0, self.round_seconds(extra=False) / cell_s) if cell_s > 0 else 1.0
+        return max(1.0, self.round_seconds("planned") / cell_s) if cell_s > 0 else 1.0
 
     def predicted_s(self, cells, chosen) -> float:
         """The next round's time: its cells' mean time per process so far, plus worker starts."""
@@ -106,7 +105,7 @@ class Settling:
         while self.cap > self.planned:
             whole = plan_round(cells, self.cap)
             cannot_decide = whole.cannot_decide
-            spent = self.round_seconds(extra=True)
+            spent = self.round_seconds("extra")
             if not whole.cells:
                 stopped = "nothing left to measure" if not whole.capped and not cannot_decide else \
                     "what is left cannot be decided within measure.max_processes"
@@ -133,7 +132,7 @@ class Settling:
         return self.close(
             f"{len(rounds_needed)} comparisons needed extra rounds ({len(history)} in all); {len(still)} of "
             f"{len(final)} stayed undecided; {stopped}",
-            budget_s=budget, spent_s=self.round_seconds(extra=True), extra_rounds=history, comparisons=len(final),
+            budget_s=budget, spent_s=self.round_seconds("extra"), extra_rounds=history, comparisons=len(final),
             undecided_at_start=undecided_at_start, undecided_at_end=still, rounds_needed=rounds_needed,
             replaced={mc.cell.key: mc.replaced for mc in cells if mc.replaced},
             disagree={mc.cell.key: mc.disagree for mc in cells if mc.disagree},

@@ -74,7 +74,6 @@ from .protocol import (
     Done,
     Finish,
     Forked,
-    Message,
     Phase,
     Prepare,
     Prepared,
@@ -117,14 +116,12 @@ def die_with_parent() -> None:
     """Be killed when the parent process ends (Linux): a worker with its round job, a cell's
     process with its worker, so that a round killed or timed out leaves no process behind,
     a hung cell included."""
-    if not sys.platform.startswith("linux"):
-        return
     import ctypes
 
     parent = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    except (OSError, AttributeError):  # no prctl: not Linux
         return
     if os.getppid() != parent:  # the parent ended before the request took hold
         os._exit(1)
@@ -145,16 +142,13 @@ def _interrupted(signum, frame):
 class Worker:
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.channels = Channels(args.events_fd)
-        self.token = args.token  # of the command in flight; the worker's own between cells
+        self.channels = Channels(args.events_fd, args.token)
         self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
-        self.threads = args.threads
         self.settings = json.loads(args.settings)
-        self.compile_settings = json.loads(args.compile)
         self.kernel_paths = json.loads(args.kernels)
-        # resolved now: a kernel that changes the working directory moves no later import
-        self.kernel_import_paths = [os.path.abspath(path) for path in self.kernel_paths]
-        self.kernel_files = tuple(self.kernel_import_paths)  # a thread running their code is a kernel's
+        # resolved now: a kernel that changes the working directory moves no later import; a
+        # thread running their code is a kernel's
+        self.kernel_files = tuple(os.path.abspath(path) for path in self.kernel_paths)
         self.kernel_infos = read_kernel_files(self.kernel_paths, SPECS)  # the source only: cheap
         self.kernels: dict | None = None  # imported at the first kernel cell
         self.torch = None
@@ -163,12 +157,6 @@ class Worker:
         self.runs: dict[str, tuple] = {}  # cell key -> (CellRun, command, started_at, began, prepare_s)
         self.state_before = None  # the process state a cell starts from (measure/process_state.py)
         self.replace = False  # a cell left what cannot be restored: end after it
-
-    def send(self, event: Message) -> None:
-        self.channels.send(self.token, event)
-
-    def answer(self, event: Message) -> None:
-        self.channels.answer(self.token, event)
 
     def start(self) -> bool:
         """Import the libraries, pin the threads, check the hardware; False if refused."""
@@ -181,18 +169,18 @@ class Worker:
             import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
-        self.threads_info = apply_thread_limits(self.threads, self.torch)
+        self.threads_info = apply_thread_limits(self.args.threads, self.torch)
         gpu = model_name("cuda", self.torch) if self.spec.device == "cuda" else None
         self.facts = host_facts([gpu] if gpu else None)
         self.where = where()
         refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
         if refusal:
-            self.send(Refusal(refusal))
+            self.channels.send(Refusal(refusal))
             return False
         from ..measure import cell  # what every cell's process needs, loaded once here
         from ..measure.settings import Settings
 
-        self.cell_settings = Settings.from_config(self.settings, self.compile_settings)
+        self.cell_settings = Settings.from_config(self.settings, json.loads(self.args.compile))
         # cells measured one after the other in this process: bring it to a steady state
         self.warmed_s = None if self.forks else cell.warm_process(self.spec.library, self.torch)
         if self.spec.mode == COMPILED and self.torch is not None:
@@ -206,13 +194,13 @@ class Worker:
             try:
                 devices.check_fork_safe(self.torch, f"worker {self.spec.name}")
             except devices.ForkRefused as refused:
-                self.send(Broken(str(refused)))  # its cells become errors saying why; no broken child is forked
+                self.channels.send(Broken(str(refused)))  # its cells become errors saying why; no broken child is forked
                 return False
         gc.collect()
         gc.freeze()  # the imports' objects live as long as the process: the per-cell collections skip them
-        self.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
-                         "compiler_startup_s": self.compiler_startup_s,
-                         "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
+        self.channels.send(Ready({"pid": os.getpid(), "import_s": self.import_s, "warm_s": self.warmed_s,
+                                  "compiler_startup_s": self.compiler_startup_s,
+                                  "threads": self.threads_info.get("effective"), "forks_cells": self.forks}))
         return True
 
     def user_kernels(self, cell: Cell) -> dict | None:
@@ -222,7 +210,7 @@ class Worker:
         if cell.op not in self.kernel_infos:
             return None
         if self.kernels is None:
-            self.kernels = load_kernels(self.kernel_import_paths)
+            self.kernels = load_kernels(list(self.kernel_files))
             gc.collect()
             gc.freeze()  # what the kernels files imported lives as long as the process, too
         return self.kernels
@@ -236,8 +224,9 @@ class Worker:
         if not self.forks:  # one cell after another in this process: each from the state now
             self.state_before = process_state.read(self.torch, self.kernel_files)
         artifact = str(Path(command.out).with_suffix(".png")) if command.artifact else None
-        run = CellRun(cell, self.cell_settings, self.torch, Progress(report=lambda phase: self.send(Phase(phase))),
-                      artifact, None, command.memory_scale, command.carried or None)
+        progress = Progress(report=lambda phase: self.channels.send(Phase(phase)))
+        run = CellRun(cell, self.cell_settings, self.torch, progress, artifact, None, command.memory_scale,
+                      command.carried or None)
         started, began = utc_now(), time.perf_counter()
         try:
             run.kernels = self.user_kernels(cell)
@@ -248,7 +237,7 @@ class Worker:
         ready = not run.failed and run.prepare()
         self.runs[cell.key] = (run, command, started, began, sum(run.progress.spent().values()))
         if ready:
-            self.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
+            self.channels.answer(Prepared(cell.key, os.getpid(), len(run.states), run.progress.spent()))
             return True
         self.finish(Finish(cell.key))
         return False
@@ -264,7 +253,7 @@ class Worker:
         if run.failed:
             self.finish(Finish(key))
             return False
-        self.answer(Turned(key, converged, run.turn_medians()))
+        self.channels.answer(Turned(key, converged, run.turn_medians()))
         return True
 
     def finish(self, command: Finish) -> None:
@@ -277,7 +266,10 @@ class Worker:
         if changed and outcome.status != "skipped":
             outcome.status = "error"
             outcome.reason = f"its code changed the process: {'; '.join(changed)}"[:400]
-        threads = self.thread_counts()
+        try:  # the thread counts as the cell was measured, read now (a kernel may have changed them)
+            threads = {**thread_counts(self.args.threads, self.torch), "at_start": self.threads_info.get("effective")}
+        except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
+            threads = self.threads_info
         info = self.kernel_infos.get(run.cell.op)
         effective = threads.get("effective") or 1
         process = {"round": self.args.round, "processes": self.args.processes, "worker": self.spec.name,
@@ -307,30 +299,21 @@ class Worker:
                 "heavy_modules_loaded": [m for m in HEAVY_MODULES if m in sys.modules],
             },
         )
-        self.channels.check(self.token, key)  # else its record would tell a measurement the round job cannot trust
+        self.channels.check(key)  # else its record would tell a measurement the round job cannot trust
         write_json_atomic(prepared.out, record)
         if not self.forks:  # free the cell's arrays before the next cell (a failed cell's traceback holds them in cycles)
             gc.collect()
             devices.release_memory(run.cell.device, self.torch)
-        self.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
+        self.channels.send(Done(key, outcome.status, outcome.reason, run.progress.spent(), self.replace))
 
     def process_changes(self) -> list[str]:
         """What the cell's code changed in the process, in words; a worker that measures the
         next cell itself puts back what it can, and is replaced where it cannot."""
-        if self.state_before is None:
-            return []
         changed = process_state.changes(self.state_before, process_state.read(self.torch, self.kernel_files))
         if changed and not self.forks and not process_state.restore(self.state_before, self.torch,
                                                                     self.kernel_files):
             self.replace = True
         return changed
-
-    def thread_counts(self) -> dict:
-        """The thread counts as the cell was measured, read now (a kernel may have changed them)."""
-        try:
-            return {**thread_counts(self.threads, self.torch), "at_start": self.threads_info.get("effective")}
-        except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
-            return self.threads_info
 
     # serving
     def serve(self) -> int:
@@ -357,11 +340,11 @@ class Worker:
         answer carries its command's token."""
         key = command.prepare
         try:
-            self.token = token
+            self.channels.token = token
             if not self.prepare(command):
                 return
             while (received := reader.next()) is not None:
-                self.token, command = received
+                self.channels.token, command = received
                 if isinstance(command, Turn) and command.turn == key:
                     if not self.turn(command):
                         return
@@ -371,7 +354,7 @@ class Worker:
         except ChannelFault:
             return  # said to the round job, which replaces this worker
         finally:
-            self.token = self.args.token
+            self.channels.token = self.args.token
 
     def measure_in_child(self, token: str, command: Prepare, reader: CommandReader) -> None:
         """One cell in a process of its own, forked from this one. What it prints comes
@@ -399,10 +382,10 @@ class Worker:
                 sys.stderr.flush()
                 os._exit(code)
         os.close(out_w)
-        self.send(Forked(command.prepare, pid))
+        self.channels.send(Forked(command.prepare, pid))
         code = CappedOutput(command.prepare).drain(out_r, pid)
         if code != 0:
-            self.send(Died(command.prepare, code))
+            self.channels.send(Died(command.prepare, code))
 
 
 def main(argv: list[str] | None = None) -> int:
