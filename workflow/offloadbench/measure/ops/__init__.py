@@ -83,9 +83,9 @@ def is_torch(lib) -> bool:
 
 @functools.cache
 def _registry() -> dict[str, Op]:
-    from . import elementwise, linalg, plotting, reductions, scan_sort, spectral, stencil
+    from . import arrays, linalg, plotting
 
-    modules = (linalg, plotting, elementwise, reductions, scan_sort, spectral, stencil)
+    modules = (linalg, plotting, arrays)
     return {op.name: op for module in modules for op in module.OPS}
 
 
