@@ -383,7 +383,8 @@ class CellRun:
         seen = disturbance.across(self.windows)
         measured = self.outcome.measured
         measured.update(_sampling_fields(phases, states["compute"].warmup, settings, stop_reason))
-        measured["turns"] = _turn_fields(self.places)
+        # each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)
+        measured["turns"] = {f.name: [getattr(p, f.name) for p in self.places] for f in fields(Turn)}
         measured["disturbance"] = seen
         measured["diagnostics"] = _diagnose(phases, settings, self.clocks_before or self.clocks(),
                                             self.clocks(), seen)
@@ -538,11 +539,6 @@ def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings
             "target_rel_ci": settings.stop.target_rel_ci,
         },
     }
-
-
-def _turn_fields(places: list[Place]) -> dict:
-    """Each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)."""
-    return {f.name: [getattr(p, f.name) for p in places] for f in fields(Turn)}
 
 
 def _diagnose(phases: dict[str, dict], settings: Settings, before, after, seen: dict) -> dict:
