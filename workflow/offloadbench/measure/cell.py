@@ -391,8 +391,7 @@ class CellRun:
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        carried_memory = self.carried.get("memory")
-        measured["memory"] = carried_memory or peak_memory(backend, self.host_inputs)
+        measured["memory"] = self.carried.get("memory") or peak_memory(backend, self.host_inputs)
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
@@ -451,15 +450,14 @@ class CellRun:
         self.states, self.host_inputs, self.backend = [], [], None
 
 
-def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
-             artifact_path: str | None = None, kernels: dict | None = None,
-             memory_scale: dict | None = None) -> CellOutcome:
+def run_cell(cell: Cell, settings: Settings, torch=None, artifact_path: str | None = None,
+             kernels: dict | None = None, memory_scale: dict | None = None) -> CellOutcome:
     """Measure `cell` alone in this process; failures become outcomes, not exceptions.
     `kernels` holds the user kernels by name (kernels.Kernel), for cells of a kernel;
     `memory_scale` what earlier records of its series measured of its memory (the
     out-of-memory check calibrates on it). For ops with a host finish (plotting), the last
     rendering is saved to `artifact_path`."""
-    run = CellRun(cell, settings, torch, progress, artifact_path, kernels, memory_scale)
+    run = CellRun(cell, settings, torch, None, artifact_path, kernels, memory_scale)
     if run.prepare():
         run.sample_alone()
     return run.finish()
