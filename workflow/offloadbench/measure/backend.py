@@ -165,20 +165,16 @@ def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
     result = backend.compute(device_inputs) if cell.is_gpu or op.finish else None
     host_array = backend.as_numpy(backend.to_host(result)) if op.finish else None
 
-    def compute():
-        return backend.compute(device_inputs)
-
-
     def end_to_end():
         out = backend.round_trip(host_inputs)
         if op.finish:
             op.finish(backend.as_numpy(out))
         return out
 
-    on_host = not cell.is_gpu
     # a CPU cell of torch: NumPy arrays in and out, no copy either way
-    regions = {"compute": Region("compute", host_call(backend, host_inputs) if on_host and backend.tensors else compute,
-                                 sync)}
+    compute = (host_call(backend, host_inputs) if not cell.is_gpu and backend.tensors
+               else lambda: backend.compute(device_inputs))
+    regions = {"compute": Region("compute", compute, sync)}
     if cell.is_gpu:
         regions["h2d"] = Region("h2d", lambda: [backend.to_device(x) for x in host_inputs], sync)
         regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)

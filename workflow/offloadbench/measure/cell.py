@@ -383,15 +383,15 @@ class CellRun:
         seen = disturbance.across(self.windows)
         measured = self.outcome.measured
         measured.update(_sampling_fields(phases, states["compute"].warmup, settings, stop_reason))
-        measured["turns"] = _turn_fields(self.places)
+        # each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)
+        measured["turns"] = {f.name: [getattr(p, f.name) for p in self.places] for f in fields(Turn)}
         measured["disturbance"] = seen
         measured["diagnostics"] = _diagnose(phases, settings, self.clocks_before or self.clocks(),
                                             self.clocks(), seen)
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        carried_memory = self.carried.get("memory")
-        measured["memory"] = carried_memory or peak_memory(backend, self.host_inputs)
+        measured["memory"] = self.carried.get("memory") or peak_memory(backend, self.host_inputs)
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
@@ -450,15 +450,14 @@ class CellRun:
         self.states, self.host_inputs, self.backend = [], [], None
 
 
-def run_cell(cell: Cell, settings: Settings, torch=None, progress: Progress | None = None,
-             artifact_path: str | None = None, kernels: dict | None = None,
-             memory_scale: dict | None = None) -> CellOutcome:
+def run_cell(cell: Cell, settings: Settings, torch=None, artifact_path: str | None = None,
+             kernels: dict | None = None, memory_scale: dict | None = None) -> CellOutcome:
     """Measure `cell` alone in this process; failures become outcomes, not exceptions.
     `kernels` holds the user kernels by name (kernels.Kernel), for cells of a kernel;
     `memory_scale` what earlier records of its series measured of its memory (the
     out-of-memory check calibrates on it). For ops with a host finish (plotting), the last
     rendering is saved to `artifact_path`."""
-    run = CellRun(cell, settings, torch, progress, artifact_path, kernels, memory_scale)
+    run = CellRun(cell, settings, torch, None, artifact_path, kernels, memory_scale)
     if run.prepare():
         run.sample_alone()
     return run.finish()
@@ -538,11 +537,6 @@ def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings
             "target_rel_ci": settings.stop.target_rel_ci,
         },
     }
-
-
-def _turn_fields(places: list[Place]) -> dict:
-    """Each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)."""
-    return {f.name: [getattr(p, f.name) for p in places] for f in fields(Turn)}
 
 
 def _diagnose(phases: dict[str, dict], settings: Settings, before, after, seen: dict) -> dict:

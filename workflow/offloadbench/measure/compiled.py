@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .timing import Region
+
 COMPILER_STARTUP_SIZE = 64
 
 
@@ -125,11 +127,7 @@ def compile_function(fn: Callable, torch, settings) -> Callable:
 
 def timed_first_call(fn: Callable, args, sync: Callable[[], object]) -> float:
     """Seconds of the first call: the compile, plus one run."""
-    sync()
-    start = time.perf_counter()
-    fn(*args)
-    sync()
-    return time.perf_counter() - start
+    return Region("first call", lambda: fn(*args), sync).time_block(1)
 
 
 def warm_compiler(torch, settings, device: str = "cpu") -> float:

@@ -79,7 +79,6 @@ class Cpu:
 
     name = "cpu"
     is_gpu = False
-    peak_method = "not measured"
 
     def __init__(self, torch=None):
         self.torch = torch
@@ -92,9 +91,6 @@ class Cpu:
         return tensor
 
     def to_host(self, tensor, pinned: bool = False):
-        return tensor
-
-    def pin(self, tensor):
         return tensor
 
     def host_buffer(self, nbytes: int, pinned: bool = False):
@@ -110,27 +106,11 @@ class Cpu:
     def synchronize(self) -> None:
         return None
 
-    def event(self):
-        raise NotImplementedError("the cpu has no device events")
-
-    def reset_peak(self) -> int | None:
-        """Start counting the device's peak allocation; what is allocated now."""
-        return None
-
-    def peak_since(self, before: int | None) -> int | None:
-        return None
-
-    def free_bytes(self) -> int | None:
-        return None
-
     def model_name(self) -> str:
         return "cpu"
 
     def describe(self, index: int | None = None) -> dict:
         return {"name": self.model_name()}
-
-    def release(self) -> None:
-        return None
 
     def clocks(self) -> dict | None:
         return None
@@ -151,10 +131,6 @@ class Cpu:
     def wrap_numpy(self, fn: Callable) -> Callable:
         """A NumPy function that takes and returns this device's tensors (compiled NumPy)."""
         return self.torch.compiler.wrap_numpy(fn)
-
-    def under_device(self, fn: Callable) -> Callable:
-        """A compiled NumPy function run by the device, host arrays in and out."""
-        return fn
 
     def compile_reason(self) -> str | None:
         """Why torch.compile cannot generate code for this device here, or None (a GPU's is
@@ -197,6 +173,7 @@ class Gpu(Cpu):
         self.api.empty_cache()
 
     def under_device(self, fn: Callable) -> Callable:
+        """A compiled NumPy function run by the device, host arrays in and out."""
         torch, name = self.torch, self.name
 
         def run(*args):
@@ -240,6 +217,7 @@ class Cuda(Gpu):
         return self.torch.empty(nbytes, dtype=self.torch.uint8, pin_memory=pinned)
 
     def reset_peak(self) -> int | None:
+        """Start counting the device's peak allocation; what is allocated now."""
         self.torch.cuda.reset_peak_memory_stats()
         return int(self.torch.cuda.memory_allocated())
 
@@ -249,13 +227,10 @@ class Cuda(Gpu):
     def free_bytes(self) -> int | None:
         return int(self.torch.cuda.mem_get_info()[0])
 
-    def pci_bus_id(self, index: int) -> str | None:
+    def pci_bus_id(self, index: int) -> str:
         """The GPU's PCI address (domain:bus:device.0), as NVML and nvidia-smi name it."""
         props = self.torch.cuda.get_device_properties(index)
-        try:
-            return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
-        except (AttributeError, TypeError):  # a torch without the PCI fields
-            return None
+        return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
 
     def nvml_index(self, index: int | None = None) -> int | None:
         """NVML's index of this GPU (the current one by default): NVML lists every GPU in PCI

@@ -64,15 +64,14 @@ def bimodality(samples: Sequence[float], min_separation: float, region: str = "c
     return _found("bimodal", region, gap, f"bimodal samples (two modes {gap:.0%} apart, {best_k}/{n} in the faster)")
 
 
-def drift(samples: Sequence[float], min_shift: float, confidence: float = 0.95,
-          region: str = "compute") -> Flag | None:
-    """Flag a shift between the first and second half whose median CIs do not overlap."""
+def drift(samples: Sequence[float], min_shift: float, region: str = "compute") -> Flag | None:
+    """Flag a shift between the first and second half whose median 95% CIs do not overlap."""
     n = len(samples)
     if n < 12:
         return None
     first, second = list(samples[: n // 2]), list(samples[n // 2 :])
-    lo1, hi1 = median_ci(first, confidence)
-    lo2, hi2 = median_ci(second, confidence)
+    lo1, hi1 = median_ci(first, 0.95)
+    lo2, hi2 = median_ci(second, 0.95)
     if math.isnan(lo1) or math.isnan(lo2):
         return None
     m1, m2 = float(np.median(first)), float(np.median(second))
@@ -107,6 +106,6 @@ def flags_for_samples(
     checks = (
         not_converged(stop_reason, rel_ci, target, region),
         bimodality(samples, separation, region),
-        drift(samples, separation, region=region),
+        drift(samples, separation, region),
     )
     return [flag for flag in checks if flag]

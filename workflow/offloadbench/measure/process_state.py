@@ -28,10 +28,6 @@ class ProcessState:
     cwd: str
     threads: frozenset[int]  # idents of the live Python threads running the user's code
 
-    @property
-    def pool_threads(self) -> dict[str, int]:
-        return dict(self.pools)
-
 
 def read(torch=None, code_files: tuple[str, ...] = ()) -> ProcessState:
     """This process's state now (a few hundred microseconds: threadpoolctl reads the pools).
@@ -74,7 +70,7 @@ def changes(before: ProcessState, after: ProcessState) -> list[str]:
     found = []
     if before.torch_threads != after.torch_threads:
         found.append(f"torch's thread count: {before.torch_threads} → {after.torch_threads}")
-    old, new = before.pool_threads, after.pool_threads
+    old, new = dict(before.pools), dict(after.pools)
     most = max(old.values(), default=1)
     for pool in sorted(set(old) | set(new)):
         if pool in old and old[pool] != new.get(pool):

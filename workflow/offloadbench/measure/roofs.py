@@ -117,17 +117,16 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
                 point.update(flops=2.0 * sizes.matmul_n**3, size=sizes.matmul_n)
             if reason:
                 point.update(status="skipped", reason=reason)
-                points.append(point)
-                continue
-            try:
-                region = (triad_region(library, device, sizes.triad_bytes, torch) if kind == "memory"
-                          else matmul_region(library, device, dtype, sizes.matmul_n, torch))
-                point["samples_s"] = _measure(region, budget_s)
-            except Exception as error:  # noqa: BLE001 - a point's failure is recorded, calibration goes on
-                oom = devices.is_out_of_memory(error, torch)
-                point.update(status="oom" if oom else "error", reason=devices.first_line(error))
-            finally:
-                devices.release_memory(device, torch)
+            else:
+                try:
+                    region = (triad_region(library, device, sizes.triad_bytes, torch) if kind == "memory"
+                              else matmul_region(library, device, dtype, sizes.matmul_n, torch))
+                    point["samples_s"] = _measure(region, budget_s)
+                except Exception as error:  # noqa: BLE001 - a point's failure is recorded, calibration goes on
+                    oom = devices.is_out_of_memory(error, torch)
+                    point.update(status="oom" if oom else "error", reason=devices.first_line(error))
+                finally:
+                    devices.release_memory(device, torch)
             points.append(point)
     if device == "cpu" and "numpy" in libraries:
         points.append(fresh_pages_point(budget_s))

@@ -9,6 +9,9 @@ from ..catalogue import MEMORY_HEADROOM
 from . import diagnostics, disturbance, timing
 from .timing import BlockRule, StopRule, WarmupRule
 
+# The stopping rule's settings in the `measure` section, each with its type.
+STOP_KEYS = {"target_rel_ci": float, "min_samples": int, "min_sampling_s": float, "max_samples": int, "budget_s": float}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -32,13 +35,7 @@ class Settings:
     def from_config(cls, section: dict, compile_section: dict | None = None) -> Settings:
         compile_section = compile_section or {}
         return cls(
-            stop=StopRule(
-                target_rel_ci=float(section["target_rel_ci"]),
-                min_samples=int(section["min_samples"]),
-                min_sampling_s=float(section["min_sampling_s"]),
-                max_samples=int(section["max_samples"]),
-                budget_s=float(section["budget_s"]),
-            ),
+            stop=StopRule(**{key: kind(section[key]) for key, kind in STOP_KEYS.items()}),
             warmup=WarmupRule(budget_s=float(section["warmup_budget_s"])),
             block=BlockRule(min_sample_s=float(section["min_sample_s"])),
             random_state=int(section["random_state"]),

@@ -211,13 +211,6 @@ class State:
         return tensor.untyped_storage().data_ptr() in self.pinned
 
     # copies
-    @staticmethod
-    def check_copy(destination, source) -> None:
-        """What copy_ checks before it queues anything: the source fits the destination."""
-        if destination is not None and torch.broadcast_shapes(destination.shape, source.shape) != destination.shape:
-            raise RuntimeError(f"The size of tensor a ({tuple(destination.shape)}) must match the size of tensor b "
-                               f"({tuple(source.shape)})")
-
     def copied(self, direction: str, nbytes: int, pinned: bool = False, asynchronous: bool = False) -> None:
         """A copy's log entry, and its time on the stream over the modelled link."""
         memory, mode = "pinned" if pinned else "pageable", "async" if asynchronous else "sync"
@@ -228,7 +221,10 @@ class State:
         """`source` copied into `destination`, which it must fit. A non-blocking copy from
         pinned memory is only done at the next synchronisation: read before it, the buffer is
         stale; from pageable memory, CUDA copies before it returns."""
-        self.check_copy(destination, source)
+        # what copy_ checks before it queues anything: the source fits the destination
+        if torch.broadcast_shapes(destination.shape, source.shape) != destination.shape:
+            raise RuntimeError(f"The size of tensor a ({tuple(destination.shape)}) must match the size of tensor b "
+                               f"({tuple(source.shape)})")
         nbytes = source.numel() * source.element_size()
         asynchronous = non_blocking and pinned
         if asynchronous:
@@ -271,11 +267,8 @@ class State:
         elif fn in MATMULS and torch.backends.cuda.matmul.allow_tf32:
             args = tuple(_tf32(a) for a in args)
         began = time.perf_counter()
-        if unwrap:
+        with contextlib.nullcontext() if unwrap else torch._C.DisableTorchFunctionSubclass():
             result = fn(*args, **kwargs)
-        else:
-            with torch._C.DisableTorchFunctionSubclass():
-                result = fn(*args, **kwargs)
         took = time.perf_counter() - began
         self.enqueue(took + LAUNCH_S, since=began)
         return self.adopt(result)
@@ -480,7 +473,7 @@ def _nvml_module(device: State) -> types.ModuleType:
 
     def pci(index):
         bus_id = f"00000000:{BUSES[index]:02X}:00.0"
-        return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id.encode())
+        return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id)
 
     vars(nvml).update({
         "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
@@ -540,13 +533,10 @@ class StandInCuda(Cuda):
     def to_host(self, tensor, pinned: bool = False):
         if not pinned:
             return state().d2h(tensor)
-        host = self.host_buffer_like(tensor)
+        host = state().mark_pinned(torch.empty(tensor.shape, dtype=tensor.dtype))
         state().d2h(tensor, host, non_blocking=True)
         self.synchronize()
         return host
-
-    def host_buffer_like(self, tensor):
-        return state().mark_pinned(torch.empty(tensor.shape, dtype=tensor.dtype))
 
     def pin(self, tensor):
         return state().pin(tensor)

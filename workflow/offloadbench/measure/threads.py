@@ -59,13 +59,12 @@ def thread_counts(count: int, torch_module=None) -> dict:
     pool's, torch's, and the largest of them (`effective`)."""
     from threadpoolctl import threadpool_info
 
-    effective: dict = {"requested": count}
     pools = [{"library": info.get("internal_api"), **{key: info.get(key) for key in POOL_FIELDS}}
              for info in threadpool_info()]
-    effective["pools"] = pools
+    effective: dict = {"requested": count, "pools": pools}
+    counts = [p["num_threads"] for p in pools if p["num_threads"] is not None]
     if torch_module is not None:
         effective["torch"] = torch_module.get_num_threads()
-    blas_counts = [p["num_threads"] for p in pools if p["num_threads"] is not None]
-    counts = blas_counts + ([effective["torch"]] if "torch" in effective else [])
-    effective["effective"] = max(counts) if counts else count
+        counts.append(effective["torch"])
+    effective["effective"] = max(counts, default=count)
     return effective

@@ -24,9 +24,6 @@ try:
 except ImportError:  # Windows
     resource = None
 
-Clock = Callable[[], int]
-
-
 @dataclass(frozen=True)
 class StopRule:
     """When a region's sampling ends: its median's 95% CI is tight enough, or its time
@@ -113,7 +110,7 @@ class Region:
     name: str
     fn: Callable[[], object]
     sync: Callable[[], object] = lambda: None  # a CPU's work is done when the call returns
-    clock: Clock = time.perf_counter_ns
+    clock: Callable[[], int] = time.perf_counter_ns
 
     def time_block(self, calls: int) -> float:
         """Mean seconds per call over `calls` back-to-back calls, device work included."""
@@ -158,14 +155,12 @@ class Warmup:
 class Measurement:
     """A region's samples (seconds per call, in the order taken) and how sampling ended."""
 
-    name: str
     samples_s: tuple[float, ...]
     calls_per_sample: int
     warmup: Warmup
     rel_ci: float
     converged: bool
     stop_reason: str  # "ci" | "budget" | "max_samples"
-    sampling_s: float
 
 
 def choose_calls_per_sample(call_s: float, overhead_s: float, rule: BlockRule = BlockRule()) -> int:
@@ -288,7 +283,7 @@ def sample_region(region: Region, warmup: Warmup, rule: StopRule,
         rel_ci = median_ci_rel_halfwidth(samples, rule.confidence)
         # Tight enough is tight enough, even when few samples fit the budget.
         converged = rel_ci <= rule.target_rel_ci
-    return Measurement(region.name, tuple(samples), calls, warmup, rel_ci, converged, reason, spent)
+    return Measurement(tuple(samples), calls, warmup, rel_ci, converged, reason)
 
 
 def measure_region(region: Region, block: BlockRule, warmup: WarmupRule, stop: StopRule) -> Measurement:

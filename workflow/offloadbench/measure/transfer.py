@@ -57,8 +57,7 @@ def unavailable(device: str, memory: str, torch) -> str | None:
 COPY_WARMUP = WarmupRule(budget_s=0.3)
 
 
-def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str = "cuda",
-                 stop: StopRule | None = None, warmup: WarmupRule = COPY_WARMUP) -> dict:
+def measure_copy(torch, nbytes: int, direction: str, pinned: bool, stop: StopRule, device: str = "cuda") -> dict:
     """Time one copy size and direction; returns samples, median and GB/s."""
     on = devices.get(device, torch)
     host = on.host_buffer(nbytes, pinned)
@@ -66,7 +65,7 @@ def measure_copy(torch, nbytes: int, direction: str, pinned: bool, device: str =
     dev = on.device_buffer(nbytes)
     destination, source = (dev, host) if direction == "h2d" else (host, dev)
     region = Region(direction, lambda: on.copy(destination, source, non_blocking=pinned), on.synchronize)
-    measured = measure_region(region, BlockRule(), warmup, stop or StopRule())
+    measured = measure_region(region, BlockRule(), COPY_WARMUP, stop)
     median = statistics.median(measured.samples_s)
     return {
         "samples_s": list(measured.samples_s),
@@ -91,7 +90,7 @@ def sweep(torch, device: str, sizes: list[int], memory_kinds: list[str], stop: S
                 point.update(status="skipped", reason=reason)
             else:
                 try:
-                    point.update(measure_copy(torch, nbytes, direction, memory == "pinned", device, stop))
+                    point.update(measure_copy(torch, nbytes, direction, memory == "pinned", stop, device))
                 except Exception as error:  # noqa: BLE001 - a point's failure is recorded, the sweep goes on
                     oom = devices.is_out_of_memory(error, torch)
                     point.update(status="oom" if oom else "error", reason=devices.first_line(error))

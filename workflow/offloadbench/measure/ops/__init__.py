@@ -38,18 +38,9 @@ def _uniform(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rng.random(shape, dtype=np.float64) * 2.0 - 1.0
 
 
-def uniform_inputs(count: int, shape: Callable[[int], tuple[int, ...]]):
-    """`count` arrays of `shape(n)`, uniform in [-1, 1): random, never zeros."""
-
-    def make(rng: np.random.Generator, n: int) -> list[np.ndarray]:
-        return [_uniform(rng, shape(n)) for _ in range(count)]
-
-    return make
-
-
 def spec_inputs(spec: OpSpec, adjust: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None):
-    """Arrays of the spec's input shapes, uniform in [-1, 1), then `adjust`ed where the maths
-    needs structure (a symmetric or a well-conditioned matrix)."""
+    """Arrays of the spec's input shapes, uniform in [-1, 1) (random, never zeros), then
+    `adjust`ed where the maths needs structure (a symmetric or a well-conditioned matrix)."""
 
     def make(rng: np.random.Generator, n: int) -> list[np.ndarray]:
         arrays = [_uniform(rng, shape) for shape in spec.input_shapes(n)]
@@ -77,12 +68,13 @@ def float64_error(compute: Callable):
     return error
 
 
-def spec_op(name: str, compute: Callable, error: Callable | None = None, adjust=None) -> Op:
+def spec_op(name: str, compute: Callable, error: Callable | None = None, adjust=None, **extra) -> Op:
     """The op `name` on uniform inputs of its spec's shapes (see `spec_inputs`), checked in
-    full against float64 NumPy unless another `error` is given."""
+    full against float64 NumPy unless another `error` is given; `extra`: the Op's other
+    fields (a host finish, checks of sampled rows)."""
     spec = get_spec(name)
     return Op(spec=spec, make_inputs=spec_inputs(spec, adjust), compute=compute,
-              error=error or float64_error(compute))
+              error=error or float64_error(compute), **extra)
 
 
 def is_torch(lib) -> bool:
@@ -91,9 +83,9 @@ def is_torch(lib) -> bool:
 
 @functools.cache
 def _registry() -> dict[str, Op]:
-    from . import elementwise, linalg, plotting, reductions, scan_sort, spectral, stencil
+    from . import arrays, linalg, plotting
 
-    modules = (linalg, plotting, elementwise, reductions, scan_sort, spectral, stencil)
+    modules = (linalg, plotting, arrays)
     return {op.name: op for module in modules for op in module.OPS}
 
 

@@ -8,13 +8,11 @@ numpy's float32 solve and eigh cells time float64 work; torch's stay in float32.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
-from ...catalogue import get_spec
 from ..correctness import relative_error
-from . import Op, rows_error, spec_op, uniform_inputs
+from . import rows_error, spec_op
 
 
 def _matmul(lib, a, b):
@@ -58,14 +56,9 @@ def _eigh_error(inputs: list[np.ndarray], result, rows: np.ndarray) -> float:
 
 
 OPS = [
-    Op(
-        spec=get_spec("matmul"),
-        make_inputs=uniform_inputs(2, lambda n: (n, n)),
-        compute=_matmul,
-        error=rows_error(lambda inputs, rows: inputs[0][rows] @ inputs[1]),
-        checks_sampled_rows=True,
-    ),
+    spec_op("matmul", _matmul, error=rows_error(lambda inputs, rows: inputs[0][rows] @ inputs[1]),
+            checks_sampled_rows=True),
     spec_op("solve", _solve, adjust=_diagonally_dominant),
-    replace(spec_op("eigh", _eigh, error=_eigh_error, adjust=_symmetric), checks_sampled_rows=True),
+    spec_op("eigh", _eigh, error=_eigh_error, adjust=_symmetric, checks_sampled_rows=True),
     spec_op("batched_matmul", _matmul),
 ]

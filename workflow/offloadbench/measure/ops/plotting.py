@@ -8,8 +8,7 @@ import math
 
 import numpy as np
 
-from ...catalogue import get_spec
-from . import Op, rows_error, uniform_inputs
+from . import rows_error, spec_op
 
 
 def field(lib, a, b):
@@ -39,12 +38,6 @@ def render_field_png(values: np.ndarray, dpi: int = 100) -> bytes:
 
 
 OPS = [
-    Op(
-        spec=get_spec("compute_then_plot"),
-        make_inputs=uniform_inputs(2, lambda n: (n, n)),
-        compute=field,
-        error=rows_error(lambda inputs, rows: field(np, inputs[0][rows], inputs[1])),
-        finish=render_field_png,
-        checks_sampled_rows=True,
-    ),
+    spec_op("compute_then_plot", field, error=rows_error(lambda inputs, rows: field(np, inputs[0][rows], inputs[1])),
+            finish=render_field_png, checks_sampled_rows=True),
 ]

@@ -16,7 +16,7 @@ import numpy as np
 from ...catalogue import kernel_spec
 from ...kernels import Kernel
 from ..correctness import WrongResult, relative_error
-from . import Op, uniform_inputs
+from . import Op, spec_inputs
 
 
 def array_namespace(lib):
@@ -69,7 +69,7 @@ def kernel_op(k: Kernel) -> Op:
         def compute(lib, *inputs):
             return k.fn(*inputs)
 
-    make = uniform_inputs(k.arrays, lambda n: (n, n)) if k.inputs is None else (lambda rng, n: list(k.inputs(n, rng)))
     spec = kernel_spec(k.name, k.arrays, flops=k.flops, traffic=k.bytes, n_means=k.n_means, summary=k.summary,
                        min_size=k.min_size, default_inputs=k.inputs is None)
+    make = spec_inputs(spec) if k.inputs is None else (lambda rng, n: list(k.inputs(n, rng)))
     return Op(spec=spec, make_inputs=make, compute=compute, error=kernel_error(k, compute), kernel=k)
