@@ -133,7 +133,6 @@ class Page:
                 ax.xaxis.set_tick_params(labelbottom=True)
         self.title = self._text(wrap(title, self.width_in - 2 * PAD_IN, BOLD_TITLE_PT), TITLE_PT, fontweight="bold")
         self.xlabel = self.ylabel = self.legend = self.notes = None
-        self.ncol = 1
 
     def _text(self, text: str, points: float, **kwargs):
         artist = self.fig.text(0, 0, text, ha="left", va="bottom", fontsize=points, **kwargs)
@@ -142,8 +141,7 @@ class Page:
 
     def axis_labels(self, xlabel: str, ylabel: str) -> None:
         """One size label under the grid and one quantity label beside it."""
-        if xlabel:
-            self.xlabel = self._text(wrap(xlabel, self.width_in - 2 * PAD_IN, TEXT_PT), TEXT_PT)
+        self.xlabel = self._text(wrap(xlabel, self.width_in - 2 * PAD_IN, TEXT_PT), TEXT_PT)
         if ylabel:
             self.ylabel = self._text(wrap(ylabel, self.panels_in - 0.1, TEXT_PT), TEXT_PT, rotation=90,
                                      multialignment="center")
@@ -218,11 +216,6 @@ def header(text: str) -> tuple[Line2D, str]:
     return Line2D([], [], linestyle="none", gid="header"), text
 
 
-def at_one(ax) -> None:
-    """The line of no difference on a ratio axis."""
-    ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-
-
 def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, ylabel: str, suffix: str = "",
             sharey: bool = False, line_at_one: bool = False) -> Page:
     """One panel per op and dtype in report order, wrapped to the page, sharing the size axis
@@ -235,8 +228,8 @@ def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, ylabel: str, suf
     page = Page(len(panels), title, sharex=True, sharey=sharey)
     for ax, (op, dtype) in zip(page.axes, panels, strict=True):
         draw(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
-        if line_at_one:
-            at_one(ax)
+        if line_at_one:  # the line of no difference on a ratio axis
+            ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
         log_y(ax, suffix)
         panel_title(ax, f"{op} · {dtype}" if len(dtypes) > 1 else op)
     size_axis(page.axes[0], frame["size"])
@@ -325,10 +318,7 @@ class NiceLogLocator(ticker.Locator):
         if len(ticks) > fits:
             decades = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
             ticks = decades if len(decades) >= 2 else ticks
-        step = 1
-        while len(ticks[::step]) > fits and len(ticks[::step]) > 2:
-            step += 1
-        return ticks[::step]
+        return ticks[::max(1, math.ceil(len(ticks) / fits))]  # fits is at least two
 
 
 class BytesLogLocator(ticker.Locator):
