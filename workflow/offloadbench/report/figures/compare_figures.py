@@ -24,7 +24,6 @@ from ..captions import size_label
 from ..escape import literal_frame
 from ..format import dtype_sort_key, fmt_rate, format_bytes, reasons_of, thread_sort_key, verdict_counts
 from .style import (
-    COLUMN_WIDTH_IN,
     GPU_ADVICE,
     PAGE_WIDTH_IN,
     SMALL_PT,
@@ -253,17 +252,15 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     for r in frame.itertuples():
         y = categories.index((r.op, r.dtype)) + offsets[(r.machine, r.device, r.threads)]
         colour, marker = colours[r.machine], device_markers[r.device]
+        arrow = {"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0, "shrinkB": 0}
         if r.status == NOT_REACHED:
             ax.plot(r.largest, y, marker=marker, markersize=6, markerfacecolor="white", markeredgecolor=colour,
                     markeredgewidth=1.3, linestyle="none")
-            ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y),
-                        arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0, "shrinkB": 0})
+            ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y), arrowprops=arrow)
         else:
             ax.plot(r.size, y, marker=marker, markersize=6, color=colour, linestyle="none")
             if r.status == "at or below":
-                ax.annotate("", xy=(r.size / 1.9, y), xytext=(r.size / 1.12, y),
-                            arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0,
-                                        "shrinkB": 0})
+                ax.annotate("", xy=(r.size / 1.9, y), xytext=(r.size / 1.12, y), arrowprops=arrow)
     sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]}
                    | {int(s) for s in frame["smallest"]} | {int(s) for s in frame["largest"]})
     # Room for the arrows beyond the grid; the legend says what an arrow means.
@@ -324,8 +321,7 @@ def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
     frame = pd.concat(ok.values(), ignore_index=True)
     directions = [d for d in DIRECTIONS if d in set(frame["direction"])]
     # A panel per direction: the two directions often run at one rate and would hide each other.
-    page = Page(len(directions), f"Host↔device copy bandwidth — {_names(comparison)}", sharey=True,
-                width_in=PAGE_WIDTH_IN if len(directions) > 1 else COLUMN_WIDTH_IN + 0.5)
+    page = Page(len(directions), f"Host↔device copy bandwidth — {_names(comparison)}", sharey=True)
     links = frame.dropna(subset=["link_gbs"]).drop_duplicates(["machine", "device"])
     ticks = sorted(frame["bytes"].unique())
     for ax, direction in zip(page.axes, directions, strict=True):
