@@ -78,12 +78,11 @@ def _legend(page: Page, rows: list[tuple]) -> None:
         sections[-1].append(row)
     longest = max(len(section) for section in sections)
     widest = max(len(line) for _, label in rows for line in str(label).split("\n"))
+    ncol = None  # flowing
     if len(sections) > 1 and len(sections) * (0.6 + widest * 0.5 * SMALL_PT / 72) <= page.width_in:
         blank = (Line2D([], [], linestyle="none"), "")
         rows = [row for section in sections for row in section + [blank] * (longest - len(section))]
         ncol = len(sections)
-    else:
-        ncol = None
     page.add_legend(*zip(*rows, strict=True), ncol=ncol, handlelength=2.6)
 
 
@@ -211,8 +210,7 @@ def _break_even_rows(comparison: MachineComparison) -> pd.DataFrame:
         for (op, dtype, device, threads, variant), group in gpu.groupby(["op", "dtype", "device", "threads", "variant"]):
             op = op if variant == "torch" else f"{op} ({variant})"
             size = group["break_even_size"].iloc[0]
-            status = {FROM_SMALLEST: "at or below"}.get(group["break_even_status"].iloc[0],
-                                                                   group["break_even_status"].iloc[0])
+            status = group["break_even_status"].iloc[0]
             name = group["device_name"].dropna()
             rows.append({"machine": machine, "op": op, "dtype": dtype, "device": device, "threads": threads,
                          "device_name": name.iloc[0] if not name.empty else "", "size": size, "status": status,
@@ -259,13 +257,13 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
             ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y), arrowprops=arrow)
         else:
             ax.plot(r.size, y, marker=marker, markersize=6, color=colour, linestyle="none")
-            if r.status == "at or below":
+            if r.status == FROM_SMALLEST:
                 ax.annotate("", xy=(r.size / 1.9, y), xytext=(r.size / 1.12, y), arrowprops=arrow)
-    sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]}
-                   | {int(s) for s in frame["smallest"]} | {int(s) for s in frame["largest"]})
+    # every machine's sizes (each series' smallest and largest among them)
+    sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]})
     # Room for the arrows beyond the grid; the legend says what an arrow means.
     room_right = 2.5 if (frame["status"] == NOT_REACHED).any() else 1.5
-    ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == "at or below").any() else 1.5), max(sizes) * room_right)
+    ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == FROM_SMALLEST).any() else 1.5), max(sizes) * room_right)
     size_axis(ax, sizes)
     ax.set_yticks(range(len(categories)))
     ax.set_yticklabels([f"{op}, {dtype}" if several_dtypes else op for op, dtype in categories])
@@ -288,7 +286,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     rows.append(header("how to read"))
     rows.append((Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=6),
                  "filled: break-even size (interpolated)"))
-    if (frame["status"] == "at or below").any():
+    if (frame["status"] == FROM_SMALLEST).any():
         rows.append((Line2D([], [], color="0.3", marker="$\u2190$", linestyle="none", markersize=9),
                      "arrow left: at or below the smallest size"))
     if (frame["status"] == NOT_REACHED).any():
