@@ -359,9 +359,7 @@ def series_label(row) -> str:
 
 
 def with_series(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.copy()
-    frame["series"] = frame.apply(series_label, axis=1) if not frame.empty else pd.Series(dtype=str)
-    return frame
+    return frame.assign(series=frame.apply(series_label, axis=1) if not frame.empty else pd.Series(dtype=str))
 
 
 def series_order(frame: pd.DataFrame) -> list[str]:
@@ -375,8 +373,8 @@ def series_order(frame: pd.DataFrame) -> list[str]:
 
 def colours_of(keys) -> dict:
     """One colour-blind-safe colour per key, in order (they repeat past the palette's ten)."""
-    palette = sns.color_palette("colorblind", n_colors=max(len(keys), 3))
-    return {key: palette[i % len(palette)] for i, key in enumerate(keys)}
+    # seaborn cycles the palette to n_colors, so there is one for every key
+    return dict(zip(keys, sns.color_palette("colorblind", n_colors=max(len(keys), 3)), strict=False))
 
 
 def markers_of(keys) -> dict:
