@@ -177,8 +177,6 @@ class Page:
         renderer = fig.canvas.get_renderer()
 
         def extent(artist) -> tuple[float, float]:
-            if artist is None:
-                return 0.0, 0.0
             box = artist.get_window_extent(renderer)
             return box.width / fig.dpi, box.height / fig.dpi + PAD_IN
 
