@@ -99,8 +99,8 @@ def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
     # sorted on the whole key, so that each series gets the same style on every run
     keys = sorted({(r.variant, r.device, r.threads) for r in frame.itertuples()},
                   key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2]), k[0]))
-    cpu = [k for k in keys if k[1] == "cpu"]
-    styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[cpu.index(k) % len(CPU_LINESTYLES)] for k in keys}
+    # the cpu's keys come first, so a key's place among them is its place in keys
+    styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[i % len(CPU_LINESTYLES)] for i, k in enumerate(keys)}
     return styles, markers_of(keys)
 
 
