@@ -24,7 +24,6 @@ from ..captions import size_label
 from ..escape import literal_frame
 from ..format import dtype_sort_key, fmt_rate, format_bytes, reasons_of, thread_sort_key, verdict_counts
 from .style import (
-    COLUMN_WIDTH_IN,
     GPU_ADVICE,
     PAGE_WIDTH_IN,
     SMALL_PT,
@@ -79,12 +78,11 @@ def _legend(page: Page, rows: list[tuple]) -> None:
         sections[-1].append(row)
     longest = max(len(section) for section in sections)
     widest = max(len(line) for _, label in rows for line in str(label).split("\n"))
+    ncol = None  # flowing
     if len(sections) > 1 and len(sections) * (0.6 + widest * 0.5 * SMALL_PT / 72) <= page.width_in:
         blank = (Line2D([], [], linestyle="none"), "")
         rows = [row for section in sections for row in section + [blank] * (longest - len(section))]
         ncol = len(sections)
-    else:
-        ncol = None
     page.add_legend(*zip(*rows, strict=True), ncol=ncol, handlelength=2.6)
 
 
@@ -101,8 +99,8 @@ def _series_styles(frame: pd.DataFrame) -> tuple[dict, dict]:
     # sorted on the whole key, so that each series gets the same style on every run
     keys = sorted({(r.variant, r.device, r.threads) for r in frame.itertuples()},
                   key=lambda k: (k[1] != "cpu", k[1], thread_sort_key(k[2]), k[0]))
-    cpu = [k for k in keys if k[1] == "cpu"]
-    styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[cpu.index(k) % len(CPU_LINESTYLES)] for k in keys}
+    # the cpu's keys come first, so a key's place among them is its place in keys
+    styles = {k: "-" if k[1] != "cpu" else CPU_LINESTYLES[i % len(CPU_LINESTYLES)] for i, k in enumerate(keys)}
     return styles, markers_of(keys)
 
 
@@ -212,8 +210,7 @@ def _break_even_rows(comparison: MachineComparison) -> pd.DataFrame:
         for (op, dtype, device, threads, variant), group in gpu.groupby(["op", "dtype", "device", "threads", "variant"]):
             op = op if variant == "torch" else f"{op} ({variant})"
             size = group["break_even_size"].iloc[0]
-            status = {FROM_SMALLEST: "at or below"}.get(group["break_even_status"].iloc[0],
-                                                                   group["break_even_status"].iloc[0])
+            status = group["break_even_status"].iloc[0]
             name = group["device_name"].dropna()
             rows.append({"machine": machine, "op": op, "dtype": dtype, "device": device, "threads": threads,
                          "device_name": name.iloc[0] if not name.empty else "", "size": size, "status": status,
@@ -253,22 +250,20 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     for r in frame.itertuples():
         y = categories.index((r.op, r.dtype)) + offsets[(r.machine, r.device, r.threads)]
         colour, marker = colours[r.machine], device_markers[r.device]
+        arrow = {"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0, "shrinkB": 0}
         if r.status == NOT_REACHED:
             ax.plot(r.largest, y, marker=marker, markersize=6, markerfacecolor="white", markeredgecolor=colour,
                     markeredgewidth=1.3, linestyle="none")
-            ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y),
-                        arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0, "shrinkB": 0})
+            ax.annotate("", xy=(r.largest * 1.9, y), xytext=(r.largest * 1.12, y), arrowprops=arrow)
         else:
             ax.plot(r.size, y, marker=marker, markersize=6, color=colour, linestyle="none")
-            if r.status == "at or below":
-                ax.annotate("", xy=(r.size / 1.9, y), xytext=(r.size / 1.12, y),
-                            arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.2, "shrinkA": 0,
-                                        "shrinkB": 0})
-    sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]}
-                   | {int(s) for s in frame["smallest"]} | {int(s) for s in frame["largest"]})
+            if r.status == FROM_SMALLEST:
+                ax.annotate("", xy=(r.size / 1.9, y), xytext=(r.size / 1.12, y), arrowprops=arrow)
+    # every machine's sizes (each series' smallest and largest among them)
+    sizes = sorted({int(s) for m in comparison.labels for s in comparison.tables[m]["speedups"]["size"]})
     # Room for the arrows beyond the grid; the legend says what an arrow means.
     room_right = 2.5 if (frame["status"] == NOT_REACHED).any() else 1.5
-    ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == "at or below").any() else 1.5), max(sizes) * room_right)
+    ax.set_xlim(min(sizes) / (2.5 if (frame["status"] == FROM_SMALLEST).any() else 1.5), max(sizes) * room_right)
     size_axis(ax, sizes)
     ax.set_yticks(range(len(categories)))
     ax.set_yticklabels([f"{op}, {dtype}" if several_dtypes else op for op, dtype in categories])
@@ -291,7 +286,7 @@ def break_even_figure(comparison: MachineComparison) -> plt.Figure:
     rows.append(header("how to read"))
     rows.append((Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=6),
                  "filled: break-even size (interpolated)"))
-    if (frame["status"] == "at or below").any():
+    if (frame["status"] == FROM_SMALLEST).any():
         rows.append((Line2D([], [], color="0.3", marker="$\u2190$", linestyle="none", markersize=9),
                      "arrow left: at or below the smallest size"))
     if (frame["status"] == NOT_REACHED).any():
@@ -324,8 +319,7 @@ def bandwidth_figure(comparison: MachineComparison) -> plt.Figure:
     frame = pd.concat(ok.values(), ignore_index=True)
     directions = [d for d in DIRECTIONS if d in set(frame["direction"])]
     # A panel per direction: the two directions often run at one rate and would hide each other.
-    page = Page(len(directions), f"Host↔device copy bandwidth — {_names(comparison)}", sharey=True,
-                width_in=PAGE_WIDTH_IN if len(directions) > 1 else COLUMN_WIDTH_IN + 0.5)
+    page = Page(len(directions), f"Host↔device copy bandwidth — {_names(comparison)}", sharey=True)
     links = frame.dropna(subset=["link_gbs"]).drop_duplicates(["machine", "device"])
     ticks = sorted(frame["bytes"].unique())
     for ax, direction in zip(page.axes, directions, strict=True):

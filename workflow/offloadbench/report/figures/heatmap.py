@@ -144,11 +144,11 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     heights = [len(ops) for ops, _, _ in per_device.values()]
     labels_in = CHAR_IN * max(len(r) for r in frame["row"]) + 0.15
     families_in = CHAR_IN * max(len(family_of(op)) for op in frame["op"]) + 0.2
-    cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / (widest * len(dtypes)))
-    side_by_side = cell_w >= MIN_CELL_IN[0]  # else the dtypes stack, each panel the page's width
-    if not side_by_side:
-        cell_w = min(CELL_IN[0], (PAGE_WIDTH_IN - labels_in - families_in - 0.2) / widest)
+    room_in = PAGE_WIDTH_IN - labels_in - families_in - 0.2
+    # dtypes side by side where their cells keep the least width, else stacked, each panel the page's width
+    side_by_side = room_in / (widest * len(dtypes)) >= MIN_CELL_IN[0]
     cols, stacked = (len(dtypes), 1) if side_by_side else (1, len(dtypes))  # panels across, dtypes stacked
+    cell_w = min(CELL_IN[0], room_in / (widest * cols))
     chrome = ROW_CHROME_IN * len(heights) * stacked + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
     cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / (sum(heights) * stacked)))
     device_lines = {d: _device_line(d, frame[frame["device"] == d], threads) for d in devices}

@@ -63,19 +63,14 @@ def _marker_sizes(sizes) -> dict[int, float]:
 
 
 def _legend_sizes(sizes: list[int]) -> list[int]:
-    if len(sizes) <= 4:
-        return sizes
+    """Up to four sizes, evenly spread from the smallest to the largest (all of four or fewer)."""
     picks = np.linspace(0, len(sizes) - 1, 4).round().astype(int)
     return [sizes[i] for i in sorted(set(picks))]
 
 
-def _draw_roofs(ax, roofs: pd.DataFrame, dtypes: list[str], xlim: tuple[float, float]) -> list[tuple[float, str]]:
-    """Memory slope and one compute roof per dtype of the panel's cells; returns the compute
-    roofs drawn, (GFLOP/s, dtype), highest first."""
-    memory = roofs[roofs["kind"] == "memory"]["value"]
-    compute = roofs[roofs["kind"] == "compute"].set_index("dtype")["value"]
-    peaks = sorted(((float(compute[d]), d) for d in dtypes if d in compute.index), reverse=True)
-    bw = float(memory.iloc[0]) if not memory.empty else math.nan
+def _draw_roofs(ax, bw: float, peaks: list[tuple[float, str]], xlim: tuple[float, float]) -> None:
+    """The memory slope (`bw` GB/s, NaN where not measured) and the compute roofs, (GFLOP/s,
+    dtype) highest first."""
     if math.isfinite(bw):
         top = peaks[0][0] / bw if peaks else xlim[1]
         xs = np.geomspace(xlim[0], min(top, xlim[1]), 50)
@@ -83,13 +78,11 @@ def _draw_roofs(ax, roofs: pd.DataFrame, dtypes: list[str], xlim: tuple[float, f
     for peak, _ in peaks:
         start = peak / bw if math.isfinite(bw) else xlim[0]
         ax.plot([start, xlim[1]], [peak, peak], color=ROOF_COLOUR, linewidth=1.4, zorder=1)
-    return peaks
 
 
 def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
     """Compute roof labels above their lines at the right; roofs too close to label apart
     share one block of lines above the highest of them, with head room made for it."""
-    size = SMALL_PT
     points = ax.figure.dpi / 72
 
     def height(value):
@@ -97,7 +90,7 @@ def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
 
     groups: list[list[tuple[float, str]]] = []
     for peak in peaks:
-        if groups and height(groups[-1][-1][0]) - height(peak[0]) < 1.8 * size:
+        if groups and height(groups[-1][-1][0]) - height(peak[0]) < 1.8 * SMALL_PT:
             groups[-1].append(peak)
         else:
             groups.append([peak])
@@ -105,7 +98,7 @@ def _label_peaks(ax, peaks: list[tuple[float, str]]) -> None:
         return
     # Raise the top of the axis until the highest block fits under it.
     bottom, top = (math.log10(v) for v in ax.get_ylim())
-    share = (len(groups[0]) * 1.3 + 0.8) * size / (height(10.0**top) - height(10.0**bottom))
+    share = (len(groups[0]) * 1.3 + 0.8) * SMALL_PT / (height(10.0**top) - height(10.0**bottom))
     peak = math.log10(groups[0][0][0])
     if share < 0.5 and top - peak < share * (top - bottom):
         ax.set_ylim(top=10.0 ** ((peak - share * bottom) / (1 - share)))
@@ -205,19 +198,21 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
 
     title = f"Roofline — {machine}" + (" (roofs not measured)" if best.empty else "")
     page = Page(len(devices), title, aspect=0.85, max_height_in=PANEL_MAX_HEIGHT_IN)
-    axes = page.axes
     notes, labelled = [], []
-    for ax, device in zip(axes, devices, strict=True):
+    for ax, device in zip(page.axes, devices, strict=True):
         here = cells[cells["device"] == device]
         roofs_here = best[best["device"] == device]
         dtypes = sorted(here["dtype"].unique(), key=dtype_sort_key)
-        peaks = roofs_here.loc[(roofs_here["kind"] == "compute") & roofs_here["dtype"].isin(dtypes), "value"]
-        bw = roofs_here.loc[roofs_here["kind"] == "memory", "value"]
-        ridges = peaks / float(bw.iloc[0]) if not bw.empty else pd.Series(dtype=float)
+        # one compute roof per dtype of the panel's cells (device_roofs keeps one per dtype), highest first
+        compute = roofs_here[(roofs_here["kind"] == "compute") & roofs_here["dtype"].isin(dtypes)]
+        peaks = sorted(zip(compute["value"].astype(float), compute["dtype"], strict=True), reverse=True)
+        memory = roofs_here.loc[roofs_here["kind"] == "memory", "value"]
+        bw = float(memory.iloc[0]) if not memory.empty else math.nan
+        ridges = compute["value"] / bw if not memory.empty else pd.Series(dtype=float)
         xs = pd.concat([here["intensity"], ridges])
         xlim = (xs.min() / 4, xs.max() * 4)
         low = here["gflops_ci_low"].where(here["gflops_ci_low"] > 0, here["gflops"])
-        ylim = (low.min() / 4, max(here["gflops"].max(), peaks.max() if not peaks.empty else 0) * 4)
+        ylim = (low.min() / 4, max(here["gflops"].max(), peaks[0][0] if peaks else 0) * 4)
         ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim)
 
         for (op, library, dtype), series in here.groupby(["op", "library", "dtype"]):
@@ -235,10 +230,9 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
             ax.text(0.97, 0.03, f"no roofs measured on {device}", transform=ax.transAxes, ha="right",
                     va="bottom", fontsize=SMALL_PT, color=ROOF_COLOUR)
         elif not roofs_here.empty:
-            peaks_drawn = _draw_roofs(ax, roofs_here, dtypes, xlim)
-            labelled.append((ax, device, float(bw.iloc[0]) if not bw.empty else math.nan,
-                           float(ridges.min()) if not ridges.empty else xlim[1], peaks_drawn))
-            missing = [d for d in dtypes if d not in {dtype for _, dtype in peaks_drawn}]
+            _draw_roofs(ax, bw, peaks, xlim)
+            labelled.append((ax, device, bw, float(ridges.min()) if not ridges.empty else xlim[1], peaks))
+            missing = [d for d in dtypes if d not in {dtype for _, dtype in peaks}]
             if missing:
                 notes.append(f"{device}: no compute roof measured for {', '.join(missing)}.")
         _log_axis(ax.xaxis, *xlim)
@@ -266,11 +260,11 @@ def roofline_figure(timings: pd.DataFrame, roofs: pd.DataFrame | None, machine: 
     notes.append(unmodelled_note(unmodelled))  # none where every op has a model
     page.add_notes(notes)
     fig = page.finish()
-    for ax, device, bw, ridge, peaks_drawn in labelled:  # after the layout: label places depend on its shape
-        _label_peaks(ax, peaks_drawn)
+    for ax, device, bw, ridge, peaks in labelled:  # after the layout: label places depend on its shape
+        _label_peaks(ax, peaks)
         if math.isfinite(bw):
             _label_memory(ax, bw, ridge, cells[cells["device"] == device])
     if len(ops) >= DIRECT_LABELS_FROM:
-        for ax, device in zip(axes, devices, strict=True):
+        for ax, device in zip(page.axes, devices, strict=True):
             _label_ops(ax, cells[cells["device"] == device])
     return fig

@@ -133,7 +133,6 @@ class Page:
                 ax.xaxis.set_tick_params(labelbottom=True)
         self.title = self._text(wrap(title, self.width_in - 2 * PAD_IN, BOLD_TITLE_PT), TITLE_PT, fontweight="bold")
         self.xlabel = self.ylabel = self.legend = self.notes = None
-        self.ncol = 1
 
     def _text(self, text: str, points: float, **kwargs):
         artist = self.fig.text(0, 0, text, ha="left", va="bottom", fontsize=points, **kwargs)
@@ -142,8 +141,7 @@ class Page:
 
     def axis_labels(self, xlabel: str, ylabel: str) -> None:
         """One size label under the grid and one quantity label beside it."""
-        if xlabel:
-            self.xlabel = self._text(wrap(xlabel, self.width_in - 2 * PAD_IN, TEXT_PT), TEXT_PT)
+        self.xlabel = self._text(wrap(xlabel, self.width_in - 2 * PAD_IN, TEXT_PT), TEXT_PT)
         if ylabel:
             self.ylabel = self._text(wrap(ylabel, self.panels_in - 0.1, TEXT_PT), TEXT_PT, rotation=90,
                                      multialignment="center")
@@ -179,8 +177,6 @@ class Page:
         renderer = fig.canvas.get_renderer()
 
         def extent(artist) -> tuple[float, float]:
-            if artist is None:
-                return 0.0, 0.0
             box = artist.get_window_extent(renderer)
             return box.width / fig.dpi, box.height / fig.dpi + PAD_IN
 
@@ -218,11 +214,6 @@ def header(text: str) -> tuple[Line2D, str]:
     return Line2D([], [], linestyle="none", gid="header"), text
 
 
-def at_one(ax) -> None:
-    """The line of no difference on a ratio axis."""
-    ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
-
-
 def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, ylabel: str, suffix: str = "",
             sharey: bool = False, line_at_one: bool = False) -> Page:
     """One panel per op and dtype in report order, wrapped to the page, sharing the size axis
@@ -235,8 +226,8 @@ def op_grid(frame: pd.DataFrame, title: str, draw: Callable, *, ylabel: str, suf
     page = Page(len(panels), title, sharex=True, sharey=sharey)
     for ax, (op, dtype) in zip(page.axes, panels, strict=True):
         draw(ax, frame[(frame["op"] == op) & (frame["dtype"] == dtype)])
-        if line_at_one:
-            at_one(ax)
+        if line_at_one:  # the line of no difference on a ratio axis
+            ax.axhline(1.0, color="0.2", linewidth=0.9, linestyle="--", zorder=0)
         log_y(ax, suffix)
         panel_title(ax, f"{op} · {dtype}" if len(dtypes) > 1 else op)
     size_axis(page.axes[0], frame["size"])
@@ -325,10 +316,7 @@ class NiceLogLocator(ticker.Locator):
         if len(ticks) > fits:
             decades = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
             ticks = decades if len(decades) >= 2 else ticks
-        step = 1
-        while len(ticks[::step]) > fits and len(ticks[::step]) > 2:
-            step += 1
-        return ticks[::step]
+        return ticks[::max(1, math.ceil(len(ticks) / fits))]  # fits is at least two
 
 
 class BytesLogLocator(ticker.Locator):
@@ -369,9 +357,7 @@ def series_label(row) -> str:
 
 
 def with_series(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.copy()
-    frame["series"] = frame.apply(series_label, axis=1) if not frame.empty else pd.Series(dtype=str)
-    return frame
+    return frame.assign(series=frame.apply(series_label, axis=1) if not frame.empty else pd.Series(dtype=str))
 
 
 def series_order(frame: pd.DataFrame) -> list[str]:
@@ -385,8 +371,8 @@ def series_order(frame: pd.DataFrame) -> list[str]:
 
 def colours_of(keys) -> dict:
     """One colour-blind-safe colour per key, in order (they repeat past the palette's ten)."""
-    palette = sns.color_palette("colorblind", n_colors=max(len(keys), 3))
-    return {key: palette[i % len(palette)] for i, key in enumerate(keys)}
+    # seaborn cycles the palette to n_colors, so there is one for every key
+    return dict(zip(keys, sns.color_palette("colorblind", n_colors=max(len(keys), 3)), strict=False))
 
 
 def markers_of(keys) -> dict:
