@@ -39,7 +39,6 @@ class PairSpread:
 
     within: float  # of one cycle's log ratio
     between: float  # of a round's log ratio beyond what its cycles explain
-    cycles: float  # the rounds' mean cycles
     rounds: int
 
 
@@ -54,7 +53,7 @@ def pair_spread(rounds: Sequence[tuple[float, float, int]]) -> PairSpread | None
     cycles = float(np.mean([c for _, _, c in usable]))
     total = float(np.var(medians, ddof=1))
     between = max(total - MEDIAN_EFFICIENCY * within / cycles, BETWEEN_FLOOR)
-    return PairSpread(within, between, cycles, len(usable))
+    return PairSpread(within, between, len(usable))
 
 
 def best_cycles(process_s: float, cycle_s: float, spread: PairSpread) -> float:

@@ -209,21 +209,20 @@ def main(argv: list[str] | None = None) -> int:
     from .logs import run_logged
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) >= 5 and args[0] == "unpack":
-        run_logged(args[5] if len(args) > 5 else None,
-                   lambda: unpack(Path(args[1]), Path(args[2]), float(args[3]), int(args[4])))
-        return 0
-    if len(args) >= 5 and args[0] == "make":
+    if len(args) < 5 or args[0] not in ("make", "unpack"):
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    log = args[5] if len(args) > 5 else None
+    if args[0] == "unpack":
+        run_logged(log, lambda: unpack(Path(args[1]), Path(args[2]), float(args[3]), int(args[4])))
+    else:
         import json
 
         import yaml
 
         config_text = yaml.safe_dump(json.loads(args[4]), sort_keys=True)
-        run_logged(args[5] if len(args) > 5 else None,
-                   lambda: make_bundle(Path(args[1]), Path(args[2]), args[3], config_text))
-        return 0
-    print(main.__doc__, file=sys.stderr)
-    return 2
+        run_logged(log, lambda: make_bundle(Path(args[1]), Path(args[2]), args[3], config_text))
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 BATCH_MATRIX_SIDE = 32  # batched_matmul multiplies n pairs of 32×32 matrices
 AXPY_SCALAR = 1.5  # not a power of two, so a·x rounds
@@ -31,10 +31,6 @@ def _batch(n: int) -> tuple[int, ...]:
 
 def _interior(n: int) -> tuple[int, ...]:
     return (max(0, n - 2), max(0, n - 2))
-
-
-def _interior_points(n: int) -> int:
-    return math.prod(_interior(n))
 
 
 @dataclass(frozen=True)
@@ -69,10 +65,16 @@ def _log2(value: float) -> float:
     return math.log2(max(2.0, value))
 
 
+def _op(**fields) -> OpSpec:
+    """A catalogue op, whose least traffic is each input read once and each output written once."""
+    spec = OpSpec(traffic=None, **fields)
+    return replace(spec, traffic=lambda n, s: spec.input_bytes(n, s) + spec.output_bytes(n, s))
+
+
 SPECS: dict[str, OpSpec] = {
     spec.name: spec
     for spec in (
-        OpSpec(
+        _op(
             name="matmul",
             family="linear algebra",
             summary="C = A @ B, square matrices",
@@ -80,10 +82,9 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n), _square(n)],
             output_shapes=lambda n: [_square(n)],
             flops=lambda n: 2.0 * n**3,
-            traffic=lambda n, s: 3.0 * n * n * s,
             error_growth=lambda n: n,
         ),
-        OpSpec(
+        _op(
             name="compute_then_plot",
             family="workflow",
             summary=(
@@ -94,11 +95,10 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n), _square(n)],
             output_shapes=lambda n: [_square(n)],
             flops=lambda n: 2.0 * n**3 + 6.0 * n**2,
-            traffic=lambda n, s: 3.0 * n * n * s,
             error_growth=lambda n: n,
             finish="plot",
         ),
-        OpSpec(
+        _op(
             name="axpy",
             family="elementwise",
             summary=f"a·x + y with the scalar a = {AXPY_SCALAR}, memory-bound",
@@ -106,10 +106,9 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n), _square(n)],
             output_shapes=lambda n: [_square(n)],
             flops=lambda n: 2.0 * n * n,
-            traffic=lambda n, s: 3.0 * n * n * s,
             error_growth=lambda n: 1,  # two roundings per element, no sum
         ),
-        OpSpec(
+        _op(
             name="transcendental",
             family="elementwise",
             summary="exp(sin(x))·cos(y), elementwise",
@@ -117,12 +116,11 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n), _square(n)],
             output_shapes=lambda n: [_square(n)],
             flops=lambda n: 4.0 * n * n,  # sin, exp, cos, multiply
-            traffic=lambda n, s: 3.0 * n * n * s,
             # four roundings in a chain (sin's error passes through exp with a factor
             # |sin x| ≤ 1; cos y ≥ cos 1 never cancels), and vectorised libm may be off by an ulp
             error_growth=lambda n: 4,
         ),
-        OpSpec(
+        _op(
             name="sum_rows",
             family="reduction",
             summary="row sums of an n×n array",
@@ -130,10 +128,9 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n)],
             output_shapes=lambda n: [(n,)],
             flops=lambda n: float(n * (n - 1)),
-            traffic=lambda n, s: (n * n + n) * s,
             error_growth=lambda n: n,
         ),
-        OpSpec(
+        _op(
             name="std_rows",
             family="reduction",
             summary="population standard deviation (ddof 0) of each row of an n×n array",
@@ -143,11 +140,10 @@ SPECS: dict[str, OpSpec] = {
             # per row: n - 1 adds and a division (the mean); n subtractions, n squares, n - 1
             # adds, a division and a square root
             flops=lambda n: 4.0 * n * n + n,
-            traffic=lambda n, s: (n * n + n) * s,
             error_growth=lambda n: n,
             min_size=2,
         ),
-        OpSpec(
+        _op(
             name="norm",
             family="reduction",
             summary="Frobenius norm of an n×n array, √(Σ x²), a scalar",
@@ -155,10 +151,9 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n)],
             output_shapes=lambda n: [(1,)],
             flops=lambda n: 2.0 * n * n,  # n² squares, n² - 1 adds, a square root
-            traffic=lambda n, s: (n * n + 1) * s,
             error_growth=lambda n: n * n,  # one sum over every element
         ),
-        OpSpec(
+        _op(
             name="cumsum",
             family="scan and sort",
             summary="cumulative sums along each row of an n×n array",
@@ -166,10 +161,9 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n)],
             output_shapes=lambda n: [_square(n)],
             flops=lambda n: float(n * (n - 1)),
-            traffic=lambda n, s: 2.0 * n * n * s,
             error_growth=lambda n: n,  # the last value of a row sums all n
         ),
-        OpSpec(
+        _op(
             name="sort",
             family="scan and sort",
             summary="ascending sort of n² values (a flat array)",
@@ -177,10 +171,9 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [(n * n,)],
             output_shapes=lambda n: [(n * n,)],
             flops=lambda n: n * n * _log2(n * n),  # one per comparison, N·log2 N of them
-            traffic=lambda n, s: 2.0 * n * n * s,
             error_growth=lambda n: 1,  # no arithmetic: the values only move
         ),
-        OpSpec(
+        _op(
             name="fft2",
             family="spectral",
             summary="2-D real FFT (rfft2) of an n×n real field, complex n×(n/2+1) result",
@@ -188,7 +181,6 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n)],
             output_shapes=lambda n: [(n, n // 2 + 1)],
             flops=lambda n: 2.5 * n * n * _log2(n * n),  # real FFT ≈ 2.5·N·log2 N, N = n²
-            traffic=lambda n, s: (n * n + 2 * n * (n // 2 + 1)) * s,
             # each output passes log2 N butterfly stages of a few roundings each (twiddle
             # product, add); 4 per stage leaves room for Bluestein at prime sizes (measured
             # at most 0.15 of the tolerance for n ≤ 4096, both libraries, float32 and float64)
@@ -196,7 +188,7 @@ SPECS: dict[str, OpSpec] = {
             min_size=2,
             complex_output=True,
         ),
-        OpSpec(
+        _op(
             name="solve",
             family="linear algebra",
             summary=(
@@ -207,12 +199,11 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n), (n,)],
             output_shapes=lambda n: [(n,)],
             flops=lambda n: 2.0 / 3.0 * n**3 + 2.0 * n * n,  # LU, then two triangular solves
-            traffic=lambda n, s: (n * n + 2 * n) * s,
             # forward error ≲ κ·(backward error), and κ² under the square root; LU of a
             # diagonally dominant matrix needs no pivoting and at most doubles entries
             error_growth=lambda n: SOLVE_CONDITION_BOUND**2 * n,
         ),
-        OpSpec(
+        _op(
             name="eigh",
             family="linear algebra",
             # eigh rather than svd: symmetric eigenproblems (covariance/PCA, Hamiltonians) are
@@ -223,13 +214,12 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_square(n)],
             output_shapes=lambda n: [(n,), _square(n)],
             flops=lambda n: 9.0 * n**3,  # symmetric QR with vectors (Golub & Van Loan)
-            traffic=lambda n, s: (2 * n * n + n) * s,
             # eigenvalues have condition number 1 (Weyl); the backward error of the
             # tridiagonal reduction and its Householder sums sets the rest
             error_growth=lambda n: n,
             min_size=2,
         ),
-        OpSpec(
+        _op(
             name="batched_matmul",
             family="linear algebra",
             summary=(
@@ -240,18 +230,16 @@ SPECS: dict[str, OpSpec] = {
             input_shapes=lambda n: [_batch(n), _batch(n)],
             output_shapes=lambda n: [_batch(n)],
             flops=lambda n: 2.0 * n * BATCH_MATRIX_SIDE**3,
-            traffic=lambda n, s: 3.0 * n * BATCH_MATRIX_SIDE**2 * s,
             error_growth=lambda n: BATCH_MATRIX_SIDE,
         ),
-        OpSpec(
+        _op(
             name="laplacian",
             family="stencil",
             summary="5-point Laplacian of an n×n grid on its (n−2)×(n−2) interior",
             n_means="grid side; the stencil needs a neighbour on each side, so below 3 no interior is left",
             input_shapes=lambda n: [_square(n)],
             output_shapes=lambda n: [_interior(n)],
-            flops=lambda n: 5.0 * _interior_points(n),  # three adds, a multiply, a subtract
-            traffic=lambda n, s: (n * n + _interior_points(n)) * s,
+            flops=lambda n: 5.0 * math.prod(_interior(n)),  # three adds, a multiply, a subtract
             error_growth=lambda n: 5,  # five terms
             min_size=3,
         ),
@@ -282,13 +270,8 @@ def family_of(op: str) -> str:
 def op_order(ops) -> list[str]:
     """Ops grouped by catalogue family, in catalogue order; user kernels go last."""
     families = list(dict.fromkeys(spec.family for spec in SPECS.values()))
-    known = list(SPECS)
-
-    def key(op):
-        spec = SPECS.get(op)
-        return (families.index(spec.family), known.index(op), op) if spec else (len(families), 0, op)
-
-    return sorted(set(ops), key=key)
+    place = {op: (families.index(spec.family), i) for i, (op, spec) in enumerate(SPECS.items())}
+    return sorted(set(ops), key=lambda op: (*place.get(op, (len(families), 0)), op))
 
 
 def get_spec(name: str) -> OpSpec:

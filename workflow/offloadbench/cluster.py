@@ -39,11 +39,11 @@ class NodeType:
         return f"gpu:{self.gpu_model}:{self.gpus}" if self.gpu_model else f"gpu:{self.gpus}"
 
 
-def sinfo_cpus(partition: str | None, run=subprocess.run) -> list[int] | None:
+def sinfo_cpus(partition: str | None) -> list[int] | None:
     """CPU counts of a partition's nodes (the default partition's with None), or None
     where sinfo cannot tell."""
     try:
-        out = run(["sinfo", "-h", "-o", "%P %c"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run(["sinfo", "-h", "-o", "%P %c"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -62,14 +62,14 @@ def sinfo_cpus(partition: str | None, run=subprocess.run) -> list[int] | None:
     return counts or None
 
 
-def node_types(cluster: dict, run=subprocess.run) -> dict[str, NodeType]:
+def node_types(cluster: dict) -> dict[str, NodeType]:
     """The node types of the config's `cluster:` section, with their cores checked against
     what SLURM reports: a job asking for more CPUs than any node has would pend forever."""
     types = {}
     for label, spec in cluster.items():
         partition = spec.get("partition")
         where = f"config key cluster.{label}"
-        available = sinfo_cpus(partition, run)
+        available = sinfo_cpus(partition)
         cores = spec.get("cores")
         if cores is None:
             if not available:

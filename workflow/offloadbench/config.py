@@ -45,8 +45,6 @@ def _mapping(value) -> dict:
 def fill_defaults(data: dict, schema: dict) -> dict:
     """Fill missing keys from the schema's defaults, recursing into objects. A value of
     another type than the schema's is left as it is, for the schema's check to name."""
-    if not isinstance(data, dict):
-        return data
     for key, sub in schema.get("properties", {}).items():
         if key not in data and isinstance(sub, dict) and "default" in sub:
             data[key] = copy.deepcopy(sub["default"])

@@ -143,16 +143,13 @@ class Estimate:
     extra_s: float = 0.0  # the most the extra rounds may take (measure.extra_time_fraction)
     refused: int = 0  # cells the workers will refuse for memory, left out
 
-    @property
-    def total_s(self) -> float:
-        return self.measure_s + self.other_s
-
     def line(self, machine: str) -> str:
         extra = (f", plus up to {fmt_duration(self.extra_s)} of extra rounds where verdicts are undecided"
                  if self.extra_s > 0 else "")
         refused = (f"; {self.refused} cells left out, which need more memory than the host has"
                    if self.refused else "")
-        return (f"{machine}: about {fmt_duration(self.total_s)} for {self.cells} cell-processes in {self.rounds} "
+        total = fmt_duration(self.measure_s + self.other_s)
+        return (f"{machine}: about {total} for {self.cells} cell-processes in {self.rounds} "
                 f"rounds ({fmt_duration(self.measure_s)} measuring{extra}){refused}, from {self.source}")
 
 

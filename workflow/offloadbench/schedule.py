@@ -83,8 +83,7 @@ class Cycles:
         self.firsts = [c for c in self.firsts if c != cell]
 
     def next(self) -> list[Cell]:
-        if not self.cells:
-            return []
+        """The next cycle's order; the bout asks only while a cell is left."""
         if not self.firsts:
             self.firsts = self.rng.sample(self.cells, len(self.cells))
         first = self.firsts.pop()

@@ -29,6 +29,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .verdicts import finite_positive
+
 _EXACT_BINOMIAL_UP_TO = 400
 # Indices drawn at once by the bootstrap: 2**22 of them (32 MiB, plus as much for the
 # values they pick) whatever a record's sample count, so a huge record cannot exhaust memory.
@@ -302,8 +304,7 @@ def independent_ratio(num: tuple[float, float, float], den: tuple[float, float, 
     (value, CI low, CI high): each end's distance from the value on the log scale is
     combined in quadrature (NaN where an end is missing). Conservative for two cells
     measured side by side, whose shared rounds would cancel in a paired ratio."""
-    values = [*num, *den]
-    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values):
+    if not finite_positive(*num, *den):
         return math.nan, math.nan, math.nan
     (a, a_lo, a_hi), (b, b_lo, b_hi) = num, den
     centre = math.log(a) - math.log(b)

@@ -53,13 +53,13 @@ def method() -> dict[str, float]:
     return {"max_ci_span": MAX_CI_SPAN}
 
 
-def _finite_positive(*values: float) -> bool:
+def finite_positive(*values: float) -> bool:
     return all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values)
 
 
 def ci_span(low: float, high: float) -> float:
     """The factor from the CI's low end to its high end (inf when undefined)."""
-    return high / low if _finite_positive(low, high) else math.inf
+    return high / low if finite_positive(low, high) else math.inf
 
 
 MAX_CONFIDENCE = 0.999  # the highest level the labels print as it is (percent: two decimals)
@@ -120,7 +120,7 @@ class Judging:
 
     def verdict(self, low: float, high: float, point: float) -> str:
         """The verdict of a ratio where above 1 means faster (see the module's doc)."""
-        if not _finite_positive(low, high, point) or ci_span(low, high) > MAX_CI_SPAN:
+        if not finite_positive(low, high, point) or ci_span(low, high) > MAX_CI_SPAN:
             return UNDECIDED
         same_low, same_high = 1 / (1 + self.min_effect), 1 + self.min_effect
         if same_low <= low and high <= same_high:
@@ -133,7 +133,7 @@ class Judging:
 
     def tie(self, low: float, high: float, point: float) -> bool:
         """Undecided, but a tie at the boundary: the CI lies within ±δ of its point."""
-        if not _finite_positive(low, high, point) or self.verdict(low, high, point) != UNDECIDED:
+        if not finite_positive(low, high, point) or self.verdict(low, high, point) != UNDECIDED:
             return False
         return high <= point * (1 + self.min_effect) and low >= point / (1 + self.min_effect)
 
@@ -147,7 +147,7 @@ class Judging:
         """Why a ratio is undecided, one of UNDECIDED_REASONS ("" when it is decided)."""
         if self.verdict(low, high, point) != UNDECIDED:
             return ""
-        if not _finite_positive(low, high, point):
+        if not finite_positive(low, high, point):
             return NO_CI
         if self.tie(low, high, point):
             return TIE
@@ -164,7 +164,7 @@ class Judging:
         if held:
             return UNDECIDED, held
         if time_ratio:
-            if not _finite_positive(low, high, point):
+            if not finite_positive(low, high, point):
                 return UNDECIDED, NO_CI
             low, high, point = 1 / high, 1 / low, 1 / point
         return self.verdict(low, high, point), self.undecided_reason(low, high, point)
