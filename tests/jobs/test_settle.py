@@ -19,6 +19,7 @@ from offloadbench.analysis.settle import plan_round
 from offloadbench.analysis.tables import speedups_table, states_table, timings_table
 from offloadbench.cells import Cell
 from offloadbench.jobs import settle as settle_job
+from offloadbench.measure import disturbance
 from offloadbench.records import SettleRecord
 from offloadbench.records.types import WouldDecide
 from offloadbench.report.text.conditions import settle_lines
@@ -111,10 +112,14 @@ def test_a_cell_in_two_states_reports_both_and_judges_its_comparisons_in_each():
 
 def test_a_disturbed_process_is_replaced_and_the_replacement_recorded():
     records = processes(1e-3, n=4)
-    records[1]["disturbance"] = {"disturbed": True, "others_cores": 0.9, "window_s": 1.0}
+    records[1]["disturbance"] = {"disturbed": True, "others_cores": 0.9, "cpu_pressure": 0.15, "window_s": 1.0}
+    flag = disturbance.flag_for(records[1]["disturbance"])  # as the worker words it
+    records[1]["diagnostics"] = {"unstable": True, "flags": [flag.to_json()]}
     records[1]["samples_s"] = [s * 3 for s in records[1]["samples_s"]]
     mc = grouped(records)[NUMPY]
-    assert mc.replaced == "1 of 4 processes replaced (round 2: disturbed (other processes used 0.90 cores))"
+    # the process is named with its flag's own words: one wording, one pressure threshold
+    assert mc.replaced == f"1 of 4 processes replaced (round 2: {flag.text})"
+    assert "waited" not in flag.text  # 15% is under the threshold of a disturbing pressure
     assert [r.round for r in mc.counted] == [1, 3, 4]
     assert mc.median("compute") == mc.median("compute") and abs(mc.median("compute") / 1e-3 - 1) < 0.05
     assert mc.disturbed_cores == 0.9

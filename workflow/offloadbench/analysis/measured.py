@@ -169,7 +169,7 @@ class MeasuredCell:
 
     @property
     def replaced(self) -> str:
-        """"1 of 4 processes replaced (round 2: disturbed (other processes used 0.90 cores))",
+        """"1 of 4 processes replaced (round 2: disturbed: other processes used 0.90 cores while it sampled)",
         "… left out (…)" where no extra process took its place, or ""."""
         left = self.judgement.left_out
         if not left:

@@ -128,7 +128,9 @@ def enough(planned: int) -> int:
 def judge(records: list[CellRecord], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
     """Which of `records` (a cell's ok processes, with their log medians) count, and the
     states the counted ones fall into."""
-    why = {i: record.disturbance.describe() for i, record in enumerate(records) if record.disturbance.disturbed}
+    # a disturbed process, in its own flag's words (the worker words it where it measures the disturbance)
+    why = {i: next((flag.text for flag in record.flags if flag.kind == "disturbed"), "disturbed")
+           for i, record in enumerate(records) if record.disturbance.disturbed}
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
     limit = max(OUTLIER_MIN, OUTLIER_SIGMAS * typical_spread)  # the log distance that makes an outlier
     outlying = []

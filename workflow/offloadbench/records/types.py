@@ -165,12 +165,6 @@ class Disturbance:
     others_cores: float | None = None
     cpu_pressure: float | None = None
 
-    def describe(self) -> str:
-        """"disturbed (other processes used 0.90 cores; a task waited for a CPU 50% of the time)"."""
-        waited = self.cpu_pressure or 0.0
-        return (f"disturbed (other processes used {self.others_cores or 0:.2f} cores"
-                + (f"; a task waited for a CPU {waited:.0%} of the time" if waited > 0.1 else "") + ")")
-
 
 # The kinds of noise flag a process's own compute samples show: they explain its distance
 # from the others (a fault of its own, not a state of the function).

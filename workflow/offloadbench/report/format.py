@@ -290,6 +290,11 @@ def report_groups(frame: pd.DataFrame, keys: list[str]):
     return sorted(groups, key=key)
 
 
+def count_of(count: int, noun: str) -> str:
+    """"1 cell", "3 cells": a count with its noun, in the plural where it is not one."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def and_list(items: list[str]) -> str:
     """"a", "a and b", "a, b and c"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

@@ -16,7 +16,7 @@ from ...records import Environment, RoundRecord, SettleRecord
 from ...records.types import WouldDecide
 from ...stats import binomial_interval
 from ...verdicts import UNDECIDED, Judging, percent
-from ..format import and_list, fmt_duration, fmt_percent, fmt_sig, fmt_times
+from ..format import and_list, count_of, fmt_duration, fmt_percent, fmt_sig, fmt_times
 
 
 def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[str]:
@@ -109,7 +109,7 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
         lines.append(
             f"- After the planned rounds, {len(settle.undecided_at_start)} of "
             f"{settle.comparisons} comparisons were undecided. "
-            + (f"{len(needed)} comparisons needed up to {most} more round{'s' if most != 1 else ''} "
+            + (f"{count_of(len(needed), 'comparison')} needed up to {most} more round{'s' if most != 1 else ''} "
                f"({len(extra)} extra rounds, {fmt_duration(settle.spent_s)} of a "
                f"{fmt_duration(settle.budget_s)} budget); " if extra else "No extra round was run; ")
             + f"{len(still)} stayed undecided ({settle.stopped}).")
@@ -120,12 +120,12 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
                           for name, what in list(cannot.items())[:6])
         more = f"; and {len(cannot) - 6} more" if len(cannot) > 6 else ""
         why = f" (a) {SHARED_CORES_ADVICE}." if any(what.shares_cores for what in cannot.values()) else ""
-        lines.append(f"- {len(cannot)} comparisons cannot be decided on this machine within "
+        lines.append(f"- {count_of(len(cannot), 'comparison')} cannot be decided on this machine within "
                      f"measure.max_processes ({settle.max_processes} processes per cell), so no "
                      f"extra round went to them: {shown}{more}.{why}")
     replaced = timings[has_text(timings, "replaced")]
     if not replaced.empty:
-        lines.append(f"- {len(replaced)} cells had a process left out, replaced by an extra one where there was "
+        lines.append(f"- {count_of(len(replaced), 'cell')} had a process left out, replaced by an extra one where there was "
                      "one, never averaged in: "
                      + "; ".join(f"`{Cell.from_dict(r).key}`: {r['replaced']}" for _, r in replaced.head(8).iterrows())
                      + (f"; and {len(replaced) - 8} more" if len(replaced) > 8 else "") + ".")

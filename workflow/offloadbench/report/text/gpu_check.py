@@ -28,6 +28,7 @@ from ...cells import COMPILED, EAGER
 from ...errors import UserError, one_line
 from ...reading import read_regular
 from ...units import fmt_duration
+from ..format import count_of
 
 REINIT = "Cannot re-initialize CUDA"
 MAX_REPORT_BYTES = 8 * 2**20
@@ -75,7 +76,7 @@ def judge(results: Path, tests: Path | None, took_s: float | None, budget_s: flo
     failed = timings[timings["status"].isin(["error", "oom", "timeout"])]
     reinit = failed[failed["reason"].astype(str).str.contains(REINIT, regex=False)]
     verdict.check(failed.empty, f"cells: {len(timings)} in the grid, {int((timings['status'] == 'ok').sum())} ok, "
-                  f"{len(failed)} failed", f"{len(failed)} cells failed: "
+                  f"{len(failed)} failed", f"{count_of(len(failed), 'cell')} failed: "
                   + "; ".join(one_line(f"{r.op} {r.library} {r.device} {r.mode}: {r.reason}", 120)
                               for r in failed.head(3).itertuples()))
     ok = timings[timings["status"] == "ok"]
