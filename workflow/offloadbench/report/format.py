@@ -226,6 +226,11 @@ def threads_text(threads, effective=None) -> str:
     return f"{label} thread" + ("s" if label != "1" else "")
 
 
+def row_threads(row) -> str:
+    """"1 thread", "all = 16 threads": the threads a cpu row ran on (threads_text)."""
+    return threads_text(row["threads"], row.get("threads_effective"))
+
+
 def widest_threads(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """The rows to show for the cpu: all threads, else the highest thread count present
     (GPU rows are kept whatever their label), and the cpu label chosen. A variant measured
@@ -314,7 +319,7 @@ def where_phrase(device: str) -> str:
 def cell_phrase(row) -> str:
     """"matmul with torch on the cpu (all = 16 threads), float32, n = 4096"."""
     cpu = row["device"] == "cpu"
-    threads = f" ({threads_text(row['threads'], row.get('threads_effective'))})" if cpu else ""
+    threads = f" ({row_threads(row)})" if cpu else ""
     return (f"{row['op']} with {variant_of(row)} {where_phrase(row['device'])}{threads}, {row['dtype']}, "
             f"n = {int(row['size'])}")
 

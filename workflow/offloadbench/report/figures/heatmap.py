@@ -21,8 +21,8 @@ from ..format import (
     fmt_factor,
     fmt_speedup,
     op_order,
+    row_threads,
     threads_phrase,
-    threads_text,
     variant_of,
     widest_threads,
 )
@@ -126,7 +126,7 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     threads = threads_phrase(frame, label)
     # a variant shown at another thread count than the panel's says which
     variants = pd.Series([variant_of(row) + ("" if row["device"] != "cpu" or str(row["threads"]) == label else
-                                             f" ({threads_text(row['threads'], row.get('threads_effective'))})")
+                                             f" ({row_threads(row)})")
                           for _, row in frame.iterrows()], index=frame.index, dtype=str)
     several = variants.nunique() > 1
     frame = frame.assign(row=frame["op"] + (" · " + variants if several else ""))

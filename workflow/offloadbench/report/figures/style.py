@@ -34,8 +34,8 @@ from ..format import (
     library_sort_key,
     mode_sort_key,
     op_order,
+    row_threads,
     thread_sort_key,
-    threads_text,
     variant_of,
 )
 from ..page import FIGURE_DPI
@@ -353,7 +353,7 @@ def series_label(row) -> str:
     if row["device"] != "cpu":
         name = row.get("device_name")
         return f"{variant} {row['device']}" + (f" ({name})" if isinstance(name, str) and name not in ("", "cpu") else "")
-    return f"{variant} cpu, {threads_text(row['threads'], row.get('threads_effective'))}"
+    return f"{variant} cpu, {row_threads(row)}"
 
 
 def with_series(frame: pd.DataFrame) -> pd.DataFrame:

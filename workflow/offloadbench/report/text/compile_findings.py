@@ -25,11 +25,11 @@ from ..format import (
     fmt_seconds,
     ratio_of,
     report_groups,
+    row_threads,
     variant_of,
     where_phrase,
     widest_threads,
 )
-from .decisions import row_threads
 from .findings import caveat
 
 

@@ -27,8 +27,8 @@ from ..format import (
     fmt_size,
     fmt_time,
     fmt_times,
+    row_threads,
     text_of,
-    threads_text,
     where_phrase,
 )
 from ..table import LATEX, MARKDOWN, TERMINAL, Column, Shown, Table, wrapped
@@ -47,11 +47,6 @@ def by_size(row) -> list[tuple[int, str]]:
 
 def _said(variant: str) -> str:
     return {"numpy": "stay with NumPy", "?": "cannot tell yet", "": "cannot tell yet"}.get(variant, f"use {variant}")
-
-
-def row_threads(row) -> str:
-    """"1 thread", "all = 16 threads": the threads a cpu row ran on (threads_text)."""
-    return threads_text(row["threads"], row.get("threads_effective"))
 
 
 def who(row) -> str:

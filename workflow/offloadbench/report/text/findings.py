@@ -31,12 +31,13 @@ from ..format import (
     ratio_of,
     reasons_of,
     report_groups,
+    row_threads,
     times_of,
     variant_of,
     verdict_counts,
 )
 from ..table import by_size
-from .decisions import WEAK_MARK, row_threads
+from .decisions import WEAK_MARK
 
 
 def caveat(row) -> str:

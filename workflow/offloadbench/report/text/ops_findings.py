@@ -22,12 +22,12 @@ from ..format import (
     fmt_rate,
     ratio_of,
     report_groups,
+    row_threads,
     threads_phrase,
     variant_of,
     where_phrase,
     widest_threads,
 )
-from .decisions import row_threads
 from .findings import caveat
 
 E2E = "end_to_end_speedup"
