@@ -304,6 +304,8 @@ class CellRecord:
     conversion_s: float | None = _at("conversion", "seconds")
     import_s: float | None = None
     measure_s: float | None = None  # from its prepare to its record, other cells' turns included
+    # the heavy libraries its worker had loaded
+    heavy_modules: tuple[str, ...] = _at("heavy_modules_loaded", default=())
     family: str | None = _at("op_info", "family")  # a user kernel's, from its record
     kernel_sha256: str | None = _at("op_info", "sha256")
     resident_reason: str = _at("resident", "reason", default="")
@@ -380,6 +382,7 @@ class RoundRecord:
     took_s: float | None = None
     advice: tuple[str, ...] = ()
     bouts: tuple[Mapping, ...] = ()
+    split_s: Mapping[str, float] = field(default_factory=lambda: EMPTY)  # its wall time by what it went to
     launchers: tuple[Mapping, ...] = ()  # what each imported, whether it hid the GPUs, forks it refused
     # its thresholds (Settings.method); empty before they were recorded
     method: Mapping[str, float] = field(default_factory=lambda: EMPTY)
