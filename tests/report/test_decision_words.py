@@ -41,7 +41,8 @@ def test_an_open_case_whose_cell_was_disturbed_waits_for_a_quieter_machine_not_m
     assert row["decision"] == UNSURE and row["needs_quieter_machine"] and math.isnan(row["processes_to_decide"])
     text = answer(row, DELTA)
     assert "a quieter machine would decide it" in text and "processes per cell would" not in text
-    assert "a quieter machine" in "\n".join(plain_table(pd.DataFrame([row]), DELTA))
+    terminal = "\n".join(plain_table(pd.DataFrame([row]), DELTA))
+    assert "a quieter machine" in terminal and "A quieter machine would decide it:" in " ".join(terminal.split())
     # an undisturbed open option is the likelier to decide, and says what processes would
     quiet = cell("torch compiled", 1024, 1.10, 0.96, 1.26)
     row = only(decide((speed | {"disturbed": True}, timing), quiet))

@@ -118,7 +118,7 @@ def payback_calls(row, startup: str = "") -> str:
     return f"{fmt_calls(row['amortize_calls'])} calls{with_startup}"
 
 
-QUIETER_NOTE = ("a quieter machine would decide it: other programs disturbed half or more of a cell's processes, "
+QUIETER_NOTE = ("A quieter machine would decide it: other programs disturbed half or more of a cell's processes, "
                 "which more processes here would not change.")
 
 
