@@ -59,9 +59,11 @@ def _proc_stat_busy_s() -> float | None:
         return None
 
 
-def _psutil_busy_s() -> float:
-    import psutil
-
+def _psutil_busy_s() -> float | None:
+    try:
+        import psutil
+    except ImportError:
+        return None
     times = psutil.cpu_times()
     return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
 
@@ -157,8 +159,10 @@ def processes_cpu_s(pids: list[int]) -> float | None:
         found = [_threads_cpu_s(pid) for pid in pids]
         if all(value is not None for value in found):
             return float(sum(found))
-    import psutil
-
+    try:
+        import psutil
+    except ImportError:
+        return None
     total = 0.0
     for pid in pids:
         try:

@@ -473,7 +473,7 @@ def _nvml_module(device: State) -> types.ModuleType:
 
     def pci(index):
         bus_id = f"00000000:{BUSES[index]:02X}:00.0"
-        return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id)
+        return types.SimpleNamespace(domain=0, bus=BUSES[index], device=0, busId=bus_id.encode())
 
     vars(nvml).update({
         "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,

@@ -167,14 +167,15 @@ def nvml_state() -> list[dict] | None:
 def _nvml_device(pynvml, handle) -> dict:
     def read(fn, *args):
         try:
-            return fn(handle, *args)
+            value = fn(handle, *args)
         except Exception:  # noqa: BLE001 - fields a GPU or driver does not support
             return None
+        return value.decode() if isinstance(value, bytes) else value
 
     power = read(pynvml.nvmlDeviceGetPowerUsage)
     return {
         "name": read(pynvml.nvmlDeviceGetName),
-        "pci_bus_id": getattr(read(pynvml.nvmlDeviceGetPciInfo), "busId", None),
+        "pci_bus_id": _bus_id(read(pynvml.nvmlDeviceGetPciInfo)),
         "persistence_mode": {0: "off", 1: "on"}.get(read(pynvml.nvmlDeviceGetPersistenceMode)),
         "sm_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
@@ -191,6 +192,12 @@ def clock_event_reasons(mask: int | None) -> list[str] | None:
     if mask is None:
         return None
     return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+
+
+def _bus_id(pci) -> str | None:
+    """NVML's PCI address of a GPU ("00000000:19:00.0"), bytes in some versions of nvidia-ml-py."""
+    bus_id = getattr(pci, "busId", None)
+    return bus_id.decode() if isinstance(bus_id, bytes) else bus_id
 
 
 def parse_pci_bus_id(bus_id: str | None) -> tuple[int, int, int] | None:
@@ -212,7 +219,7 @@ def nvml_index_of(pci_bus_id: str | None) -> int | None:
     try:
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            if parse_pci_bus_id(pynvml.nvmlDeviceGetPciInfo(handle).busId) == wanted:
+            if parse_pci_bus_id(_bus_id(pynvml.nvmlDeviceGetPciInfo(handle))) == wanted:
                 return index
     except Exception:  # noqa: BLE001 - an NVML that cannot list its GPUs
         return None
