@@ -80,12 +80,15 @@ def cpu_identity() -> dict:
     return found
 
 
-def numpy_dispatch() -> dict:
+def numpy_dispatch() -> dict | None:
     """Which of NumPy's SIMD targets its kernels run here: every target in use, and the one
     of each float32 and float64 loop the default grid leans on (numpy.lib.introspect)."""
-    from numpy.lib.introspect import opt_func_info
+    try:
+        from numpy.lib.introspect import opt_func_info
 
-    info = opt_func_info()
+        info = opt_func_info()
+    except Exception:  # noqa: BLE001 - a NumPy before 2.0
+        return None
     targets = sorted({t["current"] for loops in info.values() for t in loops.values() if "current" in t})
     loops = {}
     for name in ("sin", "cos", "exp", "add", "multiply", "absolute"):
@@ -166,12 +169,19 @@ def torch_facts(torch) -> dict:
                           if available and not devices.standin_requested() else None),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
-        # the vector instructions torch's eager CPU kernels dispatch to here (AVX512, AVX2, ...)
-        "torch_cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+        "torch_cpu_capability": _cpu_capability(torch),
         "tf32_matmul_default": bool(torch.backends.cuda.matmul.allow_tf32),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "torch_parallel_info": torch.__config__.parallel_info(),
     }
+
+
+def _cpu_capability(torch) -> str | None:
+    """The vector instructions torch's eager CPU kernels dispatch to here (AVX512, AVX2, ...)."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # noqa: BLE001 - an older torch without it
+        return None
 
 
 def device_availability(torch) -> dict[str, str | None]:
@@ -228,5 +238,10 @@ def environment(torch, machine: str, compiled_on: set[str] = frozenset()) -> dic
 
 
 def _numpy_blas(numpy) -> dict | None:
-    blas = numpy.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    try:
+        config = numpy.show_config(mode="dicts")
+    except TypeError:  # numpy < 1.26
+        return None
+    deps = config.get("Build Dependencies", {}) if isinstance(config, dict) else {}
+    blas = deps.get("blas", {})
     return {"name": blas.get("name"), "version": blas.get("version")} if blas else None

@@ -172,6 +172,10 @@ def _nvml_device(pynvml, handle) -> dict:
             return None
         return value.decode() if isinstance(value, bytes) else value
 
+    events = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    mask = read(events) if events else None
     power = read(pynvml.nvmlDeviceGetPowerUsage)
     return {
         "name": read(pynvml.nvmlDeviceGetName),
@@ -181,7 +185,7 @@ def _nvml_device(pynvml, handle) -> dict:
         "sm_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),
         "mem_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
         "mem_clock_max_mhz": read(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_MEM),
-        "clock_event_reasons": clock_event_reasons(read(pynvml.nvmlDeviceGetCurrentClocksEventReasons)),
+        "clock_event_reasons": clock_event_reasons(mask),
         "temperature_c": read(pynvml.nvmlDeviceGetTemperature, pynvml.NVML_TEMPERATURE_GPU),
         "power_w": power / 1000 if isinstance(power, (int, float)) else None,
     }
