@@ -183,3 +183,26 @@ def test_a_judging_policy_of_booleans_or_unprintable_levels_is_refused(tmp_path,
         load_judging(path)
     path.write_text(json.dumps({"min_effect": 0.05, "confidence": 0.999}))
     assert load_judging(path).level == "99.9%"
+
+
+@pytest.mark.parametrize("with_pidfd", [True, False])
+def test_a_cells_output_is_drained_to_its_exit_code_with_or_without_pidfd_open(monkeypatch, with_pidfd):
+    # Some Pythons (conda's, standalone builds) lack os.pidfd_open: the pipe alone then ends it.
+    import os
+
+    from offloadbench.jobs.output import CappedOutput
+
+    if not with_pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    read_end, write_end = os.pipe()
+    sink_read, sink_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the cell's process: a line of output, then exit 3
+        os.close(read_end)
+        os.write(write_end, b"a line of output\n")
+        os._exit(3)
+    os.close(write_end)
+    assert CappedOutput("cell", sink=sink_write).drain(read_end, pid) == 3
+    os.close(sink_write)
+    assert os.read(sink_read, 1024) == b"a line of output\n"
+    os.close(sink_read)

@@ -62,10 +62,12 @@ class CappedOutput:
         """Read the cell's process's output from `fd` until it ends; its exit code (negative:
         the signal). A process it started that still holds the pipe does not keep the worker
         waiting."""
-        pidfd = os.pidfd_open(pid)  # only Linux forks a cell's process (jobs/worker.py), and has it
+        # a Python built without pidfd_open (some conda and standalone builds) watches the pipe alone
+        pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
         try:
             while True:
-                ready, _, _ = select.select([fd, pidfd], [], [])
+                watched = [fd] if pidfd is None else [fd, pidfd]
+                ready, _, _ = select.select(watched, [], [])
                 if fd in ready:
                     chunk = os.read(fd, CHUNK)
                     if not chunk:
@@ -79,7 +81,8 @@ class CappedOutput:
                     break
         finally:
             os.close(fd)
-            os.close(pidfd)
+            if pidfd is not None:
+                os.close(pidfd)
         _, status = os.waitpid(pid, 0)
         self.close()
         return os.waitstatus_to_exitcode(status)

@@ -227,10 +227,13 @@ class Cuda(Gpu):
     def free_bytes(self) -> int | None:
         return int(self.torch.cuda.mem_get_info()[0])
 
-    def pci_bus_id(self, index: int) -> str:
+    def pci_bus_id(self, index: int) -> str | None:
         """The GPU's PCI address (domain:bus:device.0), as NVML and nvidia-smi name it."""
         props = self.torch.cuda.get_device_properties(index)
-        return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        try:
+            return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        except (AttributeError, TypeError):  # a torch without the PCI fields
+            return None
 
     def nvml_index(self, index: int | None = None) -> int | None:
         """NVML's index of this GPU (the current one by default): NVML lists every GPU in PCI
