@@ -25,3 +25,15 @@ def test_the_escapes_reach_the_rows_a_decision_carries_in_memory():
     assert "\x1b" not in shown["state_ratios"][0][0]["base_cell"] and "\x1b" not in shown["by_size"][0][0][2]
     assert shown["state_ratios"][0][0]["ratio"] == 1.3 and shown["by_size"][0][0][0] == 256
     assert md_frame(frame)["state_ratios"][0][0]["base_cell"] != hostile  # the Markdown specials made literal
+
+
+def test_the_compilers_start_up_is_one_time_where_every_process_took_as_long():
+    from offloadbench.report.text.compile_findings import process_lines
+
+    def timings(*startups):
+        return pd.DataFrame([{"mode": "compiled", "status": "ok", "compiler_startup_s": s, "graph_breaks": 0,
+                              "recompiles": 0, "compile_cache": ""} for s in startups])
+
+    same = " ".join(process_lines(timings(6.0, 6.0)))
+    assert "(6 s: its imports" in same and " to " not in same.split("its imports")[0]
+    assert "(3 s to 6 s: its imports" in " ".join(process_lines(timings(3.0, 6.0)))

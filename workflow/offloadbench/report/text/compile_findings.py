@@ -99,9 +99,11 @@ def process_lines(timings: pd.DataFrame) -> list[str]:
     lines = []
     startup = ok["compiler_startup_s"].dropna()
     if not startup.empty:
-        lines.append(f"- Each compiled worker process first started the compiler once ({fmt_seconds(startup.min())} to "
-                     f"{fmt_seconds(startup.max())}: its imports and the code it builds for itself); a program pays that "
-                     "once, with its first compile, on top of the compile times above.")
+        least, most = fmt_seconds(startup.min()), fmt_seconds(startup.max())
+        took = least if least == most else f"{least} to {most}"  # "6 s", not "6 s to 6 s"
+        lines.append(f"- Each compiled worker process first started the compiler once ({took}: its imports and the code "
+                     "it builds for itself); a program pays that once, with its first compile, on top of the compile "
+                     "times above.")
     broken = ok[ok["graph_breaks"].fillna(0) > 0]
     if broken.empty:
         lines.append("- Every compiled cell was captured whole: no graph break.")
