@@ -316,6 +316,11 @@ def test_sharing_cores_on_every_all_threads_row_is_said_once():
     rows[0] = (rows[0][0] | {"unstable": "two modes"}, rows[0][1])
     lines = _terminal(decide(*rows))
     assert sum(line.count("†") for line in lines) == 2  # the row's and the legend's
+    # an all-threads row flagged unstable as well as sharing its cores keeps its mark
+    rows[4] = (rows[4][0] | {"unstable": "drift"}, rows[4][1])
+    frame = decide(*rows)
+    assert frame["flagged"].sum() == 2  # the one-thread row and the all-threads one
+    assert sum(line.count("†") for line in _terminal(frame)) == 3
     # where some all-threads row did not share its cores, each sharing row is marked
     rows[3] = (rows[3][0] | {"shares_cores": False}, rows[3][1])
     lines = plain_table(decide(*rows), DELTA)

@@ -288,6 +288,8 @@ DECISIONS = {
                                      "half or more of a cell's processes were disturbed by other programs"),
     "process_cap": integer("the run's measure.max_processes: the most processes per cell it allowed", minimum=1),
     "weak": boolean("whether a cell behind the decision is weak (flagged unstable, or sharing its cores)"),
+    "flagged": boolean("whether a cell behind the decision is flagged unstable by a noise check (its † stays where "
+                       "the sharing of cores is said once)"),
     "shares_cores": boolean("whether a cell behind the decision shared its cores with the orchestrator (every "
                             "all-threads cell on a machine with few cores)"),
     "simpler_than": text("where the simplicity rule chose the stated variant: the faster-looking variant it was "

@@ -264,6 +264,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "process_cap": process_cap if process_cap else math.nan,
         "weak": bool(weak.loc[row.name]),
+        "flagged": text_of(row.get("unstable")) != "",
         "shares_cores": flag(row, "shares_cores"),
         "simpler_than": passed.variant if passed else "",
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,

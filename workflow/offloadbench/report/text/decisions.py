@@ -275,7 +275,7 @@ def _marked(row, once: bool) -> bool:
     """A row's † : weak, unless only for sharing its cores, where that is said once."""
     if not flag(row, "weak"):
         return False
-    shared_only = flag(row, "shares_cores") and not flag(row, "unstable")
+    shared_only = flag(row, "shares_cores") and not flag(row, "flagged")
     return not (once and shared_only and str(row["threads"]) == "all" and row["device"] == "cpu")
 
 
