@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from offloadbench import grid
 from offloadbench.catalogue import SPECS
 from offloadbench.cells import Cell
 from offloadbench.config import validate
@@ -75,7 +76,9 @@ def test_cells_of_absent_devices_cost_nothing_and_rounds_add_up():
     with_gpu = estimate_run(CONFIG, FALLBACK, available={"cpu": True, "cuda": True})
     without = estimate_run(CONFIG, FALLBACK, available={"cpu": True})
     assert with_gpu.measure_s > without.measure_s > 0
-    assert without.rounds == CONFIG["measure"]["processes"] and without.cells == 3 * 6
+    # a cell of an absent device starts no process: only the cpu's 4 cells of each round count
+    assert without.rounds == with_gpu.rounds == CONFIG["measure"]["processes"]
+    assert with_gpu.cells == 3 * 6 and without.cells == 3 * 4
 
 
 def test_the_self_comparisons_are_cells_of_the_run_and_cost_a_few_percent():
@@ -99,6 +102,12 @@ def test_only_the_records_still_missing_are_left(tmp_path):
         path.write_text("{}")
     left = remaining(CONFIG, folder)
     assert left.cells == full.cells - 3 and left.measure_s < full.measure_s
+    for k in (1, 2, 3):  # a round with nothing left to measure is no round of the estimate
+        for cell in grid.expand(CONFIG["grid"]):
+            path = folder / "raw" / record_relpath(cell, k)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}")
+    assert remaining(CONFIG, folder).rounds == 0
     assert "fallback" in left.source
 
 
@@ -138,7 +147,8 @@ def test_cells_the_host_has_too_little_memory_for_are_left_out_and_extra_rounds_
     tight = estimate_run(config, FALLBACK, memory_bytes=32 * 2**30)
     assert roomy.refused == 0 and roomy.measure_s > 100 * small.measure_s
     assert tight.measure_s == pytest.approx(small.measure_s, rel=0.01)
-    assert tight.refused == 1 and "1 cells left out, which need more memory" in tight.line("m")
+    assert tight.refused == 1 and "1 cell left out, which need more memory" in tight.line("m")
+    assert tight.cells == roomy.cells - config["measure"]["processes"]  # the refused cell starts no process
     assert tight.extra_s == pytest.approx(0.5 * tight.measure_s) and "extra rounds" in tight.line("m")
     none = estimate_run({**config, "measure": {**config["measure"], "max_processes": 3}}, FALLBACK)
     assert none.extra_s == 0

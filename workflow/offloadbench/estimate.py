@@ -146,7 +146,8 @@ class Estimate:
     def line(self, machine: str) -> str:
         extra = (f", plus up to {fmt_duration(self.extra_s)} of extra rounds where verdicts are undecided"
                  if self.extra_s > 0 else "")
-        refused = (f"; {self.refused} cells left out, which need more memory than the host has"
+        refused = (f"; {self.refused} cell{'s' if self.refused != 1 else ''} left out, which need more memory than "
+                   "the host has"
                    if self.refused else "")
         total = fmt_duration(self.measure_s + self.other_s)
         return (f"{machine}: about {total} for {self.cells} cell-processes in {self.rounds} "
@@ -205,12 +206,13 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
     todo = todo if todo is not None else {k: cells for k in rounds}
     available = available or {"cpu": True}
     refused = {c for c in cells if refused_for_memory(c, memory_bytes, kernels)}
-    measure_s, count = 0.0, 0
+    measure_s, count, busy_rounds = 0.0, 0, 0
     for round_cells in todo.values():
         live = [c for c in round_cells if (available.get(c.device, False) or c.device == "cpu") and c not in refused]
         measure_s += sum(cell_seconds(c, config["measure"], roofs, kernels) for c in live) + workers_seconds(live)
         measure_s += ROUND_OVERHEAD_S if round_cells else 0.0
-        count += len(round_cells)
+        count += len(live)  # a cell of an absent device, or refused for memory, starts no process
+        busy_rounds += bool(live)
     other = FIXED_S + 0.002 * len(cells) * len(rounds)
     for device in config["roofs"]["devices"]:
         if available.get(device, False):
@@ -221,7 +223,7 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
             other += IMPORT_S["torch"] + 4 * len(config["transfer"]["sizes"]) * (config["transfer"]["budget_s"] + 0.1)
     measure = config["measure"]
     extra = measure["extra_time_fraction"] * measure_s if measure["max_processes"] > measure["processes"] else 0.0
-    return Estimate(len(todo), count, measure_s, other, roofs.source, extra, len(refused))
+    return Estimate(busy_rounds, count, measure_s, other, roofs.source, extra, len(refused))
 
 
 def _median_rate(work: float, samples: list[float]) -> float:
