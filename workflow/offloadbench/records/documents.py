@@ -111,7 +111,7 @@ def bounds_problem(data) -> str | None:
 
 def parse_json(data: bytes) -> object:
     """JSON text as Python values: NaN and Infinity are no JSON, and numbers out of range
-    stay text (`_OutOfRange`) for `_bounds_problem` to name. Raises ValueError."""
+    stay text (`_OutOfRange`) for `bounds_problem` to name. Raises ValueError."""
     return json.loads(data.decode("utf-8"), parse_float=_parse_float, parse_int=_parse_int,
                       parse_constant=_OutOfRange)
 
