@@ -14,7 +14,8 @@ words them, why a ratio is undecided in words against its code, the peak note in
 the processes' least and greatest peak, a cell's two states in words against each state's
 time, pages and rounds, GPU resident trips in words against resident.csv's rows, the precision
 notes against their regions and widest CI, a comparison's ratio in each state in words against
-states.csv's rows) are compared through that mapping; columns one side lacks are listed.
+states.csv's rows, a ratio's noise flags in words against whether either cell is flagged) are
+compared through that mapping; columns one side lacks are listed.
 """
 
 from __future__ import annotations
@@ -278,6 +279,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             b = b.assign(precision_notes=[precision_values_of(row) for _, row in b.iterrows()])
         if name == "timings" and "states" in a and "state_fast_rounds" in b:
             b = with_state_words(b, checkout)
+        if name in ("speedups", "thread_scaling", "controls") and "unstable" in a and "flagged" in b:
+            a = a.assign(flagged=(a.pop("unstable") != "").map(str))  # the words now live in timings alone
         if name == "decisions" and "by_size" in a:
             b = with_by_size_words(b, new / "decision_sizes.csv")
         if name == "decisions" and "undecided_sizes" in a and "undecided_sizes" not in b:

@@ -26,7 +26,7 @@ def cell(variant, size, speedup, low, high, *, device="cpu", threads="1", op="he
         "threads": threads, "mode": mode, "variant": variant, "threads_effective": 2 if threads == "all" else 1,
         "baseline_threads": threads if device == "cpu" else "all", "processes": processes,
         "end_to_end_speedup": speedup, "end_to_end_speedup_ci_low": low, "end_to_end_speedup_ci_high": high,
-        "end_to_end_verdict": DELTA.verdict(low, high, speedup), "unstable": "two modes" if weak else "",
+        "end_to_end_verdict": DELTA.verdict(low, high, speedup), "flagged": weak,
         "shares_cores": False, "compile_fallback": fallback, "compile_s": compile_s, "compiler_startup_s": startup,
         "amortize_calls": calls, "amortize_calls_ci_low": calls * 0.9, "amortize_calls_ci_high": calls * 1.1,
         "break_even_size": break_even, "speedup": device_speedup,

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 from conftest import gpu_machine_records, group_typed
-from offloadbench.analysis.columns import DECLARED, ci_columns, interval, weak_cells
+from offloadbench.analysis.columns import DECLARED, ci_columns, interval, is_weak_row, weak_cells
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.tables import timing_row
 
@@ -122,3 +122,7 @@ def test_interval_reads_an_estimate_and_its_ci():
 def test_weak_rows_are_the_unstable_and_those_sharing_cores():
     frame = pd.DataFrame({"unstable": ["", "two modes", None, ""], "shares_cores": [False, False, True, None]})
     assert weak_cells(frame).tolist() == [False, True, True, False]
+    # a ratio's table says flagged (either cell), as written or read back as text; older ones worded it
+    ratios = pd.DataFrame({"flagged": [True, False, "True", "False"], "shares_cores": [False, False, False, True]})
+    assert weak_cells(ratios).tolist() == [True, False, True, True]
+    assert [is_weak_row(row) for _, row in ratios.iterrows()] == [True, False, True, True]

@@ -96,7 +96,7 @@ def test_an_unstable_side_is_undecided(tmp_path):
     victim.write_text(json.dumps(record))
     row = compare([a, b], FAST).comparison.iloc[0]
     assert row["verdict"] == "undecided" and row["verdict_undecided"] == UNSTABLE
-    assert row["unstable_b"] and not row["unstable_a"]
+    assert row["flagged_b"] and not row["flagged_a"]
 
 
 def test_two_labels_of_one_machine_are_said_to_be_one(tmp_path):

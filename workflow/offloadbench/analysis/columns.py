@@ -222,7 +222,7 @@ SPEEDUPS = {
     "shares_cores": boolean("whether either cell shared its cores with the orchestrator"),
     "disturbed": boolean("whether either cell still counts disturbed processes in half or more of its count: its "
                          "verdict waits for a quieter machine"),
-    "unstable": text("noise flags of the cell, then of the baseline"),
+    "flagged": boolean("whether a noise check flagged the cell or the baseline (the flags: timings.csv's unstable)"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
     **estimate("compile_s", number("compiled cells: the compile phase (s)"), "the CI of compile_s (s)"),
     "compiler_startup_s": number("the compiler's one-time start-up (s)"),
@@ -248,7 +248,8 @@ THREAD_SCALING = {
     "verdict": RATIO_VERDICT,
     "verdict_undecided": text(UNDECIDED_WHY.format("scaling")),
     "shares_cores": boolean("whether the cell shared its cores with the orchestrator"),
-    "unstable": text("noise flags of the cell, then of its one-thread cell"),
+    "flagged": boolean("whether a noise check flagged the cell or its one-thread cell (the flags: timings.csv's "
+                       "unstable)"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
 }
 
@@ -311,7 +312,7 @@ CONTROLS = {
     "verdict_undecided": text(UNDECIDED_WHY.format("verdict")),
     "false_verdict": boolean("whether the verdict is faster or slower: a false one"),
     "shares_cores": boolean("whether either copy shared its cores with the orchestrator"),
-    "unstable": text("noise flags of the cell, then of its twin"),
+    "flagged": boolean("whether a noise check flagged the cell or its twin (the flags: timings.csv's unstable)"),
     "states_answer": text(STATES_ANSWER.format("verdict")),
     "twin_measure_s": number("wall time the twin's processes spent measuring it (s): what the control cost"),
     "carry_over": number("the cell's and its twin's time in the cycles of their bouts that came right after a "
@@ -518,8 +519,10 @@ def has_text(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def unstable_cells(frame: pd.DataFrame) -> pd.Series:
-    """Rows flagged by a noise check."""
-    return has_text(frame, "unstable")
+    """Rows flagged by a noise check: a timings row's flags (`unstable`), or a ratio's
+    `flagged` (either cell; older tables worded it in `unstable`)."""
+    flagged = frame["flagged"].map(lambda v: str(v).lower() in TRUE_TEXTS) if "flagged" in frame else False
+    return has_text(frame, "unstable") | flagged
 
 
 def sharing_cells(frame: pd.DataFrame) -> pd.Series:
@@ -549,9 +552,14 @@ def text_of(value) -> str:
     return value if isinstance(value, str) else ""
 
 
+def is_flagged_row(row) -> bool:
+    """One row of a table: flagged as `unstable_cells` says (tables read back hold text)."""
+    return text_of(row.get("unstable")) != "" or flag(row, "flagged")
+
+
 def is_weak_row(row) -> bool:
-    """One row of a table: weak as `weak_cells` says (tables read back hold text)."""
-    return text_of(row.get("unstable")) != "" or flag(row, "shares_cores")
+    """One row of a table: weak as `weak_cells` says."""
+    return is_flagged_row(row) or flag(row, "shares_cores")
 
 
 def compile_fallbacks(frame: pd.DataFrame) -> pd.Series:

@@ -28,7 +28,7 @@ COMPARISON_COLUMNS = [
     *CELL_COLUMNS, "variant", "machine_a", "machine_b", "median_a_s", "ci_a_low_s", "ci_a_high_s", "median_b_s",
     "ci_b_low_s", "ci_b_high_s", "processes_a", "processes_b", "ci_scope", "ratio", "ratio_ci_low",
     "ratio_ci_high", "verdict", "verdict_undecided", "end_to_end_ratio", "end_to_end_ratio_ci_low",
-    "end_to_end_ratio_ci_high", "speedup_a", "speedup_b", "b_inside_a_ci", "unstable_a", "unstable_b",
+    "end_to_end_ratio_ci_high", "speedup_a", "speedup_b", "b_inside_a_ci", "flagged_a", "flagged_b",
 ]
 
 
@@ -44,8 +44,8 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
             continue
         time_a, time_b = mine.interval("compute"), other.interval("compute")
         ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
-        unstable = {side: "; ".join(mc.flags) for side, mc in (("a", mine), ("b", other))}
-        held = UNSTABLE if unstable["a"] or unstable["b"] else ""
+        flagged = {"a": bool(mine.flags), "b": bool(other.flags)}  # the flags: each machine's timings.csv
+        held = UNSTABLE if flagged["a"] or flagged["b"] else ""
         judged, why = judging.judged(ratio.low, ratio.high, ratio.value, held=held, time_ratio=True)
         rows.append({
             **mine.cell.as_dict(), "variant": mine.cell.variant, "machine_a": names[0], "machine_b": names[1],
@@ -57,7 +57,7 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
             "end_to_end_ratio": e2e.value, "end_to_end_ratio_ci_low": e2e.low, "end_to_end_ratio_ci_high": e2e.high,
             "speedup_a": speed_a.get(mine.cell, math.nan), "speedup_b": speed_b.get(mine.cell, math.nan),
             "b_inside_a_ci": bool(time_a.low <= time_b.value <= time_a.high),
-            "unstable_a": unstable["a"], "unstable_b": unstable["b"],
+            "flagged_a": flagged["a"], "flagged_b": flagged["b"],
         })
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 

@@ -39,7 +39,17 @@ from ..cells import COMPILED, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
 from ..stats import independent_ratio, processes_to_decide
 from ..verdicts import FASTER, MAX_CI_SPAN, UNDECIDED, Judging
-from .columns import DECISION_SIZES, DECISIONS, LOSSES, compile_fallbacks, flag, interval, text_of, weak_cells
+from .columns import (
+    DECISION_SIZES,
+    DECISIONS,
+    LOSSES,
+    compile_fallbacks,
+    flag,
+    interval,
+    is_flagged_row,
+    text_of,
+    weak_cells,
+)
 from .pairs import DEPENDS as STATE_DEPENDS
 
 # the decision at a size, as a value (report.text.decisions words it): use a variant, stay with
@@ -264,7 +274,7 @@ def decision_row(key: tuple, choices: list[Choice], weak: pd.Series, machine: st
         "needs_quieter_machine": unsure[-1].needs_quieter_machine if unsure else False,
         "process_cap": process_cap if process_cap else math.nan,
         "weak": bool(weak.loc[row.name]),
-        "flagged": text_of(row.get("unstable")) != "",
+        "flagged": is_flagged_row(row),
         "shares_cores": flag(row, "shares_cores"),
         "simpler_than": passed.variant if passed else "",
         "simpler_than_speedup": passed.speedup[0] if passed else math.nan,

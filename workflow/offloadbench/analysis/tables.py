@@ -245,12 +245,6 @@ def timings_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     return _sorted(with_peak_vs_numpy(frame), CELL_COLUMNS)
 
 
-def _pair_flags(contender: MeasuredCell, base: MeasuredCell, base_name: str = "baseline") -> str:
-    """Noise flags of a ratio: the contender's, then the baseline's."""
-    theirs = "; ".join(base.flags)
-    return "; ".join(filter(None, ["; ".join(contender.flags), theirs and f"{base_name}: {theirs}"]))
-
-
 def _with_ci(column: str, value: float, low: float, high: float) -> dict:
     """An estimate's column and its CI's (`columns.ci_columns`)."""
     low_name, high_name = ci_columns(column)
@@ -303,7 +297,7 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "baseline_end_to_end_s": base.median("end_to_end"),
         "shares_cores": mc.shares_cores or base.shares_cores,
         "disturbed": bool(mc.judgement.disturbed or base.judgement.disturbed),
-        "unstable": _pair_flags(mc, base),
+        "flagged": bool(mc.flags or base.flags),
         "states_answer": (e2e if e2e.states else speed).states_answer,
         **{name: compiled.get(name, math.nan) for name in ("compile_s", "compile_s_ci_low", "compile_s_ci_high",
                                                            "compiler_startup_s")},
@@ -336,7 +330,7 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
             **_judged_columns(control, "ratio"),
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
-            "unstable": _pair_flags(original, twin, "twin"),
+            "flagged": bool(original.flags or twin.flags),
             "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
             **_with_ci("carry_over", carried.value, carried.low, carried.high),
         })
@@ -368,7 +362,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
         "threads_effective": many.first.threads_effective,
         **_judged_columns(compared(SCALING, one, many), "scaling"),
         "shares_cores": many.shares_cores,
-        "unstable": _pair_flags(many, one, "1 thread"),
+        "flagged": bool(many.flags or one.flags),
     } for one, many in scaling_pairs(cells)]  # CPU cells, none a twin
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 

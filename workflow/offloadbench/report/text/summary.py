@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...analysis.columns import has_text
+from ...analysis.columns import has_text, unstable_cells
 from ...analysis.measured import Analysis
 from ...analysis.sources import Source
 from ...analysis.tables import StaleTable, read_table, read_tables, with_series_rows
@@ -114,7 +114,7 @@ def cells_summary(folder: Path) -> str:
         "copies": rows["transfer_fraction"].map(fmt_percent),
         "processes": rows["processes"],
         "spread": rows["process_spread"].map(fmt_percent),
-        "unstable": has_text(rows, "unstable").map({True: "yes", False: ""}),
+        "unstable": unstable_cells(rows).map({True: "yes", False: ""}),
         **({"peak host": rows["peak_host_bytes"].map(_bytes), "peak device": rows["peak_device_bytes"].map(_bytes)}
            if "peak_host_bytes" in rows else {}),
     })
