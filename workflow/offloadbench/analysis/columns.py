@@ -426,8 +426,8 @@ STATES = {
 }
 
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
-            "decision_sizes": DECISION_SIZES, "losses": LOSSES,
-            "controls": CONTROLS, "memory": MEMORY, "resident": RESIDENT, "states": STATES, "transfer": TRANSFER, "roofs": ROOFS}
+            "decision_sizes": DECISION_SIZES, "losses": LOSSES, "controls": CONTROLS, "memory": MEMORY,
+            "resident": RESIDENT, "states": STATES, "transfer": TRANSFER, "roofs": ROOFS}
 
 
 def kinds(name: str) -> dict[str, Kind]:
@@ -510,6 +510,9 @@ def interval_frame(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     return pd.DataFrame({"value": frame[column], "lo": frame[low], "hi": frame[high]}, index=frame.index)
 
 
+TRUE_TEXTS = ("true", "1", "1.0")  # a boolean column's true value, as written or read back as text
+
+
 def has_text(frame: pd.DataFrame, column: str) -> pd.Series:
     """Rows whose text column `column` says something (all False where it is absent)."""
     if column not in frame:
@@ -518,27 +521,29 @@ def has_text(frame: pd.DataFrame, column: str) -> pd.Series:
     return values.notna() & (values.astype(str) != "")
 
 
+def true_cells(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Rows whose boolean column `column` is true, as written or read back as text (all False
+    where the table is older than the column): `flag` over a whole frame."""
+    if column not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame[column].map(lambda v: str(v).lower() in TRUE_TEXTS).astype(bool)
+
+
 def unstable_cells(frame: pd.DataFrame) -> pd.Series:
     """Rows flagged by a noise check: a timings row's flags (`unstable`), or a ratio's
     `flagged` (either cell; older tables worded it in `unstable`)."""
-    flagged = frame["flagged"].map(lambda v: str(v).lower() in TRUE_TEXTS) if "flagged" in frame else False
-    return has_text(frame, "unstable") | flagged
+    return has_text(frame, "unstable") | true_cells(frame, "flagged")
 
 
 def sharing_cells(frame: pd.DataFrame) -> pd.Series:
     """Rows measured on every core, shared with the orchestrator."""
-    if "shares_cores" not in frame:
-        return pd.Series(False, index=frame.index)
-    return frame["shares_cores"].fillna(False).astype(bool)
+    return true_cells(frame, "shares_cores")
 
 
 def weak_cells(frame: pd.DataFrame) -> pd.Series:
     """Rows whose numbers are weak: flagged unstable, or sharing cores with the orchestrator
     (the figures draw them hollow)."""
     return unstable_cells(frame) | sharing_cells(frame)
-
-
-TRUE_TEXTS = ("true", "1", "1.0")  # a boolean column's true value, as written or read back as text
 
 
 def flag(row, column: str) -> bool:

@@ -367,7 +367,6 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
 
-
 def _rate(work, samples: list[float], analysis: Analysis, name: str) -> tuple[Interval, float, float, float]:
     """A point's median time per call with its CI, and `work` (bytes, FLOP) per second in
     units of 1e9 with the CI (the CI's ends swap: a longer time is a lower rate)."""
@@ -399,7 +398,6 @@ def transfer_table(records: list[DeviceRecord], machine: str, analysis: Analysis
             "link_fraction": gbs / link_gbs if point.samples_s and math.isfinite(link_gbs) else math.nan,
         })
     return pd.DataFrame(rows, columns=list(TRANSFER))
-
 
 
 def roofs_table(records: list[DeviceRecord], machine: str, analysis: Analysis) -> pd.DataFrame:

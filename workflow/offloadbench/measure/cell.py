@@ -457,7 +457,7 @@ def run_cell(cell: Cell, settings: Settings, torch=None, artifact_path: str | No
     `memory_scale` what earlier records of its series measured of its memory (the
     out-of-memory check calibrates on it). For ops with a host finish (plotting), the last
     rendering is saved to `artifact_path`."""
-    run = CellRun(cell, settings, torch, None, artifact_path, kernels, memory_scale)
+    run = CellRun(cell, settings, torch, artifact_path=artifact_path, kernels=kernels, memory_scale=memory_scale)
     if run.prepare():
         run.sample_alone()
     return run.finish()

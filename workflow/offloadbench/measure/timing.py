@@ -24,6 +24,7 @@ try:
 except ImportError:  # Windows
     resource = None
 
+
 @dataclass(frozen=True)
 class StopRule:
     """When a region's sampling ends: its median's 95% CI is tight enough, or its time
@@ -234,8 +235,8 @@ def rewarm(region: Region, calls: int, best_s: float, rel_tol: float,
            now: Callable[[], float] = time.perf_counter) -> float:
     """A turn's untimed pre-roll: blocks of `calls` calls until one runs within `rel_tol` of
     `best_s` (the region's best seconds per call so far), after at least PREROLL_S, and no
-    block begun that would end past PREROLL_MAX_S; the seconds it took. None for blocks of
-    PREROLL_MAX_S or more."""
+    block begun that would end past PREROLL_MAX_S; the seconds it took (0: none, for blocks
+    of PREROLL_MAX_S or more)."""
     if best_s * calls >= PREROLL_MAX_S:
         return 0.0
     began, spent = now(), 0.0
