@@ -179,6 +179,21 @@ def with_state_words(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:
     return timings.assign(states=[words(row) for _, row in timings.iterrows()])
 
 
+def with_flag_words(timings: pd.DataFrame, flags_path: Path, checkout: Path) -> pd.DataFrame:
+    """timings.csv's `unstable` and `replaced` as the older version wrote them, from
+    flags.csv's rows worded by the newer checkout's report."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.analysis.tables import read_tables
+    from offloadbench.cells import Cell
+    from offloadbench.report.text.conditions import cells_with, flags_phrase, left_out_phrase
+
+    read = read_tables({"timings": str(flags_path.with_name("timings.csv")), "flags": str(flags_path)})
+    words = {phrase: dict(cells_with(read["timings"], read["flags"], phrase, "")) for phrase in (flags_phrase, left_out_phrase)}
+    keys = [Cell.from_dict(row).key for _, row in read["timings"].iterrows()]
+    return timings.assign(unstable=[words[flags_phrase].get(k, "") for k in keys],
+                          replaced=[words[left_out_phrase].get(k, "") for k in keys])
+
+
 def with_resident_words(timings: pd.DataFrame, trips_path: Path, checkout: Path) -> pd.DataFrame:
     """timings.csv's resident columns as the older version wrote them (the largest k's trip,
     and every trip in words or why there is none), from resident.csv's rows."""
@@ -279,6 +294,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             b = b.assign(precision_notes=[precision_values_of(row) for _, row in b.iterrows()])
         if name == "timings" and "states" in a and "state_fast_rounds" in b:
             b = with_state_words(b, checkout)
+        if name == "timings" and "replaced" in a and "replaced" not in b:
+            b = with_flag_words(b, new / "flags.csv", checkout)
         if name in ("speedups", "thread_scaling", "controls") and "unstable" in a and "flagged" in b:
             a = a.assign(flagged=(a.pop("unstable") != "").map(str))  # the words now live in timings alone
         if name == "decisions" and "by_size" in a:

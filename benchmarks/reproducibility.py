@@ -35,7 +35,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from offloadbench import sandbox
-from offloadbench.analysis.columns import has_text
+from offloadbench.analysis.columns import unstable_cells
 from offloadbench.analysis.compare import compare, reproducibility
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source
@@ -100,21 +100,23 @@ def measuring_seconds(source: Source) -> float:
     return sum(r.took_s or 0.0 for r in source.rounds(("planned", "extra")))
 
 
+def left_out_cells(tables: dict) -> set[str]:
+    """The cells with a process left out (flags.csv)."""
+    flags = tables["flags"]
+    return {Cell.from_dict(r).key for _, r in flags[flags["left_out_round"].notna()].iterrows()}
+
+
 def replaced_and_flagged(tables: dict) -> tuple[int, int]:
-    timings = tables["timings"]
-    return int(has_text(timings, "replaced").sum()), int(has_text(timings, "unstable").sum())
+    return len(left_out_cells(tables)), int(unstable_cells(tables["timings"]).sum())
 
 
 def moved_cells(comparison, tables: dict, threshold: float = 0.25) -> list[str]:
     """Cells whose median moved by more than `threshold` between the runs, and whether the
     second run replaced a process of theirs or flagged them."""
-    timings = tables[LABELS[1]]["timings"].copy()
-    timings["key"] = [Cell.from_dict(r).key for _, r in timings.iterrows()]
-    caught = {}
-    for _, r in timings.iterrows():
-        replaced = isinstance(r.get("replaced"), str) and r.get("replaced")
-        flagged = isinstance(r.get("unstable"), str) and r.get("unstable")
-        caught[r["key"]] = "replaced" if replaced else ("flagged" if flagged else "")
+    timings, left_out = tables[LABELS[1]]["timings"], left_out_cells(tables[LABELS[1]])
+    caught = {key: "replaced" if key in left_out else ("flagged" if flagged else "")
+              for key, flagged in zip([Cell.from_dict(r).key for _, r in timings.iterrows()], unstable_cells(timings),
+                                      strict=True)}
     lines = []
     for _, row in comparison.iterrows():
         ratio = row["ratio"]

@@ -137,6 +137,7 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
     from offloadbench.analysis.memory_fit import memory_table
     from offloadbench.analysis.tables import (
         controls_table,
+        flags_table,
         resident_table,
         speedups_table,
         states_table,
@@ -163,6 +164,7 @@ def tables_of(records: list[dict], machine: str, transfer: list[dict] | None = N
         "memory": memory_table(timings, environment, machine),
         "resident": resident_table(cells, machine),
         "states": states_table(cells, machine),
+        "flags": flags_table(cells, machine),
         "transfer": transfer_table(transfer, machine, analysis),
     }
 

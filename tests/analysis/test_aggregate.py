@@ -8,7 +8,7 @@ from offloadbench.analysis.tables import memory_columns, speedups_table, thread_
 FAST = Analysis(resamples=500, random_state=0)
 TIMING_COLUMNS = ["machine", "op", "library", "device", "dtype", "size", "threads", "status", "reason", "n_samples",
                   "median_s", "q1_s", "q3_s", "ci_low_s", "ci_high_s", "gflops", "rel_err",
-                  "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction", "unstable",
+                  "h2d_s", "compute_s", "d2h_s", "end_to_end_s", "transfer_fraction", "flagged",
                   "processes", "ci_scope", "process_spread", "shares_cores", "host", "slurm_job_id"]
 
 
@@ -100,8 +100,9 @@ def test_a_process_that_failed_is_named_among_the_flags():
     records[1] = make_record(status="timeout", reason="exceeded the cell time limit", round=2, rounds=3)
     (cell,) = group_typed(records, FAST)
     row = timings_table([cell], "m").iloc[0]
-    assert row.status == "ok" and row.processes == 2
-    assert "1 of 3 processes failed (timeout: exceeded the cell time limit)" in row.unstable
+    assert row.status == "ok" and row.processes == 2 and row.flagged
+    (failed,) = [r for r in cell.flag_rows() if r["kind"] == "timeout"]
+    assert (failed["processes"], failed["of_processes"], failed["text"]) == (1, 3, "exceeded the cell time limit")
 
 
 def typed(kind, region, size, text):
@@ -126,11 +127,14 @@ def test_each_kind_of_flag_is_said_once_with_its_strongest_case_and_how_many_pro
     for record, seen in zip(records, flags):
         record["diagnostics"] = {"unstable": True, "flags": seen}
     (cell,) = group_typed(records, FAST)
-    assert cell.flags == [
-        "drift: second half 49.9% faster than the first (in 2 of 3 processes)",
-        "end_to_end: drift: second half 9.0% faster than the first (in 1 of 3 processes)",
-        "bimodal samples (two modes 50% apart, 30/50 in the faster) (in 1 of 3 processes)",
+    found = [(r["kind"], r["region"], r["amount"], r["processes"], r["of_processes"], r["text"])
+             for r in cell.flag_rows()]
+    assert found == [
+        ("drift", "compute", 0.499, 2, 3, "drift: second half 49.9% faster than the first"),
+        ("drift", "end_to_end", 0.09, 1, 3, "end_to_end: drift: second half 9.0% faster than the first"),
+        ("bimodal", "compute", 0.5, 1, 3, "bimodal samples (two modes 50% apart, 30/50 in the faster)"),
     ]
+    assert cell.flagged
     assert cell.precision == {"precision_processes": 1, "precision_regions": "compute",
                               "precision_widest_rel_ci": 0.031}
 

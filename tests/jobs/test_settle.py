@@ -15,14 +15,14 @@ import pytest
 from conftest import FINGERPRINT, group_typed, make_processes, make_record, typed
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.processes import judge
-from offloadbench.analysis.settle import plan_round
+from offloadbench.analysis.settle import REPLACES, plan_round
 from offloadbench.analysis.tables import speedups_table, states_table, timings_table
 from offloadbench.cells import Cell
 from offloadbench.jobs import settle as settle_job
 from offloadbench.measure import disturbance
 from offloadbench.records import SettleRecord
 from offloadbench.records.types import WouldDecide
-from offloadbench.report.text.conditions import settle_lines
+from offloadbench.report.text.conditions import left_out_phrase, settle_lines
 from offloadbench.verdicts import DEPENDS_ON_STATE, UNSTABLE
 
 FAST = Analysis(resamples=300)
@@ -50,12 +50,13 @@ def test_the_rule_picks_the_outlying_process_and_a_minority_at_most():
     logs = [math.log(v) for v in (1.00e-3, 1.02e-3, 15e-3)]
     records = typed([make_record(), make_record(), drifting(make_record())])
     verdict = judge(records, logs, planned=3, typical_spread=0.02)
-    assert verdict.wanted and verdict.wanted[0][0] == 2 and "14.85× from the other" in verdict.wanted[0][1]
+    (wanted,) = verdict.wanted
+    assert (wanted.index, wanted.flag.kind) == (2, "drift") and wanted.factor == pytest.approx(14.85, abs=0.01)
     assert verdict.counted == (0, 1, 2)  # not replaced yet: nothing is dropped without a replacement
-    assert "disagree" in verdict.disagree
+    assert (verdict.disagree.processes, verdict.disagree.of, verdict.disagree.fault) == (1, 3, wanted.flag)
     replaced = judge(typed([make_record(), make_record(), drifting(make_record()), make_record()]),
                      [*logs, math.log(0.99e-3)], planned=3, typical_spread=0.02)
-    assert replaced.counted == (0, 1, 3) and replaced.left_out[0][0] == 2 and not replaced.disagree
+    assert replaced.counted == (0, 1, 3) and replaced.left_out[0].index == 2 and not replaced.disagree
     # agreeing processes within 20% are never outliers, however small the typical spread
     assert not judge(records, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).left_out
     assert not judge(records, [math.log(v) for v in (1.0, 1.1, 1.18)], 3, 0.001).wanted
@@ -118,7 +119,10 @@ def test_a_disturbed_process_is_replaced_and_the_replacement_recorded():
     records[1]["samples_s"] = [s * 3 for s in records[1]["samples_s"]]
     mc = grouped(records)[NUMPY]
     # the process is named with its flag's own words: one wording, one pressure threshold
-    assert mc.replaced == f"1 of 4 processes replaced (round 2: {flag.text})"
+    (left,) = [row for row in mc.flag_rows() if row["left_out_round"] is not None]
+    assert (left["left_out_round"], left["replaced"], left["text"], left["processes"], left["of_processes"]) == \
+        (2, True, flag.text, 1, 4)
+    assert left_out_phrase([left]) == f"1 of 4 processes replaced (round 2: {flag.text})"
     assert "waited" not in flag.text  # 15% is under the threshold of a disturbing pressure
     assert [r.round for r in mc.counted] == [1, 3, 4]
     assert mc.median("compute") == mc.median("compute") and abs(mc.median("compute") / 1e-3 - 1) < 0.05
@@ -140,7 +144,7 @@ def test_a_verdict_never_rests_on_a_cell_disturbed_in_half_its_processes():
     row, numpy = speedup({1, 2})
     assert row["speedup_verdict"] == "undecided"
     assert row["speedup_undecided"] == UNSTABLE
-    assert "2 of 4 processes disturbed (other processes used up to 0.61 cores" in numpy.unsettled
+    assert numpy.unsettled and numpy.judgement.disturbed and numpy.judgement.disagree is None
     assert len(numpy.counted) == 4  # kept, for lack of replacements: the verdict, not the data, gives way
     row, numpy = speedup({1})
     assert row["speedup_verdict"] == "faster" and not numpy.unsettled
@@ -153,12 +157,14 @@ def test_an_outlier_makes_a_plan_that_replaces_it_beside_its_partner():
     torch = processes(0.5e-3, library="torch", seed=5)
     cells = list(grouped(base, torch).values())
     plan = plan_round(cells, max_processes=6)
-    assert NUMPY.key in plan.replacing and "1601.74× from the other" in plan.replacing[NUMPY.key]
+    assert plan.replacing == {NUMPY.key: 2} and plan.cells[NUMPY] == REPLACES  # the process of round 2
+    (out,) = cells[0].judgement.wanted
+    assert out.factor == pytest.approx(1601.74, abs=0.01) and out.flag.kind == "drift"
     assert set(plan.cells) == {NUMPY, TORCH}  # the partner shares the round: their ratio stays paired
     # before it is replaced, the verdict is undecided, not a wild ratio
     row = speedups_table(cells, "m").iloc[0]
     assert row["speedup_verdict"] == "undecided" and row["speedup_undecided"] == UNSTABLE
-    assert "processes disagree" in cells[0].unsettled + cells[1].unsettled
+    assert cells[0].unsettled and cells[0].judgement.disagree is not None and not cells[1].unsettled
 
 
 def test_undecided_comparisons_get_another_round_and_decided_ones_do_not():
@@ -191,7 +197,7 @@ def test_a_comparison_more_processes_cannot_decide_within_the_cap_is_not_measure
 def test_the_report_words_what_would_decide_from_the_settle_records_values(advice):
     settle = SettleRecord.from_json({"planned_rounds": 3, "max_processes": 6, "cannot_decide": advice})
     assert settle.cannot_decide == {"a": WouldDecide(40, True), "b": WouldDecide(None, False)}
-    (line,) = [line for line in settle_lines(settle, pd.DataFrame(columns=["replaced"])) if "cannot be decided" in line]
+    (line,) = [line for line in settle_lines(settle, pd.DataFrame(columns=["replaced"]), pd.DataFrame()) if "cannot be decided" in line]
     assert "a: about 40 processes per cell would (a); b: no number of processes would." in line
     assert line.count("fewer threads than cores") == 1
 
@@ -260,7 +266,7 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     assert settle_job.main(argv) == 0
     summary = json.loads((tmp_path / "settle.json").read_text())
     assert [r["round"] for r in summary["extra_rounds"]] == [4]
-    assert NUMPY.key in summary["replaced"] and "round 3" in summary["replaced"][NUMPY.key]
+    assert summary["extra_rounds"][0]["replacing"] == {NUMPY.key: 3}
     assert summary["undecided_at_end"] == []
 
 
@@ -289,7 +295,7 @@ def test_a_cell_of_eight_processes_leaves_out_one_with_a_fault_of_its_own_withou
     logs = [math.log(v) for v in (1.0, 1.02, 0.98, 1.01, 1.6, 0.99, 1.03, 1.0)]
     records = typed([drifting(make_record()) if k == 4 else make_record() for k in range(8)])
     verdict = judge(records, logs, planned=8, typical_spread=0.02)
-    assert verdict.counted == (0, 1, 2, 3, 5, 6, 7) and verdict.left_out[0][0] == 4 and not verdict.disagree
+    assert verdict.counted == (0, 1, 2, 3, 5, 6, 7) and verdict.left_out[0].index == 4 and not verdict.disagree
     three = judge(records[:3] + records[4:5], logs[:3] + logs[4:5], planned=4, typical_spread=0.02)
     assert three.counted == (0, 1, 2)  # 3 of 4 are enough to go on
     assert judge(records[:2] + records[4:5], logs[:2] + logs[4:5], 3, 0.02).wanted  # 2 of 3 are not

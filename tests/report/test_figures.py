@@ -50,7 +50,7 @@ def test_transfer_overhead_without_gpu_cells_says_so(tmp_path, gpu_tables):
 
 
 def test_copy_cost_notes_share_one_place_under_the_figure(gpu_tables):
-    speedups = gpu_tables["speedups"].assign(shares_cores=True, unstable="")  # numpy baselines on every core
+    speedups = gpu_tables["speedups"].assign(shares_cores=True, flagged=False)  # numpy baselines on every core
     fig = FIGURES["copy_cost"]({**gpu_tables, "speedups": speedups}, "gpubox", Judging())
     lowest = min(ax.get_position().y0 for ax in fig.axes)
     notes = [t.get_text() for t in fig.texts if t.get_position()[1] < lowest and "break-even" in t.get_text()]

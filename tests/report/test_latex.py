@@ -157,7 +157,7 @@ def test_timings_table_lists_ok_cells_with_ci(tables):
     timings = tables["timings"]
     timings.loc[0, "op"] = "compute_then_plot"
     timings.loc[1, "status"] = "failed"
-    timings.loc[2, "unstable"] = "spread 12% > 5%"
+    timings.loc[2, "flagged"] = True
     tex = machine_tex("timings", timings, POLICY)
     cells = check_table(tex)
     assert cells[0] == ["op", "variant", "device", "dtype", "n", "threads", r"median (ms), 95\% CI", "GFLOP/s"]

@@ -168,3 +168,33 @@ def test_a_small_ratio_keeps_two_significant_digits_so_its_ci_is_not_rounded_wid
 
     assert fmt_ratio(0.0201, 0.014, 0.028) == "0.020× (0.014–0.028)"  # not "0.02× (0.01–0.03)", thrice as wide
     assert fmt_ratio(2.1, 2.05, 2.14, "95% CI") == "2.10× (95% CI 2.05–2.14)"
+
+
+def test_the_report_words_each_flag_and_each_process_left_out_from_flags_csv(gpu_tables):
+    """flags.csv holds values and the records' own words; the report composes the sentences
+    (a few golden texts: a noise flag, processes that disagree or failed, one left out)."""
+    t = gpu_tables["timings"].copy()
+    cell = t.iloc[0]
+    t.loc[t.index[0], "flagged"] = True
+    key = {c: cell[c] for c in ("machine", "op", "library", "device", "dtype", "size", "threads", "mode", "variant")}
+    rows = [
+        {"kind": "drift", "region": "compute", "amount": 0.12, "processes": 2, "of_processes": 3,
+         "text": "drift: second half 12.0% slower than the first"},
+        {"kind": "two_differ", "region": "", "processes": 2, "of_processes": 2, "factor": 1.5, "text": ""},
+        {"kind": "disagree", "region": "compute", "processes": 1, "of_processes": 3, "factor": 3.25, "text": "drift: x"},
+        {"kind": "timeout", "region": "", "processes": 1, "of_processes": 4, "text": "exceeded the cell time limit"},
+        {"kind": "disturbed", "region": "", "processes": 2, "of_processes": 5, "left_out_round": 2, "replaced": True,
+         "text": "disturbed: other processes used 0.90 cores"},
+        {"kind": "bimodal", "region": "compute", "processes": 2, "of_processes": 5, "factor": 1.8, "left_out_round": 4,
+         "replaced": True, "text": "bimodal samples"},
+    ]
+    flags = pd.DataFrame([{**key, **row} for row in rows])
+    text = build_markdown(inputs({**gpu_tables, "timings": t, "flags": flags}))
+    name = f"`{cell['op']}/{cell['library']}-{cell['device']}-{cell['dtype']}-n{cell['size']}-t{cell['threads']}`"
+    assert (f"- {name}: drift: second half 12.0% slower than the first (in 2 of 3 processes); processes disagree: "
+            "its two undisturbed processes differ by 1.50×; processes disagree: 1 of 3 processes disagree (its median "
+            "lies 3.25× from the other processes' (drift: x)); 1 of 4 processes failed (timeout: exceeded the cell "
+            "time limit)") in text
+    assert (f"- 1 cell had a process left out, replaced by an extra one where there was one, never averaged in: "
+            f"{name}: 2 of 5 processes replaced (round 2: disturbed: other processes used 0.90 cores, round 4: its "
+            "median lies 1.80× from the other processes' (bimodal samples)).") in text

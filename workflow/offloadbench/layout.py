@@ -19,7 +19,7 @@ BY_FAMILY = ("heatmap", "speedup", "copy_cost", "transfer_overhead", "throughput
 PAGE_PANELS = 36
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
 TABLES = ("timings", "speedups", "thread_scaling", "decisions", "decision_sizes", "losses", "controls", "memory",
-          "resident", "states", "transfer", "roofs")
+          "resident", "states", "flags", "transfer", "roofs")
 JUDGING = "judging.json"  # beside the tables: the policy (δ, confidence level) they were judged with
 LATEX_TABLES = ("timings", "speedups", "transfer", "decisions")  # tables/<name>.tex of a machine
 # Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.

@@ -21,6 +21,7 @@ rule aggregate:
         memory=f"{OUT}/memory.csv",
         resident=f"{OUT}/resident.csv",
         states=f"{OUT}/states.csv",
+        flags=f"{OUT}/flags.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         judging=f"{OUT}/{JUDGING}",

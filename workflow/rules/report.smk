@@ -13,6 +13,7 @@ rule report:
         controls=f"{OUT}/controls.csv",
         memory=f"{OUT}/memory.csv",
         resident=f"{OUT}/resident.csv",
+        flags=f"{OUT}/flags.csv",
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",

@@ -140,8 +140,7 @@ TIMINGS = {
     "intensity": number("arithmetic intensity: FLOP per byte of the least memory traffic"),
     "rel_err": number("the largest relative error against the float64 reference"),
     "tolerance": number("the dtype-aware tolerance of that error"),
-    "unstable": text("noise flags (each kind once, its strongest case, in how many processes)"),
-    "replaced": text("processes left out and replaced, and why"),
+    "flagged": boolean("whether a noise check flagged the cell (what it found: flags.csv)"),
     # where its processes fall into two groups far apart (each state's processes, by round)
     "state_fast_s": number("the fast state's time: the geometric mean of its process medians (s)"),
     "state_fast_faults_per_call": number("the fresh pages one call maps in the fast state"),
@@ -425,9 +424,25 @@ STATES = {
     "of_rounds": integer("the rounds both sides ran in", minimum=1, empty=False),
 }
 
+FLAGS = {
+    **CELL, **VARIANT,
+    "kind": text("what was found: a noise check's kind (bimodal, drift, cpu_clock, gpu_clock, disturbed), "
+                 "disagree or two_differ (processes that still disagree), or a failed process's status", empty=False),
+    "region": text("the timed region it was found in (cell: the whole sampling window)"),
+    "amount": number("how much, as a fraction: the drift, the gap between modes, the clock's change, the cores "
+                     "others used (the strongest case)"),
+    "processes": integer("the processes it was seen in (that disagree, failed or were left out)"),
+    "of_processes": integer("of how many"),
+    "factor": number("how far apart the processes lie (for a process left out: from the others; empty where it "
+                     "was disturbed)"),
+    "left_out_round": integer("a process left out: its round (empty: a flag on the counted processes)"),
+    "replaced": boolean("a process left out: whether an extra process took its place"),
+    "text": text("the worker's own words for the flag (its strongest case)"),
+}
+
 DECLARED = {"timings": TIMINGS, "speedups": SPEEDUPS, "thread_scaling": THREAD_SCALING, "decisions": DECISIONS,
             "decision_sizes": DECISION_SIZES, "losses": LOSSES, "controls": CONTROLS, "memory": MEMORY,
-            "resident": RESIDENT, "states": STATES, "transfer": TRANSFER, "roofs": ROOFS}
+            "resident": RESIDENT, "states": STATES, "flags": FLAGS, "transfer": TRANSFER, "roofs": ROOFS}
 
 
 def kinds(name: str) -> dict[str, Kind]:

@@ -44,7 +44,7 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
             continue
         time_a, time_b = mine.interval("compute"), other.interval("compute")
         ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
-        flagged = {"a": bool(mine.flags), "b": bool(other.flags)}  # the flags: each machine's timings.csv
+        flagged = {"a": mine.flagged, "b": other.flagged}  # the flags: each machine's timings.csv
         held = UNSTABLE if flagged["a"] or flagged["b"] else ""
         judged, why = judging.judged(ratio.low, ratio.high, ratio.value, held=held, time_ratio=True)
         rows.append({

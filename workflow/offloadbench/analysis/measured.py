@@ -31,7 +31,7 @@ from ..errors import shown
 from ..kernels import read_kernel_files
 from ..machine import mismatch
 from ..records import FAILED, CellRecord, Environment, MalformedRecord, check_record_path, load_record
-from ..records.types import Flag
+from ..records.types import WHOLE_CELL, Flag
 from ..stats import (
     MIN_PAIRED,
     NO_INTERVAL,
@@ -167,17 +167,6 @@ class MeasuredCell:
         """The ok records the cell's numbers come from."""
         return [self.ok[i] for i in self.judgement.counted]
 
-    @property
-    def replaced(self) -> str:
-        """"1 of 4 processes replaced (round 2: disturbed: other processes used 0.90 cores while it sampled)",
-        "… left out (…)" where no extra process took its place, or ""."""
-        left = self.judgement.left_out
-        if not left:
-            return ""
-        rounds = ", ".join(f"round {self.ok[i].round}: {why}" for i, why in left)
-        done = "replaced" if len(self.ok) - len(left) >= self.planned else "left out"
-        return f"{len(left)} of {len(self.ok)} processes {done} ({rounds})"
-
     @cached_property
     def states(self) -> States | None:
         """The two states its counted processes fall into (None: one)."""
@@ -187,17 +176,10 @@ class MeasuredCell:
         return States(tuple(self.ok[i] for i in split[0]), tuple(self.ok[i] for i in split[1]))
 
     @property
-    def disagree(self) -> str:
-        """Why the processes still disagree after replacing what could be ("" when they agree)."""
-        return self.judgement.disagree
-
-    @property
-    def unsettled(self) -> str:
-        """Why no verdict may rest on this cell yet: its processes disagree, or half or more of
-        them were disturbed ("" when neither)."""
-        if self.disagree:
-            return f"processes disagree ({self.disagree})"
-        return self.judgement.disturbed
+    def unsettled(self) -> bool:
+        """No verdict may rest on this cell yet: its processes disagree, or half or more of
+        them were disturbed."""
+        return self.judgement.disagree is not None or self.judgement.disturbed
 
     @property
     def status(self) -> str:
@@ -274,29 +256,39 @@ class MeasuredCell:
     def process_medians(self, phase: str = "compute") -> list[float]:
         return [float(np.median(g)) for g in self.groups(phase)]
 
-    def _diagnostics(self) -> list[str]:
-        """Each kind of flag once per region: its strongest case, and in how many processes
-        it was seen (the CI not reached is a precision note, not a flag)."""
+    def flag_rows(self) -> list[dict]:
+        """What makes the cell's numbers untrustworthy as they stand, as flags.csv's rows
+        (`columns.FLAGS`): each kind of the counted processes' flags once per region, its
+        strongest case, in how many processes (the CI not reached is a precision note, not
+        a flag); processes that still disagree; processes that failed; then each process
+        left out, and whether another replaced it."""
         by_kind: dict[tuple[str, str], list[Flag]] = {}
         for record in self.counted:
             for flag in record.flags:
                 if flag.kind != "not_converged":
                     by_kind.setdefault((flag.region, flag.kind), []).append(flag)
         n = len(self.counted)
-        return [max(seen, key=lambda f: f.size).text + (f" (in {len(seen)} of {n} processes)" if n > 1 else "")
+        rows = [_flag_row(max(seen, key=lambda f: f.size), processes=len(seen), of_processes=n)
                 for seen in by_kind.values()]
-
-    @property
-    def flags(self) -> list[str]:
-        """What makes the cell's numbers untrustworthy as they stand: two modes, drift, a
-        clock that moved, a process that failed (each once over the processes)."""
-        seen = self._diagnostics()
-        if self.disagree:
-            seen.append(f"processes disagree: {self.disagree}")
+        if (disagree := self.judgement.disagree) is not None:
+            fault = disagree.fault or Flag("disagree", WHOLE_CELL, math.nan, "")
+            rows.append(_flag_row(fault, kind="disagree" if disagree.fault else "two_differ",
+                                  processes=disagree.processes, of_processes=disagree.of, factor=disagree.factor))
         failed = [r for r in self.records if r.status in FAILED]
         if self.ok and failed:
-            seen.append(f"{len(failed)} of {len(self.records)} processes failed ({failed[0].status}: {failed[0].reason})")
-        return seen
+            rows.append(_flag_row(Flag(failed[0].status, WHOLE_CELL, math.nan, failed[0].reason),
+                                  processes=len(failed), of_processes=len(self.records)))
+        left = self.judgement.left_out
+        replaced = len(self.ok) - len(left) >= self.planned
+        rows += [_flag_row(out.flag, processes=len(left), of_processes=len(self.ok), factor=out.factor,
+                           left_out_round=self.ok[out.index].round, replaced=replaced) for out in left]
+        return rows
+
+    @property
+    def flagged(self) -> bool:
+        """A noise check flagged the cell: flags of its counted processes, processes that
+        still disagree or that failed (a process left out is not a flag on the rest)."""
+        return any(row["left_out_round"] is None for row in self.flag_rows())
 
     @property
     def precision(self) -> dict:
@@ -318,6 +310,14 @@ class MeasuredCell:
     def disturbed_cores(self) -> float:
         """The most CPU that other processes used while any of its processes sampled (cores)."""
         return max((r.disturbance.others_cores or 0.0 for r in self.ok), default=0.0)
+
+
+def _flag_row(flag: Flag, *, kind: str = "", processes: int, of_processes: int, factor: float | None = None,
+              left_out_round: int | None = None, replaced: bool | None = None) -> dict:
+    """One row of flags.csv without its cell's columns."""
+    return {"kind": kind or flag.kind, "region": flag.region, "amount": flag.size, "processes": processes,
+            "of_processes": of_processes, "factor": math.nan if factor is None else factor,
+            "left_out_round": left_out_round, "replaced": replaced, "text": flag.text}
 
 
 def carry_over(cells: list[MeasuredCell], phase: str = "compute") -> Interval:

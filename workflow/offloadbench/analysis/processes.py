@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..records import CellRecord
+from ..records.types import WHOLE_CELL, Flag
 
 OUTLIER_MIN = math.log(1.20)
 MIN_KEPT = 3
@@ -49,21 +50,44 @@ MAD_TO_SIGMA = 1.4826
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A process not counted (an index into the cell's ok records): disturbed, as its `flag`
+    says, or far from the others (`factor`, None when disturbed) for the fault its own
+    record shows (`flag`)."""
+
+    index: int
+    flag: Flag
+    factor: float | None = None
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Counted processes that still disagree: its two undisturbed processes `factor` apart
+    (`fault` None), or `processes` of `of` far from the others, the first `factor` away for
+    `fault`."""
+
+    processes: int
+    of: int
+    factor: float
+    fault: Flag | None = None
+
+
+@dataclass(frozen=True)
 class Judgement:
     """The verdict on a cell's processes (indices into its ok records, in round order)."""
 
     counted: tuple[int, ...]  # the processes its numbers come from
-    left_out: tuple[tuple[int, str], ...]  # (index, why) of processes that are not counted
-    wanted: tuple[tuple[int, str], ...]  # (index, why) that should be replaced but are not yet
-    disagree: str = ""  # why the counted processes still disagree ("" when they agree)
-    disturbed: str = ""  # "5 of 6 processes disturbed (...)" when half or more of the counted were
+    left_out: tuple[LeftOut, ...]  # processes that are not counted
+    wanted: tuple[LeftOut, ...]  # processes that should be replaced but are not yet
+    disagree: Disagreement | None = None  # the counted processes still disagree
+    disturbed: bool = False  # half or more of the counted processes were disturbed
     states: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # the counted split into fast and slow
 
     @property
     def needs_more(self) -> bool:
         """Another process would let a disturbed or outlying one be replaced, or two that
         disagree be told apart."""
-        return bool(self.wanted) or bool(self.disagree)
+        return bool(self.wanted) or self.disagree is not None
 
 
 def method() -> dict[str, float]:
@@ -94,15 +118,10 @@ def _outliers(logs: dict[int, float], limit: float) -> dict[int, float]:
     return found
 
 
-def disturbed_share(records: list[CellRecord], counted: list[int]) -> str:
-    """"5 of 6 processes disturbed (…)" where half or more of the counted processes were
-    disturbed, else ""."""
-    disturbed = [i for i in counted if records[i].disturbance.disturbed]
-    if not disturbed or 2 * len(disturbed) < len(counted):
-        return ""
-    busiest = max(records[i].disturbance.others_cores or 0.0 for i in disturbed)
-    return (f"{len(disturbed)} of {len(counted)} processes disturbed (other processes used up to {busiest:.2f} "
-            "cores while they sampled)")
+def mostly_disturbed(records: list[CellRecord], counted: list[int]) -> bool:
+    """Half or more of the counted processes were disturbed."""
+    disturbed = sum(1 for i in counted if records[i].disturbance.disturbed)
+    return disturbed > 0 and 2 * disturbed >= len(counted)
 
 
 def split_states(log_medians: dict[int, float], limit: float) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -128,31 +147,33 @@ def enough(planned: int) -> int:
 def judge(records: list[CellRecord], log_medians: list[float], planned: int, typical_spread: float) -> Judgement:
     """Which of `records` (a cell's ok processes, with their log medians) count, and the
     states the counted ones fall into."""
-    # a disturbed process, in its own flag's words (the worker words it where it measures the disturbance)
-    why = {i: next((flag.text for flag in record.flags if flag.kind == "disturbed"), "disturbed")
+    # a disturbed process, with its own flag (the worker finds the disturbance where it measures it)
+    why = {i: next((flag for flag in record.flags if flag.kind == "disturbed"),
+                   Flag("disturbed", WHOLE_CELL, record.disturbance.others_cores or 0.0, "disturbed"))
            for i, record in enumerate(records) if record.disturbance.disturbed}
+    left = {i: LeftOut(i, flag) for i, flag in why.items()}
     clean = {i: v for i, v in enumerate(log_medians) if i not in why}
     limit = max(OUTLIER_MIN, OUTLIER_SIGMAS * typical_spread)  # the log distance that makes an outlier
     outlying = []
     for i, factor in _outliers(clean, limit).items():
         # the first flag of its own samples that explains the distance (records.OWN_FAULT_KINDS)
-        fault = next((flag.text for flag in records[i].flags if flag.own_fault), "")
+        fault = next((flag for flag in records[i].flags if flag.own_fault), None)
         if fault:  # far for a reason of its own; far alone is a state
-            why[i] = f"its median lies {factor:.2f}× from the other processes' ({fault})"
-            outlying.append(why[i])
-    kept = [i for i in range(len(records)) if i not in why]
-    reasons = tuple(sorted(why.items()))
-    replaced = bool(why) and len(kept) >= enough(planned)
+            left[i] = LeftOut(i, fault, factor)
+            outlying.append(left[i])
+    kept = [i for i in range(len(records)) if i not in left]
+    reasons = tuple(left[i] for i in sorted(left))
+    replaced = bool(left) and len(kept) >= enough(planned)
     counted = kept if replaced else list(range(len(records)))
-    disagree = ""
+    disagree = None
     if len(clean) == 2:
         gap = abs(log_medians[min(clean)] - log_medians[max(clean)])
         if gap > limit:
-            disagree = f"its two undisturbed processes differ by {math.exp(gap):.2f}×"
+            disagree = Disagreement(2, 2, math.exp(gap))
     states = split_states({i: log_medians[i] for i in counted}, limit)
     if replaced:
-        return Judgement(tuple(counted), reasons, (), disagree, disturbed_share(records, counted), states)
+        return Judgement(tuple(counted), reasons, (), disagree, mostly_disturbed(records, counted), states)
     if outlying and not disagree:
-        disagree = f"{len(outlying)} of {len(records)} processes disagree ({outlying[0]})"
-    return Judgement(tuple(counted), (), reasons, disagree, disturbed_share(records, counted),
+        disagree = Disagreement(len(outlying), len(records), outlying[0].factor, outlying[0].flag)
+    return Judgement(tuple(counted), (), reasons, disagree, mostly_disturbed(records, counted),
                      None if disagree else states)

@@ -27,13 +27,18 @@ from ..verdicts import UNDECIDED
 from .measured import MeasuredCell
 from .pairs import comparisons
 
+# Why a cell is in the next extra round, as settle.json keeps it: a process of its to replace,
+# processes that disagree, a partner of such a cell (their ratio stays paired), or a side of
+# an undecided comparison
+REPLACES, DISAGREE, PARTNER, UNDECIDED_SIDE = "replace", "disagree", "partner", "undecided"
+
 
 @dataclass
 class Plan:
-    cells: dict[Cell, str] = field(default_factory=dict)  # to measure, and why
-    replacing: dict[str, str] = field(default_factory=dict)  # cell key → the process it replaces
+    cells: dict[Cell, str] = field(default_factory=dict)  # to measure, and why (REPLACES, …)
+    replacing: dict[str, int] = field(default_factory=dict)  # cell key → the round of the process it replaces
     undecided: list[str] = field(default_factory=list)  # comparisons given another round, likeliest first
-    capped: list[str] = field(default_factory=list)  # what needs more but is at max_processes
+    capped: list[str] = field(default_factory=list)  # cells and comparisons that need more but are at max_processes
     cannot_decide: dict[str, dict] = field(default_factory=dict)  # comparison → what would decide it
     sides: dict[str, tuple[Cell, Cell]] = field(default_factory=dict)  # an undecided comparison's two cells
     for_undecided: set[Cell] = field(default_factory=set)  # cells measured only for undecided comparisons
@@ -50,7 +55,7 @@ class Plan:
             trial = set(kept.cells) | {a, b}
             if fits(trial):
                 for cell in (a, b):
-                    kept.cells.setdefault(cell, self.cells.get(cell, "undecided"))
+                    kept.cells.setdefault(cell, self.cells.get(cell, UNDECIDED_SIDE))
                 kept.undecided.append(name)
                 kept.sides[name] = (a, b)
         kept.for_undecided = set(kept.cells) & self.for_undecided
@@ -69,16 +74,17 @@ def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
     for mc in cells:
         if mc.status != "ok" or not mc.judgement.needs_more:
             continue
-        why = mc.judgement.wanted[0][1] if mc.judgement.wanted else mc.disagree
         if not room[mc.cell]:
-            plan.capped.append(f"{mc.cell.key}: {why}")
+            plan.capped.append(mc.cell.key)
             continue
-        plan.cells[mc.cell] = f"replaces a process: {why}" if mc.judgement.wanted else why
-        plan.replacing[mc.cell.key] = why
+        wanted = mc.judgement.wanted
+        plan.cells[mc.cell] = REPLACES if wanted else DISAGREE
+        if wanted:
+            plan.replacing[mc.cell.key] = mc.ok[wanted[0].index].round
     for cell in list(plan.cells):  # a replacement shares its round with what it is compared with
         for partner in partners.get(cell, []):
             if room[partner]:
-                plan.cells.setdefault(partner, f"compared with {cell.key}")
+                plan.cells.setdefault(partner, PARTNER)
     ranked = []
     for comparison in found:
         if comparison.verdict != UNDECIDED or comparison.tie or comparison.depends:
@@ -86,7 +92,7 @@ def plan_round(cells: list[MeasuredCell], max_processes: int) -> Plan:
         a, b = comparison.cell.cell, comparison.other.cell
         needed = comparison.processes_needed()
         if not (room[a] and room[b]):
-            plan.capped.append(f"{comparison.name}: undecided ({comparison.why})")
+            plan.capped.append(comparison.name)
         elif needed > max_processes:  # more processes would not decide it within the cap
             plan.cannot_decide[comparison.name] = comparison.what_would_decide(needed)
         else:

@@ -40,6 +40,7 @@ from .columns import (
     CONTROLS,
     DECISION_SIZES,
     DECISIONS,
+    FLAGS,
     LOSSES,
     RESIDENT,
     ROOFS,
@@ -151,6 +152,13 @@ def resident_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     return _sorted(pd.DataFrame(rows, columns=list(RESIDENT)), [*CELL_COLUMNS, "calls"])
 
 
+def flags_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
+    """flags.csv: what the noise checks found in each cell, and the processes left out
+    (`columns.FLAGS`), in the order the report names them."""
+    rows = [{**_cell_columns(mc, machine), **row} for mc in cells if mc.ok for row in mc.flag_rows()]
+    return pd.DataFrame(rows, columns=list(FLAGS)).astype({"left_out_round": "Int64"})
+
+
 def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
     """Each cell's peak (on a GPU, its device peak) against NumPy's host peak of the same
     op, dtype and size: how much more memory the variant needs."""
@@ -201,8 +209,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         "intensity": flops / traffic if traffic > 0 else math.nan,
         "rel_err": max((r.check.rel_err or 0.0 for r in mc.ok), default=math.nan),
         "tolerance": first.check.tolerance,
-        "unstable": "; ".join(mc.flags),
-        "replaced": mc.replaced,
+        "flagged": mc.flagged,
         **state_columns(mc),
         "disturbed_cores": mc.disturbed_cores,
         **mc.precision,
@@ -296,8 +303,8 @@ def speedup_row(mc: MeasuredCell, base: MeasuredCell, label: str, machine: str) 
         "end_to_end_s": mc.median("end_to_end"),
         "baseline_end_to_end_s": base.median("end_to_end"),
         "shares_cores": mc.shares_cores or base.shares_cores,
-        "disturbed": bool(mc.judgement.disturbed or base.judgement.disturbed),
-        "flagged": bool(mc.flags or base.flags),
+        "disturbed": mc.judgement.disturbed or base.judgement.disturbed,
+        "flagged": mc.flagged or base.flagged,
         "states_answer": (e2e if e2e.states else speed).states_answer,
         **{name: compiled.get(name, math.nan) for name in ("compile_s", "compile_s_ci_low", "compile_s_ci_high",
                                                            "compiler_startup_s")},
@@ -330,7 +337,7 @@ def controls_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
             **_judged_columns(control, "ratio"),
             "false_verdict": control.verdict in (FASTER, SLOWER),
             "shares_cores": original.shares_cores or twin.shares_cores,
-            "flagged": bool(original.flags or twin.flags),
+            "flagged": original.flagged or twin.flagged,
             "twin_measure_s": sum(r.measure_s or 0.0 for r in twin.records),
             **_with_ci("carry_over", carried.value, carried.low, carried.high),
         })
@@ -362,7 +369,7 @@ def thread_scaling_table(cells: list[MeasuredCell], machine: str) -> pd.DataFram
         "threads_effective": many.first.threads_effective,
         **_judged_columns(compared(SCALING, one, many), "scaling"),
         "shares_cores": many.shares_cores,
-        "flagged": bool(many.flags or one.flags),
+        "flagged": many.flagged or one.flagged,
     } for one, many in scaling_pairs(cells)]  # CPU cells, none a twin
     return pd.DataFrame(rows, columns=list(THREAD_SCALING))
 
@@ -432,8 +439,9 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         speedups = speedups_table(regular, machine)
     with stage("memory.csv"):
         memory = memory_table(timings, environment, machine)
-    with stage("resident.csv and states.csv"):
+    with stage("resident.csv, states.csv and flags.csv"):
         resident, states = resident_table(regular, machine), states_table(cells, machine)
+        flags = flags_table(regular, machine)
     with stage("thread_scaling.csv and controls.csv"):
         scaling, controls = thread_scaling_table(regular, machine), controls_table(cells, machine)
     roofs = roofs_table([load_device_record(p, ROOFS_SCHEMA) for p in roof_paths], machine, analysis)
@@ -448,6 +456,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "memory": memory,
         "resident": resident,
         "states": states,
+        "flags": flags,
         "decisions": decisions,
         "decision_sizes": decision_sizes,
         "losses": losses,
@@ -495,6 +504,7 @@ REQUIRED_COLUMNS = {
     "memory": ["machine", "op", "variant", "device", "dtype", "scale", "largest_size"],
     "resident": list(RESIDENT),
     "states": list(STATES),
+    "flags": list(FLAGS),
     "transfer": ["device", "status"],
     "roofs": ["device", "status"],
 }

@@ -94,8 +94,8 @@ class Settling:
     def run(self) -> int:
         if self.cap <= self.planned:  # no extra round can run: nothing to plan, nor to read
             return self.close(NO_EXTRA, budget_s=0.0, spent_s=0.0, extra_rounds=[], comparisons=0,
-                              undecided_at_start=[], undecided_at_end=[], rounds_needed={}, replaced={},
-                              disagree={}, cannot_decide={}, stopped=NO_EXTRA)
+                              undecided_at_start=[], undecided_at_end=[], rounds_needed={}, cannot_decide={},
+                              stopped=NO_EXTRA)
         history = []
         cells = self.cells()
         budget = self.budget_s(cells)
@@ -134,8 +134,6 @@ class Settling:
             f"{len(final)} stayed undecided; {stopped}",
             budget_s=budget, spent_s=self.round_seconds("extra"), extra_rounds=history, comparisons=len(final),
             undecided_at_start=undecided_at_start, undecided_at_end=still, rounds_needed=rounds_needed,
-            replaced={mc.cell.key: mc.replaced for mc in cells if mc.replaced},
-            disagree={mc.cell.key: mc.disagree for mc in cells if mc.disagree},
             cannot_decide={name: why for name, why in cannot_decide.items() if name in still}, stopped=stopped)
 
     def close(self, line: str, **summary) -> int:

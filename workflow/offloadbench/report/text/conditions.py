@@ -9,14 +9,14 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from ...analysis.columns import flag, has_text, sharing_cells
+from ...analysis.columns import flag, sharing_cells, text_of
 from ...analysis.measured import PAIRED_IN_TIME
 from ...cells import Cell
-from ...records import Environment, RoundRecord, SettleRecord
+from ...records import FAILED, Environment, RoundRecord, SettleRecord
 from ...records.types import WouldDecide
 from ...stats import binomial_interval
 from ...verdicts import UNDECIDED, Judging, percent
-from ..format import and_list, count_of, fmt_duration, fmt_percent, fmt_sig, fmt_times
+from ..format import and_list, count_of, finite, fmt_duration, fmt_percent, fmt_sig, fmt_times
 
 
 def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[str]:
@@ -96,7 +96,7 @@ def _would_decide(what: WouldDecide) -> str:
         f"about {what.processes} processes per cell would"
 
 
-def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str]:
+def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame, flags: pd.DataFrame) -> list[str]:
     """What the extra rounds did: how many comparisons needed them, what stayed undecided,
     and every process replaced, with why."""
     lines = []
@@ -123,13 +123,61 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame) -> list[str
         lines.append(f"- {count_of(len(cannot), 'comparison')} cannot be decided on this machine within "
                      f"measure.max_processes ({settle.max_processes} processes per cell), so no "
                      f"extra round went to them: {shown}{more}.{why}")
-    replaced = timings[has_text(timings, "replaced")]
-    if not replaced.empty:
-        lines.append(f"- {count_of(len(replaced), 'cell')} had a process left out, replaced by an extra one where there was "
-                     "one, never averaged in: "
-                     + "; ".join(f"`{Cell.from_dict(r).key}`: {r['replaced']}" for _, r in replaced.head(8).iterrows())
-                     + (f"; and {len(replaced) - 8} more" if len(replaced) > 8 else "") + ".")
+    left_out = cells_with(timings, flags, left_out_phrase, "replaced")
+    if left_out:
+        lines.append(f"- {count_of(len(left_out), 'cell')} had a process left out, replaced by an extra one where there was "
+                     "one, never averaged in: " + "; ".join(f"`{key}`: {words}" for key, words in left_out[:8])
+                     + (f"; and {len(left_out) - 8} more" if len(left_out) > 8 else "") + ".")
     return lines
+
+
+def far_phrase(row) -> str:
+    """Why a process lies far from the others: its distance, and its own record's flag."""
+    return f"its median lies {fmt_times(row['factor'])} from the other processes' ({text_of(row['text'])})"
+
+
+def flag_phrase(row) -> str:
+    """One flag on a cell's counted processes (a row of flags.csv) in words."""
+    kind, seen, of = row["kind"], int(row["processes"]), int(row["of_processes"])
+    if kind == "two_differ":
+        return f"processes disagree: its two undisturbed processes differ by {fmt_times(row['factor'])}"
+    if kind == "disagree":
+        return f"processes disagree: {seen} of {of} processes disagree ({far_phrase(row)})"
+    if kind in FAILED:
+        return f"{seen} of {of} processes failed ({kind}: {text_of(row['text'])})"
+    return text_of(row["text"]) + (f" (in {seen} of {of} processes)" if of > 1 else "")
+
+
+def left_out_phrase(rows: list) -> str:
+    """"1 of 4 processes replaced (round 2: …)": a cell's processes left out (its rows of
+    flags.csv), each with why: its own disturbed flag, or its distance and fault."""
+    first = rows[0]
+    rounds = ", ".join(f"round {int(row['left_out_round'])}: "
+                       + (far_phrase(row) if finite(row["factor"]) else text_of(row["text"])) for row in rows)
+    done = "replaced" if flag(first, "replaced") else "left out"
+    return f"{int(first['processes'])} of {int(first['of_processes'])} processes {done} ({rounds})"
+
+
+def flags_phrase(rows: list) -> str:
+    """A cell's flags (its rows of flags.csv) in words, in the order they were found."""
+    return "; ".join(map(flag_phrase, rows))
+
+
+def cells_with(timings: pd.DataFrame, flags: pd.DataFrame, phrase, older: str) -> list[tuple[str, str]]:
+    """(cell key, words) of each timings row, in order, with flags.csv rows of the kind
+    `phrase` words: its flags (`flags_phrase`) or its processes left out (`left_out_phrase`).
+    Tables of a version before flags.csv give their own words, in the column `older`."""
+    by_key: dict[str, list] = {}
+    for _, row in flags.iterrows():
+        if pd.notna(row["left_out_round"]) == (phrase is left_out_phrase):
+            by_key.setdefault(Cell.from_dict(row).key, []).append(row)
+    found = []
+    for _, row in timings.iterrows():
+        key = Cell.from_dict(row).key
+        words = phrase(by_key[key]) if key in by_key else text_of(row.get(older))
+        if words:
+            found.append((key, words))
+    return found
 
 
 def pairing_lines(comparisons: dict[str, pd.DataFrame]) -> list[str]:
@@ -151,12 +199,13 @@ def pairing_lines(comparisons: dict[str, pd.DataFrame]) -> list[str]:
 
 
 def conditions_section(environment: Environment, rounds: list[RoundRecord], timings: pd.DataFrame,
-                       settle: SettleRecord | None = None, comparisons: dict[str, pd.DataFrame] | None = None
-                       ) -> list[str]:
+                       settle: SettleRecord | None = None, comparisons: dict[str, pd.DataFrame] | None = None,
+                       flags: pd.DataFrame | None = None) -> list[str]:
     """How the measurement went; `comparisons` are the tables of ratios (speedups, thread
-    scaling, self-comparisons), for how they were paired."""
+    scaling, self-comparisons), for how they were paired; `flags` is flags.csv."""
     lines = [*scope_lines(timings), *pairing_lines(comparisons or {}), *sharing_lines(timings),
-             *advice_lines(environment, rounds), *duration_lines(rounds), *settle_lines(settle, timings)]
+             *advice_lines(environment, rounds), *duration_lines(rounds),
+             *settle_lines(settle, timings, pd.DataFrame() if flags is None else flags)]
     return ["## How the measurement went", "", *lines, ""] if lines else []
 
 

@@ -29,7 +29,7 @@ from ..format import format_bytes, op_order, ratio_of
 from ..page import anchors, markdown_headings, slug, unescaped
 from ..table import Shown, Table, by_size, markdown_table
 from .compile_findings import compile_section, kernel_lines
-from .conditions import conditions_section, controls_line, controls_warning
+from .conditions import cells_with, conditions_section, controls_line, controls_warning, flags_phrase
 from .decisions import WEAK_MARK, WEAK_NOTE, answer, decision_table, lead_paragraph, where_cell
 from .findings import (
     gpu_findings,
@@ -88,7 +88,7 @@ def machine_section(env: Environment, machine: str) -> list[str]:
     ]
 
 
-def status_section(timings: pd.DataFrame) -> list[str]:
+def status_section(timings: pd.DataFrame, flags: pd.DataFrame) -> list[str]:
     counts = timings["status"].value_counts()
     lines = ["## Cells", "", "Cells per status: " + ", ".join(f"{status} {counts[status]}" for status in counts.index) + ".", ""]
     bad = timings[timings["status"] != "ok"]
@@ -98,10 +98,9 @@ def status_section(timings: pd.DataFrame) -> list[str]:
             names = ", ".join(f"`{Cell.from_dict(r).key}`" for _, r in group.iterrows())
             lines.append(f"- **{status}** ({len(group)}): {reason}. Cells: {names}")
         lines.append("")
-    unstable = timings[(timings["status"] == "ok") & unstable_cells(timings)]
-    if not unstable.empty:
-        lines += ["### Unstable cells", ""]
-        lines += [f"- `{Cell.from_dict(r).key}`: {r['unstable']}" for _, r in unstable.iterrows()] + [""]
+    unstable = cells_with(timings[(timings["status"] == "ok") & unstable_cells(timings)], flags, flags_phrase, "unstable")
+    if unstable:
+        lines += ["### Unstable cells", "", *(f"- `{key}`: {words}" for key, words in unstable), ""]
     return lines
 
 
@@ -217,13 +216,13 @@ def build_markdown(inputs: Inputs) -> str:
         ("what compiling costs", lambda: compile_section(t, s, judging)),
         ("how the measurement went", lambda: conditions_section(
             inputs.environment, inputs.rounds, t, inputs.settle,
-            {name: inputs.table(name) for name in ("speedups", "thread_scaling", "controls")})),
+            {name: inputs.table(name) for name in ("speedups", "thread_scaling", "controls")}, inputs.table("flags"))),
         ("does offloading pay", lambda: offload_section(t, s, transfer, inputs.table("resident"), judging)),
         ("does it fit", lambda: fit_section(inputs.table("memory"), t, page_cost_s(inputs.table("roofs")))),
         ("the seed claims", lambda: ["## Seed claims checked", "", f"> {SEED_CLAIM}", "", *check_seed_claims(t, s, judging), ""]),
         ("the figures", lambda: ["## Figures", "", *figure_lines(
             {name: text for name, text in figures.items() if name not in glance})]),
-        ("the cells", lambda: status_section(t)),
+        ("the cells", lambda: status_section(t, inputs.table("flags"))),
         ("the tables", lambda: [
             *table_section("Speedups", SPEEDUPS, s, judging), *table_section("Timings", TIMINGS, t, judging),
             *table_section("Copy bandwidth, every size", TRANSFER, transfer, judging)]),
