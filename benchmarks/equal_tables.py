@@ -194,6 +194,16 @@ def with_flag_words(timings: pd.DataFrame, flags_path: Path, checkout: Path) -> 
                           replaced=[words[left_out_phrase].get(k, "") for k in keys])
 
 
+def with_cache_words(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:
+    """timings.csv's compile cache in words, as the older version wrote it, from its values
+    worded by the newer checkout's report."""
+    sys.path.insert(0, str(checkout / "workflow"))
+    from offloadbench.report.text.compile_findings import cache_words
+
+    return timings.assign(compile_cache=[cache_words(row) if row["compile_processes"] else ""
+                                         for _, row in timings.iterrows()])
+
+
 def with_resident_words(timings: pd.DataFrame, trips_path: Path, checkout: Path) -> pd.DataFrame:
     """timings.csv's resident columns as the older version wrote them (the largest k's trip,
     and every trip in words or why there is none), from resident.csv's rows."""
@@ -294,6 +304,8 @@ def compare(old: Path, new: Path, checkout: Path = ROOT) -> dict:
             b = b.assign(precision_notes=[precision_values_of(row) for _, row in b.iterrows()])
         if name == "timings" and "states" in a and "state_fast_rounds" in b:
             b = with_state_words(b, checkout)
+        if name == "timings" and "compile_cache" in a and "compile_cache_cold" in b:
+            b = with_cache_words(b, checkout)
         if name == "timings" and "replaced" in a and "replaced" not in b:
             b = with_flag_words(b, new / "flags.csv", checkout)
         if name in ("speedups", "thread_scaling", "controls") and "unstable" in a and "flagged" in b:

@@ -182,7 +182,12 @@ TIMINGS = {
     "recompiles": integer("recompiles while sampling"),
     "compile_fallback": text("why part of the code ran uncompiled, if it did"),
     "compile_backend": text("backend (mode)"),
-    "compile_cache": text("cold, or your cache, with its hits"),
+    "compile_cache_cold": boolean("whether every process compiled with an empty on-disk cache (compile.cold_cache; "
+                                  "false: your cache)"),
+    "compile_processes": integer("the processes that compiled it"),
+    "compile_cache_reused": integer("of those, the processes whose compile hit the cache an earlier process of the "
+                                    "run filled"),
+    "compile_cache_hits": integer("the compile cache's hits over those processes"),
     "peak_host_bytes": number("peak extra host memory of one call, NumPy arrays in and out (median over processes)"),
     "peak_host_method": text("how it was counted: tracemalloc (NumPy), torch profiler (torch and compiled code)"),
     "peak_rss_bytes": number("the process's RSS high-water rise in that call: a lower bound, as freed pages are "
@@ -449,6 +454,13 @@ def kinds(name: str) -> dict[str, Kind]:
     """The kind of each declared column of table `name` (none for a table not declared, nor
     for a column declared as plain text without one: tests/analysis/test_columns.py asks for one)."""
     return {column: meaning.kind for column, meaning in DECLARED.get(name, {}).items() if isinstance(meaning, Column)}
+
+
+def with_whole_numbers(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Table `name` with its integer columns as whole numbers, empty where there is none
+    (pandas makes a column with a gap float, and would write 3 as 3.0)."""
+    whole = [column for column, kind in kinds(name).items() if kind.name == INTEGER and column in frame]
+    return frame.astype(dict.fromkeys(whole, "Int64"))
 
 
 # A table not declared here keeps every column that is text in some declared table as text.

@@ -52,6 +52,7 @@ from .columns import (
     ci_columns,
     first_misfit,
     read_dtypes,
+    with_whole_numbers,
 )
 from .compile_cost import amortization, compile_interval
 from .decisions import decision_tables
@@ -82,13 +83,8 @@ def compile_columns(mc: MeasuredCell) -> dict:
     if not mc.cell.compiled or not phases:
         return {}
     compile_time = compile_interval(mc, mc.analysis.confidence)
-    hits = sum(p.cache_hits for p in phases)
-    cold = all(p.cache_cold for p in phases)
     first = [r for r in mc.ok if r.compile is not None and r.compile.cache_hits == 0] or mc.ok
     startups = [r.compiler_startup_s for r in first if r.compiler_startup_s is not None]
-    reused = sum(p.cache_hits > 0 for p in phases)
-    cache = "your cache" if not cold else \
-        "cold" if not reused else f"cold in {len(phases) - reused}, the run's own in {reused} later"
     return {
         "compile_s": compile_time.value, "compile_s_ci_low": compile_time.low, "compile_s_ci_high": compile_time.high,
         "compiler_startup_s": float(np.mean(startups)) if startups else math.nan,
@@ -98,7 +94,10 @@ def compile_columns(mc: MeasuredCell) -> dict:
         "recompiles": max(p.recompiles for p in phases),
         "compile_fallback": next((p.fallback for p in phases if p.fallback), ""),
         "compile_backend": f"{phases[0].backend} ({phases[0].mode})",
-        "compile_cache": cache + (f", {hits} hits" if hits else ""),
+        "compile_cache_cold": all(p.cache_cold for p in phases),
+        "compile_processes": len(phases),
+        "compile_cache_reused": sum(p.cache_hits > 0 for p in phases),
+        "compile_cache_hits": sum(p.cache_hits for p in phases),
     }
 
 
@@ -156,7 +155,7 @@ def flags_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """flags.csv: what the noise checks found in each cell, and the processes left out
     (`columns.FLAGS`), in the order the report names them."""
     rows = [{**_cell_columns(mc, machine), **row} for mc in cells if mc.ok for row in mc.flag_rows()]
-    return pd.DataFrame(rows, columns=list(FLAGS)).astype({"left_out_round": "Int64"})
+    return pd.DataFrame(rows, columns=list(FLAGS))
 
 
 def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
@@ -448,7 +447,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
     with stage("decisions.csv"):
         decisions, decision_sizes, losses = decision_tables(speedups, timings, analysis.judging, machine, memory,
                                                             page_cost_s(roofs), process_cap(cells))
-    return {
+    tables = {
         "timings": timings,
         "speedups": speedups,
         "thread_scaling": scaling,
@@ -463,6 +462,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "transfer": transfer_table([load_device_record(p, TRANSFER_SCHEMA) for p in transfer_paths], machine, analysis),
         "roofs": roofs,
     }
+    return {name: with_whole_numbers(name, frame) for name, frame in tables.items()}
 
 
 def with_thresholds(judging: Judging) -> Judging:

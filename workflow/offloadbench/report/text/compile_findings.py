@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from ...analysis.columns import falls_back, interval
+from ...analysis.columns import falls_back, flag, interval
 from ...cells import COMPILED
 from ...kernels import FAMILY as KERNEL_FAMILY
 from ...verdicts import Judging
@@ -114,13 +114,23 @@ def process_lines(timings: pd.DataFrame) -> list[str]:
     if not recompiled.empty:
         names = ", ".join(f"{r['op']} {variant_of(r)} n = {int(r['size'])}" for _, r in recompiled.iterrows())
         lines.append(f"- Recompiled while sampling (a guard failed): {names}.")
-    caches = sorted(set(ok["compile_cache"].dropna().astype(str)))
+    compiled = ok[ok["compile_processes"].notna()] if "compile_processes" in ok else ok.iloc[:0]
+    caches = sorted({cache_words(row) for _, row in compiled.iterrows()})
     if caches == ["cold"]:
         lines.append("- Every process compiled with an empty on-disk compile cache (`compile.cold_cache`), so each "
                      "compile time is what a program pays the first time it runs.")
     elif caches:
         lines.append(f"- The compile cache: {', '.join(caches)}; times with hits are those of a program run before.")
     return lines
+
+
+def cache_words(row) -> str:
+    """A compiled cell's compile cache: "cold", "your cache", or "cold in 2, the run's own in 1
+    later" (an earlier process of the run filled it), with its hits."""
+    reused, hits = int(row["compile_cache_reused"]), int(row["compile_cache_hits"])
+    cache = "your cache" if not flag(row, "compile_cache_cold") else "cold" if not reused else \
+        f"cold in {int(row['compile_processes']) - reused}, the run's own in {reused} later"
+    return cache + (f", {hits} hits" if hits else "")
 
 
 def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judging) -> list[str]:
