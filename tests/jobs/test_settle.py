@@ -319,3 +319,11 @@ def test_a_round_the_whole_group_ran_slower_in_is_no_state_of_one_cell():
     cells = grouped(*sets)
     assert all(mc.states is None and not mc.judgement.left_out for mc in cells.values())
     assert cells[NUMPY].round_speed[3] == pytest.approx(math.log(1.6) * 5 / 6, rel=0.1)
+
+
+def test_one_extra_round_is_said_in_the_singular():
+    settle = SettleRecord.from_json({"planned_rounds": 3, "max_processes": 6, "comparisons": 10, "spent_s": 2.0,
+                                     "budget_s": 60.0, "extra_rounds": [{"round": 4}], "undecided_at_start": ["a"],
+                                     "rounds_needed": {"a": 1}, "stopped": "every verdict settled"})
+    (line,) = settle_lines(settle, pd.DataFrame(), pd.DataFrame())
+    assert "1 comparison needed up to 1 more round (1 extra round, 2 s of a 1m00s budget)" in line

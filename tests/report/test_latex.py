@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -388,3 +389,12 @@ def test_write_comparison_latex_without_rows_or_machine_columns(comparison, tmp_
     lonely = write_comparison_latex(pd.DataFrame(), tmp_path / "lonely", ["laptop"], POLICY)
     check_table(lonely["comparison"].read_text())
     assert "\\newcommand" not in lonely["claims"].read_text()
+
+
+def test_every_character_the_reports_own_words_use_prints_in_latex():
+    """The LaTeX output is ASCII; a character of the report's own words with no LaTeX form
+    would print as "?" (as δ once did in every caption that named the minimum effect)."""
+    package = Path(__file__).resolve().parents[2] / "workflow" / "offloadbench"
+    sources = [*package.glob("report/**/*.py"), package / "verdicts.py", package / "units.py"]
+    used = {ch for path in sources for ch in path.read_text(encoding="utf-8") if not ch.isascii()}
+    assert used and not [ch for ch in sorted(used) if "?" in tex_escape(ch)]

@@ -198,3 +198,15 @@ def test_the_report_words_each_flag_and_each_process_left_out_from_flags_csv(gpu
     assert (f"- 1 cell had a process left out, replaced by an extra one where there was one, never averaged in: "
             f"{name}: 2 of 5 processes replaced (round 2: disturbed: other processes used 0.90 cores, round 4: its "
             "median lies 1.80× from the other processes' (bimodal samples)).") in text
+
+
+def test_an_ops_speedup_table_marks_a_weak_cell_as_its_sentences_do(gpu_tables):
+    from offloadbench.report.text.markdown import op_speedups_table
+
+    s = gpu_tables["speedups"]
+    s = s[(s["op"] == s["op"].iloc[0]) & (s["device"] == "cpu")].assign(flagged=False, shares_cores=False)
+    assert "†" not in op_speedups_table(s, Judging())
+    flagged = s.index[0]
+    lines = op_speedups_table(s.assign(flagged=s.index == flagged), Judging()).splitlines()
+    marked = [line for line in lines if "†" in line]
+    assert len(marked) == 1 and marked[0].count("†") == 1 and f"| {s.loc[flagged, 'variant']} |" in marked[0]

@@ -149,7 +149,11 @@ _TEX_SPECIAL = {
        (("\\", "backslash"), ("~", "asciitilde"), ("^", "asciicircum"), ("<", "less"), (">", "greater"),
         ("|", "bar"), ("µ", "mu"), ("μ", "mu"), ("†", "dagger"))},
     **{ch: rf"\ensuremath{{\{name}}}" for ch, name in  # maths symbols: \ensuremath{\times}
-       (("×", "times"), ("±", "pm"), ("≈", "approx"), ("≤", "leq"), ("≥", "geq"), ("→", "rightarrow"), ("÷", "div"))},
+       (("×", "times"), ("±", "pm"), ("≈", "approx"), ("≤", "leq"), ("≥", "geq"), ("→", "rightarrow"), ("÷", "div"),
+        ("δ", "delta"), ("σ", "sigma"), ("·", "cdot"), ("↔", "leftrightarrow"))},
+    **{ch: rf"\textsuperscript{{{digit}}}" for ch, digit in (("²", 2), ("³", 3), ("⁴", 4))},
+    "−": r"\ensuremath{-}",
+    "…": r"\dots{}",
     "–": "--",
     "—": "---",
     "’": "'",
@@ -167,7 +171,7 @@ def tex_escape(text) -> str:
 
 
 _PLAIN = {"–": "-", "—": "-", "×": "x", "±": "+-", "µ": "u", "μ": "u", "≈": "~", "≤": "<=", "≥": ">=",
-          "→": "->", "÷": "/"}
+          "→": "->", "÷": "/", "δ": "delta", "σ": "sigma", "−": "-", "·": "*", "…": "...", "↔": "<->"}
 
 
 def tex_comment(text: str) -> str:

@@ -109,8 +109,8 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame, flags: pd.D
         lines.append(
             f"- After the planned rounds, {len(settle.undecided_at_start)} of "
             f"{settle.comparisons} comparisons were undecided. "
-            + (f"{count_of(len(needed), 'comparison')} needed up to {most} more round{'s' if most != 1 else ''} "
-               f"({len(extra)} extra rounds, {fmt_duration(settle.spent_s)} of a "
+            + (f"{count_of(len(needed), 'comparison')} needed up to {count_of(most, 'more round')} "
+               f"({count_of(len(extra), 'extra round')}, {fmt_duration(settle.spent_s)} of a "
                f"{fmt_duration(settle.budget_s)} budget); " if extra else "No extra round was run; ")
             + f"{len(still)} stayed undecided ({settle.stopped}).")
     cannot = settle.cannot_decide if settle else {}
@@ -255,7 +255,7 @@ def carry_over_line(controls: pd.DataFrame, judging: Judging) -> list[str]:
     return [(f"- Carry-over between turns: in the self-comparisons' bouts, cycles right after a multi-threaded torch "
              f"or compiled worker's turn ran {fmt_times(middle, 3)} as long as the others (the median over {len(seen)} "
              f"cells, {fmt_sig(float(np.exp(values.min())))}–{fmt_sig(float(np.exp(values.max())))}); "
-             f"{len(decided)} of them tell it from 1 at {judging.level}.")]
+             f"{len(decided)} of them {'tells' if len(decided) == 1 else 'tell'} it from 1 at {judging.level}.")]
 
 
 def controls_warning(controls: pd.DataFrame, judging: Judging) -> str:

@@ -35,7 +35,7 @@ from ..table import LATEX, MARKDOWN, TERMINAL, Column, Shown, Table, wrapped
 
 WEAK_MARK = "†"
 WEAK_NOTE = (f"{WEAK_MARK} marks a number from a weak cell: one that shared its cores with the orchestrator, or "
-             "that a noise check flagged (How the measurement went says which and why).")
+             "that a noise check flagged (How the measurement went and Unstable cells say which and why).")
 
 
 def by_size(row) -> list[tuple[int, str]]:

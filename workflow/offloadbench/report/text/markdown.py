@@ -32,6 +32,7 @@ from .compile_findings import compile_section, kernel_lines
 from .conditions import cells_with, conditions_section, controls_line, controls_warning, flags_phrase
 from .decisions import WEAK_MARK, WEAK_NOTE, answer, decision_table, lead_paragraph, where_cell
 from .findings import (
+    caveat,
     gpu_findings,
     no_gpu_reason,
     offload_section,
@@ -150,13 +151,14 @@ def op_section(op: str, inputs: Inputs) -> list[str]:
 
 
 def op_speedups_table(speedups: pd.DataFrame, judging: Judging) -> str:
-    """One op's end-to-end speedups: a row per variant and place, a column per size."""
+    """One op's end-to-end speedups: a row per variant and place, a column per size; a weak
+    cell carries the mark."""
     if speedups.empty:
         return ""
     groups = speedups.groupby(["variant", "device", "threads", "dtype"], sort=True)
     table = by_size(groups, sorted({int(n) for n in speedups["size"]}),
                     lambda keys, first: {"variant": keys[0], "where": where_cell(first), "dtype": keys[3]},
-                    lambda cell: f"{ratio_of(cell, 'end_to_end_speedup')}, {cell['end_to_end_verdict']}")
+                    lambda cell: f"{ratio_of(cell, 'end_to_end_speedup')}{caveat(cell)}, {cell['end_to_end_verdict']}")
     return f"End-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(table)
 
 

@@ -82,12 +82,18 @@ TIMINGS = Table(
         Column("samples", lambda row, context: str(int(row["n_samples"])), formats=frozenset({MARKDOWN})),
     ),
     empty="No cell ran.",
-    intro="Compute time per cell over {processes} process(es).",
+    intro="Compute time per cell over {processes}.",
     rows=ok_rows,
     context=lambda frame, base: {**in_unit(ok_rows(frame), "median_s"),
                                  "unstable": set(frame.index[unstable_cells(frame)]) if not frame.empty else set(),
-                                 "processes": processes_range(ok_rows(frame))},
+                                 "processes": _processes_phrase(ok_rows(frame))},
 )
+
+
+def _processes_phrase(frame: pd.DataFrame) -> str:
+    """"1 process", "7 to 9 processes"."""
+    span = processes_range(frame)
+    return f"{span} process" if span == "1" else f"{span} processes"
 
 
 def processes_range(frame: pd.DataFrame) -> str:
