@@ -185,13 +185,13 @@ def with_flag_words(timings: pd.DataFrame, flags_path: Path, checkout: Path) -> 
     sys.path.insert(0, str(checkout / "workflow"))
     from offloadbench.analysis.tables import read_tables
     from offloadbench.cells import Cell
-    from offloadbench.report.text.conditions import cells_with, flags_phrase, left_out_phrase
+    from offloadbench.report.text.conditions import flags_phrase, left_out_phrase, rows_by_cell
 
     read = read_tables({"timings": str(flags_path.with_name("timings.csv")), "flags": str(flags_path)})
-    words = {phrase: dict(cells_with(read["timings"], read["flags"], phrase, "")) for phrase in (flags_phrase, left_out_phrase)}
+    flagged, left_out = (dict(rows_by_cell(read["timings"], read["flags"], left_out=side)) for side in (False, True))
     keys = [Cell.from_dict(row).key for _, row in read["timings"].iterrows()]
-    return timings.assign(unstable=[words[flags_phrase].get(k, "") for k in keys],
-                          replaced=[words[left_out_phrase].get(k, "") for k in keys])
+    return timings.assign(unstable=[flags_phrase(flagged[k]) if k in flagged else "" for k in keys],
+                          replaced=[left_out_phrase(left_out[k]) if k in left_out else "" for k in keys])
 
 
 def with_cache_words(timings: pd.DataFrame, checkout: Path) -> pd.DataFrame:

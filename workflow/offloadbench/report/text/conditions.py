@@ -123,10 +123,10 @@ def settle_lines(settle: SettleRecord | None, timings: pd.DataFrame, flags: pd.D
         lines.append(f"- {count_of(len(cannot), 'comparison')} cannot be decided on this machine within "
                      f"measure.max_processes ({settle.max_processes} processes per cell), so no "
                      f"extra round went to them: {shown}{more}.{why}")
-    left_out = cells_with(timings, flags, left_out_phrase, "replaced")
+    left_out = rows_by_cell(timings, flags, left_out=True)
     if left_out:
         lines.append(f"- {count_of(len(left_out), 'cell')} had a process left out, replaced by an extra one where there was "
-                     "one, never averaged in: " + "; ".join(f"`{key}`: {words}" for key, words in left_out[:8])
+                     "one, never averaged in: " + "; ".join(f"`{key}`: {left_out_phrase(rows)}" for key, rows in left_out[:8])
                      + (f"; and {len(left_out) - 8} more" if len(left_out) > 8 else "") + ".")
     return lines
 
@@ -163,21 +163,15 @@ def flags_phrase(rows: list) -> str:
     return "; ".join(map(flag_phrase, rows))
 
 
-def cells_with(timings: pd.DataFrame, flags: pd.DataFrame, phrase, older: str) -> list[tuple[str, str]]:
-    """(cell key, words) of each timings row, in order, with flags.csv rows of the kind
-    `phrase` words: its flags (`flags_phrase`) or its processes left out (`left_out_phrase`).
-    Tables of a version before flags.csv give their own words, in the column `older`."""
+def rows_by_cell(timings: pd.DataFrame, flags: pd.DataFrame, left_out: bool) -> list[tuple[str, list]]:
+    """(cell key, its rows of flags.csv) for each timings row, in order, that has any: the
+    flags on its counted processes, or (`left_out`) its processes left out."""
     by_key: dict[str, list] = {}
     for _, row in flags.iterrows():
-        if pd.notna(row["left_out_round"]) == (phrase is left_out_phrase):
+        if pd.notna(row["left_out_round"]) == left_out:
             by_key.setdefault(Cell.from_dict(row).key, []).append(row)
-    found = []
-    for _, row in timings.iterrows():
-        key = Cell.from_dict(row).key
-        words = phrase(by_key[key]) if key in by_key else text_of(row.get(older))
-        if words:
-            found.append((key, words))
-    return found
+    keys = (Cell.from_dict(row).key for _, row in timings.iterrows())
+    return [(key, by_key[key]) for key in keys if key in by_key]
 
 
 def pairing_lines(comparisons: dict[str, pd.DataFrame]) -> list[str]:

@@ -29,7 +29,7 @@ from ..format import format_bytes, op_order, ratio_of
 from ..page import anchors, markdown_headings, slug, unescaped
 from ..table import Shown, Table, by_size, markdown_table
 from .compile_findings import compile_section, kernel_lines
-from .conditions import cells_with, conditions_section, controls_line, controls_warning, flags_phrase
+from .conditions import conditions_section, controls_line, controls_warning, flags_phrase, rows_by_cell
 from .decisions import WEAK_MARK, WEAK_NOTE, answer, decision_table, lead_paragraph, where_cell
 from .findings import (
     caveat,
@@ -99,9 +99,9 @@ def status_section(timings: pd.DataFrame, flags: pd.DataFrame) -> list[str]:
             names = ", ".join(f"`{Cell.from_dict(r).key}`" for _, r in group.iterrows())
             lines.append(f"- **{status}** ({len(group)}): {reason}. Cells: {names}")
         lines.append("")
-    unstable = cells_with(timings[(timings["status"] == "ok") & unstable_cells(timings)], flags, flags_phrase, "unstable")
+    unstable = rows_by_cell(timings[(timings["status"] == "ok") & unstable_cells(timings)], flags, left_out=False)
     if unstable:
-        lines += ["### Unstable cells", "", *(f"- `{key}`: {words}" for key, words in unstable), ""]
+        lines += ["### Unstable cells", "", *(f"- `{key}`: {flags_phrase(rows)}" for key, rows in unstable), ""]
     return lines
 
 
