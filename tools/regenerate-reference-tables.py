@@ -12,14 +12,13 @@ sys.path.insert(0, str(ROOT / "workflow"))
 
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source
-from offloadbench.analysis.tables import write_judging
-from offloadbench.csvsafe import write_csv
+from offloadbench.analysis.tables import write_judging, write_table
 from offloadbench.layout import JUDGING, TABLES
 
 for folder in sorted(p.parent for p in (ROOT / "tests" / "data").glob("*/environment.json")):
     analysis = Analysis()
     tables = Source(folder.name, folder).tables(analysis)
     for name in TABLES:
-        write_csv(tables[name], folder / f"{name}.csv")
+        write_table(name, tables[name], folder / f"{name}.csv")
     write_judging(analysis.judging, str(folder / JUDGING))
     print(f"{folder.relative_to(ROOT)}: {', '.join(f'{n} {len(tables[n])}' for n in TABLES)}")

@@ -15,12 +15,12 @@ import pytest
 from conftest import FINGERPRINT, group_typed, make_processes, make_record, typed
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.processes import judge
-from offloadbench.analysis.settle import REPLACES, plan_round
+from offloadbench.analysis.settle import PARTNER, REPLACES, plan_round
 from offloadbench.analysis.tables import speedups_table, states_table, timings_table
 from offloadbench.cells import Cell
 from offloadbench.jobs import settle as settle_job
 from offloadbench.measure import disturbance
-from offloadbench.records import SettleRecord
+from offloadbench.records import SettleRecord, load_settle
 from offloadbench.records.types import WouldDecide
 from offloadbench.report.text.conditions import left_out_phrase, settle_lines
 from offloadbench.verdicts import DEPENDS_ON_STATE, UNSTABLE
@@ -197,7 +197,7 @@ def test_a_comparison_more_processes_cannot_decide_within_the_cap_is_not_measure
 def test_the_report_words_what_would_decide_from_the_settle_records_values(advice):
     settle = SettleRecord.from_json({"planned_rounds": 3, "max_processes": 6, "cannot_decide": advice})
     assert settle.cannot_decide == {"a": WouldDecide(40, True), "b": WouldDecide(None, False)}
-    (line,) = [line for line in settle_lines(settle, pd.DataFrame(columns=["replaced"]), pd.DataFrame()) if "cannot be decided" in line]
+    (line,) = [line for line in settle_lines(settle, pd.DataFrame(), pd.DataFrame()) if "cannot be decided" in line]
     assert "a: about 40 processes per cell would (a); b: no number of processes would." in line
     assert line.count("fewer threads than cores") == 1
 
@@ -264,10 +264,11 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
 
     monkeypatch.setattr(settle_job.Settling, "measure", measured)
     assert settle_job.main(argv) == 0
-    summary = json.loads((tmp_path / "settle.json").read_text())
-    assert [r["round"] for r in summary["extra_rounds"]] == [4]
-    assert summary["extra_rounds"][0]["replacing"] == {NUMPY.key: 3}
-    assert summary["undecided_at_end"] == []
+    summary = load_settle(tmp_path / "settle.json")  # as the report reads it: through its schema
+    assert [r["round"] for r in summary.extra_rounds] == [4]
+    assert summary.extra_rounds[0]["replacing"] == {NUMPY.key: 3}
+    assert summary.extra_rounds[0]["why"] == {NUMPY.key: REPLACES, TORCH.key: PARTNER}
+    assert summary.undecided_at_end == ()
 
 
 def test_the_time_budget_comes_from_the_records_and_stops_the_extra_rounds(tmp_path, monkeypatch):

@@ -123,7 +123,8 @@ def test_compiled_cells_and_the_kernel_run_through_the_pipeline(run):
         ("numpy", "cpu"), ("torch", "cpu"), ("numpy", "cuda"), ("torch", "cuda")}  # NumPy's kernel compiled for cuda
     assert (compiled["compile_s"] > 0).all() and (compiled["compiler_startup_s"] > 0).all()
     # the first round compiles cold; the later rounds reuse its cache (compile time is never a sample)
-    assert compiled["compile_cache_cold"].all() and (compiled["compile_processes"] - compiled["compile_cache_reused"] == 1).all()
+    assert compiled["compile_cache_cold"].all() and (compiled["compile_cache_reused"] > 0).all()
+    assert (compiled["compile_processes"] - compiled["compile_cache_reused"] == 1).all()
     assert (compiled["graph_breaks"] == 0).all()
     assert set(timings.loc[timings["op"] == "heat_step", "family"]) == {"user kernels"}
     speedups = pd.read_csv(run["out"] / "speedups.csv", dtype={"threads": str})

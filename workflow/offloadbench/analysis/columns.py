@@ -433,7 +433,7 @@ FLAGS = {
     **CELL, **VARIANT,
     "kind": text("what was found: a noise check's kind (bimodal, drift, cpu_clock, gpu_clock, disturbed), "
                  "disagree or two_differ (processes that still disagree), or a failed process's status", empty=False),
-    "region": text("the timed region it was found in (cell: the whole sampling window)"),
+    "region": text("the timed region it was found in (empty: the whole sampling window)"),
     "amount": number("how much, as a fraction: the drift, the gap between modes, the clock's change, the cores "
                      "others used (the strongest case)"),
     "processes": integer("the processes it was seen in (that disagree, failed or were left out)"),
@@ -557,8 +557,8 @@ def true_cells(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def unstable_cells(frame: pd.DataFrame) -> pd.Series:
-    """Rows flagged by a noise check: a timings row's flags (`unstable`), or a ratio's
-    `flagged` (either cell; older tables worded it in `unstable`)."""
+    """Rows flagged by a noise check: `flagged` (a ratio's: either cell; older tables
+    worded the flags in `unstable`)."""
     return has_text(frame, "unstable") | true_cells(frame, "flagged")
 
 

@@ -257,11 +257,19 @@ class MeasuredCell:
         return [float(np.median(g)) for g in self.groups(phase)]
 
     def flag_rows(self) -> list[dict]:
-        """What makes the cell's numbers untrustworthy as they stand, as flags.csv's rows
-        (`columns.FLAGS`): each kind of the counted processes' flags once per region, its
-        strongest case, in how many processes (the CI not reached is a precision note, not
-        a flag); processes that still disagree; processes that failed; then each process
+        """flags.csv's rows of the cell (`columns.FLAGS`): its noise flags, then each process
         left out, and whether another replaced it."""
+        left = self.judgement.left_out
+        replaced = len(self.ok) - len(left) >= self.planned
+        return self.noise_rows() + [
+            _flag_row(out.flag, processes=len(left), of_processes=len(self.ok), factor=out.factor,
+                      left_out_round=self.ok[out.index].round, replaced=replaced) for out in left]
+
+    def noise_rows(self) -> list[dict]:
+        """What makes the cell's numbers untrustworthy as they stand: each kind of the counted
+        processes' flags once per region, its strongest case, in how many processes (the CI
+        not reached is a precision note, not a flag); processes that still disagree; processes
+        that failed."""
         by_kind: dict[tuple[str, str], list[Flag]] = {}
         for record in self.counted:
             for flag in record.flags:
@@ -271,24 +279,21 @@ class MeasuredCell:
         rows = [_flag_row(max(seen, key=lambda f: f.size), processes=len(seen), of_processes=n)
                 for seen in by_kind.values()]
         if (disagree := self.judgement.disagree) is not None:
-            fault = disagree.fault or Flag("disagree", WHOLE_CELL, math.nan, "")
-            rows.append(_flag_row(fault, kind="disagree" if disagree.fault else "two_differ",
-                                  processes=disagree.processes, of_processes=disagree.of, factor=disagree.factor))
+            fault = disagree.fault
+            found = Flag("disagree", fault.region, fault.size, fault.text) if fault else \
+                Flag("two_differ", WHOLE_CELL, math.nan, "")  # its only two undisturbed processes
+            rows.append(_flag_row(found, processes=disagree.processes, of_processes=disagree.of,
+                                  factor=disagree.factor))
         failed = [r for r in self.records if r.status in FAILED]
         if self.ok and failed:
             rows.append(_flag_row(Flag(failed[0].status, WHOLE_CELL, math.nan, failed[0].reason),
                                   processes=len(failed), of_processes=len(self.records)))
-        left = self.judgement.left_out
-        replaced = len(self.ok) - len(left) >= self.planned
-        rows += [_flag_row(out.flag, processes=len(left), of_processes=len(self.ok), factor=out.factor,
-                           left_out_round=self.ok[out.index].round, replaced=replaced) for out in left]
         return rows
 
     @property
     def flagged(self) -> bool:
-        """A noise check flagged the cell: flags of its counted processes, processes that
-        still disagree or that failed (a process left out is not a flag on the rest)."""
-        return any(row["left_out_round"] is None for row in self.flag_rows())
+        """A noise check flagged the cell (a process left out is no flag on the rest)."""
+        return bool(self.noise_rows())
 
     @property
     def precision(self) -> dict:
@@ -312,10 +317,10 @@ class MeasuredCell:
         return max((r.disturbance.others_cores or 0.0 for r in self.ok), default=0.0)
 
 
-def _flag_row(flag: Flag, *, kind: str = "", processes: int, of_processes: int, factor: float | None = None,
+def _flag_row(flag: Flag, *, processes: int, of_processes: int, factor: float | None = None,
               left_out_round: int | None = None, replaced: bool | None = None) -> dict:
     """One row of flags.csv without its cell's columns."""
-    return {"kind": kind or flag.kind, "region": flag.region, "amount": flag.size, "processes": processes,
+    return {"kind": flag.kind, "region": flag.region, "amount": flag.size, "processes": processes,
             "of_processes": of_processes, "factor": math.nan if factor is None else factor,
             "left_out_round": left_out_round, "replaced": replaced, "text": flag.text}
 

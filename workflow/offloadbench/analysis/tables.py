@@ -153,9 +153,9 @@ def resident_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
 
 def flags_table(cells: list[MeasuredCell], machine: str) -> pd.DataFrame:
     """flags.csv: what the noise checks found in each cell, and the processes left out
-    (`columns.FLAGS`), in the order the report names them."""
+    (`columns.FLAGS`): by cell, each cell's rows in the order the report names them."""
     rows = [{**_cell_columns(mc, machine), **row} for mc in cells if mc.ok for row in mc.flag_rows()]
-    return pd.DataFrame(rows, columns=list(FLAGS))
+    return _sorted(pd.DataFrame(rows, columns=list(FLAGS)), CELL_COLUMNS)
 
 
 def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
@@ -236,7 +236,8 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
 
 def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """The rows sorted by the columns `by`, thread labels in their order (1, 2, …, all)."""
-    by_threads = frame.sort_values(by, key=lambda c: c.map(thread_sort_key) if c.name == "threads" else c)
+    by_threads = frame.sort_values(by, key=lambda c: c.map(thread_sort_key) if c.name == "threads" else c,
+                                   kind="stable")
     return by_threads.reset_index(drop=True)
 
 
@@ -447,7 +448,7 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
     with stage("decisions.csv"):
         decisions, decision_sizes, losses = decision_tables(speedups, timings, analysis.judging, machine, memory,
                                                             page_cost_s(roofs), process_cap(cells))
-    tables = {
+    return {
         "timings": timings,
         "speedups": speedups,
         "thread_scaling": scaling,
@@ -462,7 +463,6 @@ def build_tables_of(cells: list[MeasuredCell], transfer_paths, roof_paths, machi
         "transfer": transfer_table([load_device_record(p, TRANSFER_SCHEMA) for p in transfer_paths], machine, analysis),
         "roofs": roofs,
     }
-    return {name: with_whole_numbers(name, frame) for name, frame in tables.items()}
 
 
 def with_thresholds(judging: Judging) -> Judging:
@@ -476,6 +476,11 @@ def write_judging(judging: Judging, path: str) -> None:
     write_json_atomic(path, {"kind": "judging", **with_thresholds(judging).as_json()})
 
 
+def write_table(name: str, frame: pd.DataFrame, path) -> None:
+    """Table `name` as a CSV file, its integer columns written as whole numbers."""
+    write_csv(with_whole_numbers(name, frame), path)
+
+
 def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str, machine: str, analysis: Analysis,
                  outputs: dict[str, str], judging_path: str | None = None) -> None:
     """The tables of one machine, and the judging policy they were judged with beside them
@@ -484,7 +489,7 @@ def write_tables(record_paths, transfer_paths, roof_paths, environment_path: str
     cells = load_cells(record_paths, environment, analysis)
     tables = build_tables_of(cells, transfer_paths, roof_paths, machine, analysis, environment)
     for name, path in outputs.items():
-        write_csv(tables[name], path)
+        write_table(name, tables[name], path)
     if judging_path:
         write_judging(analysis.judging, judging_path)
 

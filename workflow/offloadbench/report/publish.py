@@ -11,7 +11,7 @@ from pathlib import Path
 from ..analysis.compare import compare
 from ..analysis.measured import Analysis
 from ..analysis.sources import Source
-from ..analysis.tables import read_tables, with_series_rows, with_thresholds, write_judging
+from ..analysis.tables import read_tables, with_series_rows, with_thresholds, write_judging, write_table
 from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
@@ -62,7 +62,7 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
                     source.rounds(), source.settle(), rejudged)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:
-        write_csv(written[name], out / f"{name}.csv")
+        write_table(name, written[name], out / f"{name}.csv")
     write_judging(analysis.judging, str(out / JUDGING))
     for name in machine_figures(tables):
         draw(name, tables, source.label, str(out / "figures" / f"{name}.pdf"), str(out / "figures" / f"{name}.png"),

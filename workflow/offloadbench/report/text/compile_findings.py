@@ -18,6 +18,7 @@ from ...kernels import FAMILY as KERNEL_FAMILY
 from ...verdicts import Judging
 from ..format import (
     by_variant,
+    count_of,
     finite,
     fmt_calls,
     fmt_interval,
@@ -108,8 +109,9 @@ def process_lines(timings: pd.DataFrame) -> list[str]:
     if broken.empty:
         lines.append("- Every compiled cell was captured whole: no graph break.")
     else:
-        lines += [f"- {row['op']} with {variant_of(row)} ({_where_full(row)}): {int(row['graph_breaks'])} graph "
-                  f"break(s), first: {row['first_break']}." for _, row in broken.iterrows()]
+        lines += [f"- {row['op']} with {variant_of(row)} ({_where_full(row)}): "
+                  f"{count_of(int(row['graph_breaks']), 'graph break')}, first: {row['first_break']}."
+                  for _, row in broken.iterrows()]
     recompiled = ok[ok["recompiles"].fillna(0) > 0]
     if not recompiled.empty:
         names = ", ".join(f"{r['op']} {variant_of(r)} n = {int(r['size'])}" for _, r in recompiled.iterrows())

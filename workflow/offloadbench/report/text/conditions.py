@@ -16,7 +16,7 @@ from ...records import FAILED, Environment, RoundRecord, SettleRecord
 from ...records.types import WouldDecide
 from ...stats import binomial_interval
 from ...verdicts import UNDECIDED, Judging, percent
-from ..format import and_list, count_of, finite, fmt_duration, fmt_percent, fmt_sig, fmt_times
+from ..format import and_list, count_of, fmt_duration, fmt_percent, fmt_sig, fmt_times
 
 
 def advice_lines(environment: Environment, rounds: list[RoundRecord]) -> list[str]:
@@ -153,7 +153,7 @@ def left_out_phrase(rows: list) -> str:
     flags.csv), each with why: its own disturbed flag, or its distance and fault."""
     first = rows[0]
     rounds = ", ".join(f"round {int(row['left_out_round'])}: "
-                       + (far_phrase(row) if finite(row["factor"]) else text_of(row["text"])) for row in rows)
+                       + (text_of(row["text"]) if row["kind"] == "disturbed" else far_phrase(row)) for row in rows)
     done = "replaced" if flag(first, "replaced") else "left out"
     return f"{int(first['processes'])} of {int(first['of_processes'])} processes {done} ({rounds})"
 

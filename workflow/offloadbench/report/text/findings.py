@@ -43,7 +43,7 @@ from .decisions import WEAK_MARK
 def caveat(row) -> str:
     """The weak mark to put after a number from a weak cell (flagged unstable, or sharing its
     cores with the orchestrator; the figures draw both hollow). The report explains the mark
-    once, and says which cells are weak and why in How the measurement went."""
+    once, and says which cells are weak and why in How the measurement went and Unstable cells."""
     return WEAK_MARK if is_weak_row(row) else ""
 
 
