@@ -9,7 +9,7 @@ from offloadbench.config import validate
 from offloadbench.jobs import bout
 from offloadbench.measure import diagnostics, disturbance, timing
 from offloadbench.measure.settings import Settings
-from offloadbench.measure.timing import BlockRule, StopRule, WarmupRule
+from offloadbench.measure.timing import PREROLL_MAX_S, BlockRule, StopRule, WarmupRule
 from offloadbench.records import RoundRecord
 from offloadbench.report.text.method import UNRECORDED, method_section, recorded_method
 from offloadbench.verdicts import MAX_CI_SPAN, Judging
@@ -78,4 +78,4 @@ def test_records_from_before_the_pre_roll_waited_for_the_best_keep_their_own_rul
     method = recorded(tmp_path)
     older = {k: v for k, v in method.items() if k != "preroll_max_s"} | {"preroll_up_to_s": 0.05}
     assert "none for calls of 50 ms or more" in text(older) and "?" not in text(older).split("untimed")[1][:200]
-    assert "at most 50 ms" in text(method)
+    assert f"at most {PREROLL_MAX_S * 1000:g} ms" in text(method)  # the current rule, from the records
