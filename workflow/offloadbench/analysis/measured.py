@@ -261,15 +261,16 @@ class MeasuredCell:
         left out, and whether another replaced it."""
         left = self.judgement.left_out
         replaced = len(self.ok) - len(left) >= self.planned
-        return self.noise_rows() + [
+        return self.noise_rows + [
             _flag_row(out.flag, processes=len(left), of_processes=len(self.ok), factor=out.factor,
                       left_out_round=self.ok[out.index].round, replaced=replaced) for out in left]
 
+    @cached_property
     def noise_rows(self) -> list[dict]:
         """What makes the cell's numbers untrustworthy as they stand: each kind of the counted
         processes' flags once per region, its strongest case, in how many processes (the CI
         not reached is a precision note, not a flag); processes that still disagree; processes
-        that failed."""
+        that failed. Kept once worked out: every ratio with the cell asks whether it is flagged."""
         by_kind: dict[tuple[str, str], list[Flag]] = {}
         for record in self.counted:
             for flag in record.flags:
@@ -293,7 +294,7 @@ class MeasuredCell:
     @property
     def flagged(self) -> bool:
         """A noise check flagged the cell (a process left out is no flag on the rest)."""
-        return bool(self.noise_rows())
+        return bool(self.noise_rows)
 
     @property
     def precision(self) -> dict:
