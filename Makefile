@@ -13,7 +13,7 @@ RUN_STAMP := $(VENV)/.installed-runtime
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup run test test-bench browser summary example test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
+.PHONY: setup run test test-bench browser summary example test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-restore bench-fits bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
 # The runtime pins for running the pipeline; the test and lint tools on top for the rest.
 $(RUN_STAMP): requirements.txt
@@ -100,6 +100,16 @@ bench-overhead: $(STAMP)
 # function timed alone, in fresh processes of its own taking turns A B A B.
 bench-alone: $(STAMP)
 	$(BIN)/python benchmarks/alone.py --config $(CONFIG) $(if $(FROM),--results $(FROM))
+
+# Ops that update nothing timed in blocks of calls and each call alone (as a kernel that updates
+# its arguments is timed, its inputs put back between calls), fresh processes A B A B.
+bench-restore: $(STAMP)
+	$(BIN)/python benchmarks/restore.py
+
+# "Fits up to n" against the largest size that really fits under a memory limit (a cgroup, as root).
+MEMORY ?= 3GiB
+bench-fits: $(STAMP)
+	$(BIN)/python benchmarks/fits.py --memory $(MEMORY)
 
 # Bouts (cells taking turns) against cells sampled alone: ratios, half-widths and seconds.
 bench-paired: $(STAMP)

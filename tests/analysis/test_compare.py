@@ -210,3 +210,22 @@ def test_a_small_local_run_compared_with_the_h200_through_snakemake(tmp_path):
     for name in ("speedups", "ratio", "break_even", "bandwidth"):
         assert_real_figure(out / "figures" / f"{name}.pdf", out / "figures" / f"{name}.png")
     assert "\\newcommand" in (out / "claims.tex").read_text()
+
+
+def test_two_runs_of_one_machine_call_no_cell_faster_or_slower_for_a_state_of_the_machine(tmp_path):
+    """The second run 7% faster throughout, and one op 15% slower in it: a state each run was in,
+    which no interval within a run sees. Compared as two machines, each cell would be called
+    faster or slower; as two runs of the same hardware, the spread between them is in every CI."""
+    sizes = (64, 128, 256, 512, 1024, 2048)
+    first = write_machine(tmp_path / "monday", {n: 1e-3 * n / 64 for n in sizes})
+    shifted = {n: 1e-3 * n / 64 * (0.93 if n != 2048 else 1.15) for n in sizes}
+    second = write_machine(tmp_path / "tuesday", shifted, seed=50)
+    result = compare([first, second], FAST)
+    assert result.same_hardware == [("monday", "tuesday")]
+    table = result.comparison
+    assert not table["verdict"].isin(["faster", "slower"]).any(), table[["size", "ratio", "verdict"]]
+    assert table["between_runs"].iloc[0] == pytest.approx(0.0726 * 1.4826, rel=0.05)
+    other = write_machine(tmp_path / "other", shifted, seed=50, env={
+        "cpu_model": "Other CPU", "fingerprint": {**FINGERPRINT, "cpu_model": "Other CPU"}})
+    across = compare([first, other], FAST).comparison  # different hardware: the difference is the machines'
+    assert across["verdict"].isin(["faster", "slower"]).all() and (across["between_runs"] == 0).all()

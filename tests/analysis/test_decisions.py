@@ -133,3 +133,40 @@ def test_a_decisions_losses_come_back_from_their_csv(tmp_path):
     read = read_tables({name: str(tmp_path / f"{name}.csv") for name in tables})
     (loss,) = read["decisions"]["losses"].iloc[0]
     assert (loss["variant"], loss["reason"], loss["speedup"], loss["end_to_end_speedup"]) == ("torch", "copies", 3.0, 0.6)
+
+
+def _timing(op, library, status="ok", reason="", mode="eager", device="cpu", size=64, rel_err=1e-7, tolerance=1e-5):
+    return {"machine": "box", "op": op, "library": library, "mode": mode, "device": device, "dtype": "float32",
+            "size": size, "threads": "1", "variant": library if mode == "eager" else f"{library} {mode}",
+            "family": "user kernels", "status": status, "reason": reason, "rel_err": rel_err, "tolerance": tolerance,
+            "check_failed": rel_err > tolerance}
+
+
+def test_every_op_asked_for_has_a_row_and_one_without_a_speedup_says_why():
+    wrong = "wrong result: relative error 2.00e-03 in argument A exceeds the float32 tolerance 7.80e-06"
+    timings = pd.DataFrame([
+        _timing("jacobi", "numpy"), _timing("jacobi", "torch", "error", wrong, rel_err=2e-3, tolerance=7.8e-6),
+        _timing("jacobi", "torch", "error", wrong, mode="compiled", rel_err=1e-3, tolerance=7.8e-6),
+        _timing("broken", "numpy", "error", "ValueError during warm-up compute: no"), _timing("broken", "torch"),
+        _timing("plain", "numpy"),  # a kernel without xp, eager only: nothing but NumPy ran
+        _timing("crashes", "numpy"), _timing("crashes", "torch", "oom", "out of memory during warm-up: ..."),
+        _timing("jacobi", "torch", "skipped", "cuda unavailable: no CUDA device is visible", device="cuda"),
+    ])
+    decisions, sizes, _ = decision_tables(pd.DataFrame(), timings, DELTA)
+    rows = decisions.set_index("op")
+    assert set(rows.index) == {"jacobi", "broken", "plain", "crashes"}  # the absent GPU adds no row
+    assert (rows["decision"] == "none").all() and sizes.empty
+    assert rows.loc["jacobi", "no_answer"] == "check_failed"
+    assert rows.loc["jacobi", "no_answer_rel_err"] == 2e-3 and rows.loc["jacobi", "no_answer_tolerance"] == 7.8e-6
+    assert rows.loc["jacobi", "no_answer_variants"] == "torch, torch compiled"
+    assert rows.loc["broken", "no_answer"] == "baseline_failed" and "ValueError" in rows.loc["broken", "no_answer_reason"]
+    assert rows.loc["plain", "no_answer"] == "no_variant"
+    assert rows.loc["crashes", "no_answer"] == "failed" and rows.loc["crashes", "no_answer_status"] == "oom"
+
+
+def test_a_series_with_a_speedup_keeps_its_decision_beside_one_without():
+    speed, timing = cell("torch", 64, 3.0, 2.9, 3.1, op="fast")
+    timings = pd.DataFrame([{**timing, "status": "ok", "reason": "", "variant": "torch", "machine": "box"},
+                            _timing("slow", "numpy"), _timing("slow", "torch", "error", "TypeError during warm-up")])
+    decisions, _, _ = decision_tables(pd.DataFrame([speed]), timings, DELTA)
+    assert dict(zip(decisions["op"], decisions["decision"], strict=True)) == {"fast": USE, "slow": "none"}

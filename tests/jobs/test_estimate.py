@@ -182,3 +182,25 @@ def test_the_progress_line_stays_near_the_rounds_true_remaining_time(slower, see
         bound = 2.0 if (workers_est + done_est) / total_est >= 0.1 else 3.0
         assert truth / bound <= said <= truth * bound, (now, said, truth)
     assert printed >= 1
+
+
+def test_a_kernel_that_makes_its_own_inputs_is_counted_as_a_run_measured_them(tmp_path):
+    """Its inputs' sizes only running it tells: the estimate leaves its memory to the worker
+    until a run measured them, then counts them (memory.csv) as they grow."""
+    from offloadbench.config import kernel_infos, measured_grid
+    from offloadbench.estimate import measured_inputs
+
+    kernels = tmp_path / "fields.py"
+    kernels.write_text("from offloadbench import kernel\n\n\n"
+                       "@kernel(inputs=lambda n, rng: [rng.random((n, n, 64))])\n"
+                       "def deep(xp, u):\n    return u * 2\n")
+    config = validate({"kernels": [str(kernels)], "grid": {"ops": ["deep"], "devices": ["cpu"], "sizes": [256, 8192],
+                                                          "threads": [1], "dtypes": ["float32"]}})
+    assert estimate_run(config, FALLBACK, memory_bytes=64 * 2**30).refused == 0  # nothing measured: its worker decides
+    (tmp_path / "memory.csv").write_text("machine,op,variant,device,dtype,largest_measured,inputs_bytes,inputs_degree\n"
+                                         f"m,deep,numpy,cpu,float32,256,{256 * 256 * 64 * 4},2\n")
+    inputs = measured_inputs(tmp_path)
+    assert inputs["deep"](8192) == pytest.approx(8192 * 8192 * 64)
+    # 8192² × 64 float32 is 16 GiB of inputs (and 32 GiB as drawn in float64): more than 64 GiB × 0.8 with its copies
+    large = sum(c.size == 8192 for c in grid.expand(measured_grid(config), kernel_infos(config)))
+    assert estimate_run(config, FALLBACK, memory_bytes=64 * 2**30, inputs=inputs).refused == large > 0

@@ -29,7 +29,7 @@ HARMS = {
     "h_exit": ("error", "the kernel called sys.exit(0)"),
     "h_interrupt": ("error", "the kernel raised KeyboardInterrupt"),
     "h_parent": ("error", "killed by SIGKILL"),
-    "h_none": ("error", "kernel h_none returned NoneType, not an array (at hostile.py:"),
+    "h_none": ("error", "kernel h_none returned nothing and changed none of its arguments, so there is nothing to check (at hostile.py:"),
 }
 # the catalogue op comes after every kernel, in the same worker (its groups sort by name)
 OPS = [*HARMS, "h_print", "sum_rows"]

@@ -132,7 +132,7 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
     (tmp_path / "environment.json").write_text(json.dumps({
         "fingerprint": fingerprint(cpu_model(), os.cpu_count()), "devices": {"cpu": None}}))
     settings = {**validate({})["measure"], **FAST}
-    names = ["raises", "wrong_shape", "wrong_dtype", "wrong_values", "fine"]
+    names = ["raises", "wrong_shape", "does_nothing", "wrong_update", "wrong_values", "float64_result", "fine"]
     proc = start_round(tmp_path, grid={"ops": names, "libraries": ["numpy"], "devices": ["cpu"],
                                         "dtypes": ["float32"], "sizes": [8], "threads": [1]},
                        settings=settings, kernels=[BAD])
@@ -141,13 +141,23 @@ def test_every_bad_kernel_is_an_error_cell_with_its_message_and_the_round_goes_o
     records = {n: load_record(tmp_path / "raw" / n / "numpy-cpu-float32-n8-t1" / "p1.json") for n in names}
     reasons = {n: r.reason for n, r in records.items()}
     assert records["fine"].status == "ok" and records["fine"].kernel_sha256
-    for name in names[:-1]:
+    for name in names[:-2]:
         assert records[name].status == "error" and "\n" not in reasons[name], name
-    line = next(i for i, text in enumerate(Path(BAD).read_text().splitlines(), 1) if "gave up" in text)
+    lines = Path(BAD).read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "gave up" in text)
     assert reasons["raises"] == f"ValueError during warm-up compute: the kernel gave up (at bad.py:{line})"
-    assert reasons["wrong_shape"] == "wrong result: kernel wrong_shape returns shape (8, 1), not (8, 8) as in float64 NumPy"
-    assert reasons["wrong_dtype"].startswith("wrong result: kernel wrong_dtype returns float64, not float32")
+    assert reasons["wrong_shape"] == ("wrong result: kernel wrong_shape: the result has shape (8, 1), not (8, 8) as in "
+                                      "float64 NumPy")
+    defined = next(i for i, text in enumerate(lines, 1) if text.startswith("def does_nothing")) - 1
+    assert reasons["does_nothing"] == ("kernel does_nothing returned nothing and changed none of its arguments, so "
+                                       f"there is nothing to check (at bad.py:{defined})")
+    assert reasons["wrong_update"].startswith("wrong result: relative error")
+    assert " in argument a exceeds the float32 tolerance" in reasons["wrong_update"]
+    assert records["wrong_update"].changes == ("a",)
     assert reasons["wrong_values"].startswith("wrong result: relative error") and "tolerance 1.00e-09" in reasons["wrong_values"]
+    # a result of another precision is measured and checked, and its record names the precision
+    assert records["float64_result"].status == "ok" and records["float64_result"].returns == ("float64",)
+    assert records["fine"].returns == () and records["fine"].changes == ()
 
 
 def test_a_failed_numpy_baseline_says_why_its_variants_have_no_speedup():

@@ -5,8 +5,15 @@ import math
 
 import pandas as pd
 import pytest
-from offloadbench.analysis.memory_fit import largest_fitting, memory_table, spec_for
-from offloadbench.catalogue import SPECS, call_bytes, measured_scale, output_unit_bytes, working_set_bytes
+from offloadbench.analysis.memory_fit import memory_table, spec_for
+from offloadbench.catalogue import (
+    SPECS,
+    call_bytes,
+    footprint,
+    measured_scale,
+    output_unit_bytes,
+    working_set_bytes,
+)
 from offloadbench.cells import Cell
 from offloadbench.measure import memory
 from offloadbench.measure.cell import run_cell
@@ -44,12 +51,17 @@ def test_the_model_fitted_on_two_sizes_predicts_a_third_within_a_quarter(library
     assert measured == pytest.approx(predicted, rel=0.25), (predicted, measured)
 
 
+def scaled(spec, scale: float):
+    """A catalogue op's footprint with `scale` outputs of results and temporaries measured."""
+    return footprint(spec, 4, [(1024, scale * output_unit_bytes(spec, 1024, 4))])
+
+
 def test_the_largest_size_that_fits_inverts_the_calibrated_call():
     spec = SPECS["matmul"]
-    n = largest_fitting(spec, 4, 1.0, 16 * 2**30)
+    n = scaled(spec, 1.0).largest(0.9 * 16 * 2**30)
     assert call_bytes(spec, n, 4, 1.0) <= 0.9 * 16 * 2**30 < call_bytes(spec, n + 1, 4, 1.0)
-    assert n > largest_fitting(spec, 4, None, 16 * 2**30)  # the model's 3 outputs need more than 1 measured
-    assert math.isnan(largest_fitting(spec, 4, 1.0, 0))
+    assert n > footprint(spec, 4).largest(0.9 * 16 * 2**30)  # the model's 3 outputs need more than 1 measured
+    assert math.isnan(scaled(spec, 1.0).largest(0))
 
 
 def test_the_out_of_memory_check_uses_the_measured_scale(monkeypatch):
@@ -57,11 +69,12 @@ def test_the_out_of_memory_check_uses_the_measured_scale(monkeypatch):
     refuses the cell, the measurement (one output) lets it run."""
     cell = Cell("matmul", "numpy", "cpu", "float32", 2048, "1")
     spec = SPECS["matmul"]
-    room = (working_set_bytes(spec, 2048, 4, 1.0) + working_set_bytes(spec, 2048, 4)) / 2
+    room = (working_set_bytes(spec, 2048, 4, scaled(spec, 1.0)) + working_set_bytes(spec, 2048, 4)) / 2
     monkeypatch.setattr(memory, "available_host_memory", lambda: room / QUICK.memory_headroom)
     refused = run_cell(cell, QUICK, None)
     assert refused.status == "oom" and "(modelled)" in refused.reason
-    calibrated = run_cell(cell, QUICK, None, memory_scale={"host": 1.0})
+    calibrated = run_cell(cell, QUICK, None,
+                          memory_scale={"host": [[1024, float(output_unit_bytes(spec, 1024, 4))]]})
     assert calibrated.status == "ok"
 
 
@@ -78,7 +91,7 @@ def test_the_memory_table_fits_each_series_and_says_how_far_the_model_was():
     assert table.loc["numpy", "scale"] == pytest.approx(1.0) and table.loc["torch", "scale"] == pytest.approx(2.0)
     assert table.loc["numpy", "model_error"] == pytest.approx(2.0)  # the model's 3 outputs against 1 measured
     assert table.loc["numpy", "largest_size"] > table.loc["torch", "largest_size"] > 0
-    assert table.loc["numpy", "largest_size"] == largest_fitting(spec_for("matmul"), 4, 1.0, 64 * 2**30)
+    assert table.loc["numpy", "largest_size"] == scaled(spec_for("matmul"), 1.0).largest(0.9 * 64 * 2**30)
 
 
 def _fit_line(environment: dict | None, **override) -> str:
@@ -146,3 +159,57 @@ def test_the_fresh_pages_say_which_allocator_state_the_run_used():
     mixed = pd.DataFrame([{**cell, "allocator": "steady"}, {**cell, "allocator": "adaptive", "library": "numpy"}])
     assert "do not all say which" in pages_lines(mixed, page_s=math.nan)[0]
     assert "do not all say which" in pages_lines(pd.DataFrame([cell]), page_s=math.nan)[0]  # no column: older tables
+
+
+STENCIL = '''
+from offloadbench import kernel
+
+
+@kernel(inputs=lambda n, rng: [rng.uniform(-1, 1, (n + 4, n + 4, 8)) for _ in range(3)])
+def stencil(xp, u, v, w):
+    return u + v * w
+'''
+
+
+def test_a_kernels_own_inputs_are_counted_before_they_are_drawn(tmp_path, monkeypatch):
+    """Three (n+4)×(n+4)×8 fields at n = 4096 hold 1.6 GB in float32: a host with 1 GiB
+    available refuses the cell from the inputs' bytes at small sizes, without drawing them."""
+    from offloadbench.kernels import load_kernels
+
+    (tmp_path / "stencil.py").write_text(STENCIL)
+    kernels = load_kernels([str(tmp_path / "stencil.py")])
+    monkeypatch.setattr(memory, "available_host_memory", lambda: 2**30)
+    refused = run_cell(Cell("stencil", "numpy", "cpu", "float32", 4096, "1"), QUICK, None, kernels=kernels)
+    assert refused.status == "oom" and "(modelled)" in refused.reason, refused.reason
+    assert run_cell(Cell("stencil", "numpy", "cpu", "float32", 64, "1"), QUICK, None, kernels=kernels).status == "ok"
+
+
+def test_a_kernels_memory_is_fitted_to_the_shapes_it_was_given():
+    """Inputs of 3·(n+4)²·8 floats and a result of (n+4)²·8: the fit finds the largest n that
+    fits, where one n×n array per argument (the old model) put it twice too far."""
+    def inputs(n):
+        return 3 * (n + 4) ** 2 * 8 * 4
+
+    def extra(n):
+        return (n + 4) ** 2 * 8 * 4
+
+    rows = [{"op": "stencil", "variant": "numpy", "library": "numpy", "mode": "eager", "device": "cpu",
+             "dtype": "float32", "size": n, "status": "ok", "peak_host_bytes": float(extra(n)),
+             "peak_device_bytes": math.nan, "inputs_bytes": float(inputs(n)), "result_bytes": float(extra(n)),
+             "inputs_degree": 2} for n in (256, 1024)]
+    environment = Environment.from_json({"memory_bytes": 24 * 2**30})
+    row = memory_table(pd.DataFrame(rows), environment, "box").iloc[0]
+    room = 0.9 * 24 * 2**30
+    truth = max(n for n in range(1, 40_000) if inputs(n) + extra(n) <= room)
+    assert row["largest_size"] == pytest.approx(truth, rel=0.01)
+    assert row["inputs_degree"] == 2 and row["extra_degree"] == 2 and not row["peak_doubted"]
+    one_size = memory_table(pd.DataFrame(rows[1:]), environment, "box").iloc[0]  # the shape from inputs_degree
+    assert one_size["largest_size"] == pytest.approx(truth, rel=0.02)
+
+
+def test_a_peak_below_what_the_call_returns_is_not_believed():
+    row = {"op": "k", "variant": "torch compiled", "library": "torch", "mode": "compiled", "device": "cpu",
+           "dtype": "float32", "size": 1024, "status": "ok", "peak_host_bytes": 0.0, "peak_device_bytes": math.nan,
+           "inputs_bytes": 4.0 * 2**20, "result_bytes": 4.0 * 2**20, "inputs_degree": 2}
+    table = memory_table(pd.DataFrame([row]), Environment.from_json({"memory_bytes": 2**34}), "box")
+    assert table.iloc[0]["peak_doubted"] and table.iloc[0]["peak_bytes"] == 4.0 * 2**20

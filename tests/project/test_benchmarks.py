@@ -77,3 +77,11 @@ def test_paired_smoke(capsys):
     assert "| matmul, n = 64, torch / numpy |" in out and "| seconds measuring |" in out
     # each method analysed as it was measured: alone, paired by round; in bouts, paired in time
     assert "separate: paired by round" in out and "bouts: paired in time" in out
+
+
+def test_restore_smoke(capsys):
+    assert load_benchmark("restore").main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| sum_rows/numpy-cpu-float32-n64-t1 |"))
+    assert row.count("µs") == 2 and "(" in row
+    assert out.strip().splitlines()[-1].startswith("cells where timing each call alone is neither inside")

@@ -103,7 +103,7 @@ def test_the_terminal_table_is_one_line_a_row_within_100_characters_and_inert():
 def test_the_lead_paragraph_answers_for_the_machine():
     frame = decide(cell("torch", 1024, 3.0, 2.9, 3.1), cell("torch", 1024, 0.8, 0.7, 0.9, op="other"))
     text = lead_paragraph(frame, "cuda unavailable", DELTA)
-    assert text.startswith("Moving work off NumPy pays in 1 of the 2 cases measured here: use torch for heat.")
+    assert text.startswith("Moving work off NumPy pays in 1 of the 2 cases asked for here: use torch for heat.")
     assert "Stay with NumPy for other" in text and "answers for the CPU only" in text
 
 
@@ -387,3 +387,29 @@ def test_why_the_losers_lose_is_worded_from_the_loss_values():
                       cell("torch compiled", 1024, 9.0, 8.8, 9.2, fallback="graph break: print")))
     assert answer(row, DELTA).endswith("; why the others lose: torch compiled did not all compile "
                                        "(graph break: print).")
+
+
+def test_a_row_without_an_answer_says_why_in_every_format():
+    from offloadbench.analysis.decisions import decision_tables
+
+    speed, timing = cell("torch", 64, 3.0, 2.9, 3.1)
+    wrong = "wrong result: relative error 2.00e-03 in argument A exceeds the float32 tolerance 7.80e-06"
+    base = {"machine": "box", "op": "jacobi", "mode": "eager", "device": "cpu", "dtype": "float32", "size": 64,
+            "threads": "1", "family": "user kernels", "tolerance": 7.8e-6}
+    timings = pd.DataFrame([{**timing, "status": "ok", "reason": "", "variant": "torch", "machine": "box"},
+                            {**base, "library": "numpy", "variant": "numpy", "status": "ok", "reason": "",
+                             "rel_err": 1e-8},
+                            {**base, "library": "torch", "variant": "torch", "status": "error", "reason": wrong,
+                             "rel_err": 2e-3, "check_failed": True}])
+    decisions = decision_tables(pd.DataFrame([speed]), timings, DELTA)[0]
+    row = decisions.set_index("op").loc["jacobi"]
+    said = ("no answer: every torch cell failed the check against float64 (relative error 2.0e-03 against 7.8e-06 "
+            "allowed).")
+    assert answer(row, DELTA) == said
+    lines = plain_table(decisions, DELTA)
+    assert any(line.startswith("jacobi") and "no answer: wrong results" in line for line in lines)
+    assert any("report's Skipped or failed cells" in line for line in lines)  # where to read more
+    assert "no answer: wrong results" in decisions_tex(decisions, DELTA)
+    text = lead_paragraph(decisions, None, DELTA)
+    assert text.startswith("Moving work off NumPy pays in 1 of the 2 cases asked for here")
+    assert "There is no answer for jacobi: the table says why." in text

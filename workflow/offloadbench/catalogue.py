@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .footprint import Footprint, fit, power
+
 BATCH_MATRIX_SIDE = 32  # batched_matmul multiplies n pairs of 32×32 matrices
 AXPY_SCALAR = 1.5  # not a power of two, so a·x rounds
 # solve's matrix is A = 2n·I + E, E uniform in [-1, 1): ‖E‖₂ ≤ ‖E‖_F ≤ n puts every singular
@@ -303,16 +305,51 @@ def measured_scale(points, spec: OpSpec, itemsize: int) -> float | None:
 
 
 def call_bytes(spec: OpSpec, n: int, itemsize: int, scale: float | None = None) -> float:
-    """Bytes one call of a program holds: its inputs, and its results and temporaries,
+    """Bytes one call of a catalogue op holds: its inputs, and its results and temporaries,
     `scale` outputs of them as measured (memory_fit), else TEMPORARIES."""
     temporaries = TEMPORARIES if scale is None else max(1.0, scale)
     return spec.input_bytes(n, itemsize) + temporaries * output_unit_bytes(spec, n, itemsize)
 
 
-def working_set_bytes(spec: OpSpec, n: int, itemsize: int, scale: float | None = None) -> int:
-    """Peak bytes one measurement holds: float64 generation, inputs, results and
-    temporaries (`scale` outputs where measured, see call_bytes), and for ops that plot,
+def shapes_known(spec: OpSpec) -> bool:
+    """Whether the spec knows its input shapes: every catalogue op, and a kernel whose
+    arguments are the default n×n arrays (one that makes its own inputs does not)."""
+    return bool(spec.input_shapes(max(2, spec.min_size)))
+
+
+def footprint(spec: OpSpec, itemsize: int, peaks=(), inputs=(), inputs_degree: int | None = None,
+              ) -> Footprint | None:
+    """What one call holds as n grows (footprint.py), from what was measured: `peaks`, the
+    extra bytes of a call at each size ((n, bytes)); `inputs`, a kernel's input bytes at
+    each size, and `inputs_degree` the power they grow with where one size was measured. A
+    catalogue op's extra bytes are its outputs times the measured scale (TEMPORARIES where
+    nothing was measured); a kernel's are fitted to its peaks, growing like its inputs where
+    one size was measured, and taken as one more copy of its inputs where none was. None
+    where a kernel's inputs are not known (it makes its own, and none were measured)."""
+    if shapes_known(spec):
+        shape = fit([(n, spec.input_bytes(n, itemsize)) for n in (8, 16, 32, 64)])
+
+        def take_inputs(n):
+            return spec.input_bytes(int(n), itemsize)
+    else:
+        shape = take_inputs = fit(inputs, power(inputs_degree) if inputs_degree is not None else None)
+        if take_inputs is None:
+            return None
+    if spec.family != KERNEL_FAMILY:
+        scale = measured_scale(peaks, spec, itemsize)
+        return Footprint(take_inputs, lambda n: (TEMPORARIES if scale is None else max(1.0, scale))
+                         * output_unit_bytes(spec, int(n), itemsize))
+    return Footprint(take_inputs, fit(peaks, shape) or take_inputs)
+
+
+def working_set_bytes(spec: OpSpec, n: int, itemsize: int, found: Footprint | None = None) -> int:
+    """Peak bytes one measurement holds: the inputs drawn in float64, the call's footprint
+    (`found`, else the model's), for a kernel its arguments once more (the copies its check
+    runs on, or those a call changes, kept to put back), and for ops that plot,
     matplotlib's float64 working copies of the field. The worker refuses a cell beyond the
     headroom before measuring; the estimate leaves it out."""
+    found = found or footprint(spec, itemsize)
+    inputs = found.inputs(n)
     rendering = FINISH_PEAK_COPIES * spec.output_bytes(n, 8) if spec.finish else 0
-    return int(spec.input_bytes(n, 8) + call_bytes(spec, n, itemsize, scale) + rendering)
+    copies = inputs if spec.family == KERNEL_FAMILY else 0
+    return int(inputs * 8 / itemsize + found.bytes(n) + copies + rendering)

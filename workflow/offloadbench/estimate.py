@@ -27,6 +27,7 @@ from . import grid
 from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos, measured_grid
+from .footprint import Polynomial, power
 from .machine import host_memory_bytes
 from .records import ROOFS_SCHEMA, Environment, load_device_record, load_environment
 from .units import fmt_duration
@@ -77,13 +78,36 @@ FALLBACK = Roofs(cpu_cores=4, cpu_gflops={"float32": 100.0, "float64": 50.0, "fl
 def spec_of(op: str, kernels: dict | None = None) -> OpSpec:
     """The catalogue's spec of an op; for a user kernel, one from what its source says, with
     a memory-bound guess where it gives no models (its models are functions, which only
-    the measuring workers run)."""
+    the measuring workers run), and its inputs as a run measured them where one did, else
+    one n×n array per parameter."""
     if op in SPECS:
         return SPECS[op]
     info = (kernels or {}).get(op)
     arrays = info.arrays if info else 2
-    return kernel_spec(op, arrays, flops=lambda n: 0.0, outputs=1,
+    spec = kernel_spec(op, arrays, flops=lambda n: 0.0, outputs=1,
                        traffic=lambda n, s: KERNEL_PASSES * (arrays + 1) * n * n * s)
+    elements = info.measured_inputs if info is not None else None
+    return replace(spec, input_shapes=lambda n: [(max(1, round(elements(n))),)]) if elements else spec
+
+
+def measured_inputs(folder: Path) -> dict[str, Polynomial]:
+    """The elements of each kernel's inputs as a function of n, from a results folder's
+    memory.csv (its NumPy rows: the inputs' bytes at the largest size measured and the
+    power of n they grow with), where it has one."""
+    path = folder / "memory.csv"
+    if not path.is_file():
+        return {}
+    found: dict[str, Polynomial] = {}
+    with open(path, encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            try:
+                n, nbytes, degree = int(row["largest_measured"]), float(row["inputs_bytes"]), int(float(row["inputs_degree"]))
+                itemsize = ITEMSIZE[row["dtype"]]
+            except (KeyError, ValueError):  # an op of the catalogue, or a table from before these columns
+                continue
+            if row.get("variant") == "numpy" and n > 0 and nbytes > 0:
+                found[row["op"]] = power(degree).through(n, nbytes / itemsize)
+    return found
 
 
 def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[str, float]:
@@ -188,19 +212,25 @@ def workers_seconds(cells: list[Cell]) -> float:
 
 def refused_for_memory(cell: Cell, memory_bytes: int | None, kernels: dict | None = None) -> bool:
     """Whether the worker will refuse the cell before measuring: it needs more host memory
-    than the headroom allows (a 60000² matmul on a 128 GiB host, say)."""
-    if not memory_bytes:
+    than the headroom allows (a 60000² matmul on a 128 GiB host, say). A kernel that makes
+    its own inputs, of sizes no run here measured yet, is left to its worker, which counts
+    them from small draws."""
+    info = (kernels or {}).get(cell.op)
+    if not memory_bytes or (info is not None and info.own_inputs and info.measured_inputs is None):
         return False
     need = working_set_bytes(spec_of(cell.op, kernels), cell.size, ITEMSIZE[cell.dtype])
     return need > MEMORY_HEADROOM * memory_bytes
 
 
 def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None = None,
-                 available: dict[str, bool] | None = None, memory_bytes: int | None = None) -> Estimate:
+                 available: dict[str, bool] | None = None, memory_bytes: int | None = None,
+                 inputs: dict[str, Polynomial] | None = None) -> Estimate:
     """The duration of a run: `todo` maps each round to the cells it still has to measure
     (the whole grid by default); cells of devices not `available`, and cells the host has
-    too little memory for, cost nothing."""
-    kernels = kernel_infos(config)
+    too little memory for, cost nothing. `inputs`: the elements of kernels' inputs as a
+    run measured them (measured_inputs)."""
+    kernels = {name: replace(info, measured_inputs=(inputs or {}).get(name))
+               for name, info in kernel_infos(config).items()}
     cells = grid.expand(measured_grid(config), kernels)
     rounds = range(1, config["measure"]["processes"] + 1)
     todo = todo if todo is not None else {k: cells for k in rounds}
@@ -301,7 +331,7 @@ def remaining(config: dict, folder: Path) -> Estimate:
     else:
         available = {"cpu": True, "cuda": shutil.which("nvidia-smi") is not None}
         memory = host_memory_bytes()
-    return estimate_run(config, roofs_for(folder), todo, available, memory)
+    return estimate_run(config, roofs_for(folder), todo, available, memory, measured_inputs(folder))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     roofs = roofs_for(Path(args.roofs)) if args.roofs else FALLBACK
     environment = environment_of(Path(args.roofs)) if args.roofs else None  # that machine's memory
     estimate = estimate_run(config, roofs, available={"cpu": True, "cuda": args.gpu},
-                            memory_bytes=(environment and environment.memory_bytes) or host_memory_bytes())
+                            memory_bytes=(environment and environment.memory_bytes) or host_memory_bytes(),
+                            inputs=measured_inputs(Path(args.roofs)) if args.roofs else None)
     print(estimate.line(Path(args.configfile).stem))
     per_round = estimate.measure_s / max(1, estimate.rounds)
     print(f"per round: about {fmt_duration(per_round)}; besides measuring: about {fmt_duration(estimate.other_s)}")

@@ -59,7 +59,8 @@ class Kernel:
 
     fn: Callable
     takes_xp: bool
-    arrays: int  # array parameters (after xp)
+    arrays: int  # parameters after xp (arrays, or scalars where `inputs` gives them)
+    parameters: tuple[str, ...] = ()  # their names, as the report names an argument a call changes
     inputs: Callable | None = None
     flops: Callable | None = None
     bytes: Callable | None = None
@@ -72,12 +73,16 @@ class Kernel:
     def name(self) -> str:
         return self.fn.__name__
 
+    def parameter(self, index: int) -> str:
+        """The name of the parameter at `index` after xp ("#3" where the signature has none)."""
+        return self.parameters[index] if index < len(self.parameters) else f"#{index + 1}"
+
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
 
 
 def _parameters(names: list[str]) -> tuple[bool, int]:
-    """Whether a kernel takes `xp` first, and how many array parameters follow."""
+    """Whether a kernel takes `xp` first, and how many parameters follow."""
     takes_xp = bool(names) and names[0] == "xp"
     return takes_xp, len(names) - takes_xp
 
@@ -89,10 +94,12 @@ def kernel(fn: Callable | None = None, **options):
         raise TypeError(f"@kernel: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})")
 
     def wrap(function: Callable) -> Kernel:
-        takes_xp, arrays = _parameters([p.name for p in inspect.signature(function).parameters.values()
-                                        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        names = [p.name for p in inspect.signature(function).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        takes_xp, arrays = _parameters(names)
         doc = (function.__doc__ or "").strip().splitlines()
-        return Kernel(function, takes_xp, arrays, **{"summary": doc[0] if doc else "", **options})
+        return Kernel(function, takes_xp, arrays, tuple(names[takes_xp:]),
+                      **{"summary": doc[0] if doc else "", **options})
 
     return wrap(fn) if fn is not None else wrap
 
@@ -108,6 +115,13 @@ class KernelInfo:
     arrays: int
     options: dict = field(default_factory=dict)  # the literal options; callables as True
     sha256: str = ""  # of the file, so that an edited kernel is measured again
+    # the elements of its inputs as a function of n, where a run measured them (estimate.py)
+    measured_inputs: Callable[[float], float] | None = None
+
+    @property
+    def own_inputs(self) -> bool:
+        """Whether it makes its own inputs (`inputs=`), whose sizes only running it tells."""
+        return bool(self.options.get("inputs"))
 
     @property
     def libraries(self) -> tuple[str, ...]:

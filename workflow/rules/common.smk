@@ -234,12 +234,13 @@ def settle_runtime(wildcards):
 
 @functools.cache
 def _round_minutes(machine):
-    from offloadbench.estimate import estimate_run, roofs_for
+    from offloadbench.estimate import estimate_run, measured_inputs, roofs_for
 
     node = NODE_TYPES.get(machine)
     available = {"cpu": True, "cuda": bool(node and node.gpus)}
+    folder = Path(RESULTS) / machine
     estimate = estimate_run(
-        config, roofs_for(Path(RESULTS) / machine), {1: CELLS}, available
+        config, roofs_for(folder), {1: CELLS}, available, inputs=measured_inputs(folder)
     )
     return round_minutes(estimate.measure_s)
 

@@ -140,6 +140,20 @@ TIMINGS = {
     "intensity": number("arithmetic intensity: FLOP per byte of the least memory traffic"),
     "rel_err": number("the largest relative error against the float64 reference"),
     "tolerance": number("the dtype-aware tolerance of that error"),
+    "check_failed": boolean("whether a process's result missed that tolerance (the cell is an error, never a "
+                            "speedup)"),
+    "returns": text("a kernel: the floating dtypes it returns other than the cell's (\"float64\": it accumulates "
+                    "in float64); empty where it returns the cell's"),
+    "changes": text("a kernel: the arguments a call updates in place, which are outputs (checked, and copied back "
+                    "from a GPU)"),
+    "timed_per_call": boolean("whether each call was timed alone, the arguments it changes put back before it "
+                              "outside the clock (a kernel that updates its arguments), not a block of calls"),
+    "restore_s": number("what putting those arguments back costs per call, outside every timed region (s)"),
+    "inputs_bytes": number("bytes of the call's input arrays as given (scalars hold none)", minimum=0),
+    "result_bytes": number("bytes of the arrays a call returns (new arrays; arguments it changes are not counted)",
+                           minimum=0),
+    "inputs_degree": integer("a kernel: the power of n its inputs grow with (2 for matrices), fitted to their bytes "
+                             "at its size and a few small ones its worker drew"),
     "flagged": boolean("whether a noise check flagged the cell (what it found: flags.csv)"),
     # where its processes fall into two groups far apart (each state's processes, by round)
     "state_fast_s": number("the fast state's time: the geometric mean of its process medians (s)"),
@@ -267,7 +281,8 @@ DECISIONS = {
     "threads_effective": TIMINGS["threads_effective"],
     "baseline_threads": text("the thread label of the NumPy baseline (all cores for a GPU)"),
     "decision": text("at the largest size measured: use (the variant in `variant`), stay (with NumPy), unsure "
-                     "(cannot tell yet) or depends (on the state a process is in)", empty=False),
+                     "(cannot tell yet), depends (on the state a process is in), or none (no answer: no variant "
+                     "has a speedup at any size; why: no_answer)", empty=False),
     "variant": text("the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell "
                     "yet)"),
     "from_size": integer("the smallest measured size from which every larger size decides as the largest does",
@@ -303,6 +318,15 @@ DECISIONS = {
     "tie": boolean("the stated speedup is a tie at the boundary (its CI within ±δ of its point, but across 1 ± δ): "
                    "no number of processes would decide it"),
     "states_answer": text(STATES_ANSWER.format("decision")),
+    "no_answer": text("where decision is none, why: baseline_failed (NumPy itself failed at every size), "
+                      "check_failed (every other variant's cell failed its check against float64), failed (they "
+                      "failed otherwise: an error, out of memory, a timeout), skipped (none was measured) or "
+                      "no_variant (none but NumPy was asked for)"),
+    "no_answer_status": text("the status of the cell that says why (error, oom, timeout, skipped)"),
+    "no_answer_reason": text("that cell's own reason, in one line, as its record says"),
+    "no_answer_variants": text("the variants whose cells failed or were skipped"),
+    "no_answer_rel_err": number("for a failed check: the worst relative error against float64"),
+    "no_answer_tolerance": number("and the tolerance it missed"),
 }
 
 CONTROLS = {
@@ -336,14 +360,20 @@ MEMORY = {
     "largest_measured": integer("the largest of them", minimum=1, empty=False),
     "peak_bytes": number("the peak extra bytes of one call there (on a GPU, on the device)", finite=True,
                          minimum=0, empty=False),
-    "scale": number("results and temporaries of a call, in outputs: the largest measured peak ÷ the outputs' "
-                    "bytes"),
+    "peak_doubted": boolean("whether a peak below the bytes the call returns was read (allocations the reading "
+                            "missed); the returned bytes stand in for it"),
+    "inputs_bytes": number("the bytes of the call's inputs there", minimum=0),
+    "inputs_degree": integer("a kernel: the power of n its inputs grow with"),
+    "extra_degree": integer("a kernel: the power of n its extra bytes grow with, where two sizes or more were measured "
+                             "(else taken as its inputs')"),
+    "scale": number("an op of the catalogue: results and temporaries of a call, in outputs: the largest measured "
+                    "peak ÷ the outputs' bytes"),
     "model_scale": number("what the model assumed where nothing was measured"),
     "model_error": number("how far the model was from the measurement: model ÷ measured, less 1"),
     "memory_bytes": number("the device's memory (the host's on the cpu), from environment.json", finite=True,
                            minimum=0),
     "headroom": number("the share of that memory kept free", finite=True, minimum=0),
-    "largest_size": number("the largest n whose inputs and calibrated results and temporaries fit"),
+    "largest_size": number("the largest n whose inputs and measured results and temporaries fit"),
     "largest_size_model": number("the same from the model alone, to compare"),
 }
 

@@ -6,6 +6,15 @@ B is faster, slower, the same (the whole CI within the minimum effect of 1) or u
 (verdicts.py). A cell flagged unstable on either machine is undecided. Comparing two runs of one
 machine under two labels is the reproducibility view: it says which medians of the
 second run fall inside the first run's CIs and which verdicts flip.
+
+A cell's CI covers the processes of its own run. Two runs of one machine differ by more: a
+VM's speed shifts between runs (one run 7% faster throughout, seen here), and a few ops by
+more still, which no interval within a run can see. Where the two record the same hardware,
+every difference between them is such a run-to-run difference, so the comparison measures
+it (`between_runs`: the root mean square of the cells' log time ratios, robustly, the shift
+common to all of them included) and carries it into every ratio's CI: such a comparison
+calls no cell faster or slower for a state the machine was in. Between different machines it
+cannot be told from the hardware's difference; the report says their CIs cover each run alone.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import pandas as pd
 
@@ -29,12 +39,32 @@ COMPARISON_COLUMNS = [
     "ci_b_low_s", "ci_b_high_s", "processes_a", "processes_b", "ci_scope", "ratio", "ratio_ci_low",
     "ratio_ci_high", "verdict", "verdict_undecided", "end_to_end_ratio", "end_to_end_ratio_ci_low",
     "end_to_end_ratio_ci_high", "speedup_a", "speedup_b", "b_inside_a_ci", "flagged_a", "flagged_b",
+    "between_runs",
 ]
+MAD_TO_SIGMA = 1.4826  # a normal variable's σ from the median of its absolute deviations
+
+
+def between_runs(log_ratios) -> float:
+    """The spread between two runs of one machine, on the log scale: the root mean square of
+    the cells' log time ratios, each from 0 (the shift common to every cell counts, as a
+    state the machine was in), robustly (the median of their absolute values, scaled)."""
+    values = [abs(v) for v in log_ratios if math.isfinite(v)]
+    return MAD_TO_SIGMA * float(pd.Series(values).median()) if values else 0.0
+
+
+def widened(low: float, high: float, point: float, between: float, confidence: float) -> tuple[float, float]:
+    """A ratio's CI with the between-run spread `between` (log scale) added in quadrature."""
+    if between <= 0 or not all(math.isfinite(v) and v > 0 for v in (low, high, point)):
+        return low, high
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    below, above = math.log(point / low), math.log(high / point)
+    return point * math.exp(-math.hypot(below, z * between)), point * math.exp(math.hypot(above, z * between))
 
 
 def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str, str], judging: Judging,
-                 speedups: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
-    """One row per cell with status ok on both machines."""
+                 speedups: tuple[pd.DataFrame, pd.DataFrame], runs_of_one: bool = False) -> pd.DataFrame:
+    """One row per cell with status ok on both machines; `runs_of_one`: the two record the
+    same hardware, so the spread between their runs goes into every CI (the module's doc)."""
     theirs = {mc.cell: mc for mc in b if mc.status == "ok" and not mc.cell.twin}  # twins: in controls
     speed_a, speed_b = ({Cell.from_dict(row): row["speedup"] for _, row in s.iterrows()} for s in speedups)
     rows = []
@@ -45,21 +75,32 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
         time_a, time_b = mine.interval("compute"), other.interval("compute")
         ratio, e2e = other.ratio(mine, "compute"), other.ratio(mine, "end_to_end")
         flagged = {"a": mine.flagged, "b": other.flagged}  # the flags: each machine's timings.csv
-        held = UNSTABLE if flagged["a"] or flagged["b"] else ""
-        judged, why = judging.judged(ratio.low, ratio.high, ratio.value, held=held, time_ratio=True)
         rows.append({
             **mine.cell.as_dict(), "variant": mine.cell.variant, "machine_a": names[0], "machine_b": names[1],
             "median_a_s": time_a.value, "ci_a_low_s": time_a.low, "ci_a_high_s": time_a.high,
             "median_b_s": time_b.value, "ci_b_low_s": time_b.low, "ci_b_high_s": time_b.high,
             "processes_a": time_a.processes, "processes_b": time_b.processes, "ci_scope": ratio.scope,
             "ratio": ratio.value, "ratio_ci_low": ratio.low, "ratio_ci_high": ratio.high,
-            "verdict": judged, "verdict_undecided": why,
             "end_to_end_ratio": e2e.value, "end_to_end_ratio_ci_low": e2e.low, "end_to_end_ratio_ci_high": e2e.high,
             "speedup_a": speed_a.get(mine.cell, math.nan), "speedup_b": speed_b.get(mine.cell, math.nan),
             "b_inside_a_ci": bool(time_a.low <= time_b.value <= time_a.high),
             "flagged_a": flagged["a"], "flagged_b": flagged["b"],
         })
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    frame = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    logs = [math.log(r) if r > 0 else math.nan for r in frame["ratio"]]
+    between = between_runs(logs) if runs_of_one else 0.0
+    judged = []
+    for _, row in frame.iterrows():
+        low, high = widened(row["ratio_ci_low"], row["ratio_ci_high"], row["ratio"], between, judging.confidence)
+        e2e = widened(row["end_to_end_ratio_ci_low"], row["end_to_end_ratio_ci_high"], row["end_to_end_ratio"],
+                      between, judging.confidence)
+        held = UNSTABLE if row["flagged_a"] or row["flagged_b"] else ""
+        judged.append((low, high, *e2e, *judging.judged(low, high, row["ratio"], held=held, time_ratio=True)))
+    columns = ["ratio_ci_low", "ratio_ci_high", "end_to_end_ratio_ci_low", "end_to_end_ratio_ci_high", "verdict",
+               "verdict_undecided"]
+    if judged:
+        frame[columns] = pd.DataFrame(judged, columns=columns, index=frame.index)
+    return frame.assign(between_runs=between)
 
 
 def _cpu_identity(e: Environment) -> str | None:
@@ -165,16 +206,18 @@ def compare(sources: list[Source], analysis: Analysis) -> MachineComparison:
     cells = {s.label: s.cells(analysis) for s in sources}
     tables = {s.label: s.tables(analysis, cells[s.label]) for s in sources}
     reference = sources[0].label
+    identical = same_hardware(environments)
     parts = []
     for other in labels[1:]:
         part = compare_pair(cells[reference], cells[other], (reference, other), analysis.judging,
-                            (tables[reference]["speedups"], tables[other]["speedups"]))
+                            (tables[reference]["speedups"], tables[other]["speedups"]),
+                            runs_of_one=(reference, other) in identical)
         if part.empty:
             raise SourceError(f"{reference} and {other} have no measured cell in common (same op, library, "
                               "device, dtype, size and threads): nothing to compare")
         parts.append(part)
     return MachineComparison(labels, pd.concat(parts, ignore_index=True), provenance_diff(environments, cells),
-                             tables, environments, same_hardware(environments), analysis.judging,
+                             tables, environments, identical, analysis.judging,
                              rejudged_line(sources, analysis.judging))
 
 

@@ -53,8 +53,15 @@ from .columns import (
 from .pairs import DEPENDS as STATE_DEPENDS
 
 # the decision at a size, as a value (report.text.decisions words it): use a variant, stay with
-# NumPy, cannot tell yet, or it depends on the state a process is in
-USE, STAY, UNSURE, DEPENDS = "use", "stay", "unsure", "depends"
+# NumPy, cannot tell yet, or it depends on the state a process is in; and for a series asked for
+# that has no speedup at all, no answer (why: NO_ANSWER_WHY)
+USE, STAY, UNSURE, DEPENDS, NONE = "use", "stay", "unsure", "depends", "none"
+# Why a series has no answer, worst first where several apply: the NumPy baseline failed at every
+# size; every other variant's cell failed its check against float64, or failed otherwise (an
+# error, out of memory, a timeout); none was measured (skipped, with its reason); none was asked
+# (NumPy alone: a kernel without xp and no compiled mode, say).
+BASELINE_FAILED, CHECK_FAILED, FAILED, SKIPPED, NO_VARIANT = (
+    "baseline_failed", "check_failed", "failed", "skipped", "no_variant")
 NUMPY = "numpy"
 E2E = "end_to_end_speedup"
 
@@ -225,6 +232,76 @@ def _series_key(row) -> tuple:
     return row["op"], row["device"], row["dtype"], str(row["threads"]) if row["device"] == "cpu" else ""
 
 
+def _is_baseline(row) -> bool:
+    return row["library"] == NUMPY and row.get("mode", "eager") != COMPILED and row["device"] == "cpu"
+
+
+def no_answer(key: tuple, cells: pd.DataFrame, baselines: pd.DataFrame) -> dict:
+    """Why a series asked for has no speedup at any size, as values (NO_ANSWER_WHY): the
+    code, the failing cells' status and one of their own reasons, the variants behind it, and
+    for a failed check the worst relative error against its tolerance. `cells` are the
+    series's cells of timings.csv, `baselines` its NumPy baseline's."""
+    others = cells[~cells.apply(_is_baseline, axis=1)] if not cells.empty else cells
+    failed_baseline = not baselines.empty and (baselines["status"] != "ok").all()
+    if failed_baseline:
+        why, behind = BASELINE_FAILED, baselines
+    elif others.empty:
+        why, behind = NO_VARIANT, others
+    elif (others["status"] == "skipped").all():
+        why, behind = SKIPPED, others
+    else:
+        behind = others[others["status"] != "ok"]
+        wrong = behind["check_failed"].fillna(False).astype(bool) if "check_failed" in behind \
+            else pd.Series(False, index=behind.index)
+        why = CHECK_FAILED if wrong.any() and (wrong | (behind["status"] == "skipped")).all() else FAILED
+        behind = behind[wrong] if why == CHECK_FAILED else behind[behind["status"] != "skipped"]
+    errors = pd.to_numeric(behind["rel_err"], errors="coerce") if "rel_err" in behind else pd.Series(dtype=float)
+    worst = errors.idxmax() if errors.notna().any() else (behind.index[0] if not behind.empty else None)
+    first = behind.loc[worst] if worst is not None else None
+    return {
+        "no_answer": why,
+        "no_answer_status": str(first["status"]) if first is not None else "",
+        "no_answer_reason": str(first["reason"] or "") if first is not None else "",
+        "no_answer_variants": ", ".join(dict.fromkeys(str(v) for v in behind.get("variant", ()))),
+        "no_answer_rel_err": float(first["rel_err"]) if first is not None and pd.notna(first.get("rel_err"))
+        else math.nan,
+        "no_answer_tolerance": float(first["tolerance"]) if first is not None and pd.notna(first.get("tolerance"))
+        else math.nan,
+    }
+
+
+def unanswered_rows(timings: pd.DataFrame, answered: set[tuple], machine: str) -> list[dict]:
+    """A row for each series asked for (an op or kernel where it runs) that has no decision:
+    every series with a cell that was not skipped, so that a device or compiler that is
+    absent here adds no row (the report says so once), but every op and kernel asked for is
+    in the answer, with why it has none."""
+    if timings.empty or "status" not in timings:
+        return []
+    rows = []
+    keyed = timings.assign(_key=timings.apply(_series_key, axis=1))
+    baselines = timings[timings.apply(_is_baseline, axis=1)]
+    for key, cells in keyed.groupby("_key", sort=False):
+        if key in answered or (cells["status"] == "skipped").all():
+            continue
+        op, device, dtype, threads = key
+        base = baselines[(baselines["op"] == op) & (baselines["dtype"] == dtype)
+                         & ((baselines["threads"].astype(str) == threads) if device == "cpu" else True)]
+        if device != "cpu":  # a GPU series is compared with NumPy on every core
+            base = base[base["threads"].astype(str) == "all"] if (base["threads"].astype(str) == "all").any() else base
+        sizes = sorted(int(n) for n in cells["size"])
+        first = cells.iloc[0]
+        rows.append({
+            "machine": machine, "op": op, "family": str(first.get("family") or KERNEL_FAMILY), "device": device,
+            "dtype": dtype, "threads": threads if device == "cpu" else str(first["threads"]),
+            "baseline_threads": threads if device == "cpu" else "all",
+            "decision": NONE, "variant": "", "from_size": sizes[0], "size": sizes[-1],
+            "compared_variant": "", "weak": False, "flagged": False, "shares_cores": False, "tie": False,
+            "needs_quieter_machine": False,
+            **no_answer(key, cells.drop(columns="_key"), base),
+        })
+    return rows
+
+
 def _from_size(choices: list[Choice], headline: Choice) -> int:
     """The smallest size from which every size up to the largest decides as the largest does."""
     same = itertools.takewhile(lambda c: (c.state, c.variant) == (headline.state, headline.variant), reversed(choices))
@@ -287,34 +364,40 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
                     machine: str = "", memory: pd.DataFrame | None = None, fault_s: float = math.nan,
                     process_cap: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """decisions.csv: one decision per op × device × dtype (× CPU thread count), in the
-    declared columns (`columns.DECISIONS`); decision_sizes.csv: each measured size's
-    answer of each decision's series (`columns.DECISION_SIZES`); and losses.csv: why the
-    variants that lose at a decision's size do (`columns.LOSSES`). `memory` (memory.csv)
-    gives the largest size that fits, `fault_s` what one fresh page costs, to say what the
-    pages a loser maps cost it, and `process_cap` the run's measure.max_processes, against
-    which an open size's processes are read."""
-    if speedups is None or speedups.empty:
+    declared columns (`columns.DECISIONS`), a series asked for that has no speedup included
+    (decision NONE, with why); decision_sizes.csv: each measured size's answer of each
+    decision's series (`columns.DECISION_SIZES`); and losses.csv: why the variants that lose
+    at a decision's size do (`columns.LOSSES`). `memory` (memory.csv) gives the largest size
+    that fits, `fault_s` what one fresh page costs, to say what the pages a loser maps cost
+    it, and `process_cap` the run's measure.max_processes, against which an open size's
+    processes are read."""
+    timings = timings if timings is not None else pd.DataFrame()
+    speedups = speedups if speedups is not None else pd.DataFrame()
+    if speedups.empty and timings.empty:
         return tuple(pd.DataFrame(columns=list(c)) for c in (DECISIONS, DECISION_SIZES, LOSSES))
-    machine = machine or str(speedups["machine"].iloc[0])
-    weak = weak_cells(speedups)
-    families = dict(zip(timings["op"], timings["family"], strict=False)) if "family" in timings else {}
-    fits = {} if memory is None or memory.empty else {
-        (r.op, r.variant, r.device, r.dtype): float(r.largest_size) for r in memory.itertuples()}
-    by_key: dict[tuple, dict[int, list[Option]]] = {}
-    timing_rows = {_cell_key(row): row for _, row in timings.iterrows()}
-    for option in _options(speedups, timing_rows):
-        by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
-    fallen = speedups[compile_fallbacks(speedups)]
+    machine = machine or str((speedups if not speedups.empty else timings)["machine"].iloc[0])
     rows, sizes, lost = [], [], []
-    for key, by_size in by_key.items():
-        choices = [choose(size, by_size[size], judging) for size in sorted(by_size)]
-        headline = choices[-1]
-        here = fallen[[_series_key(r) == key and int(r["size"]) == headline.size for _, r in fallen.iterrows()]]
-        rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits, judging,
-                                 process_cap))
-        series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
-        sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
-        lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, timing_rows, fault_s)]
+    by_key: dict[tuple, dict[int, list[Option]]] = {}
+    if not speedups.empty:
+        weak = weak_cells(speedups)
+        families = dict(zip(timings["op"], timings["family"], strict=False)) if "family" in timings else {}
+        fits = {} if memory is None or memory.empty else {
+            (r.op, r.variant, r.device, r.dtype): float(r.largest_size) for r in memory.itertuples()}
+        timing_rows = {_cell_key(row): row for _, row in timings.iterrows()}
+        for option in _options(speedups, timing_rows):
+            by_key.setdefault(_series_key(option.row), {}).setdefault(int(option.row["size"]), []).append(option)
+        fallen = speedups[compile_fallbacks(speedups)]
+        for key, by_size in by_key.items():
+            choices = [choose(size, by_size[size], judging) for size in sorted(by_size)]
+            headline = choices[-1]
+            here = fallen[[_series_key(r) == key and int(r["size"]) == headline.size for _, r in fallen.iterrows()]]
+            rows.append(decision_row(key, choices, weak, machine, families.get(key[0], KERNEL_FAMILY), fits,
+                                     judging, process_cap))
+            series = {name: rows[-1][name] for name in ("machine", "op", "device", "dtype", "threads")}
+            sizes += [{**series, "size": c.size, "decision": c.state, "variant": c.variant} for c in choices]
+            lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, timing_rows,
+                                                           fault_s)]
+    rows += unanswered_rows(timings, set(by_key), machine)
     order = {op: i for i, op in enumerate(op_order(r["op"] for r in rows))}
     rows.sort(key=lambda r: (order[r["op"]], device_sort_key(r["device"]), dtype_sort_key(r["dtype"]),
                              thread_sort_key(r["threads"]) if r["device"] == "cpu" else 0))

@@ -1,14 +1,17 @@
-"""Does the problem fit? The measured peaks fitted against the op's memory model, and the
-largest size that fits each device.
+"""Does the problem fit? The measured memory of each variant's call fitted against n, and
+the largest size that fits each device.
 
-For each op, variant, device and dtype, the peaks of its cells (host peak on the cpu,
-device peak on a GPU: extra bytes of one call, measured untimed) are divided by the
-model's unit, the op's outputs (`catalogue.output_unit_bytes`): the largest quotient over
-the sizes measured is the calibrated `scale` of results and temporaries. A call then holds
-its inputs and `scale` outputs (`catalogue.call_bytes`); the model guessed TEMPORARIES
-outputs, and the row says how far that was from the measurements. The largest n that fits
-keeps HEADROOM of the device's memory (environment.json: the GPU's, else the host's) free.
-The OOM pre-check of a later run uses the same scale where a measurement exists (jobs/earlier.py).
+A call holds its inputs and the extra bytes it allocates (results and temporaries), both
+measured at each size run: the inputs' bytes as given (a kernel's may have any shape), the
+extra as the peak of one untimed call (host peak on the cpu, device peak on a GPU). A
+catalogue op's inputs are exact and its extra is a multiple of its outputs, the largest
+quotient over the sizes (`scale`); the model guessed TEMPORARIES outputs, and the row says
+how far that was. A kernel's inputs and extra are each fitted as c·n^p (footprint.py). A
+peak below the bytes the call returns is not believed (a reading that missed allocations,
+as the profiler misses some of compiled code's): the returned bytes stand in, and the row
+says so. The largest n that fits keeps HEADROOM of the device's memory (environment.json:
+the GPU's, else the host's) free. A later run's out-of-memory check fits the same points
+(jobs/earlier.py, catalogue.footprint).
 """
 
 from __future__ import annotations
@@ -17,33 +20,18 @@ import math
 
 import pandas as pd
 
-from ..catalogue import SPECS, TEMPORARIES, OpSpec, call_bytes, kernel_spec, measured_scale
+from ..catalogue import SPECS, TEMPORARIES, footprint, kernel_spec, measured_scale
 from ..cells import ITEMSIZE
+from ..footprint import fit
 from ..records import Environment
 from .columns import MEMORY
 
 HEADROOM = 0.1  # a tenth of the device's memory stays free for the program's other data
-LARGEST_N = 2**20  # the search stops here (the config's sizes stop at 131072)
 
 
-def spec_for(op: str) -> OpSpec:
-    """The catalogue's spec, or a user kernel's as one n×n argument (its arrays are n×n)."""
-    return SPECS.get(op) or kernel_spec(op, 1)
-
-
-def largest_fitting(spec: OpSpec, itemsize: int, scale: float | None, memory_bytes: float) -> float:
-    """The largest n whose call (inputs and `scale` outputs) fits (1 - HEADROOM) of the memory
-    (NaN where none does, or where the memory is not known)."""
-    room = (1 - HEADROOM) * memory_bytes
-    if not (math.isfinite(room) and room > 0) or call_bytes(spec, 1, itemsize, scale) > room:
-        return math.nan
-    low, high = 1, LARGEST_N
-    if call_bytes(spec, high, itemsize, scale) <= room:
-        return high
-    while high - low > 1:  # call_bytes grows with n
-        middle = (low + high) // 2
-        low, high = (middle, high) if call_bytes(spec, middle, itemsize, scale) <= room else (low, middle)
-    return low
+def spec_for(op: str):
+    """The catalogue's spec, or a user kernel's, whose input bytes are measured and fitted."""
+    return SPECS.get(op) or kernel_spec(op, 0, default_inputs=False)
 
 
 def device_memory(environment: Environment | None, device: str) -> float:
@@ -55,29 +43,59 @@ def device_memory(environment: Environment | None, device: str) -> float:
     return float(value) if isinstance(value, (int, float)) and value > 0 else math.nan
 
 
+def _points(group: pd.DataFrame, column: str) -> list[tuple[int, float]]:
+    """(n, value) of each size measured: the largest reading of `column` over its cells."""
+    found = group.dropna(subset=[column]).groupby("size")[column].max()
+    return [(int(n), float(v)) for n, v in found.items()]
+
+
 def memory_table(timings: pd.DataFrame, environment: Environment | None, machine: str) -> pd.DataFrame:
     """One row per op, variant, device and dtype measured ok with a peak, in the declared columns."""
     if timings.empty or "peak_host_bytes" not in timings:
         return pd.DataFrame(columns=list(MEMORY))
     ok = timings[timings["status"] == "ok"].copy()
     ok["peak"] = ok["peak_device_bytes"].where(ok["device"] != "cpu", ok["peak_host_bytes"])
+    for column in ("inputs_bytes", "result_bytes", "inputs_degree"):
+        if column not in ok:
+            ok[column] = math.nan  # tables from before these readings
+    # a peak below what the call returns missed allocations: the returned bytes stand in
+    returned = pd.to_numeric(ok["result_bytes"], errors="coerce")
+    ok["doubted"] = ok["peak"].notna() & (returned > ok["peak"])
+    ok["peak"] = ok["peak"].where(~ok["doubted"], returned)
     rows = []
     for (op, variant, device, dtype), group in ok.groupby(["op", "variant", "device", "dtype"], sort=False):
-        measured = group.dropna(subset=["peak"]).groupby("size")["peak"].max()
-        if measured.empty:
+        peaks = _points(group, "peak")
+        if not peaks:
             continue
-        spec, itemsize = spec_for(op), ITEMSIZE.get(dtype, 4)
-        scale = measured_scale(list(measured.items()), spec, itemsize)
+        itemsize = ITEMSIZE.get(dtype, 4)
+        inputs = _points(group, "inputs_bytes")
+        kernel = op not in SPECS
+        spec = spec_for(op)
+        degree = group["inputs_degree"].dropna()
+        degree = int(degree.max()) if not degree.empty else None
+        found = footprint(spec, itemsize, peaks, inputs, degree)
+        scale = None if kernel else measured_scale(peaks, spec, itemsize)
         memory = device_memory(environment, device)
-        biggest = int(measured.index.max())
+        biggest, room = max(n for n, _ in peaks), (1 - HEADROOM) * memory
         rows.append({
             "machine": machine, "op": op, "variant": variant, "device": device, "dtype": dtype,
-            "sizes": ", ".join(str(int(n)) for n in measured.index),
-            "largest_measured": biggest, "peak_bytes": float(measured.loc[biggest]),
-            "scale": scale, "model_scale": float(TEMPORARIES),
+            "sizes": ", ".join(str(n) for n, _ in peaks),
+            "largest_measured": biggest, "peak_bytes": dict(peaks)[biggest],
+            "peak_doubted": bool(group["doubted"].any()),
+            "inputs_bytes": found.inputs(biggest) if found else math.nan,
+            "inputs_degree": _degree(fit(inputs), degree) if kernel else math.nan,
+            "extra_degree": _degree(fit(peaks), None) if kernel else math.nan,
+            "scale": scale if scale is not None else math.nan, "model_scale": math.nan if kernel else float(TEMPORARIES),
             "model_error": TEMPORARIES / scale - 1 if scale else math.nan,
             "memory_bytes": memory, "headroom": HEADROOM,
-            "largest_size": largest_fitting(spec, itemsize, scale, memory),
-            "largest_size_model": largest_fitting(spec, itemsize, None, memory),
+            "largest_size": found.largest(room) if found else math.nan,
+            "largest_size_model": math.nan if kernel else footprint(spec, itemsize).largest(room),
         })
     return pd.DataFrame(rows, columns=list(MEMORY))
+
+
+def _degree(polynomial, otherwise: int | None) -> float:
+    """The power a fit grows with where two sizes or more were measured, else `otherwise`."""
+    if polynomial is not None:
+        return polynomial.degree
+    return otherwise if otherwise is not None else math.nan

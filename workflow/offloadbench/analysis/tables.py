@@ -183,6 +183,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     medians = mc.process_medians()
     flops, traffic = first.model.flops or math.nan, first.model.traffic_bytes or math.nan
     median = compute.value
+    checked = mc.ok or [r for r in mc.records if r.check.rel_err is not None]
     row = {
         **_cell_columns(mc, machine),
         "family": family_of(mc),
@@ -206,8 +207,18 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
         **_with_ci("gflops", *(flops / t / 1e9 if t > 0 else math.nan for t in (median, compute.high, compute.low))),
         "bandwidth_gbs": traffic / median / 1e9 if median > 0 else math.nan,
         "intensity": flops / traffic if traffic > 0 else math.nan,
-        "rel_err": max((r.check.rel_err or 0.0 for r in mc.ok), default=math.nan),
-        "tolerance": first.check.tolerance,
+        # a cell that failed its check keeps the error it failed with
+        "rel_err": max((r.check.rel_err or 0.0 for r in checked), default=math.nan),
+        "tolerance": checked[0].check.tolerance if checked else first.check.tolerance,
+        "check_failed": any(r.check.failed for r in mc.records),
+        "returns": _joined(d for r in mc.ok for d in r.returns),
+        "changes": ", ".join(first.changes),
+        "timed_per_call": any(r.per_call for r in mc.ok),
+        "restore_s": _median_of(r.restore_s for r in mc.ok),
+        "inputs_bytes": _median_of(r.model.h2d_bytes for r in mc.ok),
+        "result_bytes": _median_of(r.model.result_bytes for r in mc.ok),
+        "inputs_degree": max((r.model.inputs_degree for r in mc.ok if r.model.inputs_degree is not None),
+                             default=math.nan),
         "flagged": mc.flagged,
         **state_columns(mc),
         "disturbed_cores": mc.disturbed_cores,

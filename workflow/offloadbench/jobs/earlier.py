@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from .. import estimate, layout
-from ..catalogue import measured_scale
-from ..cells import ITEMSIZE, Cell
+from .. import layout
+from ..cells import Cell
 from ..errors import UserError
 from ..records import CellRecord, MalformedRecord, load_record, load_round, read_json, settings_differ
 
@@ -86,13 +85,14 @@ class EarlierRecords:
         return found
 
     def memory_scale(self, cell: Cell) -> dict:
-        """What the records of the cell's series (any size) measured of its results and
-        temporaries, in outputs (catalogue.measured_scale), on the host and the device: the
-        worker's out-of-memory check then uses the calibrated model. A run measures a cell's
-        peaks once, so each cell's earliest readable record is enough."""
+        """What the records of the cell's series (any size) measured of its memory, as
+        points (n, bytes): each call's extra bytes on the host and the device, and its
+        inputs' bytes (a kernel may make inputs of any shape); the worker's out-of-memory
+        check fits them (catalogue.footprint). A run measures a cell's peaks once, so each
+        cell's earliest readable record is enough."""
         series = (cell.op, cell.library, cell.device, cell.dtype, cell.mode)
         if series not in self.scales:
-            points: dict[str, list] = {"host": [], "device": []}
+            points: dict[str, list] = {"host": [], "device": [], "inputs": []}
             pattern = f"{cell.library}-{cell.device}-{cell.dtype}-n*-t*{'-compiled' if cell.compiled else ''}"
             for folder in sorted((self.raw / cell.op).glob(pattern))[:200]:
                 for path in sorted(folder.glob("p*.json"), key=lambda p: (len(p.stem), p.stem)):
@@ -100,11 +100,11 @@ class EarlierRecords:
                         record = load_record(path)
                     except (UserError, OSError):
                         continue
-                    for where, peak in (("host", record.host_peak), ("device", record.device_peak)):
-                        if record.ok and peak.peak_bytes is not None:
-                            points[where].append((record.cell.size, peak.peak_bytes))
+                    found = (("host", record.host_peak.peak_bytes), ("device", record.device_peak.peak_bytes),
+                             ("inputs", record.model.h2d_bytes))
+                    for where, value in found:
+                        if record.ok and value is not None:
+                            points[where].append([record.cell.size, value])
                     break
-            spec = estimate.spec_of(cell.op, self.kernels)
-            self.scales[series] = {where: measured_scale(found, spec, ITEMSIZE[cell.dtype])
-                                   for where, found in points.items() if found}
+            self.scales[series] = {where: found for where, found in points.items() if found}
         return self.scales[series]

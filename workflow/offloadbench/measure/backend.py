@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..cells import Cell
-from . import compiled, devices, memory
+from . import arguments, compiled, devices, memory
 from .ops import Op
 from .settings import Settings
 from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
@@ -36,22 +36,24 @@ def np_dtype(dtype: str):
 
 
 def make_host_inputs(op: Op, cell: Cell, random_state: int, torch=None) -> list:
-    """The op's random inputs on the host, rounded to the cell's dtype: numpy arrays, or
-    CPU tensors for bfloat16."""
-    arrays = [a.astype(np_dtype(cell.dtype)) for a in op.make_inputs(np.random.default_rng(random_state), cell.size)]
+    """The op's random inputs on the host, as real code has them (measure/arguments.py): the
+    floating arrays rounded to the cell's dtype (CPU tensors for bfloat16), everything else
+    (integer and boolean arrays, Python scalars) unchanged."""
+    values = [arguments.host_value(v, np_dtype(cell.dtype))
+              for v in op.make_inputs(np.random.default_rng(random_state), cell.size)]
     if cell.dtype in TORCH_ONLY_DTYPES:
-        return [torch.from_numpy(a).to(getattr(torch, cell.dtype)) for a in arrays]
-    return arrays
-
-
-def as_float64(x) -> np.ndarray:
-    if isinstance(x, np.ndarray):
-        return x if x.dtype in (np.float64, np.complex128) else x.astype(np.float64)
-    return x.detach().to("cpu").double().numpy()
+        return [torch.from_numpy(v).to(getattr(torch, cell.dtype))
+                if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v for v in values]
+    return values
 
 
 class Backend:
-    """How a library moves data and runs the op on one device, eager or compiled."""
+    """How a library moves data and runs the op on one device, eager or compiled.
+
+    A kernel that updates its arguments has them as outputs too: once `changes` names
+    them (measure/cell.py finds them in the first calls), every call returns its results
+    followed by the arguments it changed, so that they are copied back from a GPU, checked,
+    and chained by resident trips like results."""
 
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
@@ -64,6 +66,7 @@ class Backend:
         self.compiled_fn = self.end_to_end_fn = None
         self.after_compile: compiled.CompileWatch | None = None  # set by first_calls
         self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
+        self.changes: tuple[int, ...] = ()  # the arguments a call updates in place
         if cell.compiled:
             self._compile()
 
@@ -80,16 +83,23 @@ class Backend:
             self.compiled_fn = device.compiled(compiled.compile_function(code, torch, self.settings))
 
     def to_device(self, host):
+        """An argument where the cell's code takes it: arrays on the device (as tensors for
+        torch), NumPy scalars as Python numbers for torch, other values unchanged."""
         if not self.tensors:
             return host
-        tensor = host if isinstance(host, self.torch.Tensor) else self.torch.from_numpy(host)
+        if isinstance(host, np.generic):
+            return host.item()
+        if not arguments.is_array(host):
+            return host
+        tensor = host if arguments.is_tensor(host) else self.torch.from_numpy(host)
         return self.device.to_device(tensor, non_blocking=self.settings.pinned_memory)
 
     def to_host(self, result):
-        """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples."""
+        """The result on the host: numpy arrays (CPU tensors for bfloat16); tuples stay tuples,
+        numbers and None as they are."""
         if isinstance(result, tuple):
             return tuple(self.to_host(part) for part in result)
-        if not self.tensors or isinstance(result, np.ndarray | np.generic):
+        if not self.tensors or not arguments.is_tensor(result):
             return result
         host = self.device.to_host(result, pinned=self.settings.pinned_memory and self.cell.device == "cuda")
         return host if host.dtype == self.torch.bfloat16 else host.numpy()
@@ -100,39 +110,67 @@ class Backend:
             return tuple(self.as_numpy(part) for part in host)
         if isinstance(host, np.ndarray | np.generic):
             return np.asarray(host)
+        if not arguments.is_tensor(host):
+            return host
         return host.float().numpy() if host.dtype == self.torch.bfloat16 else host.numpy()
 
-    def compute(self, inputs):
+    def outputs(self, returned, inputs):
+        """What a call gives back: its result, and after it the arguments it changed (a
+        tuple of both where it changed any)."""
+        if not self.changes:
+            return returned
+        parts = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
+        return (*parts, *(inputs[i] for i in self.changes))
+
+    def call(self, inputs):
+        """One call of the op's code on data where it runs, its result as written."""
         if self.compiled_fn is not None:
             return self.compiled_fn(*inputs)
         if self.cell.is_gpu:  # eager code on device data (the stand-in makes its new tensors there)
             return self.device.run(self.op.compute, self.lib, *inputs)
         return self.op.compute(self.lib, *inputs)
 
+    def compute(self, inputs):
+        return self.outputs(self.call(inputs), inputs)
+
     def round_trip(self, host_inputs: list):
         """Host inputs in, the host result out: what a user's code does."""
         if self.end_to_end_fn is not None:
-            return self.end_to_end_fn(*host_inputs)
+            return self.outputs(self.end_to_end_fn(*host_inputs), host_inputs)
         return self.to_host(self.compute([self.to_device(x) for x in host_inputs]))
 
+    def eager_call(self, host_inputs: list) -> tuple[object, tuple[int, ...]]:
+        """The op's eager code in its own library, on copies of the inputs: NumPy on host
+        arrays (numpy compiled on a GPU too, whose compiled forms take device data), torch on
+        the cell's device. Its result as written, and the arguments it changed."""
+        copies = arguments.fresh(host_inputs)
+        if self.lib is np:
+            returned = self.op.compute(np, *copies)
+            return returned, arguments.changed(host_inputs, copies)
+        placed = [self.to_device(x) for x in copies]
+        returned = self.device.run(self.op.compute, self.lib, *placed) if self.cell.is_gpu \
+            else self.op.compute(self.lib, *placed)
+        self.sync()
+        return returned, arguments.changed(host_inputs, placed)
+
     def first_calls(self, host_inputs: list) -> dict:
-        """The compile phase: the first call of each compiled form, timed, and what Dynamo
-        did meanwhile."""
+        """The compile phase: the first call of each compiled form, timed, on copies of the
+        inputs, and what Dynamo did meanwhile; the arguments the compiled code changes join
+        `changes`."""
         self.torch._dynamo.reset()  # nothing of an earlier cell's compiles serves this one
         watch = compiled.CompileWatch()
-        device_inputs = [self.to_device(x) for x in host_inputs]
+        device_inputs = [self.to_device(x) for x in arguments.fresh(host_inputs)]
         with memory.watching_first_call(self.device) as peak:  # reset before, read after
             phase = {"first_call_s": compiled.timed_first_call(self.compiled_fn, device_inputs, self.sync)}
         phase["memory"] = peak
         found = watch.since()  # of the device-resident form, which every compiled cell has
+        if self.op.kernel is not None:
+            mine = arguments.changed(host_inputs, [self.to_host(x) if arguments.is_tensor(x) else x
+                                                   for x in device_inputs])
+            self.changes = tuple(sorted({*self.changes, *mine}))
+        del device_inputs
         if self.end_to_end_fn is not None:
-            try:
-                phase["end_to_end_first_call_s"] = compiled.timed_first_call(self.end_to_end_fn, host_inputs, self.sync)
-                phase["end_to_end_form"] = "the NumPy function under torch.device, host arrays in and out"
-            except Exception as error:  # noqa: BLE001 - some torch versions fail here; the copies still count
-                self.end_to_end_fn = None
-                phase["end_to_end_form"] = ("host arrays copied around the device-resident code: under torch.device "
-                                            f"the compiled NumPy function failed ({compiled.short_reason(str(error))})")
+            phase.update(self._end_to_end_first_call(host_inputs))
         self.after_compile = compiled.CompileWatch()
         settings = self.settings
         return {
@@ -143,26 +181,56 @@ class Backend:
                       "warm": found["cache_hits"] > 0},
         }
 
+    def _end_to_end_first_call(self, host_inputs: list) -> dict:
+        """numpy compiled on a GPU: the first call of its end-to-end form (the NumPy function
+        under torch.device, host arrays in and out), on copies; where it fails, or does not
+        give back the changes the device-resident code makes to its arguments, the copies
+        are made around the device-resident code instead."""
+        copies = arguments.fresh(host_inputs)
+        try:
+            first = compiled.timed_first_call(self.end_to_end_fn, copies, self.sync)
+        except Exception as error:  # noqa: BLE001 - some torch versions fail here; the copies still count
+            self.end_to_end_fn = None
+            return {"end_to_end_form": "host arrays copied around the device-resident code: under torch.device "
+                                       f"the compiled NumPy function failed ({compiled.short_reason(str(error))})"}
+        missed = sorted(set(self.changes) - set(arguments.changed(host_inputs, copies)))
+        if missed:
+            self.end_to_end_fn = None
+            return {"end_to_end_first_call_s": first,
+                    "end_to_end_form": "host arrays copied around the device-resident code: under torch.device "
+                                       "the compiled NumPy function did not write its changes back into argument "
+                                       f"{', '.join(self.op.argument_name(i) for i in missed)}"}
+        return {"end_to_end_first_call_s": first,
+                "end_to_end_form": "the NumPy function under torch.device, host arrays in and out"}
+
     def recompiles(self) -> int:
         """Graphs compiled after the compile phase: guards that failed while sampling."""
         return max(0, self.after_compile.since()["graphs"])
 
     def pin(self, host_inputs: list) -> list:
-        """With pinned_memory, the inputs live in pinned memory from the start, as when an
-        application allocates its buffers pinned; copying them there is not timed."""
+        """With pinned_memory, the input arrays live in pinned memory from the start, as when
+        an application allocates its buffers pinned; copying them there is not timed."""
         if not (self.settings.pinned_memory and self.cell.device == "cuda"):
             return host_inputs
-        return [self.device.pin(self.torch.as_tensor(x)) for x in host_inputs]
+        return [self.device.pin(self.torch.as_tensor(x)) if arguments.is_array(x) else x for x in host_inputs]
 
 
-def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
-    """The timed regions of the cell, keyed by phase name, in phase order."""
+def build_regions(backend: Backend, host_inputs: list,
+                  restorer: arguments.Restorer | None = None) -> dict[str, Region]:
+    """The timed regions of the cell, keyed by phase name, in phase order. `restorer` puts
+    back the host arguments a call changes (a kernel that updates its arguments): a region
+    whose calls change the arrays they read times each call alone, after putting them back."""
     op, cell, sync = backend.op, backend.cell, backend.sync
     device_inputs = [backend.to_device(x) for x in host_inputs]
     sync()
+    on_host = restorer if restorer else None
+    # on a GPU the device-resident calls change device copies, put back from copies there
+    on_device = arguments.Restorer(device_inputs, backend.changes) if cell.is_gpu and backend.changes else on_host
     # a result to copy back, finish or chain from; a CPU cell without host work needs none,
     # and its warm-up makes the first call
     result = backend.compute(device_inputs) if cell.is_gpu or op.finish else None
+    if on_device is not None and result is not None:
+        on_device()
     host_array = backend.as_numpy(backend.to_host(result)) if op.finish else None
 
     def end_to_end():
@@ -174,14 +242,16 @@ def build_regions(backend: Backend, host_inputs: list) -> dict[str, Region]:
     # a CPU cell of torch: NumPy arrays in and out, no copy either way
     compute = (host_call(backend, host_inputs) if not cell.is_gpu and backend.tensors
                else lambda: backend.compute(device_inputs))
-    regions = {"compute": Region("compute", compute, sync)}
+    regions = {"compute": Region("compute", compute, sync, restore=on_device)}
     if cell.is_gpu:
         regions["h2d"] = Region("h2d", lambda: [backend.to_device(x) for x in host_inputs], sync)
         regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
     if op.finish:
         regions["finish"] = Region("finish", lambda: op.finish(host_array))
     if cell.is_gpu and backend.tensors or op.finish:
-        regions["end_to_end"] = Region("end_to_end", end_to_end, sync)
+        # the end-to-end form of numpy compiled writes into the host arrays; copies in do not
+        writes_host = backend.end_to_end_fn is not None or not cell.is_gpu
+        regions["end_to_end"] = Region("end_to_end", end_to_end, sync, restore=on_host if writes_host else None)
     ordered = {name: regions[name] for name in PHASES if name in regions}
     backend.resident_reason = resident_reason(backend, device_inputs, result)
     if backend.resident_reason is None:
@@ -195,9 +265,11 @@ def host_call(backend: Backend, host_inputs: list) -> Callable[[], object]:
     (no copy), the function, its result unwrapped (no copy). Built once, so that a call
     is the function and the two conversions and no layer of ours: for a 5 µs sum over
     256² floats the conversions cost 1.9 µs and the backend's general round trip 1.4 µs
-    more, a fifth of the call, which no program calling torch pays."""
+    more, a fifth of the call, which no program calling torch pays. Arguments that are no
+    arrays (scalars) are passed as torch takes them; arrays a call changes are the host's
+    own, so nothing is copied back."""
     torch = backend.torch
-    if not all(isinstance(x, np.ndarray) for x in host_inputs):  # bfloat16: CPU tensors in and out
+    if any(arguments.is_tensor(x) for x in host_inputs):  # bfloat16: CPU tensors in and out
         return lambda: backend.round_trip(host_inputs)
     from_numpy, tensor, inputs = torch.from_numpy, torch.Tensor, tuple(host_inputs)
     if backend.compiled_fn is not None:
@@ -208,24 +280,32 @@ def host_call(backend: Backend, host_inputs: list) -> Callable[[], object]:
         def function(*tensors):
             return op.compute(lib, *tensors)
 
-    def call():
-        result = function(*[from_numpy(x) for x in inputs])
-        return result.numpy() if type(result) is tensor else backend.to_host(result)
+    if all(isinstance(x, np.ndarray) for x in inputs):
+        def call():
+            result = function(*[from_numpy(x) for x in inputs])
+            return result.numpy() if type(result) is tensor else backend.to_host(result)
+    else:
+        given = tuple((x, True) if isinstance(x, np.ndarray) else (backend.to_device(x), False) for x in inputs)
+
+        def call():
+            result = function(*[from_numpy(x) if array else x for x, array in given])
+            return result.numpy() if type(result) is tensor else backend.to_host(result)
 
     return call
 
 
 def conversion_seconds(backend: Backend, host_inputs: list, budget_s: float = 0.02) -> float | None:
     """What a torch cell on the cpu spends per call wrapping its NumPy arrays as tensors and
-    its result back (torch.from_numpy of each input, .numpy() of one result), timed apart
-    from its region, whose process then keeps doing one thing over and over; the rest of
-    the cell's time is the function's own. None for other cells."""
-    if backend.cell.is_gpu or not backend.tensors or not all(isinstance(x, np.ndarray) for x in host_inputs):
+    its result back (torch.from_numpy of each input array, .numpy() of one result), timed
+    apart from its region, whose process then keeps doing one thing over and over; the rest
+    of the cell's time is the function's own. None for other cells."""
+    arrays = tuple(x for x in host_inputs if isinstance(x, np.ndarray))
+    if backend.cell.is_gpu or not backend.tensors or not arrays or any(arguments.is_tensor(x) for x in host_inputs):
         return None
-    from_numpy, inputs, result = backend.torch.from_numpy, tuple(host_inputs), backend.torch.from_numpy(host_inputs[0])
+    from_numpy, result = backend.torch.from_numpy, backend.torch.from_numpy(arrays[0])
 
     def convert():
-        [from_numpy(x) for x in inputs]
+        [from_numpy(x) for x in arrays]
         return result.numpy()
 
     measured = measure_region(Region("conversion", convert), BlockRule(), WarmupRule(budget_s=budget_s / 2),
@@ -237,11 +317,14 @@ CHAINED_FAMILIES = ("elementwise",)  # ops whose output can be the next call's i
 
 
 def resident_reason(backend: Backend, device_inputs: list, result) -> str | None:
-    """Why a cell has no resident trips, or None: they need a GPU, an op that chains (an
-    elementwise op or a kernel of yours) and a result shaped and typed like its first input."""
+    """Why a cell has no resident trips, or None: they need a GPU, and an op that chains: a
+    kernel that updates its arguments (a time loop calls it again on the same arrays), or an
+    elementwise op or kernel whose result is shaped and typed like its first input."""
     op, cell = backend.op, backend.cell
     if not cell.is_gpu:
         return "no device to keep the data on: the data are always on the host"
+    if backend.changes:
+        return None
     if op.kernel is None and op.spec.family not in CHAINED_FAMILIES:
         return f"{cell.op} does not chain (only elementwise ops and kernels of yours do)"
     first = device_inputs[0] if device_inputs else None
@@ -251,13 +334,21 @@ def resident_reason(backend: Backend, device_inputs: list, result) -> str | None
 
 
 def resident_trip(backend: Backend, host_inputs: list, calls: int) -> Callable[[], object]:
-    """One copy in, `calls` calls chained on the device (each output the next call's first
-    input, the rest kept), one copy out: a time loop that keeps its field on the device."""
+    """One copy in, `calls` calls chained on the device, one copy out: a time loop that keeps
+    its data on the device. Each output is the next call's first input (the rest kept); a
+    kernel that updates its arguments is called again on the same arrays, as its own time
+    loop would, and what it changed is copied out."""
+    in_place = bool(backend.changes)
+
     def trip():
         inputs = [backend.to_device(x) for x in host_inputs]
+        out = None
         for _ in range(calls):
-            inputs = [backend.compute(inputs), *inputs[1:]]
-        return backend.to_host(inputs[0])
+            if in_place:
+                out = backend.compute(inputs)
+            else:
+                inputs = [backend.compute(inputs), *inputs[1:]]
+        return backend.to_host(out if in_place else inputs[0])
 
     return trip
 

@@ -30,16 +30,16 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from ..catalogue import call_bytes, working_set_bytes
+from ..catalogue import footprint, shapes_known, working_set_bytes
 from ..cells import ITEMSIZE, Cell
+from ..footprint import fit
 from ..kernels import kernel_tolerance
 from ..records import write_bytes_atomic
 from ..records.types import Turn
 from ..stats import median_ci_rel_halfwidth
-from . import correctness, devices, diagnostics, disturbance, memory
+from . import arguments, correctness, devices, diagnostics, disturbance, memory
 from .backend import (
     Backend,
-    as_float64,
     build_regions,
     configure_torch,
     conversion_seconds,
@@ -107,59 +107,86 @@ class CellFailed(Exception):
         self.reason = reason
 
 
-def check_result(backend: Backend, host_inputs: list, result) -> dict:
-    """The op's error against a float64 reference from the same inputs, and its verdict;
-    `result` is the host result of one call (NumPy arrays)."""
+def check_result(backend: Backend, original: list, result) -> dict:
+    """The op's error against a float64 reference from the inputs the call started from
+    (`original`), and its verdict; `result` is what one call gave back on the host (NumPy
+    arrays): a kernel's result followed by the arguments it changed."""
     op, cell, settings = backend.op, backend.cell, backend.settings
-    rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
-    inputs = [as_float64(x) for x in host_inputs]
-    # a kernel's result must also have the cell's precision
-    precision = {"precision": np_dtype(cell.dtype)} if op.kernel is not None else {}
-    error = op.error(inputs, result, rows, **precision)
     tf32 = settings.allow_tf32 and backend.tensors and cell.device == "cuda"
+    if op.kernel is not None:
+        found = op.error(original, result, backend.changes, np_dtype(cell.dtype))
+        own = kernel_tolerance(op.kernel, cell.dtype)
+        return {**correctness.verdict(found.pop("rel_err"), cell.dtype, op.spec.error_growth(cell.size), tf32, None,
+                                      own), **found}
+    rows = correctness.check_rows(cell.size, settings.check_rows, np.random.default_rng(settings.random_state + 1))
+    error = op.error([arguments.float64_value(x) for x in original], result, rows)
     checked = len(rows) if op.checks_sampled_rows else None
-    own = kernel_tolerance(op.kernel, cell.dtype) if op.kernel is not None else None
-    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked, own)
+    return correctness.verdict(error, cell.dtype, op.spec.error_growth(cell.size), tf32, checked)
 
 
-def _nbytes(values) -> int:
-    if isinstance(values, tuple | list):
-        return sum(_nbytes(v) for v in values)
-    if isinstance(values, np.ndarray | np.generic):
-        return int(np.asarray(values).nbytes)
-    return int(values.element_size() * values.numel())  # a torch tensor (bfloat16 on the host)
+def input_points(op: Op, cell: Cell, random_state: int) -> list[tuple[int, int]]:
+    """A kernel that makes its own inputs: their bytes at up to four small sizes, drawn and
+    dropped (cheap), so that the out-of-memory check and the fit know how they grow before
+    the cell's own are drawn. Empty for an op whose spec knows its shapes, below those sizes,
+    or where the kernel's inputs fail to draw there."""
+    if shapes_known(op.spec):
+        return []
+    first = max(op.spec.min_size, 4)
+    points = []
+    for size in (first, 2 * first, 4 * first, 8 * first):
+        if size >= cell.size:
+            break
+        try:
+            values = op.make_inputs(np.random.default_rng(random_state), size)
+        except Exception:  # noqa: BLE001 - the cell's own draw says what is wrong, with its line
+            return []
+        points.append((size, arguments.array_bytes([arguments.host_value(v, np_dtype(cell.dtype)) for v in values])))
+    return points
 
 
-def _memory_precheck(op: Op, cell: Cell, settings: Settings, scale: dict | None, device: devices.Cpu) -> None:
-    """Refuse a cell that would not fit before measuring it: the working-set model, its
-    results and temporaries calibrated by what earlier records of the series measured
-    (`scale`, from the round job) where there are any."""
-    scale = scale or {}
+def _memory_precheck(op: Op, cell: Cell, settings: Settings, seen: dict | None, device: devices.Cpu,
+                     points: list) -> None:
+    """Refuse a cell that would not fit before measuring it: what one measurement holds
+    (catalogue.working_set_bytes), from the call's footprint fitted to what earlier records
+    of the series measured (`seen`, from the round job: peaks and inputs at each size) and,
+    for a kernel that makes its own inputs, their bytes at small sizes (`points`)."""
+    seen = seen or {}
     itemsize = ITEMSIZE[cell.dtype]
-    need = working_set_bytes(op.spec, cell.size, itemsize, scale.get("host"))
-    how = "measured" if scale.get("host") is not None else "modelled"
-    available = memory.available_host_memory()
-    if available is not None and need > settings.memory_headroom * available:
-        raise CellFailed(
-            "oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), {available / 2**30:.1f} GiB available"
-        )
-    if cell.device == "cuda" and scale.get("device") is not None:
+    host = footprint(op.spec, itemsize, seen.get("host", ()), [*seen.get("inputs", ()), *points])
+    if host is not None:
+        need = working_set_bytes(op.spec, cell.size, itemsize, host)
+        how = "measured" if seen.get("host") else "modelled"
+        available = memory.available_host_memory()
+        if available is not None and need > settings.memory_headroom * available:
+            raise CellFailed("oom", f"needs about {need / 2**30:.1f} GiB of host memory ({how}), "
+                                    f"{available / 2**30:.1f} GiB available")
+    on_device = footprint(op.spec, itemsize, seen.get("device", ()), [*seen.get("inputs", ()), *points])
+    if cell.device == "cuda" and seen.get("device") and on_device is not None:
         free = device.free_bytes()
-        device_need = call_bytes(op.spec, cell.size, itemsize, scale["device"])
+        device_need = on_device.bytes(cell.size)
         if device_need > settings.memory_headroom * free:
             raise CellFailed("oom", f"needs about {device_need / 2**30:.1f} GiB of cuda memory (measured), "
                                     f"{free / 2**30:.1f} GiB free")
 
 
-def model_of(op: Op, cell: Cell, host_inputs: list, host_result) -> dict:
+def model_of(op: Op, cell: Cell, host_inputs: list, host_result, changes: tuple[int, ...] = (),
+             points: list = ()) -> dict:
     """The FLOP and byte model of the cell (None where the op has none, as a user kernel
-    without models), and the bytes that cross the link, from the arrays themselves."""
+    without models), and the bytes of the arrays themselves: those that cross the link (the
+    input arrays in; the result and the arguments a call changed out), those a call returns
+    (new arrays), and for a kernel how its inputs grow with n (from `points` at small
+    sizes and its own)."""
     spec, itemsize = op.spec, ITEMSIZE[cell.dtype]
+    inputs = arguments.array_bytes(host_inputs)
+    changed = arguments.array_bytes([host_inputs[i] for i in changes])
+    growth = fit([*points, (cell.size, inputs)]) if op.kernel is not None else None
     return {
         "flops": float(spec.flops(cell.size)) if spec.flops else None,
         "traffic_bytes": float(spec.traffic(cell.size, itemsize)) if spec.traffic else None,
-        "h2d_bytes": _nbytes(host_inputs),
-        "d2h_bytes": _nbytes(host_result),
+        "h2d_bytes": inputs,
+        "d2h_bytes": arguments.array_bytes(host_result),
+        "result_bytes": max(0, arguments.array_bytes(host_result) - changed),
+        "inputs_degree": growth.degree if growth is not None else 2 if op.kernel is not None else None,
         "itemsize": itemsize,
     }
 
@@ -277,6 +304,8 @@ class CellRun:
         self.clocks_before = None
         self.backend: Backend | None = None
         self.host_inputs: list = []
+        self.restorer: arguments.Restorer | None = None  # what a call changes, as it was before
+        self.input_points: list = []  # a kernel's input bytes at small sizes (input_points)
         self.op: Op | None = None
         self.device: devices.Cpu | None = None  # the seam's device, once the cell is known to run
         self.failed = False
@@ -308,24 +337,29 @@ class CellRun:
             outcome.measured["device"] = device.describe()
         if op.kernel is not None:
             outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
-        _memory_precheck(op, cell, settings, self.memory_scale, device)
+        self.input_points = input_points(op, cell, settings.random_state)
+        _memory_precheck(op, cell, settings, self.memory_scale, device, self.input_points)
         self.device = device if cell.is_gpu else None
         if self.device is not None:  # NVML's first call is slow: make it before warm-up, not after
             self.device.clocks()
         self.progress.enter("inputs")
         self.backend = backend = Backend(cell, op, settings, torch)
         self.host_inputs = backend.pin(make_host_inputs(op, cell, settings.random_state, torch))
-        if op.kernel is not None:  # its first call, eager: the warm-up's, with the result's type checked
+        if op.kernel is not None:  # its first call, eager, on copies: what it returns and changes
             self.progress.enter("warm-up compute")
-            _check_kernel_returns_arrays(op, backend, self.host_inputs)
+            backend.changes = _first_kernel_call(op, backend, self.host_inputs)
         if cell.compiled:
             self.progress.enter("compile")
             outcome.measured["compile"] = backend.first_calls(self.host_inputs)
+        self.restorer = arguments.Restorer(self.host_inputs, backend.changes)
         states = []
         self.progress.enter("warm-up")  # building the regions makes the first call
-        for name, region in build_regions(backend, self.host_inputs).items():
+        for name, region in build_regions(backend, self.host_inputs, self.restorer).items():
             self.progress.enter(f"warm-up {name}")
             states.append(RegionState(region, warm_up(region, settings.block, settings.warmup)))
+        if op.kernel is not None:
+            outcome.measured["timing"] = _timing_of(op, backend, next(s.region for s in states
+                                                                      if s.region.name == "compute"))
         if cell.is_gpu and backend.resident_reason:
             outcome.measured["resident"] = {"reason": backend.resident_reason}
         self.states = states
@@ -391,7 +425,7 @@ class CellRun:
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
-        measured["memory"] = self.carried.get("memory") or peak_memory(backend, self.host_inputs)
+        measured["memory"] = self.carried.get("memory") or peak_memory(backend, self.untouched_inputs())
         if self.op.finish and self.artifact_path:
             self.progress.enter("saving the rendering")
             rendered = self.op.finish(backend.as_numpy(backend.round_trip(self.host_inputs)))
@@ -409,14 +443,25 @@ class CellRun:
             measured["model"] = carried["model"]
             measured["conversion"] = carried.get("conversion") or {"seconds": None}
             return
-        result = backend.as_numpy(backend.round_trip(self.host_inputs))
-        check = check_result(backend, self.host_inputs, result)
+        original = self.original_inputs()
+        result = backend.as_numpy(backend.round_trip(self.untouched_inputs()))
+        check = check_result(backend, original, result)
         measured["check"] = check
-        measured["model"] = model_of(self.op, cell, self.host_inputs, result)
+        measured["model"] = model_of(self.op, cell, original, result, backend.changes, self.input_points)
         measured["conversion"] = {"seconds": conversion_seconds(backend, self.host_inputs)}
         if not check["passed"]:
-            raise CellFailed("error", f"wrong result: relative error {check['rel_err']:.2e} exceeds the {cell.dtype} "
-                                      f"tolerance {check['tolerance']:.2e}")
+            where = f" in {check['worst']}" if check.get("worst") else ""
+            raise CellFailed("error", f"wrong result: relative error {check['rel_err']:.2e}{where} exceeds the "
+                                      f"{cell.dtype} tolerance {check['tolerance']:.2e}")
+
+    def original_inputs(self) -> list:
+        """The inputs as the first call saw them, never arguments the timed calls changed."""
+        return self.restorer.original(self.host_inputs) if self.restorer is not None else self.host_inputs
+
+    def untouched_inputs(self) -> list:
+        """Inputs for an untimed call (the check, a peak reading): copies of the original ones
+        where a call changes them, so that the call leaves them as they were."""
+        return arguments.fresh(self.original_inputs()) if self.restorer else self.host_inputs
 
     @contextlib.contextmanager
     def failures(self):
@@ -447,7 +492,7 @@ class CellRun:
 
     def release(self) -> None:
         """Drop the cell's arrays and compiled code before the next cell of this worker."""
-        self.states, self.host_inputs, self.backend = [], [], None
+        self.states, self.host_inputs, self.backend, self.restorer = [], [], None, None
 
 
 def run_cell(cell: Cell, settings: Settings, torch=None, artifact_path: str | None = None,
@@ -463,24 +508,50 @@ def run_cell(cell: Cell, settings: Settings, torch=None, artifact_path: str | No
     return run.finish()
 
 
-def _check_kernel_returns_arrays(op: Op, backend: Backend, host_inputs: list) -> None:
-    """A user kernel's first call, eager and untimed: it must return arrays (or a tuple of
-    them), or the cell ends here naming the kernel's file and line, rather than with an
-    AttributeError deep in the copies or the check. The call is the kernel's eager form in
-    its own library: NumPy on host arrays (numpy compiled on a GPU too, whose compiled forms
-    take device data), torch on the cell's device."""
-    if backend.lib is np:
-        result = op.compute(np, *[backend.as_numpy(x) for x in host_inputs])
-    else:
-        result = backend.device.run(op.compute, backend.lib, *[backend.to_device(x) for x in host_inputs])
-    parts = result if isinstance(result, tuple) and result else (result,)
-    arrays = (np.ndarray, np.generic, *((backend.torch.Tensor,) if backend.torch is not None else ()),
-              *((int, float, complex) if backend.lib is np else ()))  # NumPy takes a Python number as an array
-    wrong = [type(part).__name__ for part in parts if not isinstance(part, arrays)]
+RETURNED_TYPES = (np.ndarray, np.generic, int, float, complex, bool)  # a kernel may return numbers too
+
+
+def _first_kernel_call(op: Op, backend: Backend, host_inputs: list) -> tuple[int, ...]:
+    """A user kernel's first call, eager, untimed and on copies of its inputs: the arguments
+    it changes (the outputs it writes in place). It must return arrays or numbers (or a
+    tuple of them), or nothing where it changes an argument; else the cell ends here naming
+    the kernel's file and line, rather than with an AttributeError deep in the copies or the
+    check."""
+    returned, changes = backend.eager_call(host_inputs)
+    parts = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
+    wrong = [type(part).__name__ for part in parts
+             if not (isinstance(part, RETURNED_TYPES) or arguments.is_tensor(part))]
+    code = op.kernel.fn.__code__
+    where = f"(at {os.path.basename(code.co_filename)}:{code.co_firstlineno})"
     if wrong:
-        code = op.kernel.fn.__code__
-        raise CellFailed("error", f"kernel {op.kernel.name} returned {wrong[0]}, not an array "
-                                  f"(at {os.path.basename(code.co_filename)}:{code.co_firstlineno})")
+        raise CellFailed("error", f"kernel {op.kernel.name} returned {wrong[0]}, not an array {where}")
+    if not parts and not changes and backend.lib is not np:
+        # NumPy's code may update what this library's leaves alone: those arguments are the
+        # outputs, and the check says which this variant got wrong
+        copies = arguments.fresh([backend.as_numpy(x) for x in host_inputs])
+        op.compute(np, *copies)
+        changes = arguments.changed(host_inputs, copies)
+    if not parts and not changes:
+        raise CellFailed("error", f"kernel {op.kernel.name} returned nothing and changed none of its arguments, so "
+                                  f"there is nothing to check {where}")
+    return changes
+
+
+def _timing_of(op: Op, backend: Backend, compute: Region, repeats: int = 5) -> dict:
+    """How a kernel's calls were timed: the arguments a call changes, whether each call was
+    timed alone after they were put back (`per_call`), and what putting them back costs
+    (the median of a few restores, outside every timed region)."""
+    restore_s = None
+    if compute.restore is not None:
+        took = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            compute.restore()
+            compute.sync()
+            took.append(time.perf_counter() - began)
+        restore_s = float(np.median(took))
+    return {"changes": [op.argument_name(i) for i in backend.changes], "per_call": compute.per_call,
+            "restore_s": restore_s}
 
 
 def _base_exception_words(error: BaseException) -> str:

@@ -3,8 +3,8 @@ no timing sees the tracing.
 
 - Host, counted where the allocation happens: NumPy reports its data buffers to
   `tracemalloc`; torch's CPU allocations (torch cells and every compiled cell, which run
-  torch underneath) show in its profiler's memory events, each op's own allocations at its
-  start and the frees between ops as they come, whose running sum peaks at the call's peak.
+  torch underneath) show in its profiler's memory records, every allocation and free in
+  the order they happened, whose running sum peaks at the call's peak.
 - The process's RSS high-water mark as a cross-check (Linux: reset with
   /proc/self/clear_refs, value 5, read VmHWM). After the warm-up an allocator reuses freed
   pages, so a call's output and temporaries may not raise RSS at all: it is a lower bound.
@@ -72,13 +72,21 @@ def _numpy_peak(call: Callable[[], object]) -> int:
 
 
 def _torch_peak(call: Callable[[], object], torch) -> int:
-    """The peak of torch's CPU allocations in one call, from its profiler's memory events."""
-    with torch.autograd.profiler.profile(profile_memory=True, use_kineto=False) as prof:
+    """The peak of torch's CPU allocations in one call: the running sum of every allocation
+    and free the profiler recorded (Kineto's "[memory]" records), in the order they
+    happened. Per-op totals are no substitute: inside compiled code a free belongs to the
+    compiled region, which begins before any of its ops allocate (an aot_eager graph read 0
+    that way). The autograd profiler starts in milliseconds (torch.profiler.profile took
+    1.5 s in every fresh process); its Kineto hangs in a child forked after its parent used
+    it, and no worker profiles before it forks (jobs/worker.py)."""
+    with torch.autograd.profiler.profile(use_kineto=True, use_cpu=True, profile_memory=True) as prof:
         result = call()
         del result
+    records = sorted((e for e in prof.kineto_results.events()
+                      if e.name() == "[memory]" and str(e.device_type()).endswith("CPU")), key=lambda e: e.start_ns())
     running = peak = 0
-    for event in sorted(prof.function_events, key=lambda e: e.time_range.start):
-        running += event.self_cpu_memory_usage
+    for record in records:
+        running += record.nbytes()
         peak = max(peak, running)
     return peak
 

@@ -567,6 +567,9 @@ class StandInCuda(Cuda):
             for array in args:
                 device.copied("h2d", int(getattr(array, "nbytes", 0)))
             _wait_until(device.free_at)
+            # the code works on device copies: what it writes into its arguments stays there, as under CUDA
+            args = tuple(array.copy() if hasattr(array, "nbytes") and hasattr(array, "copy") else array
+                         for array in args)
             result = device.call(fn, args, {}, "compiled", unwrap=True)
             parts = result if isinstance(result, tuple) else (result,)
             device.copied("d2h", sum(int(getattr(part, "nbytes", 0)) for part in parts))

@@ -109,15 +109,27 @@ class Sample:
 
 @dataclass(frozen=True)
 class Region:
-    """What to time: a callable, how to wait for its device, and the clock."""
+    """What to time: a callable, how to wait for its device, and the clock; `restore`, for
+    a call that changes its own inputs (a kernel that updates its arguments), puts them back
+    before each call, outside the clock, so that every call sees the inputs of the first."""
 
     name: str
     fn: Callable[[], object]
     sync: Callable[[], object] = lambda: None  # a CPU's work is done when the call returns
     clock: Callable[[], int] = time.perf_counter_ns
+    restore: Callable[[], object] | None = None
+
+    @property
+    def per_call(self) -> bool:
+        """Whether each call is timed on its own (its inputs restored between calls), not
+        a block of calls back to back."""
+        return self.restore is not None
 
     def time_block(self, calls: int) -> float:
-        """Mean seconds per call over `calls` back-to-back calls, device work included."""
+        """Mean seconds per call over `calls` back-to-back calls, device work included; with
+        `restore`, each call timed alone after its inputs are put back, and the times summed."""
+        if self.restore is not None:
+            return self._time_each(calls)
         fn, sync, clock = self.fn, self.sync, self.clock
         sync()
         start = clock()
@@ -125,6 +137,18 @@ class Region:
             fn()
         sync()
         return (clock() - start) / calls / 1e9
+
+    def _time_each(self, calls: int) -> float:
+        fn, sync, clock, restore = self.fn, self.sync, self.clock, self.restore
+        total = 0
+        for _ in range(calls):
+            restore()
+            sync()
+            start = clock()
+            fn()
+            sync()
+            total += clock() - start
+        return total / calls / 1e9
 
     def sample(self, calls: int) -> Sample:
         """One sample: `time_block`, with the minor page faults of its calls counted around

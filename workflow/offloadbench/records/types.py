@@ -127,10 +127,15 @@ NO_SAMPLES = Samples(())
 
 @dataclass(frozen=True)
 class Model:
-    """What one call does: FLOP and least bytes moved (None without a model)."""
+    """What one call does: FLOP and least bytes moved (None without a model), and the bytes
+    of its arguments as given (its input arrays), of what it returns (new arrays, which its
+    peak must hold) and the power of n its inputs grow with (a kernel's)."""
 
     flops: float | None = None
     traffic_bytes: float | None = None
+    h2d_bytes: float | None = None
+    result_bytes: float | None = None
+    inputs_degree: int | None = None
 
 
 @dataclass(frozen=True)
@@ -309,6 +314,12 @@ class CellRecord:
     family: str | None = _at("op_info", "family")  # a user kernel's, from its record
     kernel_sha256: str | None = _at("op_info", "sha256")
     resident_reason: str = _at("resident", "reason", default="")
+    # a kernel: the floating dtypes of what it returns other than the cell's, the arguments a
+    # call changes, whether each call was timed alone after they were put back, and what that cost
+    returns: tuple[str, ...] = _at("check", "returns", default=())
+    changes: tuple[str, ...] = _at("timing", "changes", default=())
+    per_call: bool = _at("timing", "per_call", default=False)
+    restore_s: float | None = _at("timing", "restore_s")
     settings: Mapping = field(default_factory=lambda: EMPTY)
     fingerprint: Mapping | None = _at("provenance", "fingerprint")
     started_at: str | None = None

@@ -33,6 +33,11 @@ class Op:
     def name(self) -> str:
         return self.spec.name
 
+    def argument_name(self, index: int) -> str:
+        """The name of the op's argument at `index` (a kernel's parameter after xp), as the
+        report names an argument a call changes."""
+        return self.kernel.parameter(index) if self.kernel is not None else f"#{index + 1}"
+
 
 def _uniform(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rng.random(shape, dtype=np.float64) * 2.0 - 1.0

@@ -4,6 +4,7 @@ their provenance, and, for two runs of one machine, how well they reproduce."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pandas as pd
@@ -16,6 +17,7 @@ from ...verdicts import FASTER, SAME, SLOWER
 from ..captions import COMPARE_CAPTIONS, compare_caption
 from ..escape import md_data, md_frame
 from ..format import (
+    finite,
     fmt_break_even,
     fmt_ci,
     fmt_percent,
@@ -48,9 +50,20 @@ def machines_section(comparison: MachineComparison) -> list[str]:
                      "PyTorch": env.torch_version, "NumPy": env.numpy_version,
                      "processes per cell": ", ".join(map(str, processes)) or "–"})
     lines = ["## Machines", "", markdown_table(pd.DataFrame(rows)), ""]
+    table = comparison.comparison
     for a, b in comparison.same_hardware:
+        spread = table.loc[(table["machine_a"] == a) & (table["machine_b"] == b), "between_runs"]
+        between = (f" Their cells' times differ by {fmt_percent(math.expm1(float(spread.iloc[0])))} between the two "
+                   "runs (the root mean square of the log ratios), a state of the machine in each run that no "
+                   "interval within a run can see: every ratio's CI below includes it, so no cell is called faster "
+                   "or slower for it." if not spread.empty and finite(spread.iloc[0]) else "")
         lines += [(f"**{a} and {b} record the same hardware** under two labels: this comparison is a "
-                  "reproducibility check of one machine, not a comparison of two."), ""]
+                   f"reproducibility check of one machine, not a comparison of two.{between}"), ""]
+    if len(comparison.labels) > len({x for pair in comparison.same_hardware for x in pair}):
+        lines += [("Each machine's intervals cover the processes of its own run. Two runs of one machine can differ "
+                  "by several percent more (a virtual machine's speed shifts between runs), which a comparison of "
+                  "two different machines cannot tell from their hardware's difference: read a difference within "
+                  "a few percent as a difference of these two runs."), ""]
     return lines
 
 

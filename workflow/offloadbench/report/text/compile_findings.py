@@ -14,7 +14,6 @@ import pandas as pd
 
 from ...analysis.columns import falls_back, flag, interval
 from ...cells import COMPILED
-from ...kernels import FAMILY as KERNEL_FAMILY
 from ...verdicts import Judging
 from ..format import (
     by_variant,
@@ -151,14 +150,3 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judg
                   *eager_against_compiled(speedups, judging)]
     lines += ["", *process_lines(timings), ""]
     return lines
-
-
-def kernel_lines(timings: pd.DataFrame) -> list[str]:
-    """Which of the user's kernels run as numpy only, and why (those without a FLOP model
-    are said once, with the roofs: ops_findings.bound_notes)."""
-    if "family" not in timings or not (timings["library"] == "torch").any():
-        return []
-    kernels = timings[timings["family"] == KERNEL_FAMILY]
-    return [f"- {op} takes plain NumPy arrays (its first parameter is not `xp`), so it runs as numpy "
-            "and numpy compiled only: torch needs the array namespace `xp` to run the same code."
-            for op in sorted(set(kernels["op"]) - set(kernels.loc[kernels["library"] == "torch", "op"]))]

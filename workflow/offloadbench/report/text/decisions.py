@@ -12,7 +12,19 @@ from dataclasses import replace
 import pandas as pd
 
 from ...analysis.columns import flag
-from ...analysis.decisions import COMPILE_FALLBACK, COPIES, DEPENDS, STAY, UNSURE, USE
+from ...analysis.decisions import (
+    BASELINE_FAILED,
+    CHECK_FAILED,
+    COMPILE_FALLBACK,
+    COPIES,
+    DEPENDS,
+    NO_VARIANT,
+    NONE,
+    SKIPPED,
+    STAY,
+    UNSURE,
+    USE,
+)
 from ...analysis.round_trip import AFTER, NEVER, trip_kind
 from ...verdicts import SAME, SLOWER, Judging
 from ..format import (
@@ -20,6 +32,7 @@ from ..format import (
     finite,
     fmt_calls,
     fmt_count,
+    fmt_error,
     fmt_pages,
     fmt_rate,
     fmt_ratio,
@@ -202,13 +215,44 @@ def why_losers_lose(row) -> str:
     return "; ".join(loss_words(loss, str(row["device"])) for loss in losses) if isinstance(losses, tuple) else ""
 
 
-DECISION_WORDS = {USE: "use {variant}", STAY: "stay with NumPy", UNSURE: "cannot tell yet", DEPENDS: "depends on the state"}
+DECISION_WORDS = {USE: "use {variant}", STAY: "stay with NumPy", UNSURE: "cannot tell yet", DEPENDS: "depends on the state",
+                  NONE: "no answer: {why}"}
+# why a row has no answer, in the few words its table cell has room for
+NO_ANSWER_SHORT = {BASELINE_FAILED: "NumPy failed", CHECK_FAILED: "wrong results", SKIPPED: "not measured",
+                   NO_VARIANT: "NumPy only"}
 
 
 def decision_words(row) -> str:
-    """"use torch", "stay with NumPy", …: a row's decision in words (an unknown one as it is)."""
+    """"use torch", "stay with NumPy", "no answer: wrong results", …: a row's decision in
+    words (an unknown one as it is)."""
     decision = str(row["decision"])
-    return DECISION_WORDS.get(decision, decision).replace("{variant}", text_of(row.get("variant")))
+    why = NO_ANSWER_SHORT.get(text_of(row.get("no_answer")), "cells failed")
+    return DECISION_WORDS.get(decision, decision).replace("{variant}", text_of(row.get("variant"))).replace(
+        "{why}", why)
+
+
+def no_answer_text(row) -> str:
+    """Why a row has no answer, in a few words, and where to read more: "every torch cell
+    failed the check (relative error 2.0e-03 against 7.8e-06 allowed)"."""
+    why, variants = text_of(row.get("no_answer")), text_of(row.get("no_answer_variants"))
+    reason = text_of(row.get("no_answer_reason"))
+    quoted = f" ({text_of(row.get('no_answer_status'))}: {reason[:160]}{'…' if len(reason) > 160 else ''})" \
+        if reason else ""
+    if why == CHECK_FAILED:
+        return (f"every {variants or 'other'} cell failed the check against float64 (relative error "
+                f"{fmt_error(row.get('no_answer_rel_err'))} against {fmt_error(row.get('no_answer_tolerance'))} "
+                "allowed)")
+    if why == BASELINE_FAILED:
+        return f"NumPy itself failed, so nothing has a speedup{quoted}"
+    if why == SKIPPED:
+        return f"{variants or 'every other variant'} was not measured{quoted}"
+    if why == NO_VARIANT:
+        return ("only NumPy ran, so nothing is compared with it (a kernel without xp runs as numpy and numpy "
+                "compiled only)")
+    return f"every {variants or 'other'} cell failed{quoted}"
+
+
+NO_ANSWER_MORE = "the report's Skipped or failed cells list each cell with its reason"
 
 
 def states_text(row) -> str:
@@ -256,6 +300,8 @@ def answer(row, judging: Judging) -> str:
         # one clause with its numbers: the same estimate for several rows must not read as a repeated sentence
         return (f"cannot tell yet: at n = {size} {alternative} is {speedup} {_how(row)}, and "
                 f"{processes_text(row)}{_below(row)}{why}.")
+    if decision == NONE:
+        return f"no answer: {no_answer_text(row)}."
     return f"{decision_words(row)}."
 
 
@@ -347,6 +393,8 @@ def row_notes(row, judging: Judging) -> list[str]:
     """What a row needs said beyond its cells, each naming its size: a compile's payback, the
     variant the simplicity rule passed over, a tie, two states, the sizes still open, why
     the others lose."""
+    if str(row["decision"]) == NONE:
+        return [f"no answer: {no_answer_text(row)}; {NO_ANSWER_MORE}"]
     size = int(row["size"])
     notes = []
     payback = payback_calls(row, " with the compiler's one-time start-up")
@@ -467,6 +515,7 @@ LEAD_WORDS = {
     DEPENDS: "For {} the answer depends on the state a process happens to be in (two groups of processes far apart, "
              "both kept); the table gives the speedup in each.",
     UNSURE: "It cannot tell yet for {}; the table says what would decide it.",
+    NONE: "There is no answer for {}: the table says why.",
 }
 
 
@@ -480,12 +529,14 @@ def lead_paragraph(decisions: pd.DataFrame, gpu_reason: str | None, judging: Jud
     parts = []
     if not use.empty:
         groups = "; ".join(f"{variant} for {_ops(group, decisions)}" for variant, group in use.groupby("variant"))
-        parts.append(f"Moving work off NumPy pays in {len(use)} of the {len(decisions)} cases measured here: "
+        parts.append(f"Moving work off NumPy pays in {len(use)} of the {len(decisions)} cases asked for here: "
                      f"use {groups}.")
         best = use.loc[pd.to_numeric(use["speedup"], errors="coerce").idxmax()]
         shown = speedup_text(best, judging.ci, mark=_marked(best, sharing_said_once(decisions)))
         parts.append(f"It pays most for {who(best)}: {shown} at n = {int(best['size'])}, "
                      f"{_how(best)}.")
+    else:
+        parts.append(f"Moving work off NumPy pays in none of the {len(decisions)} cases asked for here.")
     for decision, words in LEAD_WORDS.items():
         rows = decisions[decisions["decision"] == decision]
         if not rows.empty:

@@ -33,12 +33,29 @@ def fit_lines(memory: pd.DataFrame) -> list[str]:
             fits = (f"fits up to n ≈ {fmt_size(row['largest_size'])}" if finite(row["largest_size"])
                     else no_fit(row))
             parts.append(f"{row['variant']} {format_bytes(row['peak_bytes'])} at n = {int(row['largest_measured'])} "
-                         f"({outputs(row['scale'])} of results and temporaries), {fits}")
+                         f"({held(row)}), {fits}")
         where = "host memory" if device == "cpu" else f"{device} memory"
         total = group["memory_bytes"].dropna()
         of = f" of {format_bytes(total.iloc[0])}" if not total.empty else ""
         lines.append(f"- {op} {where_phrase(device)} ({dtype}, {where}{of}): " + "; ".join(parts) + ".")
     return lines
+
+
+def held(row) -> str:
+    """What a call holds besides that peak: an op's peak in outputs' worth, a kernel's inputs
+    and how both grow; and where a peak was read too low to believe."""
+    if finite(row.get("scale")):
+        text = f"{outputs(row['scale'])} of results and temporaries"
+    else:
+        grows = [f"{what} growing as n^{int(row[column])}" for what, column in (("inputs", "inputs_degree"),
+                                                                               ("extra", "extra_degree"))
+                 if finite(row.get(column))]
+        text = f"beside {format_bytes(row['inputs_bytes'])} of inputs" if finite(row.get("inputs_bytes")) \
+            else "its inputs not measured"
+        text += f"; {', '.join(grows)}" if grows else ""
+    if row.get("peak_doubted") is True:
+        text += "; a peak read below the bytes it returns, which stand in for it"
+    return text
 
 
 def outputs(scale: float, spec: str = ".2g") -> str:
@@ -52,7 +69,10 @@ def no_fit(row) -> str:
     memory was not recorded, no peak gave a scale to fit, or not even n = 1 fits."""
     if not finite(row.get("memory_bytes")):
         return "its fit is unknown: the device's memory was not recorded"
-    if not finite(row.get("scale")):
+    kernel = not finite(row.get("model_scale"))  # a kernel has no model of the catalogue's
+    if kernel and not finite(row.get("inputs_bytes")):
+        return "its fit is unknown: its inputs' bytes were not measured (records from before they were)"
+    if not kernel and not finite(row.get("scale")):
         return "its fit is unknown: no measured peak gave a scale to fit the model to"
     headroom = row.get("headroom")
     kept = f", with {fmt_percent(headroom)} kept free" if finite(headroom) and headroom > 0 else ""
@@ -127,4 +147,4 @@ def fit_section(memory: pd.DataFrame, timings: pd.DataFrame, page_s: float) -> l
             (f"Peak extra memory of one call, measured in an untimed call after the sampling (host memory with NumPy "
              f"arrays in and out on the cpu; device memory of the device-resident call on a GPU), and the largest "
              f"size n whose inputs, results and temporaries fit the device's memory with {fmt_percent(headroom)} "
-             "kept free."), "", *fit_lines(memory), *model_line(memory), "", *([*pages, ""] if pages else [])]
+             "kept free. A kernel's inputs and extra memory are each fitted as a power of n to the sizes measured."), "", *fit_lines(memory), *model_line(memory), "", *([*pages, ""] if pages else [])]

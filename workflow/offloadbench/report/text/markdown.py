@@ -28,7 +28,7 @@ from ..escape import md_data, md_frame, safe_html
 from ..format import format_bytes, op_order, ratio_of
 from ..page import anchors, markdown_headings, slug, unescaped
 from ..table import Shown, Table, by_size, markdown_table
-from .compile_findings import compile_section, kernel_lines
+from .compile_findings import compile_section
 from .conditions import conditions_section, controls_line, controls_warning, flags_phrase, rows_by_cell
 from .decisions import WEAK_MARK, WEAK_NOTE, answer, decision_table, lead_paragraph, where_cell
 from .findings import (
@@ -41,6 +41,7 @@ from .findings import (
     stability_findings,
 )
 from .fit import fit_section
+from .kernel_findings import kernel_lines
 from .method import method_section, processes_held, recorded_method
 from .ops_findings import bound_lines, bound_notes, missing_baseline_lines, payoff_lines, unplaced_line
 from .seed import SEED_CLAIM, check_seed_claims
