@@ -143,21 +143,12 @@ STANDIN ?= 0
 gpu-check:
 	OUT=$(OUT) STANDIN=$(STANDIN) tools/gpu-check.sh
 
-# Wheels for the lent GPU machine, which has torch, numpy and seaborn but no network: snakemake
-# and pytest with what they need, and the pinned packages that machine lacks or has in other
-# versions; for each Python in GPU_PYTHONS, so that whatever Python the host has finds its own.
-GPU_PYTHONS ?= 3.11 3.12 3.13
-GPU_WHEEL_PINS := pandas matplotlib threadpoolctl psutil nvidia-ml-py jinja2 markdown array-api-compat pyyaml jsonschema
-PLATFORMS := --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any
+# Wheels for the lent GPU machine, which has no network: what the check needs and that host
+# lacks (snakemake and what it needs, a few pins), for its Python; held under 60 MiB, what a call
+# to it carries beside the project (GPU_PYTHON for another Python).
+GPU_PYTHON ?= 3.12
 gpu-wheels:
-	$(PYTHON) -m pip wheel --no-deps -w .whl connection_pool==0.0.3
-	for version in $(GPU_PYTHONS); do \
-	  $(PYTHON) -m pip download --only-binary=:all: --python-version $$version --implementation cp $(PLATFORMS) \
-	    --find-links .whl -d .whl snakemake==$$(sed -n 's/^snakemake==//p' requirements.txt) \
-	    pytest==$$(sed -n 's/^pytest==//p' requirements-dev.txt) || exit 1; \
-	  $(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version $$version --implementation cp $(PLATFORMS) \
-	    -d .whl $$(for p in $(GPU_WHEEL_PINS); do grep -i "^$$p==" requirements.txt; done) || exit 1; \
-	done
+	$(PYTHON) tools/gpu-wheels.py --python $(GPU_PYTHON)
 
 clean-venv:
 	rm -rf $(VENV)

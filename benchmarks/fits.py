@@ -7,9 +7,11 @@ compiled variant, it:
    `measure.cell.run_cell`: its inputs' bytes, what it returns and its peak), and asks the
    analysis (analysis/memory_fit.py) for the largest n whose call fits a machine of
    `--memory` bytes;
-2. finds the largest n that really fits by bisection: a fresh process makes the cell's
-   inputs, joins a memory cgroup limited to `--memory` (the pages it holds charged to it),
-   calls the function twice and exits; the kernel's OOM killer ends one that does not fit;
+2. finds the largest n that really fits by bisection: a fresh process joins a memory cgroup,
+   makes the cell's inputs (and for a compiled cell compiles it), gives the float64 draws'
+   pages back, then limits the cgroup to `--memory` and calls the function twice; the
+   kernel's OOM killer ends one that does not fit (a limit below what it already holds is
+   refused: it does not fit either);
 3. prints both, and whether the stated size lies within 15% of the real one.
 
 It needs a writable cgroup-v1 memory controller (root on Linux), and says so in one line where
@@ -66,10 +68,13 @@ print(json.dumps({"status": out.status, "reason": out.reason, "memory": out.meas
                   "model": out.measured.get("model")}))
 """
 
-# 2. The program at one size: its inputs made, then its pages charged to the limited cgroup,
-# then two calls. Killed by the OOM killer where it does not fit.
+# 2. The program at one size, in the cgroup: its inputs made, the limit set, two calls. Killed
+# by the OOM killer where it does not fit.
 PROGRAM = r"""
 import ctypes, gc, json, os, sys
+cgroup, limit = sys.argv[3], sys.argv[4]
+with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+    procs.write(str(os.getpid()))  # every page from here on counts
 from offloadbench.cells import Cell
 from offloadbench.kernels import load_kernels
 from offloadbench.measure import devices
@@ -85,8 +90,12 @@ if cell.compiled:
     backend.compute([backend.to_device(x) for x in inputs])  # the compile, before the limit: a program's warm-up
 gc.collect()
 ctypes.CDLL(None).malloc_trim(0)  # the float64 draws' pages given back
-with open(sys.argv[3], "w") as procs:
-    procs.write(str(os.getpid()))  # from here every page this process holds counts against the limit
+try:
+    with open(os.path.join(cgroup, "memory.limit_in_bytes"), "w") as limits:
+        limits.write(limit)  # refused where it holds more already
+except OSError:
+    print("holds more than the limit before its call")
+    sys.exit(0)
 for _ in range(2):
     result = backend.round_trip(inputs)
     del result
@@ -122,42 +131,37 @@ def stated(template: str, memory: int) -> float:
     return float(table.iloc[0]["largest_size"])
 
 
-def fits(key: str, cgroup: Path) -> bool:
-    """Whether the program at this size ran under the cgroup's limit."""
-    out = subprocess.run([sys.executable, "-c", PROGRAM, key, json.dumps(KERNELS), str(cgroup / "cgroup.procs")],
+def fits(key: str, cgroup: Path, memory: int) -> bool:
+    """Whether the program at this size ran under the limit."""
+    (cgroup / "memory.limit_in_bytes").write_text("-1")  # no limit while the next one makes its inputs
+    out = subprocess.run([sys.executable, "-c", PROGRAM, key, json.dumps(KERNELS), str(cgroup), str(memory)],
                          capture_output=True, text=True, env=_env(), check=False, timeout=1800)
-    if out.returncode == 0 and out.stdout.strip().endswith("fits"):
-        return True
+    if out.returncode == 0:
+        return out.stdout.strip().endswith("fits")
     if out.returncode in (-9, 137) or "MemoryError" in out.stderr or "out of memory" in out.stderr.lower():
         return False
     raise SystemExit(f"the program of {key} failed otherwise ({out.returncode}): {out.stderr.strip()[-300:]}")
 
 
-def largest_real(template: str, cgroup: Path, around: float) -> int:
+def largest_real(template: str, cgroup: Path, memory: int, around: float) -> int:
     """The largest n that runs under the limit, by bisection from around the stated size."""
     low, high = max(16, int(around / 2)), int(around * 2)
-    while fits(template.format(n=high), cgroup):
+    while fits(template.format(n=high), cgroup, memory):
         low, high = high, high * 2
-    while not fits(template.format(n=low), cgroup):
+    while not fits(template.format(n=low), cgroup, memory):
         low, high = max(16, low // 2), low
         if low == 16:
             break
     while high - low > max(8, low // 100):
         middle = (low + high) // 2
-        low, high = (middle, high) if fits(template.format(n=middle), cgroup) else (low, middle)
+        low, high = (middle, high) if fits(template.format(n=middle), cgroup, memory) else (low, middle)
     return low
 
 
 def make_cgroup(memory: int) -> Path:
     if not CGROUPS.is_dir() or not os.access(CGROUPS, os.W_OK):
         raise SystemExit(f"error: no writable cgroup memory controller at {CGROUPS} (run as root on Linux)")
-    folder = Path(tempfile.mkdtemp(prefix="offloadbench-fits-", dir=CGROUPS))
-    for name, value in (("memory.limit_in_bytes", memory), ("memory.move_charge_at_immigrate", 3)):
-        (folder / name).write_text(str(value))
-    swap = folder / "memory.memsw.limit_in_bytes"
-    if swap.exists():
-        swap.write_text(str(memory))  # no swapping past the limit either
-    return folder
+    return Path(tempfile.mkdtemp(prefix="offloadbench-fits-", dir=CGROUPS))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,11 +179,11 @@ def main(argv: list[str] | None = None) -> int:
         off = 0
         for what, template in CASES:
             said = stated(template, memory)
-            real = largest_real(template, cgroup, said)
+            real = largest_real(template, cgroup, memory, said)
             ratio = said / real
             verdict = "within 15%" if abs(ratio - 1) <= CLOSE else f"OFF by {abs(ratio - 1):.0%}"
             off += verdict.startswith("OFF")
-            print(f"| {what} | {template.format(n='n')} | {said:,.0f} | {real:,} | {ratio:.3f} | {verdict} |",
+            print(f"| {what} | {template.format(n='N')} | {said:,.0f} | {real:,} | {ratio:.3f} | {verdict} |",
                   flush=True)
         print()
         print(f"cases whose stated size is more than {CLOSE:.0%} from the real one: {off}")

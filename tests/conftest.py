@@ -16,10 +16,12 @@ import pytest
 
 
 def pytest_configure(config):
-    """With OFFLOADBENCH_STANDIN_GPU set, this process's torch gets the stand-in GPU before any
-    test module loads torch, as every process of a run does (measure.devices.import_torch)."""
+    """Inductor compiles in this process, as in every process of a run, and with
+    OFFLOADBENCH_STANDIN_GPU set this process's torch gets the stand-in GPU, before any test
+    module loads torch (measure.devices.import_torch does both)."""
     from offloadbench.measure import devices
 
+    os.environ.update(devices.ONE_COMPILE_THREAD)
     if devices.standin_requested():
         devices.import_torch()
 

@@ -225,7 +225,8 @@ def test_the_cells_gpu_is_read_by_nvmls_index_not_cudas():
     """Defect: clocks were read from NVML's GPU 0 whatever CUDA_VISIBLE_DEVICES (or SLURM's
     --gres) made CUDA's device 0; NVML's list holds every GPU in PCI order."""
     code = ("import json; from offloadbench.measure import devices; t = devices.import_torch(); "
-            "d = devices.get('cuda', t); print(json.dumps({**d.describe(), 'clocks': d.clocks()}))")
+            "d = devices.get('cuda', t); (d.to_device(t.ones(4096)) * 2).sum(); d.synchronize(); "  # under load
+            "print(json.dumps({**d.describe(), 'clocks': d.clocks()}))")
     done = in_a_fresh_process(code, {devices.STANDIN_ENV: "2", "CUDA_VISIBLE_DEVICES": "1"})
     found = json.loads(done.stdout)
     assert found["cuda_index"] == 0 and found["nvml_index"] == 1 and found["pci_bus_id"] == "00000000:3b:00.0"
@@ -239,9 +240,9 @@ def test_a_gpu_worker_starts_its_devices_compiler_whatever_the_cpus_does(torch, 
 
     real, calls = compiled.compile_function, []
 
-    def compile_function(fn, torch_, settings):
+    def compile_function(fn, torch_, settings, device=None):
         calls.append(fn)
-        return real(fn, torch_, settings)
+        return real(fn, torch_, settings, device)
 
     monkeypatch.setattr(compiled, "compile_function", compile_function)
     with standin.recording() as log:
@@ -372,3 +373,101 @@ def test_ctrl_c_during_a_gpu_cell_leaves_no_record_so_a_rerun_measures_it(tmp_pa
         os.environ.pop("SLOW_MARK", None)
     partial = list((box / "raw").glob(".partial/**/*.json"))
     assert partial == [], [p.read_text()[:300] for p in partial]
+
+
+# --- what a real GPU host does that the measuring code must meet -----------------------------
+
+
+def test_its_clock_idles_when_no_process_gave_it_work_and_runs_fast_under_load(cuda, torch, tmp_path, monkeypatch):
+    monkeypatch.setattr(standin.state(), "busy_file", str(tmp_path / "busy"))
+    x = cuda.to_device(torch.ones(4096))
+    (x * 2).sum()
+    cuda.synchronize()
+    assert cuda.clocks()["sm_mhz"] == standin.SM_MHZ[0]
+    time.sleep(2 * standin.IDLE_AFTER_S)
+    assert cuda.clocks()["sm_mhz"] == standin.IDLE_SM_MHZ
+
+
+def _gpu_cell_run(torch, op="transcendental", settings=SETTINGS):
+    from offloadbench.measure.cell import CellRun
+
+    return CellRun(Cell(op, "torch", "cuda", "float32", 64, "1"), settings, torch)
+
+
+def test_a_gpu_that_idles_between_turns_is_not_flagged_for_its_clock(torch, tmp_path, monkeypatch):
+    """Between turns the GPU waits for the other workers and its clock drops to a fifth; read
+    at the first turn and at the finish, it looked like a clock change in most cuda cells."""
+    monkeypatch.setattr(standin.state(), "busy_file", str(tmp_path / "busy"))
+    run = _gpu_cell_run(torch)
+    assert run.prepare()
+    for _ in range(3):
+        time.sleep(3 * standin.IDLE_AFTER_S)  # the other workers' turns
+        run.turn()
+    time.sleep(3 * standin.IDLE_AFTER_S)
+    flags = run.finish().measured["diagnostics"]["flags"]
+    assert not [f for f in flags if f["kind"] == "gpu_clock"], flags
+    readings = run.outcome.measured["diagnostics"]["gpu_clocks"]["under_load"]
+    assert readings and {r["sm_mhz"] for r in readings} == {standin.SM_MHZ[0]}
+
+
+def test_a_gpu_clock_that_drops_during_the_sampling_is_flagged(torch, tmp_path, monkeypatch):
+    monkeypatch.setattr(standin.state(), "busy_file", str(tmp_path / "busy"))
+    run = _gpu_cell_run(torch)
+    assert run.prepare()
+    run.turn()
+    monkeypatch.setattr(standin.state(), "clock_scale", 0.7)  # throttled: 1980 MHz down to 1386 under load
+    run.turn()
+    flags = run.finish().measured["diagnostics"]["flags"]
+    assert [f["kind"] for f in flags if f["kind"] == "gpu_clock"] == ["gpu_clock"]
+
+
+def test_a_copy_regions_pre_roll_is_bounded_though_pageable_copies_never_settle(torch):
+    from offloadbench.measure import timing
+
+    run = _gpu_cell_run(torch)
+    assert run.prepare()
+    for _ in range(4):
+        run.turn()
+    for state in run.states:
+        if state.region.name in timing.COPY_REGIONS:
+            block = state.warmup.calls_per_sample * max(state.samples)
+            assert max(state.preroll_s) <= timing.COPY_PREROLL_MAX_S + block + 0.005, state.preroll_s
+    run.finish()
+
+
+def test_a_cuda_graph_mode_keeps_what_it_copies_back_from_being_overwritten(torch):
+    """Under reduce-overhead each call of the compiled code overwrites the last one's outputs,
+    as CUDA graphs do: the copy-back region must read a result of its own."""
+    settings = dataclasses.replace(SETTINGS, compile_mode="reduce-overhead")
+    record = run_cell_record(Cell("heat_step", "torch", "cuda", "float32", 64, "1", "compiled"), settings, torch,
+                             kernels=load_kernels([KERNELS]))
+    assert record["status"] == "ok", record["reason"]
+    assert {"d2h", "resident_1", "resident_16"} <= set(record["phases"])
+
+
+def test_the_stand_in_reads_an_overwritten_cuda_graph_output_as_cuda_does(cuda, torch):
+    compiled = cuda.compiled(torch.compile(lambda a: a * 2.0 + 1.0, backend="aot_eager"), graphs=True)
+    x = cuda.to_device(torch.ones(8))
+    first = compiled(x)
+    first.sum()  # read before the next call: fine
+    compiled(x)
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        first.sum()
+
+
+def test_a_compile_where_inductor_would_start_a_pool_of_processes_is_refused():
+    """A GPU host has Triton, where Inductor compiles with a pool of one process per core: the
+    stand-in refuses to compile there; every process that imports torch through the seam
+    compiles in itself."""
+    compile_on_cuda = ("devices.get('cuda', torch).compiled(torch.compile(lambda a: a + 1))\n"
+                       "print('compiled')")
+    pooled = in_a_fresh_process("import os; os.environ.pop('TORCHINDUCTOR_COMPILE_THREADS', None)\n"
+                                "import torch\n"
+                                "torch._inductor.config.compile_threads = 4\n"
+                                "from offloadbench.measure import devices\n"
+                                "devices.import_torch()\n" + compile_on_cuda)
+    assert pooled.returncode != 0 and "would start a pool of 4 compile processes" in pooled.stderr
+    seam = in_a_fresh_process("import os; os.environ.pop('TORCHINDUCTOR_COMPILE_THREADS', None)\n"
+                              "from offloadbench.measure import devices\n"
+                              "torch = devices.import_torch()\n" + compile_on_cuda)
+    assert seam.returncode == 0 and seam.stdout.strip() == "compiled", seam.stderr

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from offloadbench.measure.diagnostics import flags_for_samples
 from offloadbench.measure.timing import (
+    COPY_PREROLL_MAX_S,
+    COPY_REGIONS,
     PREROLL_MAX_S,
     PREROLL_S,
     BlockRule,
@@ -239,8 +241,8 @@ def test_warm_up_goes_on_past_its_budget_while_the_calls_grow_the_heap(cap, call
 class ClockedRegion(ScriptedRegion):
     """A scripted region whose blocks move a fake clock on by the time they report."""
 
-    def __init__(self, values):
-        super().__init__(values)
+    def __init__(self, values, name="scripted"):
+        super().__init__(values, name)
         self.now, self.blocks = 0.0, 0
 
     def time_block(self, calls):
@@ -275,6 +277,18 @@ def test_a_rewarm_never_begins_a_block_past_its_cap_nor_runs_on_with_a_stalled_c
     stalled = ClockedRegion([10e-3] * 100)  # no block comes back near the best, and the clock never moves
     rewarm(stalled, 1, 6e-3, 0.05, now=lambda: 0.0)
     assert stalled.blocks == math.ceil(PREROLL_MAX_S / 6e-3)
+
+
+@pytest.mark.parametrize("region", COPY_REGIONS)
+def test_a_copy_regions_pre_roll_stops_at_its_own_cap_though_no_block_comes_back_near_the_best(region):
+    """Pageable copies rarely come within 5% of their best block: under the general cap their
+    pre-roll ran 150 ms on every turn of every GPU cell, and a copy has no cache to refill."""
+    copies = ClockedRegion([1.2e-3] * 1000, name=region)  # 20% over the best, always
+    spent = rewarm(copies, 1, 1e-3, 0.05, now=lambda: copies.now)
+    assert spent <= COPY_PREROLL_MAX_S < PREROLL_MAX_S / 10
+    assert copies.blocks == int(COPY_PREROLL_MAX_S // 1.2e-3)
+    compute = ClockedRegion([1.2e-3] * 1000, name="compute")  # a compute region keeps the general cap
+    assert rewarm(compute, 1, 1e-3, 0.05, now=lambda: compute.now) > COPY_PREROLL_MAX_S
 
 
 def test_a_region_waits_for_its_best_block_so_far_and_records_each_turns_pre_roll():

@@ -366,3 +366,16 @@ def test_the_gpu_checks_verdict_passes_on_the_stand_in_run_and_fails_on_a_cuda_r
                for line in failed.lines)
     assert any(line.startswith("FAIL compiled CPU cells ok: 0") for line in failed.lines)
     assert "the check took longer than 8m00s" in failed.problems[-1]
+
+
+def test_the_gpu_checks_verdict_says_its_versions_and_phases_and_a_rehearsal_adds_a_real_hosts_own(run):
+    from offloadbench.report.text.gpu_check import judge
+
+    phases = [("wheels", 10.0), ("tests", 60.0), ("pipeline", 200.0)]
+    fits = judge(run["out"], None, 290.0, 1800.0, phases, {"cuda-import": 30.0, "triton-compiles": 90.0})
+    assert fits.problems == [], fits.lines
+    assert any(line.startswith("versions: Python ") and "snakemake " in line and "torch " in line for line in fits.lines)
+    assert "phases: wheels 10 s, tests 1m00s, pipeline 3m20s" in fits.lines
+    assert any(line.startswith("ok   on a real host about 6m30s of 8m00s") for line in fits.lines)
+    slow = judge(run["out"], None, 500.0, 1800.0, [("pipeline", 400.0)], {"triton-compiles": 90.0})
+    assert any(line.startswith("FAIL on a real host about 8m10s") for line in slow.lines)

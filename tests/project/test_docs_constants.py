@@ -18,6 +18,7 @@ PHRASES = [
     "while the heap still grows the cap is {seconds:warmup_growing_budget_s}",
     "the timer's own cost is below {percent:max_overhead_frac}",
     "within {percent:warmup_rel_tol} of the region's best ({ms:preroll_s} to {ms:preroll_max_s} of them",
+    "at most {ms:preroll_copy_max_s} for a GPU's copies",
     "has a {percent:bout_stop_confidence} CI within",
     "others used more than {number:disturbed_cores} of a core",
     "waited for a CPU more than {percent:disturbed_pressure} of the time",

@@ -199,6 +199,8 @@ OWN_TEXT = {
     "report/page.py markdown_headings": "the report's own headings",
     "report/page.py _print_size": "reads a PNG's header from the page it builds",
     "report/text/gpu_check.py judge": "CUDA's own error text, which no code of ours writes",
+    "report/text/gpu_check.py read_phases": "the check script's own file of phase times",
+    "report/text/gpu_check.py main": "its own command line's name:seconds budgets",
     "report/text/latex_macros.py camel_words": "names of its own macros",
     "report/text/latex_macros.py Macros.__post_init__": "checks its own macro prefix",
     "report/text/latex_macros.py Macros.add": "checks its own macro names",

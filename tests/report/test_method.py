@@ -39,6 +39,7 @@ HOMES = [
     (timing, "HEAP_GROWTH_BYTES", "heap_growth_bytes", 128 * 1024),
     (timing, "PREROLL_S", "preroll_s", 0.004),
     (timing, "PREROLL_MAX_S", "preroll_max_s", 0.08),
+    (timing, "COPY_PREROLL_MAX_S", "preroll_copy_max_s", 0.02),
     (bout, "STOP_CONFIDENCE", "bout_stop_confidence", 0.9),
     (processes, "OUTLIER_SIGMAS", "outlier_sigmas", 3.0),
     (processes, "MIN_KEPT", "min_kept_processes", 4),

@@ -110,10 +110,11 @@ class Workers:
         return env
 
     def cpu_compiler_env(self) -> dict[str, str]:
-        """A compiled CPU worker's compiler (or its launcher's) runs in the process itself: a
-        pool of compile processes, and the thread that feeds it, cannot cross the fork of
-        each cell's process. Its vector ISA checks ran once, in the environment job."""
-        env = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+        """A compiled CPU worker's compiler (or its launcher's) runs in the process itself, as
+        every process's does (devices.ONE_COMPILE_THREAD): a pool of compile processes, and
+        the thread that feeds it, cannot cross the fork of each cell's process. Its vector ISA
+        checks ran once, in the environment job."""
+        env = dict(devices.ONE_COMPILE_THREAD)
         if self.environment.vec_isa_known:
             env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
         return env

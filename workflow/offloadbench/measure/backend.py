@@ -67,6 +67,8 @@ class Backend:
         self.after_compile: compiled.CompileWatch | None = None  # set by first_calls
         self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
         self.changes: tuple[int, ...] = ()  # the arguments a call updates in place
+        # the next call overwrites this one's outputs (CUDA graphs): what is kept is cloned
+        self.graphs = cell.compiled and cell.device == "cuda" and settings.compile_mode in compiled.CUDA_GRAPH_MODES
         if cell.compiled:
             self._compile()
 
@@ -77,10 +79,20 @@ class Backend:
             return op.compute(lib, *inputs)
 
         if self.cell.library == "numpy" and self.cell.is_gpu:
-            self.compiled_fn = device.compiled(compiled.compile_function(device.wrap_numpy(code), torch, self.settings))
-            self.end_to_end_fn = device.under_device(compiled.compile_function(code, torch, self.settings))
+            self.compiled_fn = device.compiled(compiled.compile_function(device.wrap_numpy(code), torch, self.settings, device),
+                                               self.graphs)
+            self.end_to_end_fn = device.under_device(compiled.compile_function(code, torch, self.settings, device))
         else:
-            self.compiled_fn = device.compiled(compiled.compile_function(code, torch, self.settings))
+            self.compiled_fn = device.compiled(compiled.compile_function(code, torch, self.settings, device), self.graphs)
+
+    def kept(self, result):
+        """A result kept past the next call: cloned where that call would overwrite it (CUDA
+        graphs), as a program that keeps one must."""
+        if not self.graphs:
+            return result
+        if isinstance(result, tuple):
+            return tuple(self.kept(part) for part in result)
+        return result.clone() if arguments.is_tensor(result) else result
 
     def to_device(self, host):
         """An argument where the cell's code takes it: arrays on the device (as tensors for
@@ -228,7 +240,7 @@ def build_regions(backend: Backend, host_inputs: list,
     on_device = arguments.Restorer(device_inputs, backend.changes) if cell.is_gpu and backend.changes else on_host
     # a result to copy back, finish or chain from; a CPU cell without host work needs none,
     # and its warm-up makes the first call
-    result = backend.compute(device_inputs) if cell.is_gpu or op.finish else None
+    result = backend.kept(backend.compute(device_inputs)) if cell.is_gpu or op.finish else None
     if on_device is not None and result is not None:
         on_device()
     host_array = backend.as_numpy(backend.to_host(result)) if op.finish else None
@@ -335,9 +347,10 @@ def resident_reason(backend: Backend, device_inputs: list, result) -> str | None
 
 def resident_trip(backend: Backend, host_inputs: list, calls: int) -> Callable[[], object]:
     """One copy in, `calls` calls chained on the device, one copy out: a time loop that keeps
-    its data on the device. Each output is the next call's first input (the rest kept); a
-    kernel that updates its arguments is called again on the same arrays, as its own time
-    loop would, and what it changed is copied out."""
+    its data on the device. Each output is the next call's first input (the rest kept;
+    cloned under CUDA graphs, whose next call overwrites it); a kernel that updates its
+    arguments is called again on the same arrays, as its own time loop would, and what it
+    changed is copied out."""
     in_place = bool(backend.changes)
 
     def trip():
@@ -347,7 +360,7 @@ def resident_trip(backend: Backend, host_inputs: list, calls: int) -> Callable[[
             if in_place:
                 out = backend.compute(inputs)
             else:
-                inputs = [backend.compute(inputs), *inputs[1:]]
+                inputs = [backend.kept(backend.compute(inputs)), *inputs[1:]]
         return backend.to_host(out if in_place else inputs[0])
 
     return trip

@@ -52,6 +52,7 @@ from .settings import Settings
 from .timing import Region, Warmup, collector_off, rewarm, warm_up
 
 SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
+MAX_CLOCK_READINGS = 1000  # two a turn at most; a record holds them
 
 
 @dataclass
@@ -242,12 +243,15 @@ class RegionState:
         return float(np.median(taken)) if taken else None
 
     def take(self, turn_s: float, cycle: int, max_samples: int, rel_tol: float,
-             now: Callable[[], float] = time.perf_counter) -> None:
+             now: Callable[[], float] = time.perf_counter, loaded: Callable[[], object] | None = None) -> None:
         """One turn of this region: the untimed pre-roll (timing.rewarm), then samples until
         `turn_s` has passed. Short turns and many cycles resolve a ratio best here: the
         machine's speed wanders at every time scale, so a longer turn averages little of it
-        and leaves fewer pairs."""
+        and leaves fewer pairs. `loaded` is called where the device has just worked, outside
+        every timed block: after a pre-roll that ran, and after the samples."""
         self.preroll_s.append(rewarm(self.region, self.warmup.calls_per_sample, self.best_s, rel_tol, now))
+        if loaded is not None and self.preroll_s[-1] > 0:
+            loaded()
         began = now()
         self.turn_from = len(self.samples)
         while len(self.samples) < max_samples:
@@ -259,6 +263,8 @@ class RegionState:
             if now() - began >= turn_s:
                 break
         self.spent_s += now() - began
+        if loaded is not None:
+            loaded()
 
     def update_ci(self, confidence: float) -> None:
         if len(self.samples) >= 2:
@@ -301,7 +307,11 @@ class CellRun:
         self.states: list[RegionState] = []
         self.places: list[Place] = []
         self.windows: list[tuple] = []  # (before, after) disturbance readings around each turn
-        self.clocks_before = None
+        self.clocks_before = None  # the CPU's clocks at the first turn
+        # a GPU's clocks, read only where it has just worked (an idle GPU's clock drops to a
+        # fifth of its loaded one, which says nothing of the timed calls): after a pre-roll of
+        # the compute region and after its samples, in every turn
+        self.gpu_clocks: list[dict] = []
         self.backend: Backend | None = None
         self.host_inputs: list = []
         self.restorer: arguments.Restorer | None = None  # what a call changes, as it was before
@@ -372,7 +382,7 @@ class CellRun:
         place = place or Place(cycle=len(self.places))
         if self.clocks_before is None:
             self.progress.enter("sampling")
-            self.clocks_before = self.clocks()
+            self.clocks_before = self.cpu_clocks()
         stop = self.settings.stop
         with self.failures():
             with collector_off():
@@ -380,7 +390,10 @@ class CellRun:
                 for state in self.states:
                     if pending_only and state.stop_reason(stop) is not None:
                         continue
-                    state.take(self.settings.turn_s, place.cycle, stop.max_samples, self.settings.warmup.rel_tol)
+                    loaded = self.read_gpu_clocks if self.device is not None and state.region.name == "compute" \
+                        else None
+                    state.take(self.settings.turn_s, place.cycle, stop.max_samples, self.settings.warmup.rel_tol,
+                               loaded=loaded)
                 self.windows.append((before, disturbance.read(place.siblings)))
             self.places.append(place)
             for state in self.states:
@@ -396,8 +409,15 @@ class CellRun:
         while self.ready and any(s.stop_reason(self.settings.stop) is None for s in self.states):
             self.turn(pending_only=True)
 
-    def clocks(self) -> tuple:
-        return cpu_clocks_mhz(), self.device.clocks() if self.device is not None else None
+    def cpu_clocks(self):
+        """The CPU's clocks (a GPU's are read under load only: read_gpu_clocks)."""
+        return cpu_clocks_mhz()
+
+    def read_gpu_clocks(self) -> None:
+        if len(self.gpu_clocks) < MAX_CLOCK_READINGS:
+            reading = self.device.clocks()
+            if reading:
+                self.gpu_clocks.append(reading)
 
     def finish(self, stop_reason: str | None = None) -> CellOutcome:
         """The noise checks, the peak memory of one untimed call, the rendering of an op that
@@ -420,8 +440,8 @@ class CellRun:
         # each turn's place in its bout, in the order taken (a sample's `cycles` entry finds it)
         measured["turns"] = {f.name: [getattr(p, f.name) for p in self.places] for f in fields(Turn)}
         measured["disturbance"] = seen
-        measured["diagnostics"] = _diagnose(phases, settings, self.clocks_before or self.clocks(),
-                                            self.clocks(), seen)
+        measured["diagnostics"] = _diagnose(phases, settings, self.clocks_before or self.cpu_clocks(),
+                                            self.cpu_clocks(), self.gpu_clocks, seen)
         if cell.compiled:
             measured["compile"]["recompiles"] = backend.recompiles()
         self.progress.enter("memory")
@@ -610,18 +630,18 @@ def _sampling_fields(phases: dict[str, dict], warmup: Warmup, settings: Settings
     }
 
 
-def _diagnose(phases: dict[str, dict], settings: Settings, before, after, seen: dict) -> dict:
+def _diagnose(phases: dict[str, dict], settings: Settings, before, after, gpu_clocks: list[dict],
+              seen: dict) -> dict:
     flags = [disturbance.flag_for(seen)]
     for name, phase in phases.items():
         reason = "ci" if phase["converged"] else phase["stop_reason"]
         flags += diagnostics.flags_for_samples(phase["samples_s"], reason, phase["rel_ci"],
                                                settings.stop.target_rel_ci, name)
-    flags += [diagnostics.clock_change(before[0], after[0], "CPU"),
-              diagnostics.clock_change(before[1], after[1], "GPU")]
+    flags += [diagnostics.clock_change(before, after, "CPU"), diagnostics.clock_spread(gpu_clocks, "GPU")]
     flags = [flag for flag in flags if flag]
     return {
         "unstable": bool(flags),
         "flags": [flag.to_json() for flag in flags],
-        "cpu_clocks": {"before": before[0], "after": after[0]},
-        "gpu_clocks": {"before": before[1], "after": after[1]},
+        "cpu_clocks": {"before": before, "after": after},
+        "gpu_clocks": {"under_load": gpu_clocks},
     }

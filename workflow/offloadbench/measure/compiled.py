@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from .timing import Region
 
 COMPILER_STARTUP_SIZE = 64
+# Compile modes that record CUDA graphs on a GPU: a call's outputs live in the graph's memory
+# pool, and the next call overwrites them ("accessing tensor output of CUDAGraphs that has been
+# overwritten by a subsequent run"). What a cell keeps past the next call, it clones.
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 def vector_isa_probe() -> dict:
@@ -116,12 +120,13 @@ def fallback_of(found: dict) -> str:
     return ""
 
 
-def compile_function(fn: Callable, torch, settings) -> Callable:
-    """torch.compile of `fn` with the configured backend and mode, shapes static: each cell
-    compiles for its own size, as code with arrays of one size does."""
+def compile_function(fn: Callable, torch, settings, device=None) -> Callable:
+    """torch.compile of `fn` with the configured backend and mode (as the device takes it),
+    shapes static: each cell compiles for its own size, as code with arrays of one size does."""
     options = {"backend": settings.compile_backend, "dynamic": False}
-    if settings.compile_mode != "default":
-        options["mode"] = settings.compile_mode
+    mode = device.compile_mode(settings.compile_mode) if device is not None else settings.compile_mode
+    if mode != "default":
+        options["mode"] = mode
     return torch.compile(fn, **options)
 
 
@@ -146,7 +151,7 @@ def warm_compiler(torch, settings, device: str = "cpu") -> float:
     on = devices.get(device, torch)
     with contextlib.suppress(Exception):  # a broken compiler shows in the cells, with its reason
         if on.is_gpu:
-            on.compiled(compile_function(on.wrap_numpy(lambda a: a * 2.0 + 1.0), torch, settings))(
+            on.compiled(compile_function(on.wrap_numpy(lambda a: a * 2.0 + 1.0), torch, settings, on))(
                 on.to_device(torch.from_numpy(x)))
         else:
             compile_function(lambda a: a * 2.0 + 1.0, torch, settings)(x)

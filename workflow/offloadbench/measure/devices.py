@@ -28,9 +28,18 @@ def standin_requested() -> bool:
     return os.environ.get(STANDIN_ENV, "") not in ("", "0")
 
 
+# Inductor compiles with a pool of one process per core by default: on a 16-core GPU host
+# that is 16 processes and gigabytes per measuring worker, and activity during a turn. Every
+# process of a run compiles in itself; a pool's processes would not cross a worker's fork
+# either. Read when torch's Inductor config is first imported.
+ONE_COMPILE_THREAD = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
+
 def import_torch():
-    """torch, or None where it is not installed; the stand-in GPU installed first where it
-    is switched on. Every process of a run that needs torch imports it here."""
+    """torch, or None where it is not installed; Inductor set to compile in this process
+    (ONE_COMPILE_THREAD), and the stand-in GPU installed first where it is switched on.
+    Every process of a run that needs torch imports it here."""
+    os.environ.update(ONE_COMPILE_THREAD)
     try:
         import torch
     except ImportError:
@@ -124,8 +133,13 @@ class Cpu:
         """Call eager code on data of this device."""
         return fn(*args)
 
-    def compiled(self, fn: Callable) -> Callable:
-        """A compiled function as called with this device's data."""
+    def compile_mode(self, mode: str) -> str:
+        """The torch.compile mode this device compiles with, for the configured one."""
+        return mode
+
+    def compiled(self, fn: Callable, graphs: bool = False) -> Callable:
+        """A compiled function as called with this device's data (`graphs`: it records CUDA
+        graphs, whose next call overwrites its outputs)."""
         return fn
 
     def wrap_numpy(self, fn: Callable) -> Callable:

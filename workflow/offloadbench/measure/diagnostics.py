@@ -98,6 +98,18 @@ def clock_change(before: dict | None, after: dict | None, what: str) -> Flag | N
     return None
 
 
+def clock_spread(readings: Sequence[dict], what: str) -> Flag | None:
+    """Flag a clock whose readings under load differ by more than 10% (the highest over the
+    lowest): a GPU read only where it has just worked, so that its idle clock between turns
+    (a fifth of its loaded one on an H100) is never read, and a drop during a turn is."""
+    for key in dict.fromkeys(k for reading in readings for k in reading):
+        values = [r[key] for r in readings if isinstance(r.get(key), int | float) and r[key] > 0]
+        if len(values) >= 2 and max(values) / min(values) - 1 > CLOCK_CHANGE_REL:
+            return Flag(f"{what.lower()}_clock", WHOLE_CELL, max(values) / min(values) - 1,
+                        f"{what} clock ranged {min(values):g} to {max(values):g} MHz under load during sampling ({key})")
+    return None
+
+
 def flags_for_samples(
     samples: Sequence[float], stop_reason: str, rel_ci: float, target: float, region: str = "compute"
 ) -> list[Flag]:

@@ -62,6 +62,7 @@ class Settings:
             "turn_s": self.turn_s,
             "preroll_s": timing.PREROLL_S,
             "preroll_max_s": timing.PREROLL_MAX_S,
+            "preroll_copy_max_s": timing.COPY_PREROLL_MAX_S,
             "min_samples": self.stop.min_samples,
             "target_rel_ci": self.stop.target_rel_ci,
             "budget_s": self.stop.budget_s,

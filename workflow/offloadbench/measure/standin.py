@@ -25,7 +25,15 @@ Where CUDA fails, it fails:
   (or a copy to pageable host memory) waits for, and copies take time per byte over a
   modelled link, pinned faster than pageable; a non-blocking copy from pinned memory is
   only done at the next synchronisation, so a timed region without a sync at its end
-  reads too fast, and a host buffer read before the sync holds stale data.
+  reads too fast, and a host buffer read before the sync holds stale data; a pageable copy
+  takes up to a fifth longer, differently each time;
+- its SM clock idles at 345 MHz once no process of the run gave it work for 50 ms, and runs
+  at its full clock under load, as an H100's does;
+- it compiles only where Inductor would start no pool of compile processes (a GPU host has
+  Triton, where that pool is one process per core), and under a CUDA-graph compile mode each
+  call overwrites the last one's outputs, which then refuse to be read;
+- compiled NumPy code under `torch.device` works on device copies of its arrays: what it
+  writes into its arguments stays on the device.
 `recording()` logs every device call, so a test can check that each timed region is sync,
 calls, sync. Its times are the CPU's plus the modelled ones: they say nothing about a GPU.
 """
@@ -36,7 +44,9 @@ import collections
 import contextlib
 import itertools
 import os
+import random
 import sys
+import tempfile
 import time
 import types
 import weakref
@@ -55,16 +65,42 @@ LAUNCH_S = 5e-6
 COPY_LATENCY_S = 10e-6
 PAGEABLE_BYTES_PER_S = 1.5e9
 PINNED_BYTES_PER_S = 4e9
-# One GPU per NVML index: its PCI address and clocks (each differs, so a reading says whose it is).
+# A pageable copy is staged through the driver's buffers: it takes 10-30% longer than the
+# link allows, in spells of STAGING_SPELL_S, and only now and then (1 spell in 50) runs at the
+# link's rate, so that few blocks of copies come within 5% of the best one, as on CUDA.
+PAGEABLE_STAGING = (0.1, 0.3)
+PAGEABLE_UNSTAGED = 0.02
+STAGING_SPELL_S = 0.002
+# One GPU per NVML index: its PCI address and clocks under load (each differs, so a reading
+# says whose it is). Like an H100 or H200, its SM clock idles near 345 MHz once no process has
+# given it work for IDLE_AFTER_S: the device is shared by the run's processes, so its last work
+# is a file's time (BUSY_ENV names it; one per user by default), not one process's.
 BUSES = (0x19, 0x3B, 0x5D, 0x7F)
 SM_MHZ = (1980, 1755, 1530, 1305)
+IDLE_SM_MHZ = 345
+IDLE_AFTER_S = 0.05
 MEM_MHZ = 2619
+BUSY_ENV = "OFFLOADBENCH_STANDIN_BUSY_FILE"
 
 REINIT = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
           "the 'spawn' start method")
 TO_NUMPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
             "memory first.")
 MIXED = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+OVERWRITTEN = ("Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run. To prevent "
+               "overwriting, clone the tensor outside of torch.compile() or call torch.compiler.cudagraph_mark_step_begin() "
+               "before each model invocation.")
+
+
+def _one_compile_process() -> None:
+    """Where Triton is, as on every GPU host, Inductor compiles with a pool of one process per
+    core unless told otherwise: the stand-in refuses to compile where a real host would start
+    that pool (devices.ONE_COMPILE_THREAD), rather than hide it."""
+    from torch._inductor import config
+
+    if config.compile_threads != 1:
+        raise RuntimeError(f"Inductor would start a pool of {config.compile_threads} compile processes here, as on a "
+                           "GPU host with Triton (TORCHINDUCTOR_COMPILE_THREADS is not 1)")
 
 
 def _gpu_count() -> int:
@@ -109,6 +145,15 @@ class State:
         self.reset()
 
     def reset(self) -> None:
+        self.busy_file = os.environ.get(BUSY_ENV) or os.path.join(
+            tempfile.gettempdir(), f"offloadbench-standin-busy-{os.getuid() if hasattr(os, 'getuid') else 0}")
+        self.told_busy = 0.0  # when this process last wrote the busy file (at most every 10 ms)
+        self.clock_scale = 1.0  # a test's throttle: what the loaded clock is multiplied by
+        self.random = random.Random(0)  # the pageable copies' staging
+        self.spell = (0.0, 0.0)  # (until when, share longer) of the pageable copies' staging
+        # by id, looked up with `is`: a tensor's == is elementwise (and would dispatch here)
+        self.graph_outputs = weakref.WeakValueDictionary()  # the last CUDA-graph call's outputs
+        self.overwritten = weakref.WeakValueDictionary()  # earlier calls' outputs, which the graph has overwritten
         self.allocated = self.peak = 0
         self.live: dict[int, list[int]] = {}  # storage address -> [bytes, tensors holding it]
         self.pinned = collections.Counter()  # host storage address -> tensors holding it
@@ -141,6 +186,40 @@ class State:
     def enqueue(self, seconds: float, since: float | None = None) -> None:
         start = max(self.free_at, time.perf_counter() if since is None else since)
         self.free_at = start + seconds
+        self.busy(self.free_at - time.perf_counter())
+
+    def busy(self, more_s: float) -> None:
+        """Tell the run's processes the device works until `more_s` from now: the busy
+        file's time, written at most every 10 ms (a device call costs no syscall more)."""
+        now = time.time()
+        if now - self.told_busy < 0.01:
+            return
+        self.told_busy = now
+        with contextlib.suppress(OSError):
+            with open(self.busy_file, "a"):
+                pass
+            os.utime(self.busy_file, (now + max(0.0, more_s),) * 2)
+
+    def graph_step(self) -> None:
+        """A compiled call begins: a CUDA graph's replay overwrites the last call's outputs."""
+        self.overwritten.update(self.graph_outputs)
+        self.graph_outputs = weakref.WeakValueDictionary()
+
+    def readable(self, tensor) -> None:
+        """Raise as CUDA graphs do on a read of an output that a later replay overwrote."""
+        if self.overwritten.get(id(tensor)) is tensor:
+            raise RuntimeError(OVERWRITTEN)
+
+    def sm_mhz(self, index: int) -> int:
+        """The SM clock NVML reads: the loaded clock while the device worked within the last
+        IDLE_AFTER_S (in any process of the run), else the idle clock."""
+        try:
+            last = max(os.path.getmtime(self.busy_file), self.told_busy)
+        except OSError:
+            last = self.told_busy
+        if time.time() - last > IDLE_AFTER_S:
+            return IDLE_SM_MHZ
+        return round(SM_MHZ[index] * self.clock_scale)
 
     def flush(self) -> None:
         """Do the non-blocking copies queued so far (their time is already on the stream)."""
@@ -212,10 +291,21 @@ class State:
 
     # copies
     def copied(self, direction: str, nbytes: int, pinned: bool = False, asynchronous: bool = False) -> None:
-        """A copy's log entry, and its time on the stream over the modelled link."""
+        """A copy's log entry, and its time on the stream over the modelled link; a pageable
+        copy goes through the driver's staging buffers (PAGEABLE_STAGING)."""
         memory, mode = "pinned" if pinned else "pageable", "async" if asynchronous else "sync"
         self.note("copy", direction, nbytes, memory, mode)
-        self.enqueue(COPY_LATENCY_S + nbytes / (PINNED_BYTES_PER_S if pinned else PAGEABLE_BYTES_PER_S))
+        rate = PINNED_BYTES_PER_S if pinned else PAGEABLE_BYTES_PER_S / (1 + self.staging())
+        self.enqueue(COPY_LATENCY_S + nbytes / rate)
+
+    def staging(self) -> float:
+        """The share a pageable copy takes longer than the link allows, in this spell."""
+        now = time.perf_counter()
+        if now >= self.spell[0]:
+            low, high = PAGEABLE_STAGING
+            share = 0.0 if self.random.random() < PAGEABLE_UNSTAGED else low + (high - low) * self.random.random()
+            self.spell = (now + STAGING_SPELL_S, share)
+        return self.spell[1]
 
     def transfer(self, direction: str, source, destination, pinned: bool, non_blocking: bool):
         """`source` copied into `destination`, which it must fit. A non-blocking copy from
@@ -247,6 +337,7 @@ class State:
     def d2h(self, tensor, destination=None, non_blocking: bool = False):
         """A device tensor copied to the host (into `destination`, or new pageable memory)."""
         self.init()
+        self.readable(tensor)
         source = _plain(tensor)
         pinned = destination is not None and self.is_pinned(destination)
         target = torch.empty_like(source) if destination is None else destination
@@ -260,6 +351,8 @@ class State:
         self.init()
         if _holds_host_tensor((args, kwargs)):
             raise RuntimeError(MIXED)
+        for tensor in _tensors((args, kwargs)):
+            self.readable(tensor)
         self.flush()
         self.note("call", name)
         if unwrap:
@@ -341,6 +434,8 @@ class DeviceTensor(torch.Tensor):
         name = getattr(func, "__name__", str(func))
         if func in (torch.Tensor.numpy, torch.Tensor.__array__):
             raise TypeError(TO_NUMPY)
+        for tensor in _tensors((args, kwargs)):
+            state().readable(tensor)
         if name == "__get__" or func in (torch.Tensor.__repr__, torch.Tensor.__format__, torch.Tensor.dim,
                                          torch.Tensor.size, torch.Tensor.element_size, torch.Tensor.numel,
                                          torch.Tensor.untyped_storage, torch.Tensor.data_ptr):
@@ -483,7 +578,7 @@ def _nvml_module(device: State) -> types.ModuleType:
         "nvmlDeviceGetName": lambda index: NAME,
         "nvmlDeviceGetUUID": lambda index: f"GPU-00000000-0000-0000-0000-00000000000{index}",
         "nvmlDeviceGetPersistenceMode": lambda index: 1,
-        "nvmlDeviceGetClockInfo": lambda index, kind: SM_MHZ[index] if kind == nvml.NVML_CLOCK_SM else MEM_MHZ,
+        "nvmlDeviceGetClockInfo": lambda index, kind: device.sm_mhz(index) if kind == nvml.NVML_CLOCK_SM else MEM_MHZ,
         "nvmlDeviceGetMaxClockInfo": lambda index, kind: SM_MHZ[0] if kind == nvml.NVML_CLOCK_SM else MEM_MHZ,
         "nvmlDeviceGetCurrentClocksEventReasons": lambda index: 0,
         "nvmlDeviceGetTemperature": lambda index, sensor: 40,
@@ -553,13 +648,30 @@ class StandInCuda(Cuda):
         with OnDevice():
             return fn(*args)
 
-    def compiled(self, fn: Callable) -> Callable:
+    def compile_mode(self, mode: str) -> str:
+        # the stand-in's tensors live on the host, where Inductor's CUDA-graph trees would reach
+        # for the real CUDA allocator; `compiled` models the graphs' overwritten outputs instead
+        from . import compiled
+
+        return "default" if mode in compiled.CUDA_GRAPH_MODES else mode
+
+    def compiled(self, fn: Callable, graphs: bool = False) -> Callable:
+        """Compiled code run on the device's data; under CUDA graphs (`graphs`) each call's
+        outputs are overwritten by the next call, and reading one afterwards raises."""
+        _one_compile_process()
+        device = state()
+
         def run(*args):
-            return state().call(fn, args, {}, "compiled", unwrap=True)
+            device.graph_step()
+            result = device.call(fn, args, {}, "compiled", unwrap=True)
+            if graphs:
+                device.graph_outputs.update((id(t), t) for t in _tensors(result))
+            return result
 
         return run
 
     def under_device(self, fn: Callable) -> Callable:
+        _one_compile_process()
         device = state()
 
         def run(*args):  # host arrays in, copied by the compiled code, computed, copied back

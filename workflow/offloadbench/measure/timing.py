@@ -62,6 +62,16 @@ class StopRule:
 # 20.6 ms, under this one 15.0 ms.
 PREROLL_S = 0.002
 PREROLL_MAX_S = 0.15
+# A copy to or from a GPU has no cache to refill, and a pageable one rarely comes within 5% of
+# its best block (the driver stages it through bounce buffers, differently each time): under
+# the general cap its pre-roll ran the whole 150 ms on every turn, for nothing.
+COPY_REGIONS = ("h2d", "d2h")
+COPY_PREROLL_MAX_S = 0.01
+
+
+def preroll_cap(region: str) -> float:
+    """The most seconds a turn's pre-roll of `region` runs."""
+    return COPY_PREROLL_MAX_S if region in COPY_REGIONS else PREROLL_MAX_S
 
 HEAP_GROWTH_BYTES = 64 * 1024  # a block that grows the C heap by less is the interpreter's own small objects
 
@@ -262,17 +272,18 @@ def rewarm(region: Region, calls: int, best_s: float, rel_tol: float,
            now: Callable[[], float] = time.perf_counter) -> float:
     """A turn's untimed pre-roll: blocks of `calls` calls until one runs within `rel_tol` of
     `best_s` (the region's best seconds per call so far), after at least PREROLL_S, and no
-    block begun that would end past PREROLL_MAX_S; the seconds it took (0: none, for blocks
-    of PREROLL_MAX_S or more)."""
-    if best_s * calls >= PREROLL_MAX_S:
+    block begun that would end past the region's cap (preroll_cap); the seconds it took (0:
+    none, for blocks as long as the cap)."""
+    cap = preroll_cap(region.name)
+    if best_s * calls >= cap:
         return 0.0
     began, spent = now(), 0.0
-    for _ in range(math.ceil(PREROLL_MAX_S / max(best_s * calls, 1e-6))):  # bounded if the clock stalls
+    for _ in range(math.ceil(cap / max(best_s * calls, 1e-6))):  # bounded if the clock stalls
         seconds = region.time_block(calls)
         spent = now() - began
         if spent >= PREROLL_S and seconds <= (1 + rel_tol) * best_s:
             break
-        if spent + seconds * calls > PREROLL_MAX_S:  # the next block would pass the cap
+        if spent + seconds * calls > cap:  # the next block would pass the cap
             break
     return spent
 

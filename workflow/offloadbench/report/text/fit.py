@@ -147,4 +147,6 @@ def fit_section(memory: pd.DataFrame, timings: pd.DataFrame, page_s: float) -> l
             (f"Peak extra memory of one call, measured in an untimed call after the sampling (host memory with NumPy "
              f"arrays in and out on the cpu; device memory of the device-resident call on a GPU), and the largest "
              f"size n whose inputs, results and temporaries fit the device's memory with {fmt_percent(headroom)} "
-             "kept free. A kernel's inputs and extra memory are each fitted as a power of n to the sizes measured."), "", *fit_lines(memory), *model_line(memory), "", *([*pages, ""] if pages else [])]
+             "kept free. A kernel's inputs and extra memory are each fitted to the sizes measured as a polynomial "
+             "in n (the fewest of the powers 0 to 3 that fit)."),
+            "", *fit_lines(memory), *model_line(memory), "", *([*pages, ""] if pages else [])]

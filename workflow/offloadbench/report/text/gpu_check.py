@@ -9,7 +9,11 @@ It passes when:
   kernel numpy-compiled on cuda among the ok cells, and no cell failed;
 - no launcher that forks had CUDA up: those of CPU workers hid the GPUs, none refused a
   fork, and no cell met "Cannot re-initialize CUDA";
-- the whole check took at most its budget.
+- the whole check took at most its budget; and where it is a rehearsal on the stand-in, its
+  phases with the budgets of those only a real host has (CUDA's first import, cold Triton
+  compiles) come to at most a real host's budget, 8 minutes.
+It prints the versions the check ran with (a lent host's own, where they differ from the pins)
+and each phase's time.
 The inputs are read as untrusted: the tables and records through the project's bounded,
 schema-checked readers, the test report with a size limit.
 """
@@ -32,6 +36,34 @@ from ..format import count_of
 
 REINIT = "Cannot re-initialize CUDA"
 MAX_REPORT_BYTES = 8 * 2**20
+REAL_HOST_BUDGET_S = 480.0
+VERSIONS = ("torch", "numpy", "pandas", "matplotlib", "seaborn", "snakemake", "pytest")
+
+
+def versions_line() -> str:
+    """"Python 3.12.3, torch 2.11.0, …": what this check ran with."""
+    import platform
+    from importlib import metadata
+
+    found = [f"Python {platform.python_version()}"]
+    for name in VERSIONS:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} missing")
+    return ", ".join(found)
+
+
+def read_phases(path: Path) -> list[tuple[str, float]]:
+    """phases.txt's lines, "name seconds" each (bounded: a few short lines)."""
+    found = []
+    for line in read_regular(path, 64 * 1024, "the phases' times").decode("utf-8", "replace").splitlines()[:50]:
+        name, _, seconds = line.strip().rpartition(" ")
+        try:
+            found.append((name[:40], float(seconds)))
+        except ValueError:
+            continue
+    return found
 
 
 @dataclass
@@ -57,7 +89,8 @@ def test_counts(report: Path) -> dict[str, int]:
     return counts
 
 
-def judge(results: Path, tests: Path | None, took_s: float | None, budget_s: float) -> Verdict:
+def judge(results: Path, tests: Path | None, took_s: float | None, budget_s: float,
+          phases: list[tuple[str, float]] = (), real_only: dict[str, float] | None = None) -> Verdict:
     from ...analysis.tables import read_table
     from ...records import load_environment, load_round
 
@@ -105,6 +138,16 @@ def judge(results: Path, tests: Path | None, took_s: float | None, budget_s: flo
     if took_s is not None:
         verdict.check(took_s <= budget_s, f"took {fmt_duration(took_s)} (budget {fmt_duration(budget_s)})",
                       f"the check took longer than {fmt_duration(budget_s)}")
+    verdict.lines.append(f"versions: {versions_line()}")
+    if phases:
+        verdict.lines.append("phases: " + ", ".join(f"{name} {fmt_duration(s)}" for name, s in phases))
+    if real_only:
+        projected = sum(s for _, s in phases) + sum(real_only.values())
+        verdict.check(projected <= REAL_HOST_BUDGET_S,
+                      f"on a real host about {fmt_duration(projected)} of {fmt_duration(REAL_HOST_BUDGET_S)}: these "
+                      "phases and the budgets of those only a real host has ("
+                      + ", ".join(f"{name} {fmt_duration(s)}" for name, s in real_only.items()) + ")",
+                      f"its phases and a real host's own would take longer than {fmt_duration(REAL_HOST_BUDGET_S)}")
     return verdict
 
 
@@ -113,11 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", help="the check's results/<machine> folder")
     parser.add_argument("--tests", help="the GPU tests' JUnit report")
     parser.add_argument("--took-s", type=float)
-    parser.add_argument("--budget-s", type=float, default=480.0)
+    parser.add_argument("--budget-s", type=float, default=REAL_HOST_BUDGET_S)
+    parser.add_argument("--phases", help="phases.txt: each phase's seconds so far")
+    parser.add_argument("--real-only", nargs="*", default=(), metavar="NAME:SECONDS",
+                        help="a rehearsal: the budgets of the phases only a real host has")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        verdict = judge(Path(args.results), Path(args.tests) if args.tests else None, args.took_s, args.budget_s)
-    except (UserError, OSError, ElementTree.ParseError, KeyError) as error:
+        real_only = {name: float(seconds) for name, _, seconds in (item.partition(":") for item in args.real_only)}
+        verdict = judge(Path(args.results), Path(args.tests) if args.tests else None, args.took_s, args.budget_s,
+                        read_phases(Path(args.phases)) if args.phases else [], real_only)
+    except (UserError, OSError, ElementTree.ParseError, KeyError, ValueError) as error:
         print(f"gpu-check: FAIL: {one_line(str(error), 300)}")
         return 1
     print(f"gpu-check: {'PASS' if not verdict.problems else 'FAIL'}")

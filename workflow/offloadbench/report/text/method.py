@@ -48,8 +48,9 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
     """## Method: how the run measured and judged, from `method` (recorded_method); the
     config's `settings` only for what the run was asked (extra rounds, memory, TF32)."""
     m, a, n = settings["measure"], settings["analysis"], Numbers(method)
+    copies = f"; {n.ms('preroll_copy_max_s')} for a GPU's copies" if "preroll_copy_max_s" in method else ""
     preroll = (f"until one runs within {n.percent('warmup_rel_tol')} of the region's best so far, for at least "
-               f"{n.ms('preroll_s')} and at most {n.ms('preroll_max_s')} (none for calls that long)"
+               f"{n.ms('preroll_s')} and at most {n.ms('preroll_max_s')} (none for calls that long{copies})"
                if "preroll_max_s" in method else  # records from before the pre-roll waited for the best
                f"about {n.ms('preroll_s')} of them (none for calls of {n.ms('preroll_up_to_s')} or more)")
     memory = (
