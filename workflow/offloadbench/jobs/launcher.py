@@ -37,6 +37,8 @@ import subprocess
 import sys
 import time
 
+from .protocol import wait_or_kill
+
 REQUEST_BYTES = 1 << 20  # a worker's command line and environment, with room to spare
 
 
@@ -172,15 +174,6 @@ def available() -> bool:
     """Whether workers can be forked from a launcher here (Linux); elsewhere each is started
     on its own."""
     return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
-
-
-def wait_or_kill(proc) -> None:
-    """Wait for a process told to end (a Popen or a LaunchedProcess); kill it after 30 s."""
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 class LauncherFailed(RuntimeError):

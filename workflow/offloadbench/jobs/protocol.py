@@ -23,10 +23,18 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import dataclass_transform
 
 from ..cells import WorkerSpec
-from .launcher import wait_or_kill
 
 WROTE_TO_CHANNEL = "its kernel wrote to the measuring channel"
 STATUSES = ("ok", "error", "oom", "timeout", "skipped")
+
+
+def wait_or_kill(proc) -> None:
+    """Wait for a process told to end (a Popen or a LaunchedProcess); kill it after 30 s."""
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class ProtocolFault(Exception):
