@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import FINGERPRINT, assert_real_figure, make_processes
-from offloadbench.analysis.compare import compare
+from offloadbench.analysis.compare import MIN_SPREAD_CELLS, between_runs, compare, spreads_between_runs
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source, SourceError
 from offloadbench.bundles import BundleError, make_bundle, resolve_sources, unpack
@@ -229,3 +229,24 @@ def test_two_runs_of_one_machine_call_no_cell_faster_or_slower_for_a_state_of_th
         "cpu_model": "Other CPU", "fingerprint": {**FINGERPRINT, "cpu_model": "Other CPU"}})
     across = compare([first, other], FAST).comparison  # different hardware: the difference is the machines'
     assert across["verdict"].isin(["faster", "slower"]).all() and (across["between_runs"] == 0).all()
+
+
+def test_each_group_of_cells_carries_its_own_spread_between_runs():
+    """Seen on our 2-core VM: two runs' torch cells on every core differed by 10%, NumPy's on
+    one thread by 6%; one spread for all called a torch cell 1.19x slower. A group too small
+    for a spread of its own takes that of all cells."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    quiet = [{"library": "numpy", "threads": "1", "mode": "eager", "ratio": r}
+             for r in np.exp(rng.normal(0.0, 0.03, 20))]
+    noisy = [{"library": "torch", "threads": "all", "mode": "eager", "ratio": r}
+             for r in np.exp(rng.normal(0.0, 0.15, 20))]
+    few = [{"library": "torch", "threads": "1", "mode": "compiled", "ratio": r}
+           for r in (1.0, 1.5, 0.7)][:MIN_SPREAD_CELLS - 1]
+    frame = pd.DataFrame(quiet + noisy + few)
+    spread = spreads_between_runs(frame)
+    assert spread[:20].nunique() == 1 and spread[20:40].nunique() == 1
+    assert spread.iloc[0] == pytest.approx(between_runs(np.log(frame["ratio"][:20])))
+    assert spread.iloc[20] > 3 * spread.iloc[0]
+    assert (spread[40:] == between_runs(np.log(frame["ratio"]))).all()

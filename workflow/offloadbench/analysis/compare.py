@@ -12,7 +12,8 @@ VM's speed shifts between runs (one run 7% faster throughout, seen here), and a 
 more still, which no interval within a run can see. Where the two record the same hardware,
 every difference between them is such a run-to-run difference, so the comparison measures
 it (`between_runs`: the root mean square of the cells' log time ratios, robustly, the shift
-common to all of them included) and carries it into every ratio's CI: such a comparison
+common to all of them included, in each group of one library, thread count and mode) and
+carries it into every ratio's CI: such a comparison
 calls no cell faster or slower for a state the machine was in. Between different machines it
 cannot be told from the hardware's difference; the report says their CIs cover each run alone.
 """
@@ -42,6 +43,11 @@ COMPARISON_COLUMNS = [
     "between_runs",
 ]
 MAD_TO_SIGMA = 1.4826  # a normal variable's σ from the median of its absolute deviations
+# Cells of one library, thread count and mode share a run's state most: on our 2-core VM two
+# runs' torch cells on every core differed by 10% (root mean square), NumPy's on one by 6%. A
+# group of fewer cells than this takes the spread of all cells.
+SPREAD_GROUP = ["library", "threads", "mode"]
+MIN_SPREAD_CELLS = 8
 
 
 def between_runs(log_ratios) -> float:
@@ -50,6 +56,21 @@ def between_runs(log_ratios) -> float:
     state the machine was in), robustly (the median of their absolute values, scaled)."""
     values = [abs(v) for v in log_ratios if math.isfinite(v)]
     return MAD_TO_SIGMA * float(pd.Series(values).median()) if values else 0.0
+
+
+def spreads_between_runs(frame: pd.DataFrame) -> pd.Series:
+    """Each row's between-run spread (between_runs): that of its group of cells (SPREAD_GROUP),
+    or of all cells where its group has fewer than MIN_SPREAD_CELLS."""
+    if frame.empty:
+        return pd.Series(dtype=float, index=frame.index)
+    logs = frame["ratio"].map(lambda r: math.log(r) if r > 0 else math.nan)
+    overall = between_runs(logs)
+    groups = frame[SPREAD_GROUP].astype(str).agg("/".join, axis=1)
+    spread = pd.Series(overall, index=frame.index)
+    for _, rows in logs.groupby(groups):
+        if rows.notna().sum() >= MIN_SPREAD_CELLS:
+            spread[rows.index] = between_runs(rows)
+    return spread
 
 
 def widened(low: float, high: float, point: float, between: float, confidence: float) -> tuple[float, float]:
@@ -87,10 +108,10 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
             "flagged_a": flagged["a"], "flagged_b": flagged["b"],
         })
     frame = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
-    logs = [math.log(r) if r > 0 else math.nan for r in frame["ratio"]]
-    between = between_runs(logs) if runs_of_one else 0.0
+    frame["between_runs"] = spreads_between_runs(frame) if runs_of_one else 0.0
     judged = []
     for _, row in frame.iterrows():
+        between = row["between_runs"]
         low, high = widened(row["ratio_ci_low"], row["ratio_ci_high"], row["ratio"], between, judging.confidence)
         e2e = widened(row["end_to_end_ratio_ci_low"], row["end_to_end_ratio_ci_high"], row["end_to_end_ratio"],
                       between, judging.confidence)
@@ -100,7 +121,7 @@ def compare_pair(a: list[MeasuredCell], b: list[MeasuredCell], names: tuple[str,
                "verdict_undecided"]
     if judged:
         frame[columns] = pd.DataFrame(judged, columns=columns, index=frame.index)
-    return frame.assign(between_runs=between)
+    return frame
 
 
 def _cpu_identity(e: Environment) -> str | None:

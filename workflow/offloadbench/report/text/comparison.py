@@ -53,10 +53,13 @@ def machines_section(comparison: MachineComparison) -> list[str]:
     table = comparison.comparison
     for a, b in comparison.same_hardware:
         spread = table.loc[(table["machine_a"] == a) & (table["machine_b"] == b), "between_runs"]
-        between = (f" Their cells' times differ by {fmt_percent(math.expm1(float(spread.iloc[0])))} between the two "
-                   "runs (the root mean square of the log ratios), a state of the machine in each run that no "
-                   "interval within a run can see: every ratio's CI below includes it, so no cell is called faster "
-                   "or slower for it." if not spread.empty and finite(spread.iloc[0]) else "")
+        spread = spread[spread.map(finite)]
+        low, high = (math.expm1(float(spread.min())), math.expm1(float(spread.max()))) if not spread.empty else (0, 0)
+        differ = fmt_percent(high) if math.isclose(low, high) else f"{fmt_percent(low)} to {fmt_percent(high)}"
+        between = (f" Their cells' times differ by {differ} between the two runs (the root mean square of the log "
+                   "ratios, in each group of one library, thread count and mode), a state of the machine in each run "
+                   "that no interval within a run can see: every ratio's CI below includes it, so no cell is called "
+                   "faster or slower for it." if not spread.empty else "")
         lines += [(f"**{a} and {b} record the same hardware** under two labels: this comparison is a "
                    f"reproducibility check of one machine, not a comparison of two.{between}"), ""]
     if len(comparison.labels) > len({x for pair in comparison.same_hardware for x in pair}):
