@@ -88,8 +88,15 @@ def test_a_control_is_judged_like_any_ratio_and_a_false_verdict_is_counted():
     line = controls_line(table, Judging())[0]
     assert line.startswith("- 2 self-comparisons") and "1 of 2 (50%; 95% CI 1.3%–99%) called faster or slower" in line
     assert "at most 2.5% each way (5% in all)" in line
+    warning = controls_warning(table, Judging())  # 1 of 2 may be chance: too few to tell from 5%
+    assert warning.startswith("Note: 1 of 2 (50%; 95% CI 1.3%–99%) self-comparisons were called faster or slower")
+    assert "too few to tell" in warning
+
+
+def test_a_false_share_beyond_doubt_above_the_promise_warns_for_every_verdict():
+    table = pd.DataFrame({"verdict": ["same"] * 14 + ["faster"] * 6, "false_verdict": [False] * 14 + [True] * 6})
     warning = controls_warning(table, Judging())
-    assert "Warning: 1 of 2 (50%; 95% CI 1.3%–99%) self-comparisons were called faster or slower" in warning
+    assert warning.startswith("Warning: 6 of 20 (30%; 95% CI") and "measure again on a quieter machine" in warning
 
 
 def test_no_warning_while_the_false_share_stays_within_the_promise():
