@@ -118,7 +118,8 @@ def test_the_command_line_prints_the_estimate():
 
 
 def test_compiled_cells_count_their_compiles_and_their_workers_the_compiler_start():
-    from offloadbench.estimate import COMPILE_S, COMPILER_STARTUP_S, IMPORT_S, workers_seconds
+    from offloadbench import libraries
+    from offloadbench.estimate import COMPILE_S, COMPILER_STARTUP_S, workers_seconds
 
     eager = Cell("transcendental", "numpy", "cpu", "float32", 256, "1")
     compiled = Cell("transcendental", "numpy", "cpu", "float32", 256, "1", "compiled")
@@ -127,7 +128,7 @@ def test_compiled_cells_count_their_compiles_and_their_workers_the_compiler_star
                                                                       + COMPILE_S["cpu"])
     # a compiled numpy worker imports torch and starts the compiler
     extra = workers_seconds([eager, compiled]) - workers_seconds([eager])
-    assert extra == pytest.approx(IMPORT_S["torch"] + COMPILER_STARTUP_S["cpu"] + 0.5 + 0.1)
+    assert extra == pytest.approx(libraries.get("torch").import_s + COMPILER_STARTUP_S["cpu"] + 0.5 + 0.1)
 
 
 def test_a_user_kernel_without_models_is_estimated_as_memory_bound(tmp_path):

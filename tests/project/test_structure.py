@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workflow" / "offloadbench"
 STAGES = ("measure", "jobs", "analysis", "report")
-LEAF_PACKAGES = ("records",)  # shared leaves too, in a folder of their own: the typed records and their readers
+LEAF_PACKAGES = ("records", "libraries")  # shared leaves in folders of their own: the typed records and their readers; the array libraries
 FORBIDDEN = {
     # the timing code is driven by the jobs, never the other way round
     "measure": {"pandas", "seaborn", "offloadbench.jobs", "offloadbench.analysis", "offloadbench.report"},

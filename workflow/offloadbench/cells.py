@@ -11,9 +11,11 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
+from . import libraries
+
 GPU_DEVICES = ("cuda", "mps")
 DEVICE_ORDER = ("cpu", "cuda", "mps")
-LIBRARY_ORDER = ("numpy", "torch")  # the baseline first
+LIBRARY_ORDER = libraries.NAMES  # the baseline first, in order of simplicity
 DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64")
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}  # bytes per element
 ALL_THREADS = "all"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
+from . import libraries
 from .cells import ALL_THREADS, EAGER, Cell, thread_sort_key
 
 T = TypeVar("T")  # a measured cell (analysis/measured.py) or a Planned one
@@ -17,7 +18,14 @@ T = TypeVar("T")  # a measured cell (analysis/measured.py) or a Planned one
 
 def is_baseline(cell) -> bool:
     """numpy eager on the cpu: what every speedup is measured against (never a twin)."""
-    return cell.library == "numpy" and cell.device == "cpu" and cell.mode == EAGER and not cell.twin
+    return libraries.is_baseline(cell.library) and cell.device == "cpu" and cell.mode == EAGER and not cell.twin
+
+
+def baseline_rows(frame):
+    """Which rows of a table are baseline cells (numpy eager on the cpu), as a boolean
+    Series; tables from before modes hold eager cells only."""
+    modes = frame.get("mode", EAGER)
+    return frame["library"].map(libraries.is_baseline).astype(bool) & (frame["device"] == "cpu") & (modes == EAGER)
 
 
 def baseline_threads(device: str, threads: str, available: set[str]) -> str | None:

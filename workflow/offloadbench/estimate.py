@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import grid
+from . import grid, libraries
 from .catalogue import MEMORY_HEADROOM, SPECS, OpSpec, kernel_spec, working_set_bytes
 from .cells import ALL_THREADS, COMPILED, ITEMSIZE, Cell
 from .config import kernel_infos, measured_grid
@@ -38,7 +38,8 @@ COMPUTE_EFFICIENCY = {"matmul": 0.9, "compute_then_plot": 0.9, "batched_matmul":
                       "eigh": 0.1, "fft2": 0.2, "sort": 0.05}
 ROW_SAMPLED_CHECKS = ("matmul", "compute_then_plot")  # their float64 reference covers sampled rows only
 LATENCY_S = {"cpu": 2e-6, "gpu": 1.5e-5}  # a call's fixed cost: dispatch, a kernel launch
-IMPORT_S = {"numpy": 0.3, "torch": 2.5, "cuda": 3.0}  # a worker's start; CUDA's context on top
+CUDA_CONTEXT_S = 3.0  # on top of a worker's start (its runtime library's import_s)
+DEVICE_IMPORT_S = libraries.get(libraries.DEVICE_RUNTIME).import_s  # the roofs' and copies' jobs
 WORKER_WARMUP_S = 0.5  # measure.cell.warm_process
 CELL_OVERHEAD_S = 0.08  # a record built, checked against its schema and written; memory released
 TURN_SETTLE_S = 0.1  # jobs.round.SETTLE_S, between workers
@@ -105,7 +106,7 @@ def measured_inputs(folder: Path) -> dict[str, Polynomial]:
                 itemsize = ITEMSIZE[row["dtype"]]
             except (KeyError, ValueError):  # an op of the catalogue, or a table from before these columns
                 continue
-            if row.get("variant") == "numpy" and n > 0 and nbytes > 0:
+            if libraries.is_baseline(row.get("variant")) and n > 0 and nbytes > 0:
                 found[row["op"]] = power(degree).through(n, nbytes / itemsize)
     return found
 
@@ -130,7 +131,7 @@ def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[
     finish = PLOT_S + PLOT_PIXEL_S * n * n if spec.finish else 0.0
     if finish:
         regions["finish"] = finish
-    if (gpu and (cell.library == "torch" or cell.mode == COMPILED)) or finish:
+    if (gpu and libraries.runtime(cell.library, cell.mode == COMPILED).tensors) or finish:
         regions["end_to_end"] = regions["compute"] + copies + finish
     return regions
 
@@ -149,7 +150,7 @@ def cell_seconds(cell: Cell, measure: dict, roofs: Roofs, kernels: dict | None =
     spec = spec_of(cell.op, kernels)
     regions = call_seconds(cell, roofs, kernels)
     inputs = spec.input_bytes(cell.size, 8) / 0.5e9  # drawing float64 random numbers
-    reference = replace(cell, library="numpy", device="cpu", dtype="float64", threads="1", mode="eager")
+    reference = replace(cell, library=libraries.BASELINE, device="cpu", dtype="float64", threads="1", mode="eager")
     check = call_seconds(reference, roofs, kernels)["compute"]
     if cell.op in ROW_SAMPLED_CHECKS:
         check *= min(1.0, measure["check_rows"] / cell.size)
@@ -205,7 +206,7 @@ def workers_seconds(cells: list[Cell]) -> float:
     turns = len({(c.op, c.dtype, c.library, c.device, c.threads, c.mode) for c in cells})
     starts = 0.0
     for library, device, _, mode in workers:
-        starts += IMPORT_S["torch" if mode == COMPILED else library] + (IMPORT_S["cuda"] if device == "cuda" else 0.0)
+        starts += libraries.runtime(library, mode == COMPILED).import_s + (CUDA_CONTEXT_S if device == "cuda" else 0.0)
         starts += COMPILER_STARTUP_S["cpu" if device == "cpu" else "gpu"] if mode == COMPILED else 0.0
     return starts + WORKER_WARMUP_S * len(workers) + TURN_SETTLE_S * turns
 
@@ -247,10 +248,10 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
     for device in config["roofs"]["devices"]:
         if available.get(device, False):
             points = 1 + sum(d in ("float32", "float64") or device != "cpu" for d in config["grid"]["dtypes"])
-            other += IMPORT_S["torch"] + points * 2 * (config["roofs"]["budget_s"] + 0.3)
+            other += DEVICE_IMPORT_S + points * 2 * (config["roofs"]["budget_s"] + 0.3)
     for device in config["transfer"]["devices"]:
         if available.get(device, False):
-            other += IMPORT_S["torch"] + 4 * len(config["transfer"]["sizes"]) * (config["transfer"]["budget_s"] + 0.1)
+            other += DEVICE_IMPORT_S + 4 * len(config["transfer"]["sizes"]) * (config["transfer"]["budget_s"] + 0.1)
     measure = config["measure"]
     extra = measure["extra_time_fraction"] * measure_s if measure["max_processes"] > measure["processes"] else 0.0
     return Estimate(busy_rounds, count, measure_s, other, roofs.source, extra, len(refused))

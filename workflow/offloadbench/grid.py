@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection, Mapping
 
+from . import libraries
 from .cells import (
     COMPILED,
     EAGER,
@@ -29,10 +30,11 @@ from .cells import (
 
 def possible(library: str, device: str, dtype: str, mode: str = EAGER) -> bool:
     """Whether a library can run this dtype on this device at all, in this mode."""
-    numpy_off_cpu = library == "numpy" and device != "cpu" and mode == EAGER
-    numpy_bfloat16 = library == "numpy" and dtype == "bfloat16"  # NumPy has no bfloat16
+    own = libraries.get(library)
+    # compiled, a library that runs on the CPU only runs on its compiler's devices
+    off_its_devices = not own.runs_on(device) and (mode == EAGER or not libraries.runtime(library, True).runs_on(device))
     mps_float64 = device == "mps" and dtype == "float64"  # MPS has no float64
-    return not (numpy_off_cpu or numpy_bfloat16 or mps_float64)
+    return not (off_its_devices or own.dtype_reason(dtype) or mps_float64)
 
 
 def _compiled_here(narrowed: Mapping, op: str, device: str, size: int, threads: str) -> bool:
@@ -106,7 +108,7 @@ def control_cells(cells: list[Cell], count: int | str, usable: Collection[str] |
 def _copied_cells(members: list[Cell]) -> list[Cell]:
     """A group's cells a twin may copy: its NumPy cells on the cpu (else its first eager
     library and device's), by thread count."""
-    members = sorted(members, key=lambda c: (c.library != "numpy", c.device != "cpu"))
+    members = sorted(members, key=lambda c: (not libraries.is_baseline(c.library), c.device != "cpu"))
     first = members[0]
     same = [c for c in members if (c.library, c.device) == (first.library, first.device)]
     return sorted(same, key=lambda c: thread_sort_key(c.threads))

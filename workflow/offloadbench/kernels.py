@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import libraries
 from .catalogue import KERNEL_FAMILY
 from .errors import UserError
 from .layout import RESERVED_NAMES
@@ -125,7 +126,7 @@ class KernelInfo:
 
     @property
     def libraries(self) -> tuple[str, ...]:
-        return ("numpy", "torch") if self.takes_xp else ("numpy",)
+        return libraries.for_kernel(self.takes_xp)
 
     @property
     def min_size(self) -> int:

@@ -31,11 +31,12 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 
+from . import libraries
 from .cells import Cell, WorkerSpec, dtype_sort_key, thread_sort_key
 
-# Seconds a worker's idle thread pool keeps spinning after its last call, by library: the
-# fixed pause where CPU time cannot be read (OpenBLAS: 0.135 s measured on a 2.x GHz EPYC).
-SPIN_S = {"numpy": 0.15, "torch": 0.03}
+# Seconds a worker's idle thread pool keeps spinning after its last call are its runtime
+# library's `pool_spin_s`: the fixed pause where CPU time cannot be read (OpenBLAS, NumPy's:
+# 0.135 s measured on a 2.x GHz EPYC; OpenMP, torch's and compiled code's: far less).
 SHORT_PAUSE_SHARE = 0.1  # before a one-thread turn, which a spinning pool slows less
 # Waiting for quiet: the other workers' CPU time is read every QUIET_POLL_S; the next turn
 # starts once they used under QUIET_SHARE of a core over a stretch of at least QUIET_STRETCH_S
@@ -99,13 +100,13 @@ def pause_s(before: WorkerSpec | None, after: WorkerSpec, configured: float | No
     threads, their spin time (or `configured`), a tenth of it when `after` has one thread."""
     if before is None or before == after or before.host_threads <= 1:
         return 0.0
-    spin = configured if configured is not None else SPIN_S["numpy" if _blas_only(before) else "torch"]
+    spin = configured if configured is not None else spin_s(before)
     return spin if after.host_threads > 1 else spin * SHORT_PAUSE_SHARE
 
 
-def _blas_only(worker: WorkerSpec) -> bool:
-    """NumPy eager runs its threads in OpenBLAS; torch and compiled code in OpenMP."""
-    return worker.library == "numpy" and not worker.compiled
+def spin_s(worker: WorkerSpec) -> float:
+    """How long the thread pool that runs `worker`'s calls may spin after its last one."""
+    return libraries.runtime(worker.library, worker.compiled).pool_spin_s
 
 
 def may_spin(last_active: dict[WorkerSpec, float], after: WorkerSpec, now: float) -> list[WorkerSpec]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .. import libraries
 from ..catalogue import op_order
 from ..cells import COMPILED, device_sort_key, dtype_sort_key, thread_sort_key
 from ..kernels import FAMILY as KERNEL_FAMILY
@@ -62,14 +63,14 @@ USE, STAY, UNSURE, DEPENDS, NONE = "use", "stay", "unsure", "depends", "none"
 # (NumPy alone: a kernel without xp and no compiled mode, say).
 BASELINE_FAILED, CHECK_FAILED, FAILED, SKIPPED, NO_VARIANT = (
     "baseline_failed", "check_failed", "failed", "skipped", "no_variant")
-NUMPY = "numpy"
+NUMPY = libraries.BASELINE  # the variant "stay" names
 E2E = "end_to_end_speedup"
 
 
 def simplicity(library: str, mode: str) -> int:
-    """0 for NumPy, 1 for torch eager, 2 for numpy compiled, 3 for torch compiled: the
-    order in which a user adopts them (compiled NumPy keeps the NumPy code)."""
-    return 2 * (mode == COMPILED) + (library == "torch")
+    """The order in which a user adopts the variants (libraries.simplicity): NumPy, the
+    eager libraries, then the compiled ones, numpy compiled first (it keeps the NumPy code)."""
+    return libraries.simplicity(library, mode == COMPILED)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def _series_key(row) -> tuple:
 
 
 def _is_baseline(row) -> bool:
-    return row["library"] == NUMPY and row.get("mode", "eager") != COMPILED and row["device"] == "cpu"
+    return libraries.is_baseline(row["library"]) and row.get("mode", "eager") != COMPILED and row["device"] == "cpu"
 
 
 def no_answer(key: tuple, cells: pd.DataFrame, baselines: pd.DataFrame) -> dict:

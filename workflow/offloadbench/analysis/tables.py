@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..catalogue import SPECS
 from ..cells import CELL_COLUMNS, thread_sort_key
-from ..compared import control_pairs, scaling_pairs, speedup_pairs
+from ..compared import baseline_rows, control_pairs, scaling_pairs, speedup_pairs
 from ..csvsafe import read_csv_text, write_csv
 from ..errors import one_line
 from ..kernels import FAMILY as KERNEL_FAMILY
@@ -163,7 +163,7 @@ def with_peak_vs_numpy(frame: pd.DataFrame) -> pd.DataFrame:
     op, dtype and size: how much more memory the variant needs."""
     if frame.empty:
         return frame
-    numpy = frame[(frame["library"] == "numpy") & (frame["mode"] == "eager") & (frame["device"] == "cpu")]
+    numpy = frame[baseline_rows(frame)]
     base = numpy.groupby(["op", "dtype", "size"])["peak_host_bytes"].median()
     own = frame["peak_device_bytes"].where(frame["device"] != "cpu", frame["peak_host_bytes"])
     reference = base.reindex(pd.MultiIndex.from_frame(frame[["op", "dtype", "size"]])).to_numpy(dtype=float)

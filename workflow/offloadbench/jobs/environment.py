@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 
+from .. import libraries as registry
 from ..errors import UserError
 from ..logs import stderr_to_log, tell
 from ..machine import mismatch
@@ -60,10 +61,11 @@ def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozense
     from ..measure.provenance import environment
 
     torch = devices.import_torch()
-    if torch is None and "torch" in libraries:
+    needing = [name for name in libraries if registry.get(name).uses_torch]
+    if torch is None and needing:
         raise UserError(
-            f"the grid measures torch, but the Python that runs the measure rules ({sys.executable}) "
-            "cannot import it: install requirements.txt there, or run with --sdm conda"
+            f"the grid measures {needing[0]}, which needs torch, but the Python that runs the measure rules "
+            f"({sys.executable}) cannot import it: install requirements.txt there, or run with --sdm conda"
         )
     return environment(torch, machine, compiled_on)
 

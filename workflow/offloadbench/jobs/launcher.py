@@ -5,8 +5,8 @@ round job's handles on it (`Launcher`, `LaunchedProcess`).
 
     python -m offloadbench.jobs.launcher --imports torch --control-fd 5
 
-A launcher imports NumPy (`numpy`: for NumPy's workers, which never load torch), torch too
-(`torch`), torch with its compiler started (`compiler`: for the compiled CPU workers, which
+A launcher imports what one library's eager CPU workers need, and is named after it
+(`numpy`: NumPy's workers never load torch; `torch`), torch with its compiler started (`compiler`: for the compiled CPU workers, which
 then share one start of the compiler, its imports and the code it builds for itself, a few
 seconds a round), or torch for the GPU workers (`gpu`). The launchers of CPU workers are
 started with the GPUs hidden (CUDA_VISIBLE_DEVICES=''), so nothing in them, Dynamo's probes
@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 
+from .. import libraries
 from .protocol import wait_or_kill
 
 REQUEST_BYTES = 1 << 20  # a worker's command line and environment, with room to spare
@@ -50,7 +51,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-IMPORTS = ("numpy", "torch", "compiler", "gpu")
+COMPILER, GPU = "compiler", "gpu"  # the launchers of compiled CPU workers and of GPU workers
+IMPORTS = (*libraries.NAMES, COMPILER, GPU)  # else one per library, for its eager CPU workers
+
+
+def imports_torch(imports: str) -> bool:
+    return imports in (COMPILER, GPU) or libraries.get(imports).uses_torch
 
 
 def import_libraries(imports: str):
@@ -60,7 +66,7 @@ def import_libraries(imports: str):
     import numpy  # noqa: F401
 
     torch = None
-    if imports != "numpy":
+    if imports_torch(imports):
         from ..measure.devices import import_torch
 
         torch = import_torch()  # None: the workers say so, cell by cell
@@ -157,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()
     control = socket.socket(fileno=args.control_fd)
     torch, imported_s = import_libraries(args.imports)
-    compiler_s = start_compiler(json.loads(args.compile), torch) if args.imports == "compiler" else None
+    compiler_s = start_compiler(json.loads(args.compile), torch) if args.imports == COMPILER else None
     import gc
 
     gc.collect()

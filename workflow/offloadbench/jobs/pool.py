@@ -25,7 +25,7 @@ from ..measure.allocator import STEADY, allocator_env
 from ..measure.provenance import utc_now
 from ..measure.threads import thread_env
 from ..records import Environment
-from .launcher import Launcher, LauncherFailed
+from .launcher import COMPILER, GPU, Launcher, LauncherFailed
 from .launcher import available as launcher_available
 from .protocol import Broken, ProtocolFault, Ready, Refusal, WorkerProcess, death_reason
 from .worker import EXIT_REFUSED
@@ -125,14 +125,13 @@ class Workers:
         in them can initialise CUDA before they fork; the GPU workers have one of their own."""
         if not launcher_available():
             return None
-        imports = "gpu" if spec.device != "cpu" else "compiler" if spec.compiled else \
-            "torch" if spec.library == "torch" else "numpy"
+        imports = GPU if spec.device != "cpu" else COMPILER if spec.compiled else spec.library
         if imports not in self.launchers:
             # every worker sets its own threads; the launcher imports with one, so no pool runs at a fork
             env = {**os.environ, **thread_env(1), **self.allocator_env}
-            if imports != "gpu":
+            if imports != GPU:
                 env = devices.hide_gpus(env)
-            if imports == "compiler":  # the compiler started there, once, for every compiled CPU worker
+            if imports == COMPILER:  # the compiler started there, once, for every compiled CPU worker
                 env.update(self.cpu_compiler_env())
                 if self.compile_settings.get("cold_cache", True):  # a cache of its own
                     env["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")

@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from .. import estimate, grid, layout, schedule
+from .. import estimate, grid, layout, libraries, schedule
 from ..allocation import plan_cycles
 from ..catalogue import SPECS
 from ..cells import Cell
@@ -130,7 +130,8 @@ class Round:
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
-        reason = self.environment.device_reason(cell.device) if cell.library == "torch" or cell.compiled else None
+        uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
+        reason = self.environment.device_reason(cell.device) if uses_torch else None
         return reason or (self.environment.compile_reason(cell.device) if cell.compiled else None)
 
     # the round

@@ -56,6 +56,7 @@ import time
 import traceback
 from pathlib import Path
 
+from .. import libraries
 from ..catalogue import SPECS
 from ..cells import COMPILED, MODES, Cell, WorkerSpec
 from ..kernels import load_kernels, read_kernel_files
@@ -90,7 +91,7 @@ HEAVY_MODULES = ("torch", "pandas", "seaborn", "matplotlib", "snakemake", "scipy
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Measure cells of one library, device, thread count and mode.")
-    parser.add_argument("--library", required=True, choices=("numpy", "torch"))
+    parser.add_argument("--library", required=True, choices=libraries.NAMES)
     parser.add_argument("--device", required=True)
     parser.add_argument("--threads-label", required=True, help="the cells' thread label: a count or all")
     parser.add_argument("--threads", type=int, required=True, help="the host threads, resolved by the round job")
@@ -163,10 +164,11 @@ class Worker:
         start = time.perf_counter()
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
-        if self.spec.library == "torch" or self.spec.compiled:  # torch.compile compiles NumPy code too
+        library = libraries.get(self.spec.library)
+        if libraries.runtime(library.name, self.spec.compiled).uses_torch:  # torch.compile compiles NumPy code too
             self.torch = devices.import_torch()
-        if self.torch is not None and self.spec.library == "torch":
-            import array_api_compat.torch  # noqa: F401 - the kernels' `xp`: imported once, not per cell
+        if self.torch is not None or not library.uses_torch:  # the kernels' `xp`: imported once, not per cell
+            library.kernel_namespace(library.namespace(self.torch))
         self.import_s = time.perf_counter() - start + self.args.imported_s  # a launcher's imports are its too
 
         self.threads_info = apply_thread_limits(self.args.threads, self.torch)

@@ -14,7 +14,7 @@ code needs for that, whatever the library:
 - `Restorer`: puts back, outside the timed region, what a call changed, so that every
   timed call sees the inputs of the first.
 
-torch is never imported here: a tensor is recognised by its methods.
+torch is never imported here: a tensor is recognised by its type (libraries/torch.py).
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def is_tensor(value) -> bool:
-    """A torch tensor (on any device, of any subclass), known without importing torch."""
-    return any(kind.__name__ == "Tensor" and kind.__module__ == "torch" for kind in type(value).__mro__)
+from ..libraries.torch import is_tensor
 
 
 def is_array(value) -> bool:

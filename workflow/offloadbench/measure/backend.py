@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import libraries
 from ..cells import Cell
 from . import arguments, compiled, devices, memory
 from .ops import Op
@@ -57,12 +58,13 @@ class Backend:
 
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
-        self.lib = torch if cell.library == "torch" else np
+        self.library = libraries.get(cell.library)
+        self.lib = self.library.namespace(torch)
         self.device = devices.get(cell.device, torch)
         self.sync = self.device.synchronize
         # numpy compiled on a GPU moves its data as torch does: device tensors in the
         # device-resident form, host arrays copied by the compiled code end to end.
-        self.tensors = cell.library == "torch" or (cell.compiled and cell.is_gpu)
+        self.tensors = self.library.tensors or (cell.compiled and cell.is_gpu)
         self.compiled_fn = self.end_to_end_fn = None
         self.after_compile: compiled.CompileWatch | None = None  # set by first_calls
         self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
@@ -78,7 +80,7 @@ class Backend:
         def code(*inputs):
             return op.compute(lib, *inputs)
 
-        if self.cell.library == "numpy" and self.cell.is_gpu:
+        if not self.library.tensors and self.cell.is_gpu:  # NumPy code compiled for the device
             self.compiled_fn = device.compiled(compiled.compile_function(device.wrap_numpy(code), torch, self.settings, device),
                                                self.graphs)
             self.end_to_end_fn = device.under_device(compiled.compile_function(code, torch, self.settings, device))

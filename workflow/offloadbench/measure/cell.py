@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .. import libraries
 from ..catalogue import footprint, shapes_known, working_set_bytes
 from ..cells import ITEMSIZE, Cell
 from ..footprint import fit
@@ -198,12 +199,11 @@ def warm_process(library: str, torch=None, seconds: float = 0.2) -> float:
     cells ran about 15% slower than its later ones on our 2-core test machine. A fifth of a
     second is enough since each cell also warms its own regions and every turn starts with
     untimed calls; the cells it compares then take turns, so what is left hits both sides."""
-    lib = torch if library == "torch" else np
+    own = libraries.get(library)
+    lib = own.namespace(torch)
     rng = np.random.default_rng(0)
-    square = rng.random((256, 256)).astype("float32")
-    vector = rng.random(1 << 20).astype("float32")
-    if library == "torch":
-        square, vector = torch.from_numpy(square), torch.from_numpy(vector)
+    square, vector = (own.from_host(x, torch) for x in (rng.random((256, 256)).astype("float32"),
+                                                        rng.random(1 << 20).astype("float32")))
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         square @ square
@@ -336,7 +336,7 @@ class CellRun:
         cell, settings, torch, outcome = self.cell, self.settings, self.torch, self.outcome
         self.op = op = get_op(cell.op, self.kernels)
         device = devices.get(cell.device, torch)
-        uses_torch = cell.library == "torch" or cell.compiled
+        uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
         reason = device.unavailable_reason() if uses_torch else None
         if not reason and cell.compiled:
             reason = device.compile_reason()
@@ -595,7 +595,7 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
     what a call with NumPy arrays in and out allocates; on a GPU, what the device-resident
     call allocates there."""
     cell, torch = backend.cell, backend.torch
-    torch_based = cell.library == "torch" or cell.compiled  # compiled NumPy runs torch underneath
+    torch_based = libraries.runtime(cell.library, cell.compiled).uses_torch  # compiled NumPy runs torch
     found = {"host": memory.host_peak(lambda: backend.round_trip(host_inputs), torch_based, torch)}
     if cell.is_gpu:
         device_inputs = [backend.to_device(x) for x in host_inputs]

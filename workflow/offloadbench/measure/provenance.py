@@ -19,6 +19,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from .. import libraries
 from ..cells import usable_cores
 from ..machine import fingerprint, host_memory_bytes
 from ..records import DOCUMENT_VERSION
@@ -133,8 +134,7 @@ def host_facts(gpu_names: list[str] | None = None) -> dict:
         "usable_cores": usable_cores(),
         "os": platform.platform(),
         "python": platform.python_version(),
-        "numpy": package_version("numpy"),
-        "torch": package_version("torch"),
+        **libraries.versions(),
         "cpu_governor": system.cpu_governor(),
         "blas_env": blas_tuning_env(),
     }

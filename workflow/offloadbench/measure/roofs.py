@@ -1,12 +1,11 @@
 """The machine's roofs: memory bandwidth from a STREAM-style triad, and compute from a large
-matmul per dtype, in NumPy and PyTorch, on each device; and on the cpu what one fresh page
+matmul per dtype, in each library on each device; and on the cpu what one fresh page
 costs (a minor page fault: the kernel maps a zeroed page on first touch), the price a call
 pays for every page its allocator gets anew from the system.
 
-The triad a = b + s·c counts three arrays of traffic per call, as STREAM does. PyTorch does
-it in one pass (`torch.add(..., alpha=s, out=a)`); NumPy has no fused form, so it runs in
-cache-sized blocks whose scaled copy stays in cache, which keeps the memory traffic at
-three arrays too. Arrays are far larger than the caches.
+The triad a = b + s·c counts three arrays of traffic per call, as STREAM does; each
+library's file (libraries/) says how it runs one in as few passes as it can. Arrays are far
+larger than the caches.
 """
 
 from __future__ import annotations
@@ -16,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import libraries as registry
 from . import devices
 from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 PAGE_BYTES = mmap.PAGESIZE
 FRESH_PAGES_BYTES = 16 * 2**20  # pages mapped per call of the fresh-page point
 TRIAD_SCALE = 3.0
-BLOCK_ELEMENTS = 1 << 17  # 1 MiB of float64: stays in L2/L3 while the block is added
 
 
 @dataclass(frozen=True)
@@ -31,43 +30,20 @@ class RoofSizes:
     matmul_n: int
 
 
-def _numpy_triad(a, b, c, s):
-    scratch = np.empty(min(BLOCK_ELEMENTS, a.size), dtype=a.dtype)
-
-    def run():
-        for start in range(0, a.size, BLOCK_ELEMENTS):
-            stop = min(start + BLOCK_ELEMENTS, a.size)
-            part = scratch[: stop - start]
-            np.multiply(c[start:stop], s, out=part)
-            np.add(b[start:stop], part, out=a[start:stop])
-
-    return run
-
-
 def triad_region(library: str, device: str, nbytes: int, torch=None) -> Region:
     """One triad call over three arrays of `nbytes` each (float64 on the cpu, float32 on GPUs
-    that lack float64)."""
+    that lack float64), in the library's own form (libraries/)."""
     dtype = "float32" if device == "mps" else "float64"
     n = nbytes // np.dtype(dtype).itemsize
     rng = np.random.default_rng(0)
     b, c = (rng.random(n).astype(dtype) for _ in range(2))
-    if library == "numpy":
-        return Region("triad", _numpy_triad(np.empty_like(b), b, c, TRIAD_SCALE))
-    on = devices.get(device, torch)
-    tb, tc = (on.to_device(torch.from_numpy(x)) for x in (b, c))
-    ta = torch.empty_like(tb)
-    return Region("triad", lambda: torch.add(tb, tc, alpha=TRIAD_SCALE, out=ta), on.synchronize)
+    return Region("triad", *registry.get(library).triad(devices.get(device, torch), b, c, TRIAD_SCALE, torch))
 
 
 def matmul_region(library: str, device: str, dtype: str, n: int, torch=None) -> Region:
     rng = np.random.default_rng(1)
-    host = [(rng.random((n, n)) * 2 - 1).astype("float32" if dtype == "bfloat16" else dtype) for _ in range(2)]
-    if library == "numpy":
-        a, b = host
-        return Region("matmul", lambda: a @ b)
-    on = devices.get(device, torch)
-    a, b = (on.to_device(torch.from_numpy(x).to(dtype=getattr(torch, dtype))) for x in host)
-    return Region("matmul", lambda: a @ b, on.synchronize)
+    a, b = ((rng.random((n, n)) * 2 - 1).astype("float32" if dtype == "bfloat16" else dtype) for _ in range(2))
+    return Region("matmul", *registry.get(library).matmul(devices.get(device, torch), a, b, dtype, torch))
 
 
 def fresh_pages_region(nbytes: int = FRESH_PAGES_BYTES) -> Region:
@@ -105,9 +81,10 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
     `absent` is why the device is known to be missing (then torch need not even load)."""
     points = []
     for library in libraries:
-        if library == "numpy" and device != "cpu":
+        own = registry.get(library)
+        if not own.runs_on(device):
             continue
-        reason = absent or (devices.unavailable_reason(device, torch) if library == "torch" else None)
+        reason = absent or (devices.unavailable_reason(device, torch) if own.uses_torch else None)
         computes = [("compute", dtype) for dtype in dtypes if compute_roof_exists(device, dtype)]
         for kind, dtype in [("memory", "float64" if device != "mps" else "float32"), *computes]:
             point = {"library": library, "kind": kind, "dtype": dtype, "status": "ok", "reason": ""}
@@ -128,14 +105,14 @@ def calibrate(device: str, libraries: list[str], dtypes: list[str], sizes: RoofS
                 finally:
                     devices.release_memory(device, torch)
             points.append(point)
-    if device == "cpu" and "numpy" in libraries:
+    if device == "cpu" and registry.BASELINE in libraries:
         points.append(fresh_pages_point(budget_s))
     return points
 
 
 def fresh_pages_point(budget_s: float) -> dict:
     """The cost of fresh pages on the cpu: `size` pages per call of the region above."""
-    point = {"library": "numpy", "kind": "pages", "dtype": "uint8", "bytes": FRESH_PAGES_BYTES,
+    point = {"library": registry.BASELINE, "kind": "pages", "dtype": "uint8", "bytes": FRESH_PAGES_BYTES,
              "size": FRESH_PAGES_BYTES // PAGE_BYTES, "status": "ok", "reason": ""}
     try:
         point["samples_s"] = _measure(fresh_pages_region(), min(budget_s, 0.2))

@@ -82,10 +82,6 @@ def spec_op(name: str, compute: Callable, error: Callable | None = None, adjust=
               error=error or float64_error(compute), **extra)
 
 
-def is_torch(lib) -> bool:
-    return lib.__name__ == "torch"
-
-
 @functools.cache
 def _registry() -> dict[str, Op]:
     from . import arrays, linalg, plotting

@@ -4,7 +4,7 @@ scans and sorts, spectral, stencils."""
 from __future__ import annotations
 
 from ...catalogue import AXPY_SCALAR
-from . import is_torch, spec_op
+from . import spec_op
 
 # Elementwise ops: one pass over the data, memory-bound (axpy) or transcendental-bound.
 
@@ -46,7 +46,8 @@ def _cumsum(lib, x):
 
 
 def _sort(lib, x):
-    return lib.sort(x).values if is_torch(lib) else lib.sort(x)  # torch also returns the indices
+    result = lib.sort(x)
+    return getattr(result, "values", result)  # torch gives the indices too, as (values, indices)
 
 
 # Spectral: the 2-D real FFT. NumPy ≥ 2 and torch both transform float32 in float32.

@@ -16,20 +16,12 @@ import math
 
 import numpy as np
 
+from ... import libraries
 from ...catalogue import kernel_spec
 from ...kernels import Kernel
 from .. import arguments
 from ..correctness import WrongResult, relative_error
 from . import Op, spec_inputs
-
-
-def array_namespace(lib):
-    """`xp` of a kernel: NumPy itself, or torch through array-api-compat."""
-    if lib.__name__ == "torch":
-        import array_api_compat.torch as xp
-
-        return xp
-    return lib
 
 
 def _parts(value) -> tuple:
@@ -100,7 +92,7 @@ def kernel_check(k: Kernel, compute):
 def kernel_op(k: Kernel) -> Op:
     if k.takes_xp:
         def compute(lib, *inputs):
-            return k.fn(array_namespace(lib), *inputs)
+            return k.fn(libraries.kernel_namespace(lib), *inputs)
     else:
         def compute(lib, *inputs):
             return k.fn(*inputs)

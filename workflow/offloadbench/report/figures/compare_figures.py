@@ -204,11 +204,12 @@ def ratio_figure(comparison: MachineComparison) -> plt.Figure:
 def _break_even_rows(comparison: MachineComparison) -> pd.DataFrame:
     """One row per machine and GPU series: where it breaks even and how far its grid went."""
     rows = []
-    for machine in comparison.labels:
-        speedups = comparison.tables[machine]["speedups"]
-        gpu = speedups[speedups["device"] != "cpu"]
+    gpus = {machine: comparison.tables[machine]["speedups"] for machine in comparison.labels}
+    gpus = {machine: speedups[speedups["device"] != "cpu"] for machine, speedups in gpus.items()}
+    several_variants = len({v for gpu in gpus.values() for v in gpu["variant"]}) > 1
+    for machine, gpu in gpus.items():
         for (op, dtype, device, threads, variant), group in gpu.groupby(["op", "dtype", "device", "threads", "variant"]):
-            op = op if variant == "torch" else f"{op} ({variant})"
+            op = f"{op} ({variant})" if several_variants else op
             size = group["break_even_size"].iloc[0]
             status = group["break_even_status"].iloc[0]
             name = group["device_name"].dropna()

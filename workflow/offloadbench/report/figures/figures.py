@@ -115,6 +115,7 @@ def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
     device = device.assign(variant=[variant_of(row) for _, row in device.iterrows()])
     several_devices = device["device"].nunique() > 1
     several_dtypes = device["dtype"].nunique() > 1
+    several_variants = device["variant"].nunique() > 1
     # a panel per op, variant (torch, torch compiled), device and dtype: one bar per size
     present = set(zip(device["op"], device["variant"], device["device"], device["dtype"], strict=True))
     keys = [(op, v, d, t) for op in op_order(device["op"]) for v in sorted(set(device["variant"]))
@@ -135,7 +136,7 @@ def transfer_overhead_figure(timings: pd.DataFrame, machine: str) -> plt.Figure:
         size_axis(ax, positions, labels=lambda p, sizes=sizes: str(sizes[round(p)]), log=False)
         ax.set_xlim(-0.6, len(rows) - 0.4)
         ax.set_ylim(0, 100)
-        panel_title(ax, " · ".join([op, *([variant.replace("torch ", "")] if variant != "torch" else []),
+        panel_title(ax, " · ".join([op, *([variant] if several_variants else []),
                                     *([dev] if several_devices else []), *([dtype] if several_dtypes else [])]))
     page.axis_labels(size_label(device["op"]), "share of the phase times (%)")
     page.add_legend([Rectangle((0, 0), 1, 1, color=palette[p]) for p in phases], [PHASE_LABELS[p] for p in phases])

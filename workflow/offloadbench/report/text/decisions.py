@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from ... import libraries
 from ...analysis.columns import flag
 from ...analysis.decisions import (
     BASELINE_FAILED,
@@ -20,6 +21,7 @@ from ...analysis.decisions import (
     DEPENDS,
     NO_VARIANT,
     NONE,
+    NUMPY,
     SKIPPED,
     STAY,
     UNSURE,
@@ -59,7 +61,9 @@ def by_size(row) -> list[tuple[int, str]]:
 
 
 def _said(variant: str) -> str:
-    return {"numpy": "stay with NumPy", "?": "cannot tell yet", "": "cannot tell yet"}.get(variant, f"use {variant}")
+    if libraries.is_baseline(variant):
+        return f"stay with {libraries.get(variant).label}"
+    return "cannot tell yet" if variant in ("?", "") else f"use {variant}"
 
 
 def who(row) -> str:
@@ -414,7 +418,7 @@ def row_notes(row, judging: Judging) -> list[str]:
         notes.append(f"{sizes} cannot tell yet: {processes_text(row)}")
     choices = by_size(row)
     first = int(row["from_size"]) if finite(row.get("from_size")) else 0
-    if {variant for n, variant in choices if n < first} - {"numpy"}:  # more than "NumPy below from n"
+    if {variant for n, variant in choices if n < first} - {NUMPY}:  # more than "NumPy below from n"
         notes.append("by size: " + "; ".join(f"n = {n} {_said(variant)}" for n, variant in choices))
     why = why_losers_lose(row)
     if why:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from ... import layout
+from ... import layout, libraries
 from ...catalogue import KERNEL_FAMILY
 from ...cells import COMPILED, EAGER
 from ...errors import UserError, one_line
@@ -122,7 +122,7 @@ def judge(results: Path, tests: Path | None, took_s: float | None, budget_s: flo
                   "cuda lacks an eager or a compiled cell")
     compiled_cpu = ok[(ok["device"] == "cpu") & (ok["mode"] == COMPILED)]
     verdict.check(not compiled_cpu.empty, f"compiled CPU cells ok: {len(compiled_cpu)}", "no compiled CPU cell is ok")
-    kernels = ok[(ok["device"] == "cuda") & (ok["library"] == "numpy") & (ok["mode"] == COMPILED)
+    kernels = ok[(ok["device"] == "cuda") & (ok["library"] == libraries.BASELINE) & (ok["mode"] == COMPILED)
                  & (ok["family"] == KERNEL_FAMILY)]
     verdict.check(not kernels.empty, f"a kernel numpy-compiled on cuda: {', '.join(sorted(set(kernels['op']))) or 'none'}",
                   "no user kernel numpy-compiled on cuda is ok")

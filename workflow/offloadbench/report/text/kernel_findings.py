@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ... import libraries
 from ...kernels import FAMILY as KERNEL_FAMILY
 from ...units import fmt_time
 from ..format import and_list, fmt_error, text_of
@@ -15,12 +16,15 @@ from ..format import and_list, fmt_error, text_of
 def numpy_only_lines(timings: pd.DataFrame) -> list[str]:
     """Which of the user's kernels run as numpy only, and why (those without a FLOP model
     are said once, with the roofs: ops_findings.bound_notes)."""
-    if "family" not in timings or not (timings["library"] == "torch").any():
+    plain = libraries.for_kernel(takes_xp=False)
+    needs_xp = timings["library"].map(lambda name: name not in plain).astype(bool) if "library" in timings else None
+    if "family" not in timings or not needs_xp.any():
         return []
     kernels = timings[timings["family"] == KERNEL_FAMILY]
+    others = and_list(sorted(set(timings.loc[needs_xp, "library"])))
     return [f"- {op} takes plain NumPy arrays (its first parameter is not `xp`), so it runs as numpy "
-            "and numpy compiled only: torch needs the array namespace `xp` to run the same code."
-            for op in sorted(set(kernels["op"]) - set(kernels.loc[kernels["library"] == "torch", "op"]))]
+            f"and numpy compiled only: {others} needs the array namespace `xp` to run the same code."
+            for op in sorted(set(kernels["op"]) - set(kernels.loc[needs_xp.loc[kernels.index], "op"]))]
 
 
 def in_place_lines(timings: pd.DataFrame) -> list[str]:

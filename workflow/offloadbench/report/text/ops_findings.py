@@ -11,6 +11,7 @@ import pandas as pd
 from ...analysis.breakeven import FROM_SMALLEST, REACHED
 from ...analysis.columns import falls_back, without_models
 from ...analysis.roofline import bounds, device_roofs
+from ...compared import baseline_rows
 from ...verdicts import FASTER, Judging
 from ..format import (
     VERDICT_WORDS,
@@ -81,8 +82,7 @@ def missing_baseline_lines(timings: pd.DataFrame) -> list[str]:
     """Where the NumPy baseline failed but other variants ran: no speedup for them, and why."""
     if timings.empty:
         return []
-    modes = timings["mode"] if "mode" in timings else pd.Series("eager", index=timings.index)
-    base = (timings["library"] == "numpy") & (timings["device"] == "cpu") & (modes == "eager")
+    base = baseline_rows(timings)
     lines = []
     for (op, dtype), group in report_groups(timings, ["op", "dtype"]):
         failed = group[base.loc[group.index] & (group["status"] != "ok")]

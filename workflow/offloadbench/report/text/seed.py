@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from ...analysis.columns import interval
+from ...compared import baseline_rows
 from ...verdicts import MAX_CI_SPAN, Judging, ci_span
 from ..format import (
     fmt_calls,
@@ -48,7 +49,7 @@ def judge(lo: float, hi: float, claim: float) -> str:
 
 def _pick_baseline(rows: pd.DataFrame) -> tuple[pd.Series | None, str]:
     """NumPy on the most CPU threads measured, and how many that is in words."""
-    numpy = rows[(rows["library"] == "numpy") & (rows["device"] == "cpu") & (rows["mode"] == "eager")]
+    numpy = rows[baseline_rows(rows)]
     if numpy.empty:
         return None, ""
     widest, label = widest_threads(numpy)

@@ -1,0 +1,46 @@
+"""What the house needs to know of one array library: a library's file fills one in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Library:
+    """One array library as offloadbench measures it.
+
+    The callables take the imported torch module (or None) where they need it, since the
+    processes that measure import it once and hand it on; they import their own library
+    when first called."""
+
+    name: str  # as configs, records and tables spell it
+    label: str  # as the report writes it
+    module_name: str  # the array module its ops call (`lib.__name__`)
+    baseline: bool  # every speedup is against it, eager on the CPU
+    compiler: str  # the library whose compiler compiles its code (the mode "compiled")
+    devices: tuple[str, ...]  # where its eager form runs
+    unsupported_dtypes: Mapping[str, str]  # dtype -> why it cannot hold it
+    runs_plain_numpy: bool  # runs a kernel that takes NumPy arrays and no `xp`
+    uses_torch: bool  # its processes import torch (its arrays are tensors, or torch runs it)
+    tensors: bool  # its arrays are torch tensors
+    drives_devices: bool  # its runtime drives the GPUs, compiles, and measures copies
+    threads_by: str  # whose thread pool runs its calls
+    import_s: float  # what importing it costs a worker, for the estimate (seconds)
+    pool_spin_s: float  # how long its thread pool may spin after a call (schedule.py)
+    namespace: Callable  # (torch) -> the array module the catalogue's ops get as `lib`
+    kernel_namespace: Callable  # (lib) -> the `xp` a kernel of the user's gets
+    from_host: Callable  # (NumPy array, torch) -> the library's array on the CPU, sharing memory
+    # the roofs' calls, on host arrays placed on the device `on` (measure/devices.py): each
+    # gives (the call, how to wait for it)
+    triad: Callable  # (on, b, c, scale, torch): a = b + scale*c
+    matmul: Callable  # (on, a, b, dtype, torch): a @ b
+    distribution: str  # the package it is installed as, whose version every record keeps
+    source: str  # where its packages come from
+
+    def runs_on(self, device: str) -> bool:
+        return device in self.devices
+
+    def dtype_reason(self, dtype: str) -> str | None:
+        """Why the library cannot hold `dtype`, or None."""
+        return self.unsupported_dtypes.get(dtype)
