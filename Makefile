@@ -22,14 +22,19 @@ $(RUN_STAMP): requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(STAMP): $(RUN_STAMP) requirements-dev.txt
+$(STAMP): $(RUN_STAMP) requirements-dev.txt requirements-jax.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
 # The environment alone, for running your own grids with snakemake.
 setup: $(RUN_STAMP)
 
+# A grid that names an extra library (jax) gets it installed first (tools/extras.py says which).
 run: $(RUN_STAMP)
+	@for req in $$($(BIN)/python tools/extras.py $(CONFIG)); do \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -r $$req || \
+	  { echo "error: $(CONFIG) names a library of $$req, which pip could not install here: install it with pip install -r $$req"; exit 1; }; \
+	done
 	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG)
 
 # This machine against the shipped H200 results (or WITH=<folder or bundle>).

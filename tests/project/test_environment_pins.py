@@ -46,8 +46,30 @@ def conda_pins(path: Path) -> dict[str, str]:
     return pins
 
 
+def extra_files() -> list[tuple[Path, Path]]:
+    """(pip requirements, conda environment) of each extra library (libraries/): JAX's."""
+    from offloadbench import libraries
+
+    named = sorted({libraries.get(name).requirements for name in libraries.NAMES} - {""})
+    return [(ROOT / name, ROOT / name.replace("requirements-", "environment-").replace(".txt", ".yml"))
+            for name in named]
+
+
 def test_conda_and_pip_agree():
-    assert conda_pins(ROOT / "environment.yml") == pip_pins(ROOT / "requirements-dev.txt")
+    extras = {name for requirements, _ in extra_files() for name in pip_pins(requirements)}
+    development = {name: version for name, version in pip_pins(ROOT / "requirements-dev.txt").items()
+                   if name not in extras}
+    assert conda_pins(ROOT / "environment.yml") == development  # the conda files have no extras
+
+
+@pytest.mark.parametrize("files", extra_files(), ids=lambda files: files[0].name)
+def test_each_extra_pins_the_same_versions_for_pip_and_conda_and_the_tests_have_it(files):
+    requirements, environment = files
+    assert environment.is_file(), f"{requirements.name} has no {environment.name}"
+    assert conda_pins(environment) == pip_pins(requirements)
+    development = pip_pins(ROOT / "requirements-dev.txt")
+    assert {name: development.get(name) for name in pip_pins(requirements)} == pip_pins(requirements)
+    assert not set(pip_pins(requirements)) & set(conda_pins(ROOT / "environment.yml"))
 
 
 @pytest.mark.parametrize("rule_env", sorted((ROOT / "workflow" / "envs").glob("*.yaml")), ids=lambda p: p.name)

@@ -64,3 +64,23 @@ def test_every_schema_allows_the_registrys_libraries_and_no_other(schema):
                                .get(schema, "library")) if e]
     assert enums and all(list(e) == list(libraries.NAMES) for e in enums), enums
 
+
+
+def test_a_grid_that_names_an_extra_library_gets_it_installed_by_make_run(tmp_path):
+    extras = importlib.util.spec_from_file_location("extras", ROOT / "tools" / "extras.py")
+    module = importlib.util.module_from_spec(extras)
+    extras.loader.exec_module(module)
+    (tmp_path / "mine.yaml").write_text("grid:\n  libraries:\n    - numpy\n    - jax\n")
+    assert module.extras(tmp_path / "mine.yaml") == ["requirements-jax.txt"]
+    assert module.extras(ROOT / "config" / "config.yaml") == []  # the default grid needs no extra
+    assert "tools/extras.py $(CONFIG)" in (ROOT / "Makefile").read_text()
+
+
+def test_an_extra_library_that_is_not_installed_stops_the_run_saying_how_to_install_it(monkeypatch):
+    from offloadbench.errors import UserError
+    from offloadbench.jobs import environment
+
+    monkeypatch.setattr(libraries, "versions", lambda: {**{name: "1" for name in libraries.NAMES}, "jax": None})
+    with pytest.raises(UserError, match=r"the grid measures jax, which is not installed .*: pip install -r "
+                                        r"requirements-jax.txt"):
+        environment.capture("here", ["numpy", "jax"])

@@ -37,3 +37,23 @@ def test_the_compilers_start_up_is_one_time_where_every_process_took_as_long():
     same = " ".join(process_lines(timings(6.0, 6.0)))
     assert "(6 s: its imports" in same and " to " not in same.split("its imports")[0]
     assert "(3 s to 6 s: its imports" in " ".join(process_lines(timings(3.0, 6.0)))
+
+
+def test_two_compilers_of_the_same_kernel_are_set_side_by_side():
+    import pandas as pd
+    from offloadbench.report.text.compile_findings import two_compilers
+    from offloadbench.verdicts import Judging
+
+    def row(library, mode, speedup, size=2048):
+        return {"op": "heat_step", "library": library, "mode": mode, "variant": f"{library} {mode}", "device": "cpu",
+                "dtype": "float32", "threads": "1", "size": size, "end_to_end_speedup": speedup,
+                "end_to_end_speedup_ci_low": speedup * 0.9, "end_to_end_speedup_ci_high": speedup * 1.1}
+
+    speedups = pd.DataFrame([row("torch", "compiled", 1.2), row("jax", "compiled", 3.0),
+                             row("numpy", "compiled", 5.0),  # torch's compiler again: not a second compiler
+                             row("jax", "compiled", 9.0, size=256)])  # not the largest size
+    [line] = two_compilers(speedups, Judging())
+    assert line.startswith("- heat_step on the cpu, 1 thread (float32, n = 2048): jax compiled 3")
+    assert "torch compiled 1.2" in line and "jax compiled runs 2.5× as fast as torch compiled" in line
+    assert "numpy compiled" not in line
+    assert two_compilers(speedups[speedups["library"] != "jax"], Judging()) == []

@@ -131,7 +131,8 @@ def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[
     finish = PLOT_S + PLOT_PIXEL_S * n * n if spec.finish else 0.0
     if finish:
         regions["finish"] = finish
-    if (gpu and libraries.runtime(cell.library, cell.mode == COMPILED).tensors) or finish:
+    runtime = libraries.runtime(cell.library, cell.mode == COMPILED)
+    if (gpu and runtime.tensors) or finish or (not gpu and runtime.copies_from_numpy):
         regions["end_to_end"] = regions["compute"] + copies + finish
     return regions
 

@@ -214,6 +214,8 @@ TIMINGS = {
     "peak_reason": text("why the host peak was not measured, as the records say"),
     "resident_reason": text("GPU cells: why the cell has no resident trips, as the records say (its trips: "
                             "resident.csv)"),
+    "not_for": boolean("skipped because its library cannot run the code as written (a kernel that updates its "
+                       "arguments, for JAX; the reason says why)"),
     "compile_peak_rss_bytes": number("compiled cells: the RSS high-water rise of the first call (the compile)"),
     "compile_peak_device_bytes": number("compiled GPU cells: the device peak of the first call"),
 }
@@ -283,8 +285,8 @@ DECISIONS = {
     "decision": text("at the largest size measured: use (the variant in `variant`), stay (with NumPy), unsure "
                      "(cannot tell yet), depends (on the state a process is in), or none (no answer: no variant "
                      "has a speedup at any size; why: no_answer)", empty=False),
-    "variant": text("the variant to use there: numpy, torch, numpy compiled or torch compiled (empty: cannot tell "
-                    "yet)"),
+    "variant": text("the variant to use there: a library, eager or compiled (numpy, torch, jax, numpy compiled, "
+                    "…; empty: cannot tell yet)"),
     "from_size": integer("the smallest measured size from which every larger size decides as the largest does",
                          minimum=1, empty=False),
     "size": integer("the largest size measured, where the speedup below is stated", minimum=1, empty=False),
@@ -327,6 +329,8 @@ DECISIONS = {
     "no_answer_variants": text("the variants whose cells failed or were skipped"),
     "no_answer_rel_err": number("for a failed check: the worst relative error against float64"),
     "no_answer_tolerance": number("and the tolerance it missed"),
+    "not_for": text("the libraries that cannot run the code as written, each with its reason (\"not for jax: the "
+                    "kernel updates its argument u in place, …\"), from their skipped cells"),
 }
 
 CONTROLS = {

@@ -2,12 +2,13 @@
 thread count, from the speedup and timing tables.
 
 At each measured size the *candidates* are the variants other than NumPy measured there
-(torch, numpy compiled, torch compiled) whose code all compiled, each judged against
+(torch, jax, numpy compiled, ...) whose code all compiled, each judged against
 NumPy end to end: on a GPU with the copies counted, on the CPU with NumPy arrays in and
 out. The rule:
 
 - **use** the fastest candidate decided *faster* than NumPy; but where a simpler one
-  (in the order NumPy, torch eager, numpy compiled, torch compiled) is also decided
+  (libraries.simplicity: NumPy, the other libraries eager, numpy compiled, the others
+  compiled) is also decided
   faster and is not distinguishably slower than it (the ratio of their times, with an
   unpaired CI from each cell's own, is *same* or *undecided*), use the simpler one;
 - **depends on the state** when no candidate is faster and one is faster in one state of
@@ -271,6 +272,21 @@ def no_answer(key: tuple, cells: pd.DataFrame, baselines: pd.DataFrame) -> dict:
     }
 
 
+def not_for(timings: pd.DataFrame) -> dict[tuple, str]:
+    """Per series, which libraries cannot run its code as written and why, from their
+    cells skipped for it (`not_for`), each reason once ("not for jax: the kernel updates
+    its argument u in place, …")."""
+    if timings.empty or "not_for" not in timings:
+        return {}
+    skipped = timings[timings["not_for"].fillna(False).astype(bool)]
+    found: dict[tuple, list[str]] = {}
+    for _, cell in skipped.iterrows():
+        reasons = found.setdefault(_series_key(cell), [])
+        if cell["reason"] not in reasons:
+            reasons.append(str(cell["reason"]))
+    return {key: "; ".join(reasons) for key, reasons in found.items()}
+
+
 def unanswered_rows(timings: pd.DataFrame, answered: set[tuple], machine: str) -> list[dict]:
     """A row for each series asked for (an op or kernel where it runs) that has no decision:
     every series with a cell that was not skipped, so that a device or compiler that is
@@ -399,6 +415,9 @@ def decision_tables(speedups: pd.DataFrame, timings: pd.DataFrame, judging: Judg
             lost += [{**series, **loss} for loss in losses(by_size[headline.size], headline, here, timing_rows,
                                                            fault_s)]
     rows += unanswered_rows(timings, set(by_key), machine)
+    cannot = not_for(timings)
+    for row in rows:
+        row["not_for"] = cannot.get(_series_key(row), "")
     order = {op: i for i, op in enumerate(op_order(r["op"] for r in rows))}
     rows.sort(key=lambda r: (order[r["op"]], device_sort_key(r["device"]), dtype_sort_key(r["dtype"]),
                              thread_sort_key(r["threads"]) if r["device"] == "cpu" else 0))

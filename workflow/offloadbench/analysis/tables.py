@@ -235,6 +235,7 @@ def timing_row(mc: MeasuredCell, machine: str) -> dict:
     row.update(compile_columns(mc))
     row.update(memory_columns(mc))
     row["resident_reason"] = next((r.resident_reason for r in mc.counted if r.resident_reason), "")
+    row["not_for"] = any(r.not_for for r in mc.records)
     for phase in PHASES:
         row[f"{phase}_s"] = mc.median(phase)
     e2e = mc.interval("end_to_end")

@@ -60,11 +60,18 @@ def foreign_host(environment_path: str | None, fingerprint: dict) -> str | None:
 def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozenset()) -> dict:
     from ..measure.provenance import environment
 
+    versions = registry.versions()
+    missing = [name for name in libraries if versions[name] is None and registry.get(name).requirements]
+    if missing:
+        extra = registry.get(missing[0])
+        raise UserError(f"the grid measures {extra.name}, which is not installed in the Python that runs the measure "
+                        f"rules ({sys.executable}): pip install -r {extra.requirements} (`make run` does it where the "
+                        "config names it)")
     torch = devices.import_torch()
     needing = [name for name in libraries if registry.get(name).uses_torch]
     if torch is None and needing:
         raise UserError(
-            f"the grid measures {needing[0]}, which needs torch, but the Python that runs the measure rules "
+            f"the grid needs torch (for {', '.join(needing)}), but the Python that runs the measure rules "
             f"({sys.executable}) cannot import it: install requirements.txt there, or run with --sdm conda"
         )
     return environment(torch, machine, compiled_on)

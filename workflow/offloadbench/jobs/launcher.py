@@ -70,6 +70,8 @@ def import_libraries(imports: str):
         from ..measure.devices import import_torch
 
         torch = import_torch()  # None: the workers say so, cell by cell
+    if imports in libraries.NAMES:  # its module only: no runtime starts before the forks
+        libraries.get(imports).namespace(torch)
     from ..measure import cell  # noqa: F401 - the measuring code every worker runs
     from ..records import CELL_SCHEMA, ENVIRONMENT_SCHEMA, warm_validators
     from . import worker  # noqa: F401

@@ -132,7 +132,7 @@ class Round:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
         uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
         reason = self.environment.device_reason(cell.device) if uses_torch else None
-        return reason or (self.environment.compile_reason(cell.device) if cell.compiled else None)
+        return reason or (self.environment.compile_reason(cell.device) if cell.compiled and uses_torch else None)
 
     # the round
     def run(self) -> int:

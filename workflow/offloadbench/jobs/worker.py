@@ -173,7 +173,9 @@ class Worker:
 
         self.threads_info = apply_thread_limits(self.args.threads, self.torch)
         gpu = model_name("cuda", self.torch) if self.spec.device == "cuda" else None
-        self.facts = host_facts([gpu] if gpu else None)
+        self.facts = host_facts([gpu] if gpu else None)  # the host's usable cores: before a runtime is bound
+        if library.limit_threads is not None:  # a runtime that takes no thread count (XLA): before it starts
+            self.threads_info["runtime"] = library.limit_threads(self.args.threads)
         self.where = where()
         refusal = foreign_host(self.args.environment, self.facts["fingerprint"])
         if refusal:
@@ -269,7 +271,8 @@ class Worker:
             outcome.status = "error"
             outcome.reason = f"its code changed the process: {'; '.join(changed)}"[:400]
         try:  # the thread counts as the cell was measured, read now (a kernel may have changed them)
-            threads = {**thread_counts(self.args.threads, self.torch), "at_start": self.threads_info.get("effective")}
+            threads = {**thread_counts(self.args.threads, self.torch), "at_start": self.threads_info.get("effective"),
+                       "runtime": self.threads_info.get("runtime")}
         except Exception:  # noqa: BLE001 - a pool a kernel broke: the worker's reading stands
             threads = self.threads_info
         info = self.kernel_infos.get(run.cell.op)

@@ -13,11 +13,12 @@ module level; each library's file imports its own library when a cell first need
 
 from __future__ import annotations
 
+from . import jax as _jax
 from . import numpy as _numpy
 from . import torch as _torch
 from .library import Library
 
-REGISTERED: tuple[Library, ...] = (_numpy.LIBRARY, _torch.LIBRARY)  # in order of simplicity
+REGISTERED: tuple[Library, ...] = (_numpy.LIBRARY, _torch.LIBRARY, _jax.LIBRARY)  # in order of simplicity
 
 _BY_NAME = {library.name: library for library in REGISTERED}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
@@ -58,6 +59,11 @@ def for_kernel(takes_xp: bool) -> tuple[str, ...]:
     """The libraries a kernel of the user's can run on: those that take plain NumPy code,
     and with an array-namespace parameter `xp` every library."""
     return NAMES if takes_xp else tuple(library.name for library in REGISTERED if library.runs_plain_numpy)
+
+
+def owns_array(value) -> bool:
+    """Whether `value` is an array of one of the libraries (a NumPy array, a tensor, ...)."""
+    return any(library.owns(value) for library in REGISTERED)
 
 
 def versions() -> dict[str, str | None]:

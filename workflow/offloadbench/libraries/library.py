@@ -31,12 +31,19 @@ class Library:
     namespace: Callable  # (torch) -> the array module the catalogue's ops get as `lib`
     kernel_namespace: Callable  # (lib) -> the `xp` a kernel of the user's gets
     from_host: Callable  # (NumPy array, torch) -> the library's array on the CPU, sharing memory
+    owns: Callable  # (value) -> whether it is one of the library's arrays (known without importing it)
     # the roofs' calls, on host arrays placed on the device `on` (measure/devices.py): each
     # gives (the call, how to wait for it)
     triad: Callable  # (on, b, c, scale, torch): a = b + scale*c
     matmul: Callable  # (on, a, b, dtype, torch): a @ b
     distribution: str  # the package it is installed as, whose version every record keeps
     source: str  # where its packages come from
+    requirements: str = ""  # the pip requirements file of an extra ("": requirements.txt has it)
+    mutable_arrays: bool = True  # a kernel may update its arguments in place
+    copies_from_numpy: bool = False  # its array of a NumPy array is a copy: its CPU cells time NumPy in and out apart
+    backend: str = "torch"  # the measuring backend that moves its arrays and runs its calls (measure/)
+    host_peak_method: str = "tracemalloc"  # how a call's peak host memory is seen (measure/memory.py)
+    limit_threads: Callable | None = None  # (count), before its runtime starts -> what it set
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices

@@ -22,6 +22,11 @@ def from_host(array, torch=None):
     return array
 
 
+def owns(value) -> bool:
+    """A NumPy array, of any subclass."""
+    return any(kind.__module__ == "numpy" and kind.__name__ == "ndarray" for kind in type(value).__mro__)
+
+
 def triad(on, b, c, scale: float, torch=None):
     """a = b + s·c in cache-sized blocks: NumPy has no fused form, and blocks whose scaled
     copy stays in cache keep the memory traffic at three arrays, as STREAM counts it."""
@@ -50,7 +55,7 @@ LIBRARY = Library(
     uses_torch=False, tensors=False, drives_devices=False,
     threads_by="OpenBLAS",  # its pool spins after a call for a while: 0.15 s covers OpenBLAS's
     import_s=0.3, pool_spin_s=0.15,
-    namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host,
+    namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host, owns=owns,
     triad=triad, matmul=matmul,
     distribution="numpy", source="PyPI wheels (pip), conda-forge (conda)",
 )

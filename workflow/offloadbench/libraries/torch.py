@@ -44,7 +44,8 @@ LIBRARY = Library(
     uses_torch=True, tensors=True, drives_devices=True,
     threads_by="OpenMP",  # its pool (and compiled code's) spins briefly after a call
     import_s=2.5, pool_spin_s=0.03,
-    namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host,
+    namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host, owns=is_tensor,
     triad=triad, matmul=matmul,
+    host_peak_method="torch profiler",
     distribution="torch", source="PyPI, by pip in every environment file (CUDA builds: download.pytorch.org)",
 )

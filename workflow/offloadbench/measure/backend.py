@@ -48,6 +48,21 @@ def make_host_inputs(op: Op, cell: Cell, random_state: int, torch=None) -> list:
     return values
 
 
+class NotForLibrary(Exception):
+    """Code a library cannot run as written (a kernel that updates its arguments, for JAX):
+    the cell is skipped with the reason."""
+
+
+def make_backend(cell: Cell, op: Op, settings: Settings, torch=None):
+    """The backend of the library that runs the cell (its compiler's, compiled)."""
+    kind = libraries.runtime(cell.library, cell.compiled).backend
+    if kind == "xla":
+        from .xla_backend import XlaBackend
+
+        return XlaBackend(cell, op, settings, torch)
+    return Backend(cell, op, settings, torch)
+
+
 class Backend:
     """How a library moves data and runs the op on one device, eager or compiled.
 
@@ -55,6 +70,8 @@ class Backend:
     them (measure/cell.py finds them in the first calls), every call returns its results
     followed by the arguments it changed, so that they are copied back from a GPU, checked,
     and chained by resident trips like results."""
+
+    converts = False  # its arrays on the cpu are the NumPy arrays (torch.from_numpy shares them)
 
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
@@ -262,7 +279,7 @@ def build_regions(backend: Backend, host_inputs: list,
         regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
     if op.finish:
         regions["finish"] = Region("finish", lambda: op.finish(host_array))
-    if cell.is_gpu and backend.tensors or op.finish:
+    if cell.is_gpu and backend.tensors or op.finish or backend.converts:
         # the end-to-end form of numpy compiled writes into the host arrays; copies in do not
         writes_host = backend.end_to_end_fn is not None or not cell.is_gpu
         regions["end_to_end"] = Region("end_to_end", end_to_end, sync, restore=on_host if writes_host else None)

@@ -41,9 +41,11 @@ from ..stats import median_ci_rel_halfwidth
 from . import arguments, correctness, devices, diagnostics, disturbance, memory
 from .backend import (
     Backend,
+    NotForLibrary,
     build_regions,
     configure_torch,
     conversion_seconds,
+    make_backend,
     make_host_inputs,
     np_dtype,
 )
@@ -338,7 +340,7 @@ class CellRun:
         device = devices.get(cell.device, torch)
         uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
         reason = device.unavailable_reason() if uses_torch else None
-        if not reason and cell.compiled:
+        if not reason and cell.compiled and uses_torch:  # torch.compile's needs (a C++ compiler, Triton)
             reason = device.compile_reason()
         if reason:
             raise CellFailed("skipped", reason)
@@ -353,7 +355,7 @@ class CellRun:
         if self.device is not None:  # NVML's first call is slow: make it before warm-up, not after
             self.device.clocks()
         self.progress.enter("inputs")
-        self.backend = backend = Backend(cell, op, settings, torch)
+        self.backend = backend = make_backend(cell, op, settings, torch)
         self.host_inputs = backend.pin(make_host_inputs(op, cell, settings.random_state, torch))
         if op.kernel is not None:  # its first call, eager, on copies: what it returns and changes
             self.progress.enter("warm-up compute")
@@ -490,6 +492,9 @@ class CellRun:
             yield
         except CellFailed as failure:
             self._fail(failure.status, failure.reason)
+        except NotForLibrary as refusal:  # the reason in words, and the fact as a value
+            self._fail("skipped", str(refusal))
+            self.outcome.measured["not_for"] = {"library": self.cell.library, "mode": self.cell.mode}
         except correctness.WrongResult as wrong:
             self._fail("error", f"wrong result: {wrong}")
         except Exception as error:  # noqa: BLE001 - any failure of a cell becomes its record
@@ -540,7 +545,7 @@ def _first_kernel_call(op: Op, backend: Backend, host_inputs: list) -> tuple[int
     returned, changes = backend.eager_call(host_inputs)
     parts = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
     wrong = [type(part).__name__ for part in parts
-             if not (isinstance(part, RETURNED_TYPES) or arguments.is_tensor(part))]
+             if not (isinstance(part, RETURNED_TYPES) or libraries.owns_array(part))]
     code = op.kernel.fn.__code__
     where = f"(at {os.path.basename(code.co_filename)}:{code.co_firstlineno})"
     if wrong:
@@ -595,8 +600,8 @@ def peak_memory(backend: Backend, host_inputs: list) -> dict:
     what a call with NumPy arrays in and out allocates; on a GPU, what the device-resident
     call allocates there."""
     cell, torch = backend.cell, backend.torch
-    torch_based = libraries.runtime(cell.library, cell.compiled).uses_torch  # compiled NumPy runs torch
-    found = {"host": memory.host_peak(lambda: backend.round_trip(host_inputs), torch_based, torch)}
+    method = libraries.runtime(cell.library, cell.compiled).host_peak_method  # compiled NumPy runs torch
+    found = {"host": memory.host_peak(lambda: backend.round_trip(host_inputs), method, torch)}
     if cell.is_gpu:
         device_inputs = [backend.to_device(x) for x in host_inputs]
         try:

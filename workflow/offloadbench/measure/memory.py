@@ -91,13 +91,20 @@ def _torch_peak(call: Callable[[], object], torch) -> int:
     return peak
 
 
-def host_peak(call: Callable[[], object], torch_based: bool, torch=None) -> dict:
-    """Peak extra host bytes of one call, by the method that sees its allocations, and
-    the RSS high-water mark's rise as a cross-check."""
+def host_peak(call: Callable[[], object], method: str, torch=None) -> dict:
+    """Peak extra host bytes of one call, by the method that sees its library's allocations
+    ("torch profiler", "tracemalloc", or "rss" where neither does: XLA allocates outside
+    both), and the RSS high-water mark's rise as a cross-check."""
     baseline = reset_high_water()
     try:
-        peak = _torch_peak(call, torch) if torch_based else _numpy_peak(call)
-        found = {"peak_bytes": int(peak), "method": "torch profiler" if torch_based else "tracemalloc"}
+        if method == "rss":
+            call()
+            peak = high_water_since(baseline)
+            if peak is None:
+                raise OSError("no /proc/self/clear_refs here to reset the RSS high-water mark")
+        else:
+            peak = _torch_peak(call, torch) if method == "torch profiler" else _numpy_peak(call)
+        found = {"peak_bytes": int(peak), "method": method}
     except Exception as error:  # noqa: BLE001 - an unavailable method is said, never a failed cell
         found = {"peak_bytes": None, "method": "not measured", "reason": f"{type(error).__name__}: {error}"[:300]}
     rss = high_water_since(baseline)

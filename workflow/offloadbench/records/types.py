@@ -314,6 +314,7 @@ class CellRecord:
     family: str | None = _at("op_info", "family")  # a user kernel's, from its record
     kernel_sha256: str | None = _at("op_info", "sha256")
     resident_reason: str = _at("resident", "reason", default="")
+    not_for: str = _at("not_for", "library", default="")  # the library that cannot run the code as written
     # a kernel: the floating dtypes of what it returns other than the cell's, the arguments a
     # call changes, whether each call was timed alone after they were put back, and what that cost
     returns: tuple[str, ...] = _at("check", "returns", default=())

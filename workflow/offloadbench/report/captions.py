@@ -15,9 +15,10 @@ def size_label(ops: Iterable[str], prefix: str = "size n") -> str:
 
 CAPTIONS = {
     "speedup": (
-        "Device-resident speedup over NumPy on the CPU of PyTorch, and of compiled code where the grid "
+        "Device-resident speedup over NumPy on the CPU of PyTorch (and JAX), and of compiled code where the grid "
         "has it (baseline: NumPy eager at the same "
-        "thread count; GPU cells against NumPy on all cores). Bands: {ci} of the ratio, across "
+        "thread count; GPU cells against NumPy on all cores; JAX on the CPU on JAX arrays, without the copies "
+        "from and to NumPy that its end-to-end time and the decisions count). Bands: {ci} of the ratio, across "
         "processes where the cells were measured in several; dashed line: no difference."
     ),
     "copy_cost": (

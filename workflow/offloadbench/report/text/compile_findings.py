@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from ... import libraries
 from ...analysis.columns import falls_back, flag, interval
 from ...cells import COMPILED
 from ...verdicts import Judging
@@ -23,6 +24,7 @@ from ..format import (
     fmt_interval,
     fmt_payback,
     fmt_seconds,
+    fmt_times,
     ratio_of,
     report_groups,
     row_threads,
@@ -91,6 +93,27 @@ def eager_against_compiled(speedups: pd.DataFrame, judging: Judging) -> list[str
     return lines
 
 
+def two_compilers(speedups: pd.DataFrame, judging: Judging) -> list[str]:
+    """Where two compilers compiled the same kernel (torch.compile of the torch code and
+    jax.jit of the JAX code, say): their speedups over NumPy side by side at the largest
+    size, and how many times faster the faster one runs."""
+    lines = []
+    compiled = speedups[speedups["mode"] == COMPILED]
+    for (op, device, dtype, threads), group in report_groups(compiled, ["op", "device", "dtype", "threads"]):
+        largest = group[group["size"] == group["size"].max()]
+        # each library compiled by its own compiler: numpy compiled is torch's compiler again
+        own = largest[[libraries.runtime(name, True).name == name for name in largest["library"]]]
+        if own["library"].nunique() < 2:
+            continue
+        rows = sorted((r for _, r in own.iterrows()), key=lambda r: -float(r["end_to_end_speedup"]))
+        best, other = rows[0], rows[1]
+        times = float(best["end_to_end_speedup"]) / float(other["end_to_end_speedup"])
+        parts = "; ".join(f"{variant_of(r)} {ratio_of(r, 'end_to_end_speedup', ci=judging.ci)}" for r in rows)
+        lines.append(f"- {op} {_place(best)} ({dtype}, n = {int(best['size'])}): {parts} against NumPy, so "
+                     f"{variant_of(best)} runs {fmt_times(times, 1)} as fast as {variant_of(other)}.")
+    return lines
+
+
 def process_lines(timings: pd.DataFrame) -> list[str]:
     """The compiler's start-up, graph breaks, recompiles and the cache, over compiled cells."""
     ok = timings[(timings["mode"] == COMPILED) & (timings["status"] == "ok")]
@@ -140,7 +163,7 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judg
         return []
     lines = ["## What compiling costs", "",
              ("Compiled cells run `torch.compile` of the unchanged NumPy function (numpy compiled) or of the torch "
-              "code (torch compiled). The first call compiles; it is timed on its own and never a sample. The calls "
+              "code (torch compiled), or `jax.jit` of the JAX code (jax compiled). The first call compiles; it is timed on its own and never a sample. The calls "
               "to amortize are the compile time divided by the time saved per call against NumPy."), ""]
     skipped = timings[(timings["mode"] == COMPILED) & (timings["status"] != "ok")]
     for (status, reason), group in skipped.groupby(["status", "reason"]):
@@ -148,5 +171,10 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judg
     if not speedups.empty and (speedups["mode"] == COMPILED).any():
         lines += [*series_lines(speedups, judging), "", "### Eager and compiled side by side", "",
                   *eager_against_compiled(speedups, judging)]
+        compilers = two_compilers(speedups, judging)
+        if compilers:
+            lines += ["", "### Two compilers of the same code", "",
+                      ("The same code compiled by each library's own compiler (`torch.compile` of the torch "
+                       "code, `jax.jit` of the JAX code), end to end against NumPy:"), "", *compilers]
     lines += ["", *process_lines(timings), ""]
     return lines

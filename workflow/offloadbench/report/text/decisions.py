@@ -397,10 +397,11 @@ def row_notes(row, judging: Judging) -> list[str]:
     """What a row needs said beyond its cells, each naming its size: a compile's payback, the
     variant the simplicity rule passed over, a tie, two states, the sizes still open, why
     the others lose."""
+    cannot = [text_of(row.get("not_for"))] if text_of(row.get("not_for")) else []
     if str(row["decision"]) == NONE:
-        return [f"no answer: {no_answer_text(row)}; {NO_ANSWER_MORE}"]
+        return [f"no answer: {no_answer_text(row)}; {NO_ANSWER_MORE}", *cannot]
     size = int(row["size"])
-    notes = []
+    notes = [*cannot]
     payback = payback_calls(row, " with the compiler's one-time start-up")
     if payback:
         notes.append(f"at n = {size} the compile pays back after {payback}")
@@ -473,7 +474,7 @@ DECISIONS = Table(
     ),
     empty="No decision: no variant other than NumPy has both a result and a NumPy baseline.",
     intro="Each row is one op (or kernel of yours) where it runs. The rule: the fastest variant decided faster than "
-          "NumPy, but a simpler one (NumPy, torch, numpy compiled, torch compiled) where the two cannot be told "
+          "NumPy, but a simpler one (in order: NumPy, the other libraries eager, numpy compiled, the others compiled) where the two cannot be told "
           "apart or tie (within the minimum effect δ = {delta} of a boundary, as close as it will get).",
     context=lambda frame, base: {"once": sharing_said_once(frame), "threads_here": _threads_here(frame)},
 )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ... import libraries
 from ...analysis.columns import unstable_cells
 from ...analysis.roofline import page_cost_s
 from ...cells import Cell
@@ -25,7 +26,7 @@ from ...records import Environment, RoundRecord, SettleRecord
 from ...verdicts import Judging
 from ..captions import caption_of
 from ..escape import md_data, md_frame, safe_html
-from ..format import format_bytes, op_order, ratio_of
+from ..format import and_list, format_bytes, op_order, ratio_of
 from ..page import anchors, markdown_headings, slug, unescaped
 from ..table import Shown, Table, by_size, markdown_table
 from .compile_findings import compile_section
@@ -112,8 +113,16 @@ def table_section(title: str, table: Table, frame: pd.DataFrame, judging: Judgin
     return [f"## {title}", "", shown.markdown(), "", *([shown.legend, ""] if not shown.cells.empty else [])]
 
 
-QUESTION = ("*When does moving NumPy work to PyTorch pay off on this machine, and what do the copies to and from "
-            "the GPU cost?*")
+QUESTION = ("*When does moving NumPy work to {contenders} pay off on this machine, and what do the copies to and "
+            "from the GPU cost?*")
+
+
+def contenders(timings: pd.DataFrame) -> str:
+    """"PyTorch", "PyTorch and JAX": the libraries this run compares with NumPy."""
+    present = set(timings["library"]) if "library" in timings else set()
+    labels = [libraries.get(name).label for name in libraries.NAMES
+              if name in present and not libraries.is_baseline(name)]
+    return and_list(labels) if labels else libraries.get(libraries.DEVICE_RUNTIME).label
 ANSWER = "The answer, per operation"
 AT_A_GLANCE = "At a glance"
 PER_OP = "Per operation"
@@ -182,9 +191,9 @@ def build_markdown(inputs: Inputs) -> str:
         scaling = scaling_table(inputs.table("thread_scaling"))
     ops = op_order(pd.concat([t["op"], d["op"]]) if not d.empty else t["op"])
     lines = [
-        f"# NumPy vs PyTorch on `{inputs.machine}`",
+        f"# NumPy vs {contenders(t)} on `{inputs.machine}`",
         "",
-        QUESTION,
+        QUESTION.format(contenders=contenders(t)),
         "",
         lead,
         "",

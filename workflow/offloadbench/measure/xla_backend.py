@@ -1,0 +1,149 @@
+"""The measuring backend of libraries that run on XLA (JAX): its arrays, its calls, its jit.
+
+It gives a cell what measure/backend.py's `Backend` gives a torch or NumPy cell, so the
+regions, the check and the memory reading are built the same way (`build_regions`):
+
+- compute: the call on JAX arrays already made, until its result is ready
+  (`block_until_ready` on the last result ends every timed block: JAX dispatches
+  asynchronously, so a call returns before its work is done);
+- end_to_end: NumPy arrays in, the NumPy result out, as NumPy code calling JAX does: on the
+  CPU too, since making a JAX array of a NumPy one copies it.
+
+jit is the compiled mode: its first call traces and compiles, timed as the compile phase.
+JAX arrays cannot be changed, so a kernel that updates its arguments is skipped (found by
+NumPy's own call on copies); one that does not trace under jit (boolean masks, shapes or
+`if`s that depend on the values) is skipped for jit, with the tracer's reason.
+"""
+
+from __future__ import annotations
+
+from ..cells import Cell
+from ..libraries import jax as jax_library
+from . import arguments, compiled, devices, memory
+from .backend import NotForLibrary
+from .ops import Op
+from .settings import Settings
+
+# What jax raises where traced code needs concrete values (jax.errors), by class name, so
+# that this module imports jax only when a cell runs.
+TRACE_ERRORS = ("ConcretizationTypeError", "NonConcreteBooleanIndexError", "TracerBoolConversionError",
+                "TracerIntegerConversionError", "TracerArrayConversionError", "UnexpectedTracerError")
+
+
+class XlaBackend:
+    """How JAX moves data and runs the op on the CPU, eager (op by op) or jitted."""
+
+    tensors = False  # its arrays are no torch tensors
+    converts = jax_library.LIBRARY.copies_from_numpy  # NumPy arrays in and out cost a copy each way: a region of its own
+    graphs = False
+    end_to_end_fn = None
+
+    def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
+        import jax
+
+        self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
+        jax_library.enable_x64(cell.dtype)  # before any array of the cell is made
+        self.jax = jax
+        self.lib = jax_library.namespace()
+        self.device = devices.get(cell.device, torch)
+        self.compiled_fn = None
+        self.resident_reason: str | None = None
+        self.changes: tuple[int, ...] = ()  # always empty: a kernel that changes its arguments is skipped
+        self._last = None  # the last result: what a block waits for
+        if cell.compiled:
+            def code(*inputs):
+                return op.compute(self.lib, *inputs)
+
+            self.compiled_fn = jax.jit(code)
+
+    def sync(self) -> None:
+        """Wait for the last call's work: JAX returns before it is done."""
+        if self._last is not None:
+            self.jax.block_until_ready(self._last)
+            self._last = None
+
+    def kept(self, result):
+        return result
+
+    def to_device(self, host):
+        """An argument as a JAX array (scalars and other values unchanged)."""
+        return self.jax.device_put(host) if arguments.is_array(host) else host
+
+    def to_host(self, result):
+        """The result as NumPy arrays (tuples stay tuples, numbers as they are)."""
+        import numpy as np
+
+        if isinstance(result, tuple):
+            return tuple(self.to_host(part) for part in result)
+        return np.asarray(result) if isinstance(result, self.jax.Array) else result
+
+    def as_numpy(self, host):
+        return self.to_host(host)
+
+    def outputs(self, returned, inputs):
+        return returned
+
+    def call(self, inputs):
+        function = self.compiled_fn if self.compiled_fn is not None else self._eager
+        self._last = function(*inputs)
+        return self._last
+
+    def _eager(self, *inputs):
+        return self.op.compute(self.lib, *inputs)
+
+    def compute(self, inputs):
+        return self.call(inputs)
+
+    def round_trip(self, host_inputs: list):
+        """NumPy arrays in, the NumPy result out (converting it waits for it)."""
+        return self.to_host(self.call([self.to_device(x) for x in host_inputs]))
+
+    def eager_call(self, host_inputs: list) -> tuple[object, tuple[int, ...]]:
+        """The kernel's eager code on JAX copies of the inputs, after NumPy's own call on
+        copies has shown that it changes none of its arguments (JAX's cannot be changed)."""
+        import numpy as np
+
+        copies = arguments.fresh(host_inputs)
+        self.op.compute(np, *copies)
+        changed = arguments.changed(host_inputs, copies)
+        if changed and not jax_library.LIBRARY.mutable_arrays:
+            names = ", ".join(self.op.argument_name(i) for i in changed)
+            which = f"argument {names}" if len(changed) == 1 else f"arguments {names}"
+            raise NotForLibrary(f"not for {self.cell.library}: the kernel updates its {which} in place, "
+                                "and JAX arrays cannot be changed")
+        try:
+            returned = self._last = self._eager(*[self.to_device(x) for x in arguments.fresh(host_inputs)])
+            self.sync()
+        except TypeError as error:
+            raise self._refusal(error, "") or error from None
+        return returned, ()
+
+    def _refusal(self, error: Exception, mode: str) -> NotForLibrary | None:
+        """The skip for code JAX cannot run as written, or None for any other failure."""
+        said = compiled.short_reason(str(error))
+        if isinstance(error, TypeError) and "immutable" in said:
+            return NotForLibrary(f"not for {self.cell.library}: the code assigns into an array (x[i] = y), and JAX "
+                                 "arrays cannot be changed")
+        if mode and (type(error).__name__ in TRACE_ERRORS or "Tracer" in said):
+            return NotForLibrary(f"not for {self.cell.library} {mode}: the code does not trace ({said[:160]})")
+        return None
+
+    def first_calls(self, host_inputs: list) -> dict:
+        """jit's first call, timed: the trace and the compile, and one run."""
+        inputs = [self.to_device(x) for x in arguments.fresh(host_inputs)]
+        try:
+            with memory.watching_first_call(self.device) as peak:
+                first = compiled.timed_first_call(self.call, [inputs], self.sync)
+        except Exception as error:  # noqa: BLE001 - only what JAX cannot trace or change is a skip
+            raise self._refusal(error, "jit") or error from None
+        return {"first_call_s": first, "memory": peak, "graphs": 1, "graph_breaks": 0, "first_break": "",
+                "fallback": "", "backend": "xla", "mode": "jit", "compiler_version": self.jax.__version__,
+                "cache": {"cold": True, "hits": 0, "misses": 1, "warm": False}}
+
+    def recompiles(self) -> int:
+        """Traces after the first: calls whose shapes or dtypes differed."""
+        size = getattr(self.compiled_fn, "_cache_size", None)
+        return max(0, size() - 1) if callable(size) else 0
+
+    def pin(self, host_inputs: list) -> list:
+        return host_inputs
