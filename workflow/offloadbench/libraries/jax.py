@@ -94,8 +94,7 @@ LIBRARY = Library(
     devices=("cpu",), runs_plain_numpy=False,
     unsupported_dtypes={"bfloat16": "bfloat16 inputs are made through torch, which JAX cells do not load"},
     uses_torch=False, tensors=False, drives_devices=False,
-    threads_by="XLA",  # its pool is bound at start (limit_threads) and blocks rather than spins
-    import_s=1.5, pool_spin_s=0.03,
+    import_s=1.5, pool_spin_s=0.03,  # XLA's pool is bound at start (limit_threads) and blocks, not spins
     namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host, owns=owns,
     triad=triad, matmul=matmul,
     distribution="jax", source="PyPI (jax with its CPU jaxlib), an extra: requirements-jax.txt",

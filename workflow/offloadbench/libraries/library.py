@@ -25,9 +25,8 @@ class Library:
     uses_torch: bool  # its processes import torch (its arrays are tensors, or torch runs it)
     tensors: bool  # its arrays are torch tensors
     drives_devices: bool  # its runtime drives the GPUs, compiles, and measures copies
-    threads_by: str  # whose thread pool runs its calls
     import_s: float  # what importing it costs a worker, for the estimate (seconds)
-    pool_spin_s: float  # how long its thread pool may spin after a call (schedule.py)
+    pool_spin_s: float  # how long the thread pool that runs its calls may spin after one (schedule.py)
     namespace: Callable  # (torch) -> the array module the catalogue's ops get as `lib`
     kernel_namespace: Callable  # (lib) -> the `xp` a kernel of the user's gets
     from_host: Callable  # (NumPy array, torch) -> the library's array on the CPU, sharing memory

@@ -53,8 +53,7 @@ LIBRARY = Library(
     name="numpy", label="NumPy", module_name="numpy", baseline=True, compiler="torch",
     devices=("cpu",), unsupported_dtypes={"bfloat16": "NumPy has no bfloat16"}, runs_plain_numpy=True,
     uses_torch=False, tensors=False, drives_devices=False,
-    threads_by="OpenBLAS",  # its pool spins after a call for a while: 0.15 s covers OpenBLAS's
-    import_s=0.3, pool_spin_s=0.15,
+    import_s=0.3, pool_spin_s=0.15,  # OpenBLAS's pool spins after a call for a while
     namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host, owns=owns,
     triad=triad, matmul=matmul,
     distribution="numpy", source="PyPI wheels (pip), conda-forge (conda)",

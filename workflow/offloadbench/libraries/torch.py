@@ -42,8 +42,7 @@ LIBRARY = Library(
     name="torch", label="PyTorch", module_name="torch", baseline=False, compiler="torch",
     devices=("cpu", "cuda", "mps"), unsupported_dtypes={}, runs_plain_numpy=False,
     uses_torch=True, tensors=True, drives_devices=True,
-    threads_by="OpenMP",  # its pool (and compiled code's) spins briefly after a call
-    import_s=2.5, pool_spin_s=0.03,
+    import_s=2.5, pool_spin_s=0.03,  # OpenMP's pool (torch's, compiled code's) spins briefly after a call
     namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host, owns=is_tensor,
     triad=triad, matmul=matmul,
     host_peak_method="torch profiler",

@@ -71,8 +71,6 @@ class Backend:
     followed by the arguments it changed, so that they are copied back from a GPU, checked,
     and chained by resident trips like results."""
 
-    converts = False  # its arrays on the cpu are the NumPy arrays (torch.from_numpy shares them)
-
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
         self.library = libraries.get(cell.library)
@@ -279,7 +277,9 @@ def build_regions(backend: Backend, host_inputs: list,
         regions["d2h"] = Region("d2h", lambda: backend.to_host(result), sync)
     if op.finish:
         regions["finish"] = Region("finish", lambda: op.finish(host_array))
-    if cell.is_gpu and backend.tensors or op.finish or backend.converts:
+    # a library whose arrays copy NumPy's (JAX) times NumPy in and out apart, on the CPU too
+    copies_on_cpu = libraries.runtime(cell.library, cell.compiled).copies_from_numpy
+    if cell.is_gpu and backend.tensors or op.finish or copies_on_cpu:
         # the end-to-end form of numpy compiled writes into the host arrays; copies in do not
         writes_host = backend.end_to_end_fn is not None or not cell.is_gpu
         regions["end_to_end"] = Region("end_to_end", end_to_end, sync, restore=on_host if writes_host else None)

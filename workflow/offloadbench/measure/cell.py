@@ -541,7 +541,16 @@ def _first_kernel_call(op: Op, backend: Backend, host_inputs: list) -> tuple[int
     it changes (the outputs it writes in place). It must return arrays or numbers (or a
     tuple of them), or nothing where it changes an argument; else the cell ends here naming
     the kernel's file and line, rather than with an AttributeError deep in the copies or the
-    check."""
+    check. A library whose arrays cannot be changed (JAX) cannot run a kernel that NumPy's
+    own call shows updating its arguments: the cell is skipped, saying which."""
+    library = libraries.get(backend.cell.library)
+    if not library.mutable_arrays:
+        changed = _numpy_changes(op, backend, host_inputs)
+        if changed:
+            names = ", ".join(op.argument_name(i) for i in changed)
+            which = f"argument {names}" if len(changed) == 1 else f"arguments {names}"
+            raise NotForLibrary(f"not for {library.name}: the kernel updates its {which} in place, and "
+                                f"{library.label} arrays cannot be changed")
     returned, changes = backend.eager_call(host_inputs)
     parts = () if returned is None else returned if isinstance(returned, tuple) else (returned,)
     wrong = [type(part).__name__ for part in parts
@@ -553,13 +562,18 @@ def _first_kernel_call(op: Op, backend: Backend, host_inputs: list) -> tuple[int
     if not parts and not changes and backend.lib is not np:
         # NumPy's code may update what this library's leaves alone: those arguments are the
         # outputs, and the check says which this variant got wrong
-        copies = arguments.fresh([backend.as_numpy(x) for x in host_inputs])
-        op.compute(np, *copies)
-        changes = arguments.changed(host_inputs, copies)
+        changes = _numpy_changes(op, backend, host_inputs)
     if not parts and not changes:
         raise CellFailed("error", f"kernel {op.kernel.name} returned nothing and changed none of its arguments, so "
                                   f"there is nothing to check {where}")
     return changes
+
+
+def _numpy_changes(op: Op, backend: Backend, host_inputs: list) -> tuple[int, ...]:
+    """The arguments NumPy's own code changes, called on copies of the inputs."""
+    copies = arguments.fresh([backend.as_numpy(x) for x in host_inputs])
+    op.compute(np, *copies)
+    return arguments.changed(host_inputs, copies)
 
 
 def _timing_of(op: Op, backend: Backend, compute: Region, repeats: int = 5) -> dict:

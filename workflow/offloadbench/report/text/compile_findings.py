@@ -167,7 +167,8 @@ def compile_section(timings: pd.DataFrame, speedups: pd.DataFrame, judging: Judg
               "to amortize are the compile time divided by the time saved per call against NumPy."), ""]
     skipped = timings[(timings["mode"] == COMPILED) & (timings["status"] != "ok")]
     for (status, reason), group in skipped.groupby(["status", "reason"]):
-        lines.append(f"- {len(group)} compiled cells are {status}: {reason}.")
+        cells = "1 compiled cell is" if len(group) == 1 else f"{len(group)} compiled cells are"
+        lines.append(f"- {cells} {status}: {reason}.")
     if not speedups.empty and (speedups["mode"] == COMPILED).any():
         lines += [*series_lines(speedups, judging), "", "### Eager and compiled side by side", "",
                   *eager_against_compiled(speedups, judging)]

@@ -41,12 +41,12 @@ def in_place_lines(timings: pd.DataFrame) -> list[str]:
                 "never timed)" if not restore.empty and restore.min() != restore.max()
                 else f" (putting them back took {fmt_time(restore.iloc[0])} a call, never timed)"
                 if not restore.empty else "")
+        # one sentence naming the kernel: the report has one such line per kernel, never the same twice
         lines.append(
-            f"- {op} updates these arguments in place: {changes}. They are its "
-            "outputs, checked against float64 NumPy and copied back from a GPU with its results. Each call was "
-            "timed alone, starting from the inputs of the first call: what a call changed was put back before the "
-            f"next, outside the clock{cost}. Its resident trips call it again on the same device arrays, as its "
-            "own time loop would.")
+            f"- {op} updates {changes} in place, so these arguments are its outputs, checked against float64 NumPy "
+            f"and copied back from a GPU with its results; each call of {op} was timed alone from the inputs of the "
+            f"first call, what it changed put back before the next outside the clock{cost}, and its resident trips "
+            f"call {op} again on the same device arrays, as its own time loop would.")
     return lines
 
 
