@@ -14,24 +14,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+STANDIN_DIR = str(Path(__file__).resolve().parent / "standin")
+
 
 def pytest_configure(config):
     """Inductor compiles in this process, as in every process of a run, and with
     OFFLOADBENCH_STANDIN_GPU set this process's torch gets the stand-in GPU, before any test
-    module loads torch (measure.devices.import_torch does both)."""
-    from offloadbench.measure import devices
+    module loads torch (measure.devices.import_torch does both). The stand-in lives in
+    tests/standin/, on the path of this process (pyproject.toml) and of every process a test
+    starts."""
+    from offloadbench.measure import devices, system
 
     os.environ.update(devices.ONE_COMPILE_THREAD)
-    if devices.standin_requested():
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [STANDIN_DIR, os.environ.get("PYTHONPATH")]))
+    if system.standin_requested():
         devices.import_torch()
 
 
 @functools.lru_cache(maxsize=1)
 def gpu_at_hand() -> str | None:
     """Which GPU the gpu tests run on here: "cuda" (a real one), "stand-in", or None."""
-    from offloadbench.measure import devices
+    from offloadbench.measure import system
 
-    if devices.standin_requested():
+    if system.standin_requested():
         return "stand-in"
     try:
         import torch

@@ -58,7 +58,8 @@ def make_box(folder: Path) -> Path:
 
 
 def start_round(box, round_index=1, grid=GRID, settings=None, faults="", raw=None, lock=None, kernels=(), cwd=None):
-    env = {**os.environ, "PYTHONPATH": f"{box / 'faults'}:{ROOT / 'workflow'}", "TEST_FAULTS": faults,
+    path = os.pathsep.join(filter(None, [str(box / "faults"), str(ROOT / "workflow"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "TEST_FAULTS": faults,
            LOCK_ENV: str(lock or box / "test.lock")}
     cmd = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(round_index), "--processes", "2",
            "--machine", "box", "--grid", json.dumps(grid), "--settings", json.dumps(settings or SETTINGS),

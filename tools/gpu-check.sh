@@ -66,6 +66,7 @@ export PATH="$bin:$PATH" PYTHONUNBUFFERED=1
 export PYTHONPATH=$(pwd)/workflow${PYTHONPATH:+:$PYTHONPATH}
 if [ "$STANDIN" = 1 ]; then
   export OFFLOADBENCH_STANDIN_GPU=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+  export PYTHONPATH=$(pwd)/tests/standin:$PYTHONPATH  # the stand-in is test equipment, outside the package
 elif ! "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "error: gpu-check needs a CUDA GPU visible to torch (STANDIN=1 rehearses it with the stand-in GPU)" >&2
   exit 1

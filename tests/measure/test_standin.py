@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import standin_gpu as standin
 from conftest import run_cell_record
 from offloadbench.cells import Cell
 from offloadbench.kernels import load_kernels
-from offloadbench.measure import devices, standin
+from offloadbench.measure import devices, system
 from offloadbench.measure.backend import Backend, build_regions, make_host_inputs
 from offloadbench.measure.ops import get_op
 from offloadbench.measure.settings import Settings
@@ -39,7 +40,7 @@ def cuda(torch):
 def in_a_fresh_process(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Python code in a process of its own, with the stand-in on (and `env` on top)."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "workflow"), devices.STANDIN_ENV: "1",
+                          env={**os.environ, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests' / 'standin'}", system.STANDIN_ENV: "1",
                                **(env or {})})
 
 
@@ -227,7 +228,7 @@ def test_the_cells_gpu_is_read_by_nvmls_index_not_cudas():
     code = ("import json; from offloadbench.measure import devices; t = devices.import_torch(); "
             "d = devices.get('cuda', t); (d.to_device(t.ones(4096)) * 2).sum(); d.synchronize(); "  # under load
             "print(json.dumps({**d.describe(), 'clocks': d.clocks()}))")
-    done = in_a_fresh_process(code, {devices.STANDIN_ENV: "2", "CUDA_VISIBLE_DEVICES": "1"})
+    done = in_a_fresh_process(code, {system.STANDIN_ENV: "2", "CUDA_VISIBLE_DEVICES": "1"})
     found = json.loads(done.stdout)
     assert found["cuda_index"] == 0 and found["nvml_index"] == 1 and found["pci_bus_id"] == "00000000:3b:00.0"
     assert found["clocks"]["sm_mhz"] == standin.SM_MHZ[1]
@@ -305,7 +306,8 @@ def test_compiled_cpu_cells_forked_from_the_compiler_launcher_run_where_a_gpu_is
 
 LAUNCHER_WITH_CUDA_UP = """
 import sys
-from offloadbench.measure import devices, standin
+import standin_gpu as standin
+from offloadbench.measure import devices, system
 _import = devices.import_torch
 def import_torch():  # the torch launcher brings CUDA up, as a compiler's start did where a GPU was visible
     torch = _import()

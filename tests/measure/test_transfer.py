@@ -5,7 +5,7 @@ import pytest
 import torch  # a pinned requirement: missing, it must fail the suite, not skip it
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.tables import roofs_table, transfer_table
-from offloadbench.measure import transfer
+from offloadbench.measure import system, transfer
 from offloadbench.measure.timing import StopRule
 from offloadbench.records import DeviceRecord
 from offloadbench.units import bandwidth_gbs, parse_size
@@ -34,7 +34,7 @@ def test_pcie_link_rate_is_generation_times_width():
     def fake_smi(*args, **kwargs):
         return subprocess.CompletedProcess(args, 0, stdout="5, 16, 1, 16\n", stderr="")
 
-    link = transfer.pcie_link(run=fake_smi)
+    link = system.pcie_link(run=fake_smi)
     assert link["kind"] == "PCIe gen 5 x16" and link["current"] == "gen 1 x16"
     assert link["gbs"] == pytest.approx(63.0, rel=0.01)
 
@@ -43,7 +43,7 @@ def test_missing_nvidia_smi_gives_no_link():
     def no_smi(*args, **kwargs):
         raise FileNotFoundError("nvidia-smi")
 
-    assert transfer.pcie_link(run=no_smi) is None
+    assert system.pcie_link(run=no_smi) is None
     assert transfer.link_rate(25, "cuda") == {"kind": "configured", "gbs": 25.0, "source": "config transfer.link_gbs"}
 
 

@@ -1,6 +1,6 @@
 """The real pipeline, end to end, on the tiny grid of .test/ in a temporary copy of the repository.
 
-Its cuda is the stand-in GPU (OFFLOADBENCH_STANDIN_GPU=1, measure/standin.py), so every GPU
+Its cuda is the stand-in GPU (OFFLOADBENCH_STANDIN_GPU=1, tests/standin/standin_gpu.py), so every GPU
 path runs through the real rounds on any machine, and the suite checks the same statuses on
 a GPU machine; mps is skipped off a Mac. `make gpu-check` runs the GPU path on a real GPU.
 """

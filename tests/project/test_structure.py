@@ -24,9 +24,9 @@ FORBIDDEN = {
 }
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
     """Every module a file imports, lazily or not, with relative imports made absolute."""
-    package = ".".join(path.relative_to(ROOT / "workflow").with_suffix("").parts[:-1])
+    package = ".".join(path.relative_to(root / "workflow").with_suffix("").parts[:-1])
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -272,3 +272,75 @@ def test_the_text_parsing_check_finds_a_flag_taken_apart(tmp_path):
         assert text_parsing(sample, tmp_path) == {"sample.py f"}, line
     sample.write_text("def f(row):\n    return row.kind == 'drift'\n")
     assert text_parsing(sample, tmp_path) == set()
+
+
+# No import circles, lazy imports inside functions included: a circle means two modules
+# depend on each other even where nothing fails at import time. `from . import x` depends
+# on the module x, not on the package it sits in.
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root / "workflow").with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: Path = PACKAGE, root: Path = ROOT) -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports."""
+    modules = {module_name(p, root): p for p in package.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        imported = imported_modules(path, root)
+        # a name from a module is the module; a module from a package is that module only
+        direct = {m for m in imported if m in modules and m != name and
+                  not any(o.startswith(m + ".") and o in modules for o in imported)}
+        graph[name] = direct
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_another_that_imports_it_back():
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_lazy_import(tmp_path):
+    package = tmp_path / "workflow" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from . import c\n")
+    (package / "c.py").write_text("import pkg.a\n")
+    assert circles(import_graph(package, tmp_path)) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+def test_the_standin_gpu_is_test_equipment_outside_the_package():
+    assert not [p for p in PACKAGE.rglob("*.py") if "class StandInCuda" in p.read_text()]
+    code = "from offloadbench.measure import devices; devices.import_torch()"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False,
+                         env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": "", "OFFLOADBENCH_STANDIN_GPU": "1"})
+    assert out.returncode != 0
+    assert "put the repository's tests/standin on PYTHONPATH" in out.stderr.strip().splitlines()[-1]

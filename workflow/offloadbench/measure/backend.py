@@ -53,16 +53,6 @@ class NotForLibrary(Exception):
     the cell is skipped with the reason."""
 
 
-def make_backend(cell: Cell, op: Op, settings: Settings, torch=None):
-    """The backend of the library that runs the cell (its compiler's, compiled)."""
-    kind = libraries.runtime(cell.library, cell.compiled).backend
-    if kind == "xla":
-        from .xla_backend import XlaBackend
-
-        return XlaBackend(cell, op, settings, torch)
-    return Backend(cell, op, settings, torch)
-
-
 class Backend:
     """How a library moves data and runs the op on one device, eager or compiled.
 

@@ -45,7 +45,6 @@ from .backend import (
     build_regions,
     configure_torch,
     conversion_seconds,
-    make_backend,
     make_host_inputs,
     np_dtype,
 )
@@ -53,6 +52,18 @@ from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
 from .timing import Region, Warmup, collector_off, rewarm, warm_up
+from .xla_backend import XlaBackend
+
+# The measuring backends, by the name a library gives (Library.backend): torch's moves
+# NumPy and torch arrays (and runs numpy compiled), XLA's moves JAX arrays.
+BACKENDS = {"torch": Backend, "xla": XlaBackend}
+
+
+def make_backend(cell: Cell, op: Op, settings: Settings, torch=None) -> Backend:
+    """The backend of the library that runs the cell (its compiler's, compiled)."""
+    backend = BACKENDS[libraries.runtime(cell.library, cell.compiled).backend]
+    return backend(cell, op, settings, torch)
+
 
 SAMPLING, WAITING = "sampling", "waiting"  # a bout's to count: its turns, and the others' preparation
 MAX_CLOCK_READINGS = 1000  # two a turn at most; a record holds them

@@ -4,7 +4,7 @@ running code on it (eager and compiled) and whether the compiler can target it.
 
 `get(name, torch)` gives a `Device`: `Cpu` (data are where they run; nothing to copy or
 wait for), `Cuda`, `Mps`, or, where `OFFLOADBENCH_STANDIN_GPU` is set, the stand-in GPU
-(measure/standin.py), which takes the cuda paths on a machine without one. Every process
+(tests/standin/standin_gpu.py), which takes the cuda paths on a machine without one. Every process
 imports torch through `import_torch`, which installs the stand-in into `torch.cuda` and
 NVML first where it is switched on, so that PyTorch's own probes (Dynamo's) reach it too.
 
@@ -14,18 +14,28 @@ torch is passed in, never imported at module level, so numpy cells stay free of 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import platform
 import sys
 from collections.abc import Callable
 
-STANDIN_ENV = "OFFLOADBENCH_STANDIN_GPU"
+from . import system
+from .system import STANDIN_ENV, standin_requested
+
 GPUS = ("cuda", "mps")
+# The stand-in GPU is test equipment and lives outside this package (tests/standin/); a run
+# that switches it on has its folder on PYTHONPATH (make test and make gpu-check STANDIN=1 do).
+STANDIN_MODULE = "standin_gpu"
 
 
-def standin_requested() -> bool:
-    """Whether this run's cuda is the stand-in GPU (OFFLOADBENCH_STANDIN_GPU set, not 0)."""
-    return os.environ.get(STANDIN_ENV, "") not in ("", "0")
+def standin():
+    """The stand-in GPU's module, or a one-line error that says how to make it importable."""
+    try:
+        return importlib.import_module(STANDIN_MODULE)
+    except ImportError as error:
+        raise RuntimeError(f"{STANDIN_ENV} is set, but the stand-in GPU cannot be imported ({error}): put the "
+                           "repository's tests/standin on PYTHONPATH, or unset the variable") from None
 
 
 # Inductor compiles with a pool of one process per core by default: on a 16-core GPU host
@@ -45,9 +55,7 @@ def import_torch():
     except ImportError:
         return None
     if standin_requested():
-        from . import standin
-
-        standin.install(torch)
+        standin().install(torch)
     return torch
 
 
@@ -253,8 +261,6 @@ class Cuda(Gpu):
         """NVML's index of this GPU (the current one by default): NVML lists every GPU in PCI
         order, while CUDA's index counts within CUDA_VISIBLE_DEVICES, so the two are matched
         by PCI address."""
-        from . import system
-
         index = self.torch.cuda.current_device() if index is None else index
         return system.nvml_index_of(self.pci_bus_id(index))
 
@@ -278,14 +284,10 @@ class Cuda(Gpu):
         }
 
     def clocks(self) -> dict | None:
-        from . import system
-
         return system.gpu_clocks(self.nvml_index())
 
     def link(self) -> dict | None:
-        from .transfer import pcie_link
-
-        return pcie_link()
+        return system.pcie_link()
 
     def compile_reason(self) -> str | None:
         try:
@@ -337,9 +339,7 @@ class Mps(Gpu):
 def get(name: str, torch=None) -> Cpu:
     """The device `name` of this process (the stand-in for cuda, where it is switched on)."""
     if name == "cuda" and standin_requested():
-        from .standin import StandInCuda
-
-        return StandInCuda(torch)
+        return standin().StandInCuda(torch)
     kinds = {"cpu": Cpu, "cuda": Cuda, "mps": Mps}
     if name not in kinds:
         raise ValueError(f"unknown device {name!r}")

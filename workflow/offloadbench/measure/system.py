@@ -15,7 +15,16 @@ import time
 from pathlib import Path
 
 from ..cells import usable_cores
-from . import devices
+
+# Where this variable is set (and not 0), cuda is the stand-in GPU, test equipment that takes
+# the cuda paths on a machine without one (devices.py loads it; tests/standin/ holds it).
+STANDIN_ENV = "OFFLOADBENCH_STANDIN_GPU"
+
+
+def standin_requested() -> bool:
+    """Whether this run's cuda is the stand-in GPU (OFFLOADBENCH_STANDIN_GPU set, not 0)."""
+    return os.environ.get(STANDIN_ENV, "") not in ("", "0")
+
 
 BUSY_CPU_SHARE = 0.10  # a process using this share of one core counts as busy
 BUSY_LOAD_PER_CORE = 0.5  # 1-minute load per core above which the machine is not idle
@@ -255,6 +264,28 @@ def nvidia_smi(query: str, run=subprocess.run) -> str | None:
     return lines[0].strip() if out.returncode == 0 and lines else None
 
 
+# PCIe per-lane payload rate in GB/s by generation, after line encoding (8b/10b up to gen 2,
+# 128b/130b from gen 3; gen 6 counts its FLIT overhead).
+PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+def pcie_link(run=subprocess.run) -> dict | None:
+    """The GPU's PCIe link as nvidia-smi reports it, with its theoretical rate."""
+    query = "pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current"
+    line = nvidia_smi(query, run)
+    try:
+        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in line.split(","))
+    except (AttributeError, ValueError):  # no nvidia-smi, or no answer from it
+        return None
+    lane = PCIE_LANE_GBS.get(gen_max)
+    return {
+        "kind": f"PCIe gen {gen_max} x{width_max}",
+        "gbs": lane * width_max if lane else None,
+        "current": f"gen {gen_now} x{width_now}",
+        "source": "nvidia-smi (maximum generation and width)",
+    }
+
+
 def snapshot(busy_window_s: float = 0.25) -> dict:
     """Everything this check reads, once."""
     times = _cpu_times()
@@ -268,7 +299,7 @@ def snapshot(busy_window_s: float = 0.25) -> dict:
         "cores_present": os.cpu_count(),
         "cores_usable": usable_cores(),
         "gpus": nvml_state(),
-        "standin_gpu": devices.standin_requested(),
+        "standin_gpu": standin_requested(),
     }
 
 
@@ -292,7 +323,7 @@ def advice(snap: dict) -> list[str]:
     if snap.get("cpu_governor") not in (None, "performance"):
         lines.append(f"the CPU governor is {snap['cpu_governor']!r}, so clocks follow the load")
     if snap.get("standin_gpu"):
-        lines.append(f"cuda is offloadbench's stand-in GPU ({devices.STANDIN_ENV} is set): its times are this CPU's "
+        lines.append(f"cuda is offloadbench's stand-in GPU ({STANDIN_ENV} is set): its times are this CPU's "
                      "and a modelled link, not a GPU's")
     for gpu in snap.get("gpus") or []:
         reasons = [r for r in gpu.get("clock_event_reasons") or [] if r != "gpu idle"]

@@ -8,35 +8,12 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import subprocess
 
 from ..units import bandwidth_gbs
-from . import devices, system
+from . import devices
 from .timing import BlockRule, Region, StopRule, WarmupRule, measure_region
 
 DIRECTIONS = ("h2d", "d2h")
-# PCIe per-lane payload rate in GB/s by generation, after line encoding (8b/10b up to gen 2,
-# 128b/130b from gen 3; gen 6 counts its FLIT overhead).
-PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
-
-
-def pcie_link(run=subprocess.run) -> dict | None:
-    """The GPU's PCIe link as nvidia-smi reports it, with its theoretical rate."""
-    query = "pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current"
-    line = system.nvidia_smi(query, run)
-    try:
-        gen_max, width_max, gen_now, width_now = (int(v.strip()) for v in line.split(","))
-    except (AttributeError, ValueError):  # no nvidia-smi, or no answer from it
-        return None
-    lane = PCIE_LANE_GBS.get(gen_max)
-    return {
-        "kind": f"PCIe gen {gen_max} x{width_max}",
-        "gbs": lane * width_max if lane else None,
-        "current": f"gen {gen_now} x{width_now}",
-        "source": "nvidia-smi (maximum generation and width)",
-    }
-
-
 def link_rate(configured, device: str, torch=None) -> dict | None:
     """The theoretical host<->device rate: configured in GB/s, or read where possible."""
     if isinstance(configured, (int, float)):

@@ -4,7 +4,7 @@ scans and sorts, spectral, stencils."""
 from __future__ import annotations
 
 from ...catalogue import AXPY_SCALAR
-from . import spec_op
+from .op import spec_op
 
 # Elementwise ops: one pass over the data, memory-bound (axpy) or transcendental-bound.
 

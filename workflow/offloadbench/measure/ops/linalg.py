@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..correctness import relative_error
-from . import rows_error, spec_op
+from .op import rows_error, spec_op
 
 
 def _matmul(lib, a, b):

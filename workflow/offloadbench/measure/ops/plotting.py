@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from . import rows_error, spec_op
+from .op import rows_error, spec_op
 
 
 def field(lib, a, b):

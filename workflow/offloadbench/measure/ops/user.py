@@ -21,7 +21,7 @@ from ...catalogue import kernel_spec
 from ...kernels import Kernel
 from .. import arguments
 from ..correctness import WrongResult, relative_error
-from . import Op, spec_inputs
+from .op import Op, spec_inputs
 
 
 def _parts(value) -> tuple:

@@ -1,5 +1,7 @@
 """The stand-in GPU: a CUDA device on the CPU, so that the tests take every cuda path of the
-measuring code on a machine without a GPU, and fail wherever CUDA would.
+measuring code on a machine without a GPU, and fail wherever CUDA would. It is test
+equipment, outside the offloadbench package: a process that switches it on has this folder
+on PYTHONPATH (make test and make gpu-check STANDIN=1 put it there).
 
 `OFFLOADBENCH_STANDIN_GPU=1` switches it on (2 gives two GPUs, for the index checks);
 every process that imports torch through `devices.import_torch` installs it. It stands in:
@@ -53,9 +55,10 @@ import weakref
 from collections.abc import Callable
 
 import torch
+from offloadbench.measure import compiled
+from offloadbench.measure.devices import Cpu, Cuda
+from offloadbench.measure.system import STANDIN_ENV
 from torch.overrides import TorchFunctionMode
-
-from .devices import STANDIN_ENV, Cpu, Cuda
 
 NAME = "offloadbench stand-in GPU (on the CPU)"
 MEMORY_ENV = "OFFLOADBENCH_STANDIN_MEMORY"
@@ -651,8 +654,6 @@ class StandInCuda(Cuda):
     def compile_mode(self, mode: str) -> str:
         # the stand-in's tensors live on the host, where Inductor's CUDA-graph trees would reach
         # for the real CUDA allocator; `compiled` models the graphs' overwritten outputs instead
-        from . import compiled
-
         return "default" if mode in compiled.CUDA_GRAPH_MODES else mode
 
     def compiled(self, fn: Callable, graphs: bool = False) -> Callable:
