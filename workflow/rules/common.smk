@@ -44,7 +44,6 @@ from offloadbench.layout import (
     round_relpath,
 )
 from offloadbench.report.captions import caption_of
-from offloadbench.verdicts import Judging
 
 _notes = []
 try:
@@ -61,9 +60,6 @@ config.clear()
 config.update(_validated)
 
 RESULTS = config["results_dir"]
-JUDGING_POLICY = Judging.from_config(
-    config["analysis"]
-)  # δ and the confidence level of every verdict
 try:
     NODE_TYPES = node_types(config["cluster"])
 except ClusterError as error:

@@ -22,6 +22,6 @@ rule figure:
     conda:
         "../envs/analysis.yaml"
     params:
-        caption=lambda wildcards: caption_of(wildcards.figure, JUDGING_POLICY),
+        caption=lambda wildcards: caption_of(wildcards.figure),
     script:
         "../scripts/draw_figure.py"

@@ -66,11 +66,13 @@ CAPTIONS = {
     ),
 }
 
-def caption_of(name: str, judging: Judging) -> str:
-    """The caption of a figure file: its figure's, with its intervals' level, and for one
-    page of a large grid which page."""
+def caption_of(name: str, judging: Judging | None = None) -> str:
+    """The caption of a figure file: its figure's, with its intervals' level from the policy
+    the tables were judged with (judging.json), and for one page of a large grid which page.
+    Without a policy (snakemake --report's captions, written before judging.json exists) it
+    says "CI" and leaves the level to the figure, which states it."""
     base, page = split_figure_name(name)
-    caption = CAPTIONS[base].format(ci=judging.ci)
+    caption = CAPTIONS[base].format(ci=judging.ci if judging else "CI")
     if not page:
         return caption
     return (f"{caption} Page {page}: the grid has more ops and dtypes than one page holds, so this "

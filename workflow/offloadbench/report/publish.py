@@ -16,7 +16,6 @@ from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
 from ..records import load_environment
-from ..verdicts import Judging
 from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .figures.draw import draw
 from .text.comparison import write_comparison_report
@@ -55,8 +54,8 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     settings = run_settings(source)
     written = source.tables(analysis)
     tables = with_series_rows(written)  # each decision with its sizes, losses and states, as read_tables gives
-    own = source.judging() or Judging.from_config(settings["analysis"])
-    rejudged = "" if own == analysis.judging else (
+    own = source.judging()  # judging.json: the policy its own tables were judged with, if it has them
+    rejudged = "" if own in (None, analysis.judging) else (
         f"Re-judged here under {analysis.judging.describe()}: its own tables were judged under {own.describe()}.")
     inputs = Inputs(source.label, source.environment(), tables, settings, with_thresholds(analysis.judging),
                     source.rounds(), source.settle(), rejudged)

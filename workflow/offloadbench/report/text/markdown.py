@@ -299,7 +299,6 @@ def load_inputs(paths, machine: str, settings: dict) -> Inputs:
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
     settle = getattr(paths, "settle", None)
-    judging = load_judging(paths.judging) if getattr(paths, "judging", None) else Judging.from_config(
-        settings["analysis"])
+    judging = load_judging(paths.judging)  # the one source of δ and the confidence level
     return Inputs(machine, load_environment(paths.environment), tables, settings, judging,
                   [load_round(p) for p in getattr(paths, "rounds", [])], load_settle(settle) if settle else None)

@@ -25,6 +25,7 @@ from ...analysis.tables import StaleTable, read_table, read_tables, with_series_
 from ...bundles import BUNDLE_SUFFIX, source_label, unpack
 from ...cells import CELL_COLUMNS, Cell
 from ...errors import UserError, one_line, shown
+from ...layout import JUDGING
 from ...verdicts import Judging
 from ..escape import terminal_frame
 from ..format import finite, fmt_percent, fmt_sig, format_bytes
@@ -50,9 +51,12 @@ def answer_tables(folder: Path, label: str, rebuild: bool = False) -> tuple[dict
             for name in ("decision_sizes", "losses", "states"):  # tables of a version before them
                 if not (folder / f"{name}.csv").is_file():
                     raise StaleTable(f"{shown(folder / f'{name}.csv')}: missing; aggregate again")
+            judging = source.judging()  # tables say nothing without the policy they were judged with
+            if judging is None:
+                raise StaleTable(f"{shown(folder / JUDGING)}: missing; aggregate again")
             tables = {name: read_table(name, str(folder / f"{name}.csv")) if (folder / f"{name}.csv").is_file()
                       else pd.DataFrame() for name in names}
-            return with_series_rows(tables), source.judging() or Judging()
+            return with_series_rows(tables), judging
         except StaleTable:
             if not source.raw.is_dir():
                 raise
