@@ -371,3 +371,29 @@ def recorded(tmp_path, settings=None, judging=None) -> dict:
     write_judging(judging or Judging(), str(path))
     round_ = RoundRecord.from_json({"round": 1, "method": {**(settings or Settings()).method(), **bout.method(4)}})
     return recorded_method([round_], load_judging(path))
+
+
+# --- the stand-in GPU's log of a timed block -------------------------------------------
+
+
+def recorded_timing(region, calls: int = 3) -> list:
+    """The device calls of one timed block of `region`, with its two clock reads marked."""
+    import dataclasses
+    import time
+
+    import standin_gpu
+
+    def clock():
+        standin_gpu.note("clock")
+        return time.perf_counter_ns()
+
+    with standin_gpu.recording() as log:
+        dataclasses.replace(region, clock=clock).time_block(calls)
+    return list(log)
+
+
+def synced_at_both_ends(log: list) -> bool:
+    """Sync, then the clock starts; calls; sync, then the clock stops."""
+    marks = [i for i, entry in enumerate(log) if entry == ("clock",)]
+    start, stop = marks[0], marks[-1]
+    return start > 0 and log[start - 1] == ("sync",) and log[stop - 1] == ("sync",) and stop - start > 2

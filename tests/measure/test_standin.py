@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import standin_gpu as standin
-from conftest import run_cell_record
+from conftest import recorded_timing, run_cell_record, synced_at_both_ends
 from offloadbench.cells import Cell
 from offloadbench.kernels import load_kernels
 from offloadbench.measure import devices, system
-from offloadbench.measure.backend import Backend, build_regions, make_host_inputs
+from offloadbench.measure.backend import build_regions, make_host_inputs
+from offloadbench.measure.cell import make_backend
 from offloadbench.measure.ops import get_op
 from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import Region, StopRule, WarmupRule
@@ -100,24 +101,6 @@ def test_code_that_makes_arrays_on_the_data_s_device_gets_them_on_the_gpu(cuda, 
     assert clipped.device.type == "cuda" and float(cuda.to_host(clipped).min()) == 0.0
 
 
-def recorded_timing(region: Region, calls: int = 3) -> list:
-    """The device calls of one timed block of `region`, with its two clock reads marked."""
-    def clock():
-        standin.note("clock")
-        return time.perf_counter_ns()
-
-    with standin.recording() as log:
-        dataclasses.replace(region, clock=clock).time_block(calls)
-    return list(log)
-
-
-def synced_at_both_ends(log: list) -> bool:
-    """Sync, then the clock starts; calls; sync, then the clock stops."""
-    marks = [i for i, entry in enumerate(log) if entry == ("clock",)]
-    start, stop = marks[0], marks[-1]
-    return start > 0 and log[start - 1] == ("sync",) and log[stop - 1] == ("sync",) and stop - start > 2
-
-
 def test_a_timed_region_without_a_sync_at_its_end_is_caught_and_reads_too_fast(cuda, torch):
     pinned, on_device = cuda.host_buffer(2**26, pinned=True), cuda.device_buffer(2**26)  # 64 MiB
     copy = Region("h2d", lambda: cuda.copy(on_device, pinned, non_blocking=True), cuda.synchronize)
@@ -193,13 +176,15 @@ CELLS = [
     Cell("matmul", "torch", "cuda", "float32", 64, "1"),
     Cell("transcendental", "torch", "cuda", "float32", 64, "1"),  # resident trips
     Cell("compute_then_plot", "torch", "cuda", "float32", 64, "1"),  # a host finish
+    Cell("axpy", "cupy", "cuda", "float32", 64, "1"),  # CuPy's backend, through the stand-in's CuPy
+    Cell("compute_then_plot", "cupy", "cuda", "float32", 64, "1"),
 ]
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=lambda c: c.op)
+@pytest.mark.parametrize("cell", CELLS, ids=lambda c: f"{c.library}-{c.op}")
 def test_every_timed_region_of_a_gpu_cell_is_sync_calls_sync(cell, torch):
     op = get_op(cell.op)
-    backend = Backend(cell, op, SETTINGS, torch)
+    backend = make_backend(cell, op, SETTINGS, torch)
     regions = build_regions(backend, make_host_inputs(op, cell, 0, torch))
     assert {"h2d", "compute", "d2h", "end_to_end"} <= set(regions)
     for name, region in regions.items():

@@ -2,6 +2,7 @@
 library's name, and the names every schema allows are the registry's."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -76,11 +77,30 @@ def test_a_grid_that_names_an_extra_library_gets_it_installed_by_make_run(tmp_pa
     assert "tools/extras.py $(CONFIG)" in (ROOT / "Makefile").read_text()
 
 
-def test_an_extra_library_that_is_not_installed_stops_the_run_saying_how_to_install_it(monkeypatch):
-    from offloadbench.errors import UserError
+def test_an_extra_library_that_is_not_installed_has_its_cells_skipped_saying_how_to_install_it(monkeypatch, tmp_path):
+    """A host that lacks an extra (a GPU host without CuPy, say) still measures the rest of
+    the grid: the environment job records the library as missing, and its cells are skipped
+    with the way to install it."""
+    import json
+
     from offloadbench.jobs import environment
+    from offloadbench.records import Environment, load_record
+    from rounds import SETTINGS, make_box, run_round
 
     monkeypatch.setattr(libraries, "versions", lambda: {**{name: "1" for name in libraries.NAMES}, "jax": None})
-    with pytest.raises(UserError, match=r"the grid measures jax, which is not installed .*: pip install -r "
-                                        r"requirements-jax.txt"):
-        environment.capture("here", ["numpy", "jax"])
+    found = environment.capture("here", ["numpy", "jax"])
+    reason = found["libraries_missing"]["jax"]
+    assert re.match(r"jax is not installed in the Python that runs the measure rules .*: pip install -r "
+                    r"requirements-jax.txt", reason)
+    assert Environment.from_json(found).library_reason("numpy") is None
+
+    box = make_box(tmp_path)
+    written = json.loads((box / "environment.json").read_text())
+    (box / "environment.json").write_text(json.dumps({**written, "libraries_missing": {"jax": reason}}))
+    grid = {"ops": ["axpy"], "libraries": ["numpy", "jax"], "devices": ["cpu"], "dtypes": ["float32"],
+            "sizes": [16], "threads": [1]}
+    code, err = run_round(box, grid=grid, settings=SETTINGS)
+    assert code == 0, err[-3000:]
+    skipped = load_record(box / "raw" / "axpy" / "jax-cpu-float32-n16-t1" / "p1.json")
+    assert skipped.status == "skipped" and skipped.reason == reason
+    assert load_record(box / "raw" / "axpy" / "numpy-cpu-float32-n16-t1" / "p1.json").ok

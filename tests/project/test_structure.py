@@ -2,6 +2,7 @@
 analysis, and the analysis, figures and report never load the timing or device code."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -344,3 +345,13 @@ def test_the_standin_gpu_is_test_equipment_outside_the_package():
                          env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": "", "OFFLOADBENCH_STANDIN_GPU": "1"})
     assert out.returncode != 0
     assert "put the repository's tests/standin on PYTHONPATH" in out.stderr.strip().splitlines()[-1]
+
+
+def test_the_report_takes_its_judging_policy_from_judging_json_only():
+    """δ and the confidence level reach the report, its figures, captions and summary from
+    judging.json, which the aggregate job writes: no report module and no rule builds a
+    policy of its own from the config or a default."""
+    readers = [*(PACKAGE / "report").rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk"),
+               *(ROOT / "workflow" / "scripts").glob("*.py")]
+    builds = [str(p.relative_to(ROOT)) for p in readers if re.search(r"Judging(\.from_config)?\(", p.read_text())]
+    assert builds == []

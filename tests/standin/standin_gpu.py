@@ -10,6 +10,7 @@ every process that imports torch through `devices.import_torch` installs it. It 
   PyTorch's own probes reach it: Dynamo reads the CUDA random state where a GPU is
   available, which initialises it;
 - for NVML (a `pynvml` of its own: the GPUs in PCI order, their addresses and clocks);
+- for CuPy (standin_cupy.py: a `cupy` whose arrays live on this device);
 - as the seam's cuda device (`StandInCuda`): data on it are CPU tensors of a subclass,
   compiled code runs there through Inductor's CPU backend.
 
@@ -234,6 +235,10 @@ class State:
         self.init()
         self.note("sync")
         self.flush()
+        _wait_until(self.free_at)
+
+    def wait(self) -> None:
+        """Wait for what the stream holds, as a blocking copy does (no sync in the log)."""
         _wait_until(self.free_at)
 
     # memory
@@ -600,6 +605,9 @@ def install(torch_module=None) -> State:
         setattr(torch.cuda, name, fn)
     torch.version.cuda = "stand-in"
     sys.modules["pynvml"] = _nvml_module(device)
+    import standin_cupy  # CuPy on the same device, in place of a real one only here
+
+    sys.modules.update(standin_cupy.modules())
     os.register_at_fork(after_in_child=device.forked)
     return device
 

@@ -1,7 +1,8 @@
 """Grid expansion: the validated config's `grid` section becomes the list of cells.
 
 Impossible combinations are dropped here, at parse time, with the rule that dropped them:
-numpy on a GPU (but numpy compiled, which torch.compile runs there), bfloat16 in numpy,
+numpy on a GPU (but numpy compiled, which torch.compile runs there), a library off its devices
+(CuPy on the CPU, JAX on a GPU) or in a mode it lacks (CuPy compiled), bfloat16 in numpy,
 float64 on mps, torch cells of a kernel that takes plain NumPy arrays (no `xp`), and
 thread counts for GPU cells (measured once, with one host thread: cells.thread_labels);
 so are sizes above an op's `op_max_size`, and compiled cells outside `grid.compiled`. A
@@ -31,6 +32,8 @@ from .cells import (
 def possible(library: str, device: str, dtype: str, mode: str = EAGER) -> bool:
     """Whether a library can run this dtype on this device at all, in this mode."""
     own = libraries.get(library)
+    if mode == COMPILED and not own.compiler:
+        return False  # no compiled form (CuPy)
     # compiled, a library that runs on the CPU only runs on its compiler's devices
     off_its_devices = not own.runs_on(device) and (mode == EAGER or not libraries.runtime(library, True).runs_on(device))
     mps_float64 = device == "mps" and dtype == "float64"  # MPS has no float64

@@ -60,21 +60,19 @@ def foreign_host(environment_path: str | None, fingerprint: dict) -> str | None:
 def capture(machine: str, libraries: list[str], compiled_on: set[str] = frozenset()) -> dict:
     from ..measure.provenance import environment
 
+    torch = devices.import_torch()  # first: the stand-in GPU brings a CuPy of its own
     versions = registry.versions()
-    missing = [name for name in libraries if versions[name] is None and registry.get(name).requirements]
-    if missing:
-        extra = registry.get(missing[0])
-        raise UserError(f"the grid measures {extra.name}, which is not installed in the Python that runs the measure "
-                        f"rules ({sys.executable}): pip install -r {extra.requirements} (`make run` does it where the "
-                        "config names it)")
-    torch = devices.import_torch()
+    # an extra the grid names but this Python lacks: its cells are skipped, with the way to it
+    missing = {name: f"{name} is not installed in the Python that runs the measure rules ({sys.executable}): "
+                     f"pip install -r {registry.get(name).requirements} (`make run` does it where the config names it)"
+               for name in libraries if versions[name] is None and registry.get(name).requirements}
     needing = [name for name in libraries if registry.get(name).uses_torch]
     if torch is None and needing:
         raise UserError(
             f"the grid needs torch (for {', '.join(needing)}), but the Python that runs the measure rules "
             f"({sys.executable}) cannot import it: install requirements.txt there, or run with --sdm conda"
         )
-    return environment(torch, machine, compiled_on)
+    return {**environment(torch, machine, compiled_on), "libraries_missing": missing}
 
 
 def main(argv: list[str] | None = None) -> int:

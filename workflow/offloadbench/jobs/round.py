@@ -130,6 +130,9 @@ class Round:
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
+        missing = self.environment.library_reason(cell.library)
+        if missing:
+            return missing
         uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
         reason = self.environment.device_reason(cell.device) if uses_torch else None
         return reason or (self.environment.compile_reason(cell.device) if cell.compiled and uses_torch else None)

@@ -13,12 +13,14 @@ module level; each library's file imports its own library when a cell first need
 
 from __future__ import annotations
 
+from . import cupy as _cupy
 from . import jax as _jax
 from . import numpy as _numpy
 from . import torch as _torch
 from .library import Library
 
-REGISTERED: tuple[Library, ...] = (_numpy.LIBRARY, _torch.LIBRARY, _jax.LIBRARY)  # in order of simplicity
+# in order of simplicity: NumPy, then CuPy (NumPy's API on a GPU), torch and JAX (APIs of their own)
+REGISTERED: tuple[Library, ...] = (_numpy.LIBRARY, _cupy.LIBRARY, _torch.LIBRARY, _jax.LIBRARY)
 
 _BY_NAME = {library.name: library for library in REGISTERED}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
@@ -39,6 +41,8 @@ def runtime(library: str, compiled: bool) -> Library:
     """The library whose runtime runs a cell: its own, or for a compiled cell its
     compiler's (numpy compiled is torch compiling NumPy code)."""
     own = get(library)
+    if compiled and not own.compiler:
+        raise KeyError(f"{library} has no compiled form")
     return get(own.compiler) if compiled else own
 
 
@@ -66,9 +70,17 @@ def owns_array(value) -> bool:
     return any(library.owns(value) for library in REGISTERED)
 
 
+def device_array(value) -> bool:
+    """An array of a library that has no arrays on the host (CuPy's): `.copy()` copies it on
+    its device, `.get()` brings it to the host, `x[...] = y` writes into it."""
+    return any(library.devices_only and library.owns(value) for library in REGISTERED)
+
+
 def versions() -> dict[str, str | None]:
     """Each library's installed version (None where it is not), from its package's
-    metadata, without importing it."""
+    metadata, without importing it; a module this process already holds without a package
+    (the stand-in GPU's CuPy) gives its own `__version__`."""
+    import sys
     from importlib import metadata
 
     found = {}
@@ -76,7 +88,8 @@ def versions() -> dict[str, str | None]:
         try:
             found[library.name] = metadata.version(library.distribution)
         except metadata.PackageNotFoundError:
-            found[library.name] = None
+            held = sys.modules.get(library.module_name.split(".")[0])
+            found[library.name] = getattr(held, "__version__", None)
     return found
 
 

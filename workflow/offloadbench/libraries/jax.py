@@ -27,10 +27,13 @@ def kernel_namespace(lib):
     return lib  # jax.numpy follows the array API
 
 
-def enable_x64(dtype: str) -> None:
-    """x64 on for a 64-bit dtype, off otherwise (JAX would silently run float64 in float32)."""
+def configure(dtype: str) -> None:
+    """JAX on the CPU, with x64 on for a 64-bit dtype and off otherwise. Without the first, a
+    GPU host's CUDA jaxlib would put a "cpu" cell's arrays on its GPU; without the second,
+    JAX would silently run float64 in float32. Both hold from before the runtime starts."""
     import jax
 
+    jax.config.update("jax_platforms", "cpu")
     jax.config.update("jax_enable_x64", dtype in WIDE_DTYPES)
 
 
@@ -54,7 +57,7 @@ def triad(on, b, c, scale: float, torch=None):
     """a = b + s·c, jitted: XLA fuses it into one pass."""
     import jax
 
-    enable_x64(str(b.dtype))
+    configure(str(b.dtype))
     jb, jc = jax.device_put(b), jax.device_put(c)
     call = _ready(jax.jit(lambda x, y: x + scale * y))
     return (lambda: call(jb, jc)), on.synchronize
@@ -64,7 +67,7 @@ def matmul(on, a, b, dtype: str, torch=None):
     import jax
     import jax.numpy as jnp
 
-    enable_x64(dtype)
+    configure(dtype)
     ja, jb = (jax.device_put(x).astype(getattr(jnp, dtype)) for x in (a, b))
     call = _ready(jax.jit(jnp.matmul))
     return (lambda: call(ja, jb)), on.synchronize

@@ -18,7 +18,7 @@ class Library:
     label: str  # as the report writes it
     module_name: str  # the array module its ops call (`lib.__name__`)
     baseline: bool  # every speedup is against it, eager on the CPU
-    compiler: str  # the library whose compiler compiles its code (the mode "compiled")
+    compiler: str  # the library whose compiler compiles its code (the mode "compiled"); "": none
     devices: tuple[str, ...]  # where its eager form runs
     unsupported_dtypes: Mapping[str, str]  # dtype -> why it cannot hold it
     runs_plain_numpy: bool  # runs a kernel that takes NumPy arrays and no `xp`
@@ -39,6 +39,7 @@ class Library:
     source: str  # where its packages come from
     requirements: str = ""  # the pip requirements file of an extra ("": requirements.txt has it)
     mutable_arrays: bool = True  # a kernel may update its arguments in place
+    devices_only: bool = False  # its arrays live on a device only (`.get()` brings them to the host)
     copies_from_numpy: bool = False  # its array of a NumPy array is a copy: its CPU cells time NumPy in and out apart
     backend: str = "torch"  # the measuring backend that moves its arrays and runs its calls (measure/)
     host_peak_method: str = "tracemalloc"  # how a call's peak host memory is seen (measure/memory.py)

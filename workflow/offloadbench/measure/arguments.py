@@ -14,7 +14,8 @@ code needs for that, whatever the library:
 - `Restorer`: puts back, outside the timed region, what a call changed, so that every
   timed call sees the inputs of the first.
 
-torch is never imported here: a tensor is recognised by its type (libraries/torch.py).
+torch is never imported here: a tensor is recognised by its type (libraries/torch.py), and
+an array that lives on a device only (CuPy's) by the registry.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import libraries
 from ..libraries.torch import is_tensor
 
 
 def is_array(value) -> bool:
-    """An argument a call can change in place: a NumPy array or a tensor (scalars cannot)."""
-    return isinstance(value, np.ndarray) or is_tensor(value)
+    """An argument a call can change in place: a NumPy array, a tensor, a CuPy array
+    (scalars cannot)."""
+    return isinstance(value, np.ndarray) or is_tensor(value) or libraries.device_array(value)
 
 
 def complex_of(dtype: np.dtype) -> np.dtype:
@@ -72,13 +75,15 @@ def host_numpy(value) -> np.ndarray:
     if is_tensor(value):
         host = value.detach().to("cpu")
         return (host.float() if str(host.dtype) == "torch.bfloat16" else host).numpy()
+    if libraries.device_array(value):
+        return value.get()
     return np.asarray(value)
 
 
 def fresh(values: Sequence) -> list:
-    """Copies of the arrays among `values` (tensors stay where they are), scalars as they are."""
-    return [value.copy() if isinstance(value, np.ndarray) else value.clone() if is_tensor(value) else value
-            for value in values]
+    """Copies of the arrays among `values` (tensors and CuPy's stay where they are), scalars
+    as they are."""
+    return [value.clone() if is_tensor(value) else value.copy() if is_array(value) else value for value in values]
 
 
 def changed(before: Sequence, after: Sequence) -> tuple[int, ...]:
@@ -106,6 +111,8 @@ def array_bytes(values) -> int:
         return int(np.asarray(values).nbytes)
     if is_tensor(values):
         return int(values.element_size() * values.numel())
+    if libraries.device_array(values):
+        return int(values.nbytes)
     return 0
 
 
@@ -122,10 +129,10 @@ class Restorer:
     def __call__(self) -> None:
         for i in self.indices:
             target, saved = self.targets[i], self.saved[i]
-            if isinstance(target, np.ndarray):
-                np.copyto(target, saved)
-            else:
+            if is_tensor(target):
                 target.copy_(saved)
+            else:
+                target[...] = saved
 
     def __bool__(self) -> bool:
         return bool(self.indices)

@@ -48,6 +48,7 @@ from .backend import (
     make_host_inputs,
     np_dtype,
 )
+from .cupy_backend import CupyBackend
 from .ops import Op, get_op
 from .provenance import cpu_clocks_mhz
 from .settings import Settings
@@ -55,8 +56,8 @@ from .timing import Region, Warmup, collector_off, rewarm, warm_up
 from .xla_backend import XlaBackend
 
 # The measuring backends, by the name a library gives (Library.backend): torch's moves
-# NumPy and torch arrays (and runs numpy compiled), XLA's moves JAX arrays.
-BACKENDS = {"torch": Backend, "xla": XlaBackend}
+# NumPy and torch arrays (and runs numpy compiled), XLA's JAX arrays, CuPy's its own.
+BACKENDS = {"torch": Backend, "xla": XlaBackend, "cupy": CupyBackend}
 
 
 def make_backend(cell: Cell, op: Op, settings: Settings, torch=None) -> Backend:

@@ -41,7 +41,7 @@ class XlaBackend:
         import jax
 
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
-        jax_library.enable_x64(cell.dtype)  # before any array of the cell is made
+        jax_library.configure(cell.dtype)  # before any array of the cell is made
         self.jax = jax
         self.lib = jax_library.namespace()
         self.device = devices.get(cell.device, torch)

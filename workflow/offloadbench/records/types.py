@@ -520,6 +520,7 @@ class Environment:
     thread_env: Mapping = field(default_factory=lambda: EMPTY)
     devices: Mapping | None = None  # device -> why it cannot be used (None where it can)
     compile_devices: Mapping = field(default_factory=lambda: EMPTY)
+    libraries_missing: Mapping = field(default_factory=lambda: EMPTY)  # library -> how to install it
     gpus: tuple[Gpu, ...] = ()
     fingerprint: Mapping | None = None
     advice: tuple[str, ...] = _at("system", "advice", default=())  # the system check's
@@ -557,3 +558,6 @@ class Environment:
 
     def compile_reason(self, device: str) -> str | None:
         return self.compile_devices.get(device)
+
+    def library_reason(self, library: str) -> str | None:
+        return self.libraries_missing.get(library)

@@ -236,16 +236,16 @@ def decision_words(row) -> str:
 
 
 def no_answer_text(row) -> str:
-    """Why a row has no answer, in a few words, and where to read more: "every torch cell
-    failed the check (relative error 2.0e-03 against 7.8e-06 allowed)"."""
+    """Why a row has no answer, in a few words, and where to read more: "every other variant
+    failed the check against float64 (torch: relative error 2.0e-03 against 7.8e-06 allowed)"."""
     why, variants = text_of(row.get("no_answer")), text_of(row.get("no_answer_variants"))
     reason = text_of(row.get("no_answer_reason"))
     quoted = f" ({text_of(row.get('no_answer_status'))}: {reason[:160]}{'…' if len(reason) > 160 else ''})" \
         if reason else ""
     if why == CHECK_FAILED:
-        return (f"every {variants or 'other'} cell failed the check against float64 (relative error "
-                f"{fmt_error(row.get('no_answer_rel_err'))} against {fmt_error(row.get('no_answer_tolerance'))} "
-                "allowed)")
+        return (f"every other variant failed the check against float64 ({variants + ': ' if variants else ''}"
+                f"relative error {fmt_error(row.get('no_answer_rel_err'))} against "
+                f"{fmt_error(row.get('no_answer_tolerance'))} allowed)")
     if why == BASELINE_FAILED:
         return f"NumPy itself failed, so nothing has a speedup{quoted}"
     if why == SKIPPED:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ... import libraries
 from ...analysis.columns import compile_fallbacks, headline, interval
 from ...cells import EAGER
 from ...errors import UserError
@@ -173,7 +174,9 @@ def claims_macros(timings: pd.DataFrame, speedups: pd.DataFrame, transfer: pd.Da
     gpu = gpu if "mode" in gpu.columns else gpu.assign(mode=EAGER)  # tables from before modes ran eager only
     for (op, library, mode, device, dtype), group in gpu.groupby(["op", "library", "mode", "device", "dtype"]):
         row = group.loc[group["size"].idxmax()]
-        variant = "" if mode == EAGER else camel_words(library) + camel_words(mode)  # eager names as before
+        # eager torch, the library that drives the GPUs, keeps the names claims had before other libraries
+        plain = mode == EAGER and library in libraries.NAMES and libraries.get(library).drives_devices
+        variant = "" if plain else camel_words(library) + camel_words(mode)
         macros.add(camel_words(op) + variant + camel_words(device) + camel_words(dtype) + "BreakEven",
                    fmt_break_even(row.get("break_even_size"), row.get("break_even_status")),
                    f"break-even size n of {op} ({library} {mode}), {dtype} on {device}, copies counted")
