@@ -62,7 +62,8 @@ from offloadbench.measure.cell import run_cell
 from offloadbench.measure.settings import Settings
 cell = Cell.from_key(sys.argv[1])
 torch = devices.import_torch()
-settings = Settings.from_config({**validate({})["measure"], "budget_s": 0.05, "warmup_budget_s": 0.05})
+settings = Settings.from_config({**validate({})["measure"], "budget_s": 0.05, "warmup_budget_s": 0.05},
+                                validate({})["compile"])
 out = run_cell(cell, settings, torch, kernels=load_kernels(json.loads(sys.argv[2])))
 print(json.dumps({"status": out.status, "reason": out.reason, "memory": out.measured.get("memory"),
                   "model": out.measured.get("model")}))

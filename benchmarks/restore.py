@@ -54,7 +54,7 @@ from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import StopRule, collector_off, sample_region, warm_up
 cell = Cell.from_key(key)
 torch = devices.import_torch() if cell.library == "torch" else None
-settings = Settings.from_config(validate({})["measure"])
+settings = Settings.from_config(validate({})["measure"], validate({})["compile"])
 op = get_op(cell.op, load_kernels([sys.argv[4]]))
 backend = Backend(cell, op, settings, torch)
 region = build_regions(backend, make_host_inputs(op, cell, 0, torch))["compute"]

@@ -64,7 +64,7 @@ def start_round(box, round_index=1, grid=GRID, settings=None, faults="", raw=Non
     cmd = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(round_index), "--processes", "2",
            "--machine", "box", "--grid", json.dumps(grid), "--settings", json.dumps(settings or SETTINGS),
            "--environment", str(box / "environment.json"), "--raw", str(raw or box / "raw"),
-           "--kernels", json.dumps(list(kernels))]
+           "--kernels", json.dumps(list(kernels)), "--compile", json.dumps(validate({})["compile"])]
     return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd)
 
 

@@ -18,6 +18,7 @@ from offloadbench.analysis.processes import judge
 from offloadbench.analysis.settle import PARTNER, REPLACES, plan_round
 from offloadbench.analysis.tables import speedups_table, states_table, timings_table
 from offloadbench.cells import Cell
+from offloadbench.config import validate
 from offloadbench.jobs import settle as settle_job
 from offloadbench.measure import disturbance
 from offloadbench.records import SettleRecord, load_settle
@@ -240,7 +241,8 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     argv = ["--machine", "m", "--grid", json.dumps(grid),
             "--settings", json.dumps({"processes": 3, "max_processes": 5, "extra_time_fraction": 5.0}),
             "--analysis", json.dumps({"bootstrap_resamples": 300, "random_state": 0, "confidence": 0.95, "min_effect": 0.05}),
-            "--environment", str(environment), "--raw", str(raw), "--out", str(tmp_path / "settle.json")]
+            "--environment", str(environment), "--raw", str(raw), "--out", str(tmp_path / "settle.json"),
+            "--compile", json.dumps(validate({})["compile"])]
     asked = []
 
     def interrupted(self, k, chosen):
@@ -283,7 +285,7 @@ def test_the_time_budget_comes_from_the_records_and_stops_the_extra_rounds(tmp_p
             "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
     base = ["--machine", "m", "--grid", json.dumps(grid), "--environment", str(environment), "--raw", str(raw),
             "--analysis", json.dumps({"bootstrap_resamples": 300, "random_state": 0, "confidence": 0.95, "min_effect": 0.05}),
-            "--out", str(tmp_path / "settle.json")]
+            "--out", str(tmp_path / "settle.json"), "--compile", json.dumps(validate({})["compile"])]
     monkeypatch.setattr(settle_job.Settling, "measure", lambda self, k, chosen: 1)  # must not be reached
     settings = {"processes": 3, "max_processes": 6, "extra_time_fraction": 0.5}  # 6 s of records: a 3 s budget
     assert settle_job.main([*base, "--settings", json.dumps(settings)]) == 0

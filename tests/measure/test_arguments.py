@@ -15,7 +15,7 @@ from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import Region
 
 FAST = Settings.from_config({**validate({})["measure"], "budget_s": 0.02, "warmup_budget_s": 0.01,
-                             "min_sampling_s": 0.005})
+                             "min_sampling_s": 0.005}, validate({})["compile"])
 
 KERNELS = '''
 import numpy as np

@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = Path(__file__).parents[1] / "kernels"
 SETTINGS = Settings.from_config({**validate({})["measure"], "budget_s": 0.02, "warmup_budget_s": 0.01,
-                                 "min_sampling_s": 0.005})
+                                 "min_sampling_s": 0.005}, validate({})["compile"])
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_without_a_cpp_compiler_compiled_cells_are_skipped_with_the_reason():
     code = ("import json, torch; from offloadbench.cells import Cell; from offloadbench.config import validate;"
             "from offloadbench.measure.cell import run_cell; from offloadbench.measure.settings import Settings;"
             "o = run_cell(Cell('axpy', 'numpy', 'cpu', 'float32', 8, '1', 'compiled'),"
-            " Settings.from_config(validate({})['measure']), torch);"
+            " Settings.from_config(validate({})['measure'], validate({})['compile']), torch);"
             "print(json.dumps([o.status, o.reason]))")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "CXX": "/nonexistent/c++"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=300)

@@ -20,7 +20,7 @@ pytest.importorskip("jax", reason="JAX is an extra: pip install -r requirements-
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = Settings.from_config({**validate({})["measure"], "budget_s": 0.02, "warmup_budget_s": 0.01,
-                             "min_sampling_s": 0.005})
+                             "min_sampling_s": 0.005}, validate({})["compile"])
 
 KERNELS = '''
 from offloadbench import kernel

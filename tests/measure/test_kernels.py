@@ -111,7 +111,7 @@ def test_the_config_check_reads_kernels_without_importing_them(tmp_path):
 
 def test_a_kernel_written_once_runs_as_numpy_and_torch_checked_against_float64():
     kernels = load_kernels([GOOD])
-    settings = Settings.from_config({**validate({})["measure"], **FAST})
+    settings = Settings.from_config({**validate({})["measure"], **FAST}, validate({})["compile"])
     for library in ("numpy", "torch"):
         import torch
 

@@ -15,14 +15,15 @@ from offloadbench.catalogue import (
     working_set_bytes,
 )
 from offloadbench.cells import Cell
+from offloadbench.config import validate
 from offloadbench.measure import memory
 from offloadbench.measure.cell import run_cell
 from offloadbench.measure.settings import Settings
 from offloadbench.records import Environment
 
-QUICK = Settings.from_config({"target_rel_ci": 0.5, "min_samples": 6, "min_sampling_s": 0.0, "max_samples": 20,
-                              "budget_s": 0.02, "warmup_budget_s": 0.02, "min_sample_s": 0.0005, "random_state": 0,
-                              "check_rows": 8, "pinned_memory": False, "allow_tf32": False})
+QUICK = Settings.from_config({**validate({})["measure"], "target_rel_ci": 0.5, "min_samples": 6, "min_sampling_s": 0.0,
+                              "max_samples": 20, "budget_s": 0.02, "warmup_budget_s": 0.02, "min_sample_s": 0.0005,
+                              "check_rows": 8}, validate({})["compile"])
 
 
 def peak(library, op, size):

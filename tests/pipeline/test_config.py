@@ -1,8 +1,12 @@
+import ast
 import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 from offloadbench.config import ConfigError, validate
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_empty_config_gets_every_default():
@@ -51,8 +55,9 @@ def test_invalid_configs_name_the_key_in_one_line(config, key, words):
 def test_measure_settings_reach_the_timer():
     from offloadbench.measure.settings import Settings
 
-    section = validate({"measure": {"budget_s": 3.5, "pinned_memory": True, "min_sample_s": 0.002}})["measure"]
-    settings = Settings.from_config(section)
+    config = validate({"measure": {"budget_s": 3.5, "pinned_memory": True, "min_sample_s": 0.002}})
+    section = config["measure"]
+    settings = Settings.from_config(section, config["compile"])
     assert settings.stop.budget_s == 3.5 and settings.pinned_memory is True and settings.block.min_sample_s == 0.002
     assert section["processes"] == 3
 
@@ -201,3 +206,56 @@ def test_the_config_reference_is_generated_from_the_schema(tmp_path):
     tool.main([])
     assert "| Shortest sample in seconds." in stale.read_text()
     assert tool.first_sentence("Most samples (at most 9; e.g. 3). More.") == "Most samples (at most 9; e.g. 3)."
+
+
+def schema_defaults() -> dict[str, object]:
+    """Each key of the config schema that has a default of its own (a leaf), with it."""
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    found = {}
+
+    def walk(node):
+        for key, value in (node.get("properties") or {}).items():
+            if isinstance(value, dict):
+                if "default" in value and not isinstance(value["default"], dict):
+                    found[key] = value["default"]
+                walk(value)
+
+    walk(schema)
+    return found
+
+
+def restated_defaults(path: Path, keys) -> list[str]:
+    """`settings.get("min_cycles", 4)`-like reads of a config section (a name ending in
+    settings or section) that give a schema key a default of their own."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and ast.unparse(node.func.value).endswith(("settings", "section")) and len(node.args) == 2
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value in keys
+                and not (isinstance(node.args[1], ast.Constant) and node.args[1].value is None)):
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_code_restates_a_default_the_schema_gives():
+    """The validated config holds every key with its default; a job that reads a section
+    with a fallback of its own would drift from the schema unseen."""
+    keys = schema_defaults()
+    assert {"min_cycles", "extra_time_fraction", "turn_s", "cold_cache"} <= set(keys)
+    found = [line for path in sorted((ROOT / "workflow" / "offloadbench").rglob("*.py"))
+             for line in restated_defaults(path, keys)]
+    assert found == []
+
+
+def test_the_restated_default_check_finds_one(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f(self, row):\n    return self.settings.get('min_cycles', 4), row.get('min_cycles', 1)\n")
+    assert restated_defaults(sample, schema_defaults()) == ["sample.py:2: self.settings.get('min_cycles', 4)"]
+
+
+def test_the_settings_defaults_are_the_schemas():
+    """`Settings()` (what the tests build) holds the same values as the schema's defaults."""
+    from offloadbench.measure.settings import Settings
+
+    config = validate({}, read_kernels=False)
+    assert Settings() == Settings.from_config(config["measure"], config["compile"])

@@ -120,7 +120,7 @@ class Bout:
         self.result.process_s += time.monotonic() - began
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
         budget = self.result.budget_s = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
-        min_cycles, max_cycles = int(settings.get("min_cycles", 4)), int(settings["max_samples"])
+        min_cycles, max_cycles = int(settings["min_cycles"]), int(settings["max_samples"])
         min_for_ci = max(min_cycles, int(settings["min_samples"]))  # a median's CI needs this many
         target = float(settings["target_rel_ci"])
         pairs = planned_comparisons(list(self.regions))

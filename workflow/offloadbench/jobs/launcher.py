@@ -47,7 +47,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Fork the round's workers from one process that imported the libraries.")
     parser.add_argument("--imports", choices=IMPORTS, required=True)
     parser.add_argument("--control-fd", type=int, required=True)
-    parser.add_argument("--compile", default="{}", help="the config's compile section as JSON (compiler)")
+    parser.add_argument("--compile", required=True, help="the config's compile section as JSON (compiler)")
     return parser.parse_args(argv)
 
 
@@ -90,8 +90,7 @@ def start_compiler(compile_section: dict, torch) -> float | None:
 
     if devices.get("cpu", torch).compile_reason() is not None:
         return None
-    settings = Settings(compile_backend=str(compile_section.get("backend", "inductor")),
-                        compile_mode=str(compile_section.get("mode", "default")))
+    settings = Settings(compile_backend=str(compile_section["backend"]), compile_mode=str(compile_section["mode"]))
     return compiled.warm_compiler(torch, settings)
 
 
@@ -191,7 +190,7 @@ class LauncherFailed(RuntimeError):
 class Launcher:
     """A running launcher, as the round job holds it."""
 
-    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, compile_json: str = "{}"):
+    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, compile_json: str):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control, self.timeout_s, self.imports = ours, timeout_s, imports
         self.gpus_hidden = env.get("CUDA_VISIBLE_DEVICES") == ""

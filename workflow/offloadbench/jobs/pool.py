@@ -21,7 +21,7 @@ from .. import layout
 from ..cells import WorkerSpec
 from ..errors import UserError
 from ..measure import devices
-from ..measure.allocator import STEADY, allocator_env
+from ..measure.allocator import allocator_env
 from ..measure.provenance import utc_now
 from ..measure.threads import thread_env
 from ..records import Environment
@@ -53,7 +53,7 @@ class Workers:
         self.args, self.compile_settings = args, compile_settings
         self.environment, self.raw, self.split = environment, raw, split
         self.timeout_s = float(settings["timeout_s"])
-        self.allocator_env = allocator_env(str(settings.get("allocator", STEADY)))
+        self.allocator_env = allocator_env(str(settings["allocator"]))
         self.workers: dict[WorkerSpec, WorkerProcess] = {}
         self.launchers: dict[str, Launcher] = {}  # by what they import: numpy, or torch too
         self.history: dict[str, dict] = {}
@@ -102,7 +102,7 @@ class Workers:
         """The environment variables a worker of `spec` sets on top of the job's: its threads,
         and a compiled worker's compiler settings."""
         env = thread_env(spec.host_threads)  # the label resolved once, here, for the environment and the worker
-        if spec.compiled and self.compile_settings.get("cold_cache", True):
+        if spec.compiled and self.compile_settings["cold_cache"]:
             cache = self.compile_cache_dir(spec.name)
             env.update(TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
         if spec.compiled and spec.device == "cpu":
@@ -133,7 +133,7 @@ class Workers:
                 env = devices.hide_gpus(env)
             if imports == COMPILER:  # the compiler started there, once, for every compiled CPU worker
                 env.update(self.cpu_compiler_env())
-                if self.compile_settings.get("cold_cache", True):  # a cache of its own
+                if self.compile_settings["cold_cache"]:  # a cache of its own
                     env["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")
             self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
         return self.launchers[imports]

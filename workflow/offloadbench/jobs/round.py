@@ -60,7 +60,7 @@ from .bout import Bout
 from .bout import method as bout_method
 from .earlier import EarlierRecords
 from .environment import foreign_host
-from .lock import DEFAULT_TIMEOUT_S, host_lock
+from .lock import host_lock
 from .pool import Refused, WorkerFailed, Workers
 from .protocol import (
     WROTE_TO_CHANNEL,
@@ -91,7 +91,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--environment", required=True, help="environment.json of this machine label")
     parser.add_argument("--raw", required=True, help="results/<machine>/raw")
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
-    parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
+    parser.add_argument("--compile", required=True, help="the config's compile section as JSON")
     parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
     parser.add_argument("--only", help="an extra round: the keys of the cells it measures, as JSON (jobs/settle)")
     return parser.parse_args(argv)
@@ -104,7 +104,7 @@ class Round:
         self.settings = json.loads(args.settings)
         self.timeout_s = float(self.settings["timeout_s"])
         self.compile_settings = json.loads(args.compile)
-        self.min_cycles = int(self.settings.get("min_cycles", 4))  # the fewest cycles of a bout
+        self.min_cycles = int(self.settings["min_cycles"])  # the fewest cycles of a bout
         self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
         self.environment = load_environment(args.environment)
         self.cells = grid.expand(json.loads(args.grid), self.kernels, self.environment.usable_devices)
@@ -164,7 +164,7 @@ class Round:
         lock_wait, before, after = 0.0, None, None
         if self.todo:
             with host_lock(label=f"{self.args.machine}, {self.name}",
-                           timeout_s=float(self.settings.get("lock_timeout_s", DEFAULT_TIMEOUT_S)),
+                           timeout_s=float(self.settings["lock_timeout_s"]),
                            say=lambda line: tell(self.terminal, line)) as lock_wait:
                 before = system.snapshot()
                 self.began = self.last_report = time.monotonic()

@@ -39,7 +39,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for name in ("machine", "grid", "settings", "analysis", "environment", "raw", "out"):
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--kernels", default="[]")
-    parser.add_argument("--compile", default="{}")
+    parser.add_argument("--compile", required=True, help="the config's compile section as JSON")
     parser.add_argument("--log")
     return parser.parse_args(argv)
 
@@ -54,7 +54,7 @@ class Settling:
         self.analysis = Analysis.from_config(json.loads(args.analysis))
         self.environment = load_environment(args.environment)
         self.planned = int(self.settings["processes"])
-        self.cap = int(self.settings.get("max_processes", self.planned))
+        self.cap = int(self.settings["max_processes"])
 
     def cells(self):
         paths = grid_records(str(self.raw), self.grid, self.planned, self.kernels, self.environment)
@@ -77,7 +77,7 @@ class Settling:
         """A share of the planned rounds' time: their wall time, or their cells' own seconds
         where that is larger (a planned round rerun with nothing to do took no time)."""
         planned = max(self.round_seconds("planned"), self.planned_cell_seconds(cells))
-        return float(self.settings.get("extra_time_fraction", 0.5)) * planned
+        return float(self.settings["extra_time_fraction"]) * planned
 
     def overhead(self, cells) -> float:
         """Wall time per second of cell time in the planned rounds: worker starts, compiles, pauses."""

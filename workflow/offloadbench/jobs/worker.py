@@ -103,7 +103,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
     parser.add_argument("--environment", help="environment.json of this machine label")
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
-    parser.add_argument("--compile", default="{}", help="the config's compile section as JSON")
+    parser.add_argument("--compile", required=True, help="the config's compile section as JSON")
     parser.add_argument("--events-fd", type=int, required=True)
     parser.add_argument("--token", default="", help="the token of the worker's own events (ready, forked, died)")
     parser.add_argument("--imported-s", type=float, default=0.0,

@@ -32,8 +32,9 @@ class Settings:
     turn_s: float = 0.02  # a bout's turn: each region sampled at least this long (one sample at least)
 
     @classmethod
-    def from_config(cls, section: dict, compile_section: dict | None = None) -> Settings:
-        compile_section = compile_section or {}
+    def from_config(cls, section: dict, compile_section: dict) -> Settings:
+        """From the validated config's `measure` and `compile` sections (every key there: the
+        schema gives the defaults, and nothing here restates them)."""
         return cls(
             stop=StopRule(**{key: kind(section[key]) for key, kind in STOP_KEYS.items()}),
             warmup=WarmupRule(budget_s=float(section["warmup_budget_s"])),
@@ -42,11 +43,11 @@ class Settings:
             check_rows=int(section["check_rows"]),
             pinned_memory=bool(section["pinned_memory"]),
             allow_tf32=bool(section["allow_tf32"]),
-            compile_backend=str(compile_section.get("backend", "inductor")),
-            compile_mode=str(compile_section.get("mode", "default")),
-            cold_cache=bool(compile_section.get("cold_cache", True)),
-            resident_calls=tuple(int(k) for k in section.get("resident_calls", (1, 16))),
-            turn_s=float(section.get("turn_s", 0.02)),
+            compile_backend=str(compile_section["backend"]),
+            compile_mode=str(compile_section["mode"]),
+            cold_cache=bool(compile_section["cold_cache"]),
+            resident_calls=tuple(int(k) for k in section["resident_calls"]),
+            turn_s=float(section["turn_s"]),
         )
 
     def method(self) -> dict[str, float]:
