@@ -26,6 +26,7 @@ LIMIT_MIB = 60
 # What the lent host has (the device tool's page), and what those packages need.
 HOST_HAS = frozenset({
     "numpy", "pandas", "matplotlib", "seaborn", "torch", "triton", "nvidia-ml-py", "jax", "jaxlib", "cupy",
+    "scipy",  # JAX's
     "pytest", "pytest-xdist", "pytest-cov", "pytest-timeout", "pytest-benchmark", "pytest-mock", "hypothesis",
     # pandas, matplotlib
     "python-dateutil", "six", "pytz", "tzdata", "contourpy", "cycler", "fonttools", "kiwisolver", "pillow",

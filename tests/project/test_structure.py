@@ -71,7 +71,7 @@ def loaded_after(statement: str) -> set[str]:
 def test_a_measuring_process_loads_neither_pandas_nor_the_analysis():
     loaded = loaded_after("import offloadbench.jobs.round, offloadbench.jobs.worker, offloadbench.measure.cell, "
                           "offloadbench.measure.provenance")
-    assert not {"pandas", "seaborn", "offloadbench.analysis", "offloadbench.report"} & loaded
+    assert not {"pandas", "seaborn", "scipy", "offloadbench.analysis", "offloadbench.report"} & loaded
 
 
 def test_the_settling_job_loads_neither_pandas_nor_the_report():

@@ -173,60 +173,17 @@ NO_INTERVAL = Interval(math.nan, math.nan, math.nan, 0)
 
 
 def t_quantile(p: float, dof: float) -> float:
-    """Student's t quantile; degrees of freedom to two decimals are plenty for a CI."""
+    """Student's t quantile (scipy.stats); degrees of freedom to two decimals are plenty for a CI."""
     if not math.isfinite(dof) or dof > 1e6:
         return NormalDist().inv_cdf(p)
     return _t_quantile_cached(p, round(dof, 2))
 
 
-def _bisect(cdf, p: float, high: float, steps: int) -> float:
-    """The x in [0, high] where an increasing `cdf` reaches p, by `steps` halvings."""
-    lo, hi = 0.0, high
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
-    return (lo + hi) / 2
-
-
 @lru_cache(maxsize=4096)
 def _t_quantile_cached(p: float, dof: float) -> float:
-    """By bisection on the regularised incomplete beta function."""
+    from scipy.stats import t  # here, so that a measuring process that times never loads scipy
 
-    def cdf(t: float) -> float:
-        x = dof / (dof + t * t)
-        tail = 0.5 * _betainc(dof / 2, 0.5, x)
-        return 1 - tail if t > 0 else tail
-
-    return _bisect(cdf, p, 1e4, 64)  # 1e4 / 2**64: far below any digit a CI shows
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta I_x(a, b), by the continued fraction of Numerical Recipes."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    if x > (a + 1) / (a + b + 2):
-        return 1.0 - _betainc(b, a, 1 - x)
-    lgamma = math.lgamma
-    front = math.exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * math.log(x) + b * math.log(1 - x))
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for num in (
-            m * (b - m) * x / ((a - 1 + 2 * m) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 1 + 2 * m)),
-        ):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return front * h / a
+    return float(t.ppf(p, dof))
 
 
 def _interval(log_value: float, parts: list[tuple[float, float]], processes: int, confidence: float) -> Interval:
@@ -287,10 +244,11 @@ def binomial_interval(successes: int, trials: int, confidence: float) -> tuple[f
     confidence asked for. (nan, nan) without trials."""
     if trials <= 0:
         return math.nan, math.nan
+    from scipy.stats import beta
+
     tail = (1 - confidence) / 2
-    beta_quantile = lambda p, a, b: _bisect(lambda x: _betainc(a, b, x), p, 1.0, 80)
-    low = 0.0 if successes == 0 else beta_quantile(tail, successes, trials - successes + 1)
-    high = 1.0 if successes == trials else beta_quantile(1 - tail, successes + 1, trials - successes)
+    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, trials - successes + 1))
+    high = 1.0 if successes == trials else float(beta.ppf(1 - tail, successes + 1, trials - successes))
     return low, high
 
 
