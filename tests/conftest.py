@@ -277,11 +277,21 @@ NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # the suite takes as long on a GPU machin
 STANDIN_GPU = {"OFFLOADBENCH_STANDIN_GPU": "1", "CUDA_VISIBLE_DEVICES": "0"}
 
 
+def own_lock(workdir: Path) -> dict[str, str]:
+    """A benchmark lock of the run's own: the suite's pipelines run side by side on the test
+    workers, and a real run on this host is never held up by them (nor they by it)."""
+    from offloadbench.jobs.lock import LOCK_ENV
+
+    return {LOCK_ENV: str(workdir / ".benchmark-lock")}
+
+
 def snakemake(workdir: Path, *args, config: dict | None = None, check=True, env=None):
-    """The real snakemake in `workdir` (GPUs hidden); an AssertionError with its output when it fails."""
+    """The real snakemake in `workdir` (GPUs hidden, a lock of its own); an AssertionError with
+    its output when it fails."""
     from offloadbench import sandbox
 
-    result = sandbox.snakemake(workdir, *args, config=config, timeout=900, env={**NO_GPU, **(env or {})})
+    result = sandbox.snakemake(workdir, *args, config=config, timeout=900,
+                               env={**NO_GPU, **own_lock(workdir), **(env or {})})
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
     return result

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FINGERPRINT, assert_real_figure, make_processes
+from conftest import FINGERPRINT, assert_real_figure, make_processes, own_lock
 from offloadbench.analysis.compare import MIN_SPREAD_CELLS, between_runs, compare, spreads_between_runs
 from offloadbench.analysis.measured import Analysis
 from offloadbench.analysis.sources import Source, SourceError
@@ -198,7 +198,8 @@ def test_a_small_local_run_compared_with_the_h200_through_snakemake(tmp_path):
     config["roofs"] = {**config["roofs"], "devices": ["cpu"]}
     config["transfer"] = {"devices": []}
     config["compare"] = ["auto", str(H200)]
-    result = sandbox.snakemake(workdir, "compare", config=config, env={"CUDA_VISIBLE_DEVICES": ""}, timeout=900)
+    result = sandbox.snakemake(workdir, "compare", config=config, env={"CUDA_VISIBLE_DEVICES": "", **own_lock(workdir)},
+                               timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     (out,) = (workdir / "results" / "compare").iterdir()
     assert out.name.endswith("-vs-h200")
