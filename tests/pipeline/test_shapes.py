@@ -66,7 +66,7 @@ def assert_names_every_op(text: str, shape: Shape) -> None:
         assert f"### {op}" in text, f"the report has no section of {op}"
 
 
-@generated(60)
+@generated(40)
 @given(shapes())
 def test_every_shape_is_aggregated_reported_typeset_and_summarized(shape):
     with tempfile.TemporaryDirectory() as tmp:
