@@ -51,7 +51,9 @@ def test_cuda_cell_records_every_phase(torch):  # matmul does not chain: no resi
 def test_timing_without_sync_reads_far_too_fast_and_ours_matches_the_synced_value(cuda):
     """A non-blocking copy from pinned memory only queues the copy: an unsynchronised clock
     sees the launch; ours synchronises at both ends and agrees with the device's events."""
-    host, on_device = cuda.host_buffer(COPY_BYTES // 4, pinned=True), cuda.device_buffer(COPY_BYTES // 4)
+    # a copy long enough that its launch (on the stand-in about 0.3 ms of Python) is far below it
+    nbytes = (COPY_BYTES if REAL else 2**27) // 4
+    host, on_device = cuda.host_buffer(nbytes, pinned=True), cuda.device_buffer(nbytes)
     host.fill_(1)
 
     def copy():
