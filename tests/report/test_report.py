@@ -210,3 +210,13 @@ def test_an_ops_speedup_table_marks_a_weak_cell_as_its_sentences_do(gpu_tables):
     lines = op_speedups_table(s.assign(flagged=s.index == flagged), Judging()).splitlines()
     marked = [line for line in lines if "†" in line]
     assert len(marked) == 1 and marked[0].count("†") == 1 and f"| {s.loc[flagged, 'variant']} |" in marked[0]
+
+
+def test_the_machine_section_names_the_extra_libraries_installed_with_their_versions():
+    from offloadbench.records import Environment
+    from offloadbench.report.text.markdown import machine_section
+
+    env = Environment.from_json({"numpy_version": "2.4.6", "torch_version": "2.13.0", "numpy": "2.4.6",
+                                 "jax": "0.10.2", "cupy": None})
+    (software,) = [line for line in machine_section(env, "m") if line.startswith("- Software")]
+    assert software.endswith("PyTorch 2.13.0, JAX 0.10.2") and "CuPy" not in software

@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 import standin_gpu
 
-VERSION = "13.6.0+standin"
+VERSION = "14.2.0+standin"
 IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy "
             "array explicitly.")
 

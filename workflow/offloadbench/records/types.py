@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from types import MappingProxyType
 
+from .. import libraries
 from ..cells import Cell
 
 EMPTY: Mapping = MappingProxyType({})
@@ -521,6 +522,7 @@ class Environment:
     devices: Mapping | None = None  # device -> why it cannot be used (None where it can)
     compile_devices: Mapping = field(default_factory=lambda: EMPTY)
     libraries_missing: Mapping = field(default_factory=lambda: EMPTY)  # library -> how to install it
+    library_versions: Mapping = field(default_factory=lambda: EMPTY)  # library -> its installed version
     gpus: tuple[Gpu, ...] = ()
     fingerprint: Mapping | None = None
     advice: tuple[str, ...] = _at("system", "advice", default=())  # the system check's
@@ -541,6 +543,7 @@ class Environment:
             gpus=tuple(_read(Gpu, g, name=str(g["name"])) for g in data.get("gpus") or ()
                        if isinstance(g, dict) and "name" in g),
             vec_isa_known=bool(_text(isa.get("picked"))) and isa.get("picked") == isa.get("unchecked"),
+            library_versions={name: data[name] for name in libraries.NAMES if isinstance(data.get(name), str)},
         )
 
     def numpy_loops_of(self, dtype: str) -> dict[str, str]:

@@ -82,7 +82,9 @@ def machine_section(env: Environment, machine: str) -> list[str]:
         f"- GPU: {gpu}" + (f", driver {env.nvidia_driver}" if env.nvidia_driver else ""),
         f"- Software: Python {env.python}, NumPy {env.numpy_version} ({env.blas_name or 'BLAS unknown'} "
         f"{env.blas_version or ''}), PyTorch {env.torch_version or 'not installed'}"
-        + (f" (CUDA {env.torch_cuda_build})" if env.torch_cuda_build else ""),
+        + (f" (CUDA {env.torch_cuda_build})" if env.torch_cuda_build else "")
+        + "".join(f", {libraries.get(name).label} {version}" for name, version in env.library_versions.items()
+                  if name in libraries.NAMES and libraries.get(name).requirements),  # the extras installed
         (f"- TF32 for float32 matmuls: {'allowed' if env.tf32_matmul_default else 'off'} by default; cells record "
         "their own setting"),
         f"- BLAS/OpenMP environment: {', '.join(f'{k}={v}' for k, v in env.blas_env.items()) or 'nothing set'}",
