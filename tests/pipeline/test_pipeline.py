@@ -204,7 +204,7 @@ def test_report_references_each_figure_and_the_skipped_cells(run):
     assert "## Seed claims checked" in text and "## Does offloading pay?" in text
     assert "**skipped** (9): mps unavailable" in text and "No GPU cell ran" not in text
     assert "cuda is offloadbench's stand-in GPU (OFFLOADBENCH_STANDIN_GPU is set)" in text
-    assert "- matmul with torch on cuda (float32): never pays at n = 32 and 64, where cuda computes it no faster." in text
+    assert "- matmul with torch on cuda (float32): never pays at n = 32 and 64, where cuda computes matmul no faster." in text
     html = (run["out"] / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(FIGURE_NAMES)
 

@@ -72,7 +72,8 @@ def _device_line(device: str, rows: pd.DataFrame, threads: str) -> str:
     return f"{device_title(device, rows)}: copies counted, vs numpy on all cores"
 
 
-def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], sizes: list[int], norm) -> None:
+def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], sizes: list[int], norm,
+                fontsize: float = SMALL_PT) -> None:
     values = np.full((len(ops), len(sizes)), np.nan)
     values[rows["row"].map(ops.index), rows["size"].astype(int).map(sizes.index)] = rows["end_to_end_speedup"]
     ax.pcolormesh(np.ma.masked_invalid(values), cmap=CMAP, norm=norm, edgecolors="white", linewidth=0.8)
@@ -90,7 +91,7 @@ def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], siz
         else:
             label = ("=" + fmt_speedup(value)) if said == SAME else fmt_speedup(value, decided=True)
         ax.text(j + 0.5, i + 0.5, label, ha="center", va="center",
-                fontsize=SMALL_PT, color="0.3" if unsure else _text_colour(CMAP(norm(value))),
+                fontsize=fontsize, color="0.3" if unsure else _text_colour(CMAP(norm(value))),
                 fontstyle="italic" if unsure else "normal")
     ax.set_xlim(0, len(sizes))
     ax.set_ylim(len(ops), 0)  # first op on top
@@ -98,6 +99,7 @@ def _draw_panel(ax, rows: pd.DataFrame, ops: list[str], families: list[str], siz
     ax.set_xticks(np.arange(len(sizes)) + 0.5, [str(s) for s in sizes], rotation=45 if long_labels else 0)
     ax.set_yticks(np.arange(len(ops)) + 0.5, ops)  # "op · variant" where the grid has several variants
     ax.tick_params(length=0)
+    ax.tick_params(axis="y", labelsize=fontsize)
     ax.grid(False)
     for side in ax.spines.values():
         side.set_visible(False)
@@ -150,7 +152,12 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
     cols, stacked = (len(dtypes), 1) if side_by_side else (1, len(dtypes))  # panels across, dtypes stacked
     cell_w = min(CELL_IN[0], room_in / (widest * cols))
     chrome = ROW_CHROME_IN * len(heights) * stacked + BAR_IN + TITLE_IN  # titles and size labels, colour bar, title
-    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], (PAGE_HEIGHT_IN - chrome) / (sum(heights) * stacked)))
+    fitting_h = (PAGE_HEIGHT_IN - chrome) / (sum(heights) * stacked)
+    cell_h = max(MIN_CELL_IN[1], min(CELL_IN[1], fitting_h))
+    fontsize = SMALL_PT
+    if fitting_h < MIN_CELL_IN[1]:  # more rows than a page holds at the least height: smaller rows and type
+        cell_h = fitting_h
+        fontsize = max(4.0, SMALL_PT * fitting_h / MIN_CELL_IN[1])
     device_lines = {d: _device_line(d, frame[frame["device"] == d], threads) for d in devices}
     lines_in = CHAR_IN * max(len(line) for line in device_lines.values())
     width = min(PAGE_WIDTH_IN, max(labels_in + families_in + cols * widest * cell_w + 0.25 * cols,
@@ -170,7 +177,7 @@ def heatmap_figure(speedups: pd.DataFrame, machine: str) -> plt.Figure:
                 ax.text(0.5, 0.5, f"{device} · {dtype}: not measured", ha="center", va="center",
                         transform=ax.transAxes, color="0.4")
                 continue
-            _draw_panel(ax, rows, ops, families, sizes, norm)
+            _draw_panel(ax, rows, ops, families, sizes, norm, fontsize)
             ax.set_title(dtype, fontsize=SMALL_PT, loc="left")
             ax.set_xlabel("size n")
             if side_by_side and c:  # one set of op labels per row of panels

@@ -61,11 +61,11 @@ def series_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         row = group.loc[group["size"].idxmax()]
         head = f"- {row['op']} with {variant_of(row)} ({_where_full(row)})"
         if falls_back(row):
-            lines.append(f"{head}: **no compiled speedup**, {row['compile_fallback']}; its time is that of partly "
-                         "uncompiled code.")
+            lines.append(f"{head}: **no compiled speedup**, {row['compile_fallback']}; {variant_of(row)} times "
+                         f"{row['op']} as partly uncompiled code.")
             continue
         never = row.get("amortize_calls") == math.inf  # compiled is not faster
-        pays = ("never pays its compile back: it is not faster than NumPy" if never else
+        pays = (f"never pays its compile back: it runs {row['op']} no faster than NumPy" if never else
                 f"pays its compile back after {fmt_payback(*interval(row, 'amortize_calls'), ci=judging.ci)}")
         startup = row.get("compiler_startup_s")
         if finite(startup) and finite(row["amortize_calls"]):

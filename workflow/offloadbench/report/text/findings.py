@@ -149,7 +149,7 @@ def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     gpu = speedups[(speedups["device"] != "cpu") & speedups["calls_per_round_trip"].notna()] \
         if "calls_per_round_trip" in speedups else speedups.iloc[0:0]
     gpu = gpu.assign(variant=[variant_of(r) for _, r in gpu.iterrows()])
-    lines = []
+    lines, never_only = [], {}  # variants that never pay at the same sizes: one line for them all
     for (op, variant, device, dtype), group in report_groups(gpu, ["op", "variant", "device", "dtype"]):
         by_kind: dict[str, list] = {}
         for _, row in group.sort_values("size").iterrows():
@@ -161,9 +161,14 @@ def round_trip_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         sizes = {kind: and_list([str(point[0]) for point in points]) for kind, points in by_kind.items()}
         if EVERY_CALL in sizes:
             parts.insert(0, f"pays with a copy on every call at n = {sizes[EVERY_CALL]}")
+        if NEVER in sizes and not parts:
+            never_only.setdefault((op, device, dtype, sizes[NEVER]), []).append(variant)
+            continue
         if NEVER in sizes:
-            parts.append(f"never pays at n = {sizes[NEVER]}, where {device} computes it no faster")
+            parts.append(f"never pays at n = {sizes[NEVER]}, where {device} computes {op} no faster")
         lines.append(f"- {op} with {variant} on {device} ({dtype}): " + "; ".join(parts) + ".")
+    lines += [f"- {op} with {and_list(variants)} on {device} ({dtype}): never pays at n = {at}, where {device} "
+              f"computes {op} no faster." for (op, device, dtype, at), variants in never_only.items()]
     return lines
 
 
