@@ -51,9 +51,6 @@ class CupyDevice:
     def peak_since(self, before: int | None) -> int:
         return max(0, int(self.cupy.get_default_memory_pool().total_bytes()) - int(before or 0))
 
-    def release(self) -> None:
-        self.cupy.get_default_memory_pool().free_all_blocks()
-
 
 class CupyBackend(Backend):
     """How CuPy moves data and runs the op on a CUDA GPU."""
@@ -70,7 +67,6 @@ class CupyBackend(Backend):
         self.sync = self.device.synchronize
         self.tensors = self.graphs = False
         self.compiled_fn = self.end_to_end_fn = None
-        self.after_compile = None
         self.resident_reason: str | None = None
         self.changes: tuple[int, ...] = ()
 
@@ -100,9 +96,6 @@ class CupyBackend(Backend):
         returned = self.call(placed)
         self.sync()
         return returned, arguments.changed(host_inputs, [self.to_host(x) for x in placed])
-
-    def recompiles(self) -> int:
-        return 0
 
     def pin(self, host_inputs: list) -> list:
         """With pinned_memory, the input arrays live in pinned memory from the start; copying
