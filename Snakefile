@@ -26,6 +26,7 @@ include: "workflow/rules/compare.smk"
 # cluster job costs several seconds to schedule.
 localrules:
     all,
+    settings,
     aggregate,
     figure,
     report,

@@ -3,6 +3,7 @@ grid of the round tests, faults a test injects into its workers (TEST_FAULTS), a
 that start a round and wait for it. Shared by the tests of rounds, hostile kernels, user
 kernels and the stand-in GPU."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from offloadbench.config import validate
 from offloadbench.jobs.lock import LOCK_ENV
 from offloadbench.machine import fingerprint
 from offloadbench.measure.provenance import cpu_model
+from offloadbench.run_settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {**validate({})["measure"], "target_rel_ci": 0.05, "budget_s": 0.05, "warmup_budget_s": 0.02,
@@ -57,14 +59,26 @@ def make_box(folder: Path) -> Path:
     return folder
 
 
+def settings_file(folder: Path, measure: dict | None = None, compile_section: dict | None = None) -> Path:
+    """The run's settings file of these measure and compile sections (the round tests' by
+    default), as the settings rule writes it: one file per content, so rounds side by side
+    with other settings never share one."""
+    run = RunSettings.from_sections(measure or SETTINGS, compile_section or validate({})["compile"])
+    digest = hashlib.sha256(json.dumps(run.as_json(), sort_keys=True).encode()).hexdigest()[:12]
+    path = folder / f"settings-{digest}.json"
+    if not path.exists():
+        run.write(path)
+    return path
+
+
 def start_round(box, round_index=1, grid=GRID, settings=None, faults="", raw=None, lock=None, kernels=(), cwd=None):
     path = os.pathsep.join(filter(None, [str(box / "faults"), str(ROOT / "workflow"), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "TEST_FAULTS": faults,
            LOCK_ENV: str(lock or box / "test.lock")}
     cmd = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(round_index), "--processes", "2",
-           "--machine", "box", "--grid", json.dumps(grid), "--settings", json.dumps(settings or SETTINGS),
+           "--machine", "box", "--grid", json.dumps(grid), "--settings", str(settings_file(box, settings)),
            "--environment", str(box / "environment.json"), "--raw", str(raw or box / "raw"),
-           "--kernels", json.dumps(list(kernels)), "--compile", json.dumps(validate({})["compile"])]
+           "--kernels", json.dumps(list(kernels))]
     return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd)
 
 

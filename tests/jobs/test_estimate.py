@@ -21,17 +21,19 @@ from offloadbench.estimate import (
     roofs_from_records,
 )
 from offloadbench.layout import record_relpath
+from offloadbench.run_settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = validate({"grid": {"ops": ["matmul"], "devices": ["cpu", "cuda"], "dtypes": ["float32"], "sizes": [256, 1024],
                             "threads": [1]}, "analysis": {"controls": 0}})
+MEASURE = RunSettings.from_config(CONFIG).measure
 
 
 @pytest.mark.parametrize("op", sorted(SPECS))
 def test_the_estimate_grows_with_size(op):
     sizes = [64, 256, 1024, 4096]
     for device, library in (("cpu", "numpy"), ("cuda", "torch")):
-        times = [cell_seconds(Cell(op, library, device, "float32", n, "1"), CONFIG["measure"], FALLBACK) for n in sizes]
+        times = [cell_seconds(Cell(op, library, device, "float32", n, "1"), MEASURE, FALLBACK) for n in sizes]
         assert times == sorted(times) and times[0] < times[-1], (op, device, times)
 
 
@@ -123,7 +125,7 @@ def test_compiled_cells_count_their_compiles_and_their_workers_the_compiler_star
 
     eager = Cell("transcendental", "numpy", "cpu", "float32", 256, "1")
     compiled = Cell("transcendental", "numpy", "cpu", "float32", 256, "1", "compiled")
-    measure = CONFIG["measure"]
+    measure = MEASURE
     assert cell_seconds(compiled, measure, FALLBACK) == pytest.approx(cell_seconds(eager, measure, FALLBACK)
                                                                       + COMPILE_S["cpu"])
     # a compiled numpy worker imports torch and starts the compiler

@@ -18,13 +18,13 @@ from offloadbench.analysis.processes import judge
 from offloadbench.analysis.settle import PARTNER, REPLACES, plan_round
 from offloadbench.analysis.tables import speedups_table, states_table, timings_table
 from offloadbench.cells import Cell
-from offloadbench.config import validate
 from offloadbench.jobs import settle as settle_job
 from offloadbench.measure import disturbance
 from offloadbench.records import SettleRecord, load_settle
 from offloadbench.records.types import WouldDecide
 from offloadbench.report.text.conditions import left_out_phrase, settle_lines
 from offloadbench.verdicts import DEPENDS_ON_STATE, UNSTABLE
+from rounds import SETTINGS, settings_file
 
 FAST = Analysis(resamples=300)
 NUMPY = Cell("matmul", "numpy", "cpu", "float32", 256, "1")
@@ -239,10 +239,10 @@ def test_an_interrupted_settling_plans_the_same_round_again_and_the_cap_ends_it(
     grid = {"ops": ["matmul"], "libraries": ["numpy", "torch"], "devices": ["cpu"], "dtypes": ["float32"],
             "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
     argv = ["--machine", "m", "--grid", json.dumps(grid),
-            "--settings", json.dumps({"processes": 3, "max_processes": 5, "extra_time_fraction": 5.0}),
+            "--settings", str(settings_file(tmp_path, {**SETTINGS, "processes": 3, "max_processes": 5,
+                                                       "extra_time_fraction": 5.0})),
             "--analysis", json.dumps({"bootstrap_resamples": 300, "random_state": 0, "confidence": 0.95, "min_effect": 0.05}),
-            "--environment", str(environment), "--raw", str(raw), "--out", str(tmp_path / "settle.json"),
-            "--compile", json.dumps(validate({})["compile"])]
+            "--environment", str(environment), "--raw", str(raw), "--out", str(tmp_path / "settle.json")]
     asked = []
 
     def interrupted(self, k, chosen):
@@ -285,10 +285,10 @@ def test_the_time_budget_comes_from_the_records_and_stops_the_extra_rounds(tmp_p
             "sizes": [256], "threads": [1], "modes": ["eager"], "compiled": {}, "op_max_size": {}}
     base = ["--machine", "m", "--grid", json.dumps(grid), "--environment", str(environment), "--raw", str(raw),
             "--analysis", json.dumps({"bootstrap_resamples": 300, "random_state": 0, "confidence": 0.95, "min_effect": 0.05}),
-            "--out", str(tmp_path / "settle.json"), "--compile", json.dumps(validate({})["compile"])]
+            "--out", str(tmp_path / "settle.json")]
     monkeypatch.setattr(settle_job.Settling, "measure", lambda self, k, chosen: 1)  # must not be reached
-    settings = {"processes": 3, "max_processes": 6, "extra_time_fraction": 0.5}  # 6 s of records: a 3 s budget
-    assert settle_job.main([*base, "--settings", json.dumps(settings)]) == 0
+    settings = {**SETTINGS, "processes": 3, "max_processes": 6, "extra_time_fraction": 0.5}  # 6 s: a 3 s budget
+    assert settle_job.main([*base, "--settings", str(settings_file(tmp_path, settings))]) == 0
     summary = json.loads((tmp_path / "settle.json").read_text())
     assert summary["extra_rounds"] == [] and "time budget" in summary["stopped"] and summary["budget_s"] == 3.0
     assert summary["undecided_at_end"] == [f"speedup of {TORCH.key}"]

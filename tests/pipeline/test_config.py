@@ -1,10 +1,12 @@
 import ast
 import dataclasses
+import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
-from offloadbench.config import ConfigError, validate
+from offloadbench.config import ConfigError, load_schema, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -259,3 +261,57 @@ def test_the_settings_defaults_are_the_schemas():
 
     config = validate({}, read_kernels=False)
     assert Settings() == Settings.from_config(config["measure"], config["compile"])
+
+
+def test_the_run_settings_hold_every_key_of_the_two_sections_and_read_back_what_was_written(tmp_path):
+    """settings.json is the one source of the measure and compile settings: its typed fields are
+    the schema's keys (a key added to the schema must be added there), and a file written is
+    read back as the same object."""
+    from offloadbench.run_settings import CompileSection, MeasureSection, RunSettings
+
+    schema = load_schema()["properties"]
+    for name, kind in (("measure", MeasureSection), ("compile", CompileSection)):
+        assert {f.name for f in dataclasses.fields(kind)} == set(schema[name]["properties"]), name
+    config = validate({"measure": {"resident_calls": [1, 4], "pause_s": 0.5}, "compile": {"cold_cache": False}},
+                      read_kernels=False)
+    run = RunSettings.from_config(config)
+    run.write(tmp_path / "settings.json")
+    assert RunSettings.read(tmp_path / "settings.json") == run
+    assert run.measure.resident_calls == (1, 4) and run.measure.pause_s == 0.5 and not run.compile.cold_cache
+
+
+@pytest.mark.parametrize("content, said", [
+    ("{", "not valid JSON"),
+    ('{"measure": {}, "compile": {}}', "not a settings file of version 1"),
+    ("[1]", "not a settings file"),
+    ("wrong type", "measure.budget_s: 'fast' is not of type 'number'"),
+    ("missing key", "its measure section does not hold the keys of this version"),
+    ("extra key", "compile: Additional properties are not allowed"),
+])
+def test_a_bad_settings_file_is_one_line_naming_it(tmp_path, content, said):
+    from offloadbench.run_settings import RunSettings, SettingsFileError
+
+    good = RunSettings.from_config(validate({}, read_kernels=False)).as_json()
+    edits = {"wrong type": lambda d: d["measure"].update(budget_s="fast"),
+             "missing key": lambda d: d["measure"].pop("turn_s"),
+             "extra key": lambda d: d["compile"].update(fullgraph=True)}
+    if content in edits:
+        edits[content](good)
+        content = json.dumps(good)
+    path = tmp_path / "settings.json"
+    path.write_text(content)
+    with pytest.raises(SettingsFileError) as error:
+        RunSettings.read(path)
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message and said in message, message
+
+
+def test_only_the_settings_rule_hands_the_measure_and_compile_sections_to_a_job():
+    """Every job that measures reads settings.json: no rule passes the measure or compile section
+    on a command line again, and no job parses one from a --compile argument."""
+    rules = {path.name: path.read_text() for path in (ROOT / "workflow" / "rules").glob("*.smk")}
+    passing = [f"{name}: {line.strip()}" for name, text in rules.items() for line in text.splitlines()
+               if re.search(r'config\["(measure|compile)"\]\s*[,)]', line) and "params" not in line]
+    assert passing == ['measure.smk: measure=config["measure"],', 'measure.smk: compile=config["compile"],']
+    jobs = ROOT / "workflow" / "offloadbench" / "jobs"
+    assert [p.name for p in jobs.glob("*.py") if '"--compile"' in p.read_text()] == []

@@ -33,6 +33,7 @@ from offloadbench.report.text.latex import write_latex
 from offloadbench.report.text.markdown import load_inputs, write_report
 from offloadbench.report.text.summary import summarize
 from offloadbench.verdicts import Judging
+from rounds import settings_file
 from shapes import Shape, shapes, write_results
 
 # a policy other than the default, so that a label that ignores it shows
@@ -56,8 +57,9 @@ def aggregate(folder: Path, label: str) -> dict:
 
 def report(folder: Path, label: str, tables: dict) -> str:
     paths = SimpleNamespace(**{name: str(folder / f"{name}.csv") for name in TABLES},
-                            environment=str(folder / "environment.json"), judging=str(folder / JUDGING), rounds=[])
-    write_report(load_inputs(paths, label, SETTINGS), str(folder / "report.md"), str(folder / "report.html"))
+                            environment=str(folder / "environment.json"), judging=str(folder / JUDGING), rounds=[],
+                            settings=str(settings_file(folder)))
+    write_report(load_inputs(paths, label, SETTINGS["analysis"]), str(folder / "report.md"), str(folder / "report.html"))
     return (folder / "report.md").read_text()
 
 

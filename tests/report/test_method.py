@@ -12,13 +12,15 @@ from offloadbench.measure.settings import Settings
 from offloadbench.measure.timing import PREROLL_MAX_S, BlockRule, StopRule, WarmupRule
 from offloadbench.records import RoundRecord
 from offloadbench.report.text.method import UNRECORDED, method_section, recorded_method
+from offloadbench.run_settings import RunSettings
 from offloadbench.verdicts import MAX_CI_SPAN, Judging
 
 SETTINGS = validate({})
+MEASURE = RunSettings.from_config(SETTINGS).measure
 
 
 def text(method: dict) -> str:
-    return "\n".join(method_section(SETTINGS, "each cell in 3 processes", method, Judging()))
+    return "\n".join(method_section(MEASURE, SETTINGS["analysis"], "each cell in 3 processes", method, Judging()))
 
 
 def test_every_recorded_threshold_changes_the_text(tmp_path):

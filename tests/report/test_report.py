@@ -5,12 +5,15 @@ from offloadbench.records import Environment, RoundRecord
 from offloadbench.report.text.decisions import WEAK_NOTE
 from offloadbench.report.text.markdown import Inputs, build_markdown, write_report
 from offloadbench.report.text.seed import judge
+from offloadbench.run_settings import RunSettings
 from offloadbench.verdicts import Judging
+
+MEASURE = RunSettings.from_config(validate({})).measure
 
 
 def inputs(tables, machine="gpubox"):
     env = {"hostname": machine, "cpu_model": "Test CPU", "logical_cores": 4, "gpus": [{"name": "Test GPU", "total_memory_bytes": 2**34}]}
-    return Inputs(machine, Environment.from_json(env), tables, validate({}), Judging())
+    return Inputs(machine, Environment.from_json(env), tables, MEASURE, validate({})["analysis"], Judging())
 
 
 def test_report_states_findings_with_cis(gpu_tables):
@@ -116,7 +119,7 @@ def test_the_report_says_how_the_measurement_went(gpu_tables):
               {"round": 2, "measured_now": 30, "estimated_s": 100.0, "took_s": 130.0,
                "advice": ["the machine was busy (1-minute load 3.2 on 2 cores)", "other processes were using the CPU: x"]}]
     text = build_markdown(Inputs("gpubox", Environment.from_json(environment), {**gpu_tables, "timings": t},
-                                 validate({}), Judging(), [RoundRecord.from_json(r) for r in rounds]))
+                                 MEASURE, validate({})["analysis"], Judging(), [RoundRecord.from_json(r) for r in rounds]))
     section = text.split("## How the measurement went")[1].split("\n## ")[0]
     assert "used every core of this machine" in section and "their verdicts are weak" in section
     assert section.count("the machine was busy") == 1 and "other processes were using the CPU" in section

@@ -30,6 +30,7 @@ from .config import kernel_infos, measured_grid
 from .footprint import Polynomial, power
 from .machine import host_memory_bytes
 from .records import ROOFS_SCHEMA, Environment, load_device_record, load_environment
+from .run_settings import MeasureSection, RunSettings
 from .units import fmt_duration
 
 # Fraction of the matmul peak an op reaches where compute bounds it (its FLOPs are not all
@@ -137,16 +138,16 @@ def call_seconds(cell: Cell, roofs: Roofs, kernels: dict | None = None) -> dict[
     return regions
 
 
-def region_seconds(call_s: float, measure: dict) -> float:
+def region_seconds(call_s: float, measure: MeasureSection) -> float:
     """Warm-up and sampling of one region under the measure settings."""
-    sample = max(call_s, measure["min_sample_s"])
-    warmup = call_s + min(measure["warmup_budget_s"], 3 * sample)
-    sampling = min(measure["budget_s"], max(measure["min_sampling_s"], SAMPLES_TO_CONVERGE * sample))
-    floor = measure["min_samples"] * sample  # taken even past the budget
+    sample = max(call_s, measure.min_sample_s)
+    warmup = call_s + min(measure.warmup_budget_s, 3 * sample)
+    sampling = min(measure.budget_s, max(measure.min_sampling_s, SAMPLES_TO_CONVERGE * sample))
+    floor = measure.min_samples * sample  # taken even past the budget
     return warmup + max(sampling, floor)
 
 
-def cell_seconds(cell: Cell, measure: dict, roofs: Roofs, kernels: dict | None = None) -> float:
+def cell_seconds(cell: Cell, measure: MeasureSection, roofs: Roofs, kernels: dict | None = None) -> float:
     """One process's time on a cell: inputs, the compile, the float64 check, and every region."""
     spec = spec_of(cell.op, kernels)
     regions = call_seconds(cell, roofs, kernels)
@@ -154,7 +155,7 @@ def cell_seconds(cell: Cell, measure: dict, roofs: Roofs, kernels: dict | None =
     reference = replace(cell, library=libraries.BASELINE, device="cpu", dtype="float64", threads="1", mode="eager")
     check = call_seconds(reference, roofs, kernels)["compute"]
     if cell.op in ROW_SAMPLED_CHECKS:
-        check *= min(1.0, measure["check_rows"] / cell.size)
+        check *= min(1.0, measure.check_rows / cell.size)
     compile_s = COMPILE_S["gpu" if cell.is_gpu else "cpu"] if cell.mode == COMPILED else 0.0
     return CELL_OVERHEAD_S + inputs + compile_s + check + sum(region_seconds(s, measure) for s in regions.values())
 
@@ -234,14 +235,15 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
     kernels = {name: replace(info, measured_inputs=(inputs or {}).get(name))
                for name, info in kernel_infos(config).items()}
     cells = grid.expand(measured_grid(config), kernels)
-    rounds = range(1, config["measure"]["processes"] + 1)
+    measure = RunSettings.from_config(config).measure
+    rounds = range(1, measure.processes + 1)
     todo = todo if todo is not None else {k: cells for k in rounds}
     available = available or {"cpu": True}
     refused = {c for c in cells if refused_for_memory(c, memory_bytes, kernels)}
     measure_s, count, busy_rounds = 0.0, 0, 0
     for round_cells in todo.values():
         live = [c for c in round_cells if (available.get(c.device, False) or c.device == "cpu") and c not in refused]
-        measure_s += sum(cell_seconds(c, config["measure"], roofs, kernels) for c in live) + workers_seconds(live)
+        measure_s += sum(cell_seconds(c, measure, roofs, kernels) for c in live) + workers_seconds(live)
         measure_s += ROUND_OVERHEAD_S if round_cells else 0.0
         count += len(live)  # a cell of an absent device, or refused for memory, starts no process
         busy_rounds += bool(live)
@@ -253,8 +255,7 @@ def estimate_run(config: dict, roofs: Roofs, todo: dict[int, list[Cell]] | None 
     for device in config["transfer"]["devices"]:
         if available.get(device, False):
             other += DEVICE_IMPORT_S + 4 * len(config["transfer"]["sizes"]) * (config["transfer"]["budget_s"] + 0.1)
-    measure = config["measure"]
-    extra = measure["extra_time_fraction"] * measure_s if measure["max_processes"] > measure["processes"] else 0.0
+    extra = measure.extra_time_fraction * measure_s if measure.max_processes > measure.processes else 0.0
     return Estimate(busy_rounds, count, measure_s, other, roofs.source, extra, len(refused))
 
 

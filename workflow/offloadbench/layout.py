@@ -20,6 +20,7 @@ PAGE_PANELS = 36
 COMPARE_FIGURE_NAMES = ("speedups", "ratio", "break_even", "bandwidth")
 TABLES = ("timings", "speedups", "thread_scaling", "decisions", "decision_sizes", "losses", "controls", "memory",
           "resident", "states", "flags", "transfer", "roofs")
+SETTINGS = "settings.json"  # beside environment.json: the measure and compile settings of the run
 JUDGING = "judging.json"  # beside the tables: the policy (δ, confidence level) they were judged with
 LATEX_TABLES = ("timings", "speedups", "transfer", "decisions")  # tables/<name>.tex of a machine
 # Folders below raw/ besides one per op: per-device records, round records, unfinished rounds.

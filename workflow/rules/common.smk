@@ -39,6 +39,7 @@ from offloadbench.layout import (
     SETTLE_RELPATH,
     figure_names,
     JUDGING,
+    SETTINGS,
     LATEX_TABLES,
     TABLES,
     round_relpath,

@@ -27,9 +27,24 @@ rule environment:
         " --out {output:q} --log {log:q}"
 
 
+rule settings:
+    output:
+        f"{OUT}/{SETTINGS}",
+    log:
+        f"{OUT}/logs/settings.log",
+    conda:
+        "../envs/measure.yaml"
+    params:
+        measure=config["measure"],
+        compile=config["compile"],
+    script:
+        "../scripts/write_settings.py"
+
+
 rule round:
     input:
         environment=f"{OUT}/environment.json",
+        settings=f"{OUT}/{SETTINGS}",
         before=earlier_measurements,
         # an edited kernel is measured again (the files are read here, never imported)
         kernels=config["kernels"],
@@ -50,22 +65,21 @@ rule round:
     params:
         processes=len(ROUNDS),
         grid=as_json(GRID),
-        settings=as_json(config["measure"]),
         kernels=as_json(config["kernels"]),
-        compile=as_json(config["compile"]),
         raw=f"{OUT}/raw",
     message:
         "round {wildcards.round} of {params.processes} on {wildcards.machine}: every cell once, in fresh processes, each group in one bout"
     shell:
         "python -m offloadbench.jobs.round --round {wildcards.round} --processes {params.processes}"
-        " --machine {wildcards.machine} --grid {params.grid:q} --settings {params.settings:q}"
+        " --machine {wildcards.machine} --grid {params.grid:q} --settings {input.settings:q}"
         " --environment {input.environment:q} --raw {params.raw:q} --kernels {params.kernels:q}"
-        " --compile {params.compile:q} --log {log:q}"
+        " --log {log:q}"
 
 
 rule settle:
     input:
         environment=f"{OUT}/environment.json",
+        settings=f"{OUT}/{SETTINGS}",
         rounds=ROUND_MANIFESTS,
         kernels=config["kernels"],
     output:
@@ -82,17 +96,15 @@ rule settle:
         runtime=settle_runtime,
     params:
         grid=as_json(GRID),
-        settings=as_json(config["measure"]),
         analysis=as_json(config["analysis"]),
         kernels=as_json(config["kernels"]),
-        compile=as_json(config["compile"]),
         raw=lambda wildcards: f"{RESULTS}/{wildcards.machine}/raw",
     message:
         "extra rounds on {wildcards.machine} until the verdicts settle (up to measure.max_processes per cell)"
     shell:
         "python -m offloadbench.jobs.settle --machine {wildcards.machine} --grid {params.grid:q}"
-        " --settings {params.settings:q} --analysis {params.analysis:q} --environment {input.environment:q}"
-        " --raw {params.raw:q} --kernels {params.kernels:q} --compile {params.compile:q} --out {output:q}"
+        " --settings {input.settings:q} --analysis {params.analysis:q} --environment {input.environment:q}"
+        " --raw {params.raw:q} --kernels {params.kernels:q} --out {output:q}"
         " --log {log:q}"
 
 

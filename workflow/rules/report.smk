@@ -17,6 +17,7 @@ rule report:
         transfer=f"{OUT}/transfer.csv",
         roofs=f"{OUT}/roofs.csv",
         environment=f"{OUT}/environment.json",
+        settings=f"{OUT}/{SETTINGS}",
         judging=f"{OUT}/{JUDGING}",
         rounds=ROUND_MANIFESTS,
         settle=SETTLE_RECORD,
@@ -31,7 +32,7 @@ rule report:
     conda:
         "../envs/analysis.yaml"
     params:
-        settings=dict(config),
+        analysis=config["analysis"],
     script:
         "../scripts/write_report.py"
 

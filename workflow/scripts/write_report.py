@@ -11,7 +11,7 @@ from offloadbench.report.text.markdown import load_inputs, write_report
 run_logged(
     snakemake.log[0],  # noqa: F821 - injected by snakemake
     lambda: write_report(
-        load_inputs(snakemake.input, snakemake.wildcards.machine, snakemake.params.settings),  # noqa: F821
+        load_inputs(snakemake.input, snakemake.wildcards.machine, snakemake.params.analysis),  # noqa: F821
         snakemake.output.md,  # noqa: F821
         snakemake.output.html,  # noqa: F821
     ),

@@ -119,13 +119,13 @@ class Bout:
                     self.regions[cell] = regions
         self.result.process_s += time.monotonic() - began
         cycles = schedule.Cycles(list(self.regions), schedule.generator(self.job.args.round, self.name))
-        budget = self.result.budget_s = sum(float(settings["budget_s"]) * regions for regions in self.regions.values())
-        min_cycles, max_cycles = int(settings["min_cycles"]), int(settings["max_samples"])
-        min_for_ci = max(min_cycles, int(settings["min_samples"]))  # a median's CI needs this many
-        target = float(settings["target_rel_ci"])
+        budget = self.result.budget_s = sum(settings.budget_s * regions for regions in self.regions.values())
+        min_cycles, max_cycles = settings.min_cycles, settings.max_samples
+        min_for_ci = max(min_cycles, settings.min_samples)  # a median's CI needs this many
+        target = settings.target_rel_ci
         pairs = planned_comparisons(list(self.regions))
         alone = [cell for cell in self.regions if not any(cell in pair for pair in pairs)]
-        pause = settings.get("pause_s")
+        pause = settings.pause_s
         while cycles.cells:
             order = cycles.next()
             for position, cell in enumerate(order):

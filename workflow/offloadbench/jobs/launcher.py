@@ -47,7 +47,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Fork the round's workers from one process that imported the libraries.")
     parser.add_argument("--imports", choices=IMPORTS, required=True)
     parser.add_argument("--control-fd", type=int, required=True)
-    parser.add_argument("--compile", required=True, help="the config's compile section as JSON (compiler)")
+    parser.add_argument("--settings", required=True, help="the run's settings file (the compiler's settings)")
     return parser.parse_args(argv)
 
 
@@ -80,18 +80,18 @@ def import_libraries(imports: str):
     return torch, time.perf_counter() - start
 
 
-def start_compiler(compile_section: dict, torch) -> float | None:
+def start_compiler(settings_path: str, torch) -> float | None:
     """The compiler's start, once for every compiled worker (measure.compiled.warm_compiler);
     None where it cannot run here (the workers say why, cell by cell)."""
     if torch is None:
         return None
     from ..measure import compiled, devices
     from ..measure.settings import Settings
+    from ..run_settings import RunSettings
 
     if devices.get("cpu", torch).compile_reason() is not None:
         return None
-    settings = Settings(compile_backend=str(compile_section["backend"]), compile_mode=str(compile_section["mode"]))
-    return compiled.warm_compiler(torch, settings)
+    return compiled.warm_compiler(torch, Settings.from_run(RunSettings.read(settings_path)))
 
 
 def run_worker(request: dict, command_fd: int, events_fd: int, imported_s: float,
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()
     control = socket.socket(fileno=args.control_fd)
     torch, imported_s = import_libraries(args.imports)
-    compiler_s = start_compiler(json.loads(args.compile), torch) if args.imports == COMPILER else None
+    compiler_s = start_compiler(args.settings, torch) if args.imports == COMPILER else None
     import gc
 
     gc.collect()
@@ -190,7 +190,7 @@ class LauncherFailed(RuntimeError):
 class Launcher:
     """A running launcher, as the round job holds it."""
 
-    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, compile_json: str):
+    def __init__(self, imports: str, env: dict[str, str], timeout_s: float, settings_path: str):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control, self.timeout_s, self.imports = ours, timeout_s, imports
         self.gpus_hidden = env.get("CUDA_VISIBLE_DEVICES") == ""
@@ -201,7 +201,7 @@ class Launcher:
         sys.stderr.flush()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "offloadbench.jobs.launcher", "--imports", imports,
-             "--control-fd", str(theirs.fileno()), "--compile", compile_json],
+             "--control-fd", str(theirs.fileno()), "--settings", settings_path],
             env=env, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), pass_fds=(theirs.fileno(),))
         theirs.close()
 

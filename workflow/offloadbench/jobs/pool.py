@@ -25,6 +25,7 @@ from ..measure.allocator import allocator_env
 from ..measure.provenance import utc_now
 from ..measure.threads import thread_env
 from ..records import Environment
+from ..run_settings import RunSettings
 from .launcher import COMPILER, GPU, Launcher, LauncherFailed
 from .launcher import available as launcher_available
 from .protocol import Broken, ProtocolFault, Ready, Refusal, WorkerProcess, death_reason
@@ -48,12 +49,12 @@ class Workers:
     processes (`history`, for the round's record); the seconds spent starting them count in
     `split["start"]`."""
 
-    def __init__(self, args: argparse.Namespace, settings: dict, compile_settings: dict, environment: Environment,
-                 raw: Path, split: Counter):
-        self.args, self.compile_settings = args, compile_settings
+    def __init__(self, args: argparse.Namespace, settings: RunSettings, environment: Environment, raw: Path,
+                 split: Counter):
+        self.args, self.cold_cache = args, settings.compile.cold_cache
         self.environment, self.raw, self.split = environment, raw, split
-        self.timeout_s = float(settings["timeout_s"])
-        self.allocator_env = allocator_env(str(settings["allocator"]))
+        self.timeout_s = settings.measure.timeout_s
+        self.allocator_env = allocator_env(settings.measure.allocator)
         self.workers: dict[WorkerSpec, WorkerProcess] = {}
         self.launchers: dict[str, Launcher] = {}  # by what they import: numpy, or torch too
         self.history: dict[str, dict] = {}
@@ -102,7 +103,7 @@ class Workers:
         """The environment variables a worker of `spec` sets on top of the job's: its threads,
         and a compiled worker's compiler settings."""
         env = thread_env(spec.host_threads)  # the label resolved once, here, for the environment and the worker
-        if spec.compiled and self.compile_settings["cold_cache"]:
+        if spec.compiled and self.cold_cache:
             cache = self.compile_cache_dir(spec.name)
             env.update(TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
         if spec.compiled and spec.device == "cpu":
@@ -133,9 +134,9 @@ class Workers:
                 env = devices.hide_gpus(env)
             if imports == COMPILER:  # the compiler started there, once, for every compiled CPU worker
                 env.update(self.cpu_compiler_env())
-                if self.compile_settings["cold_cache"]:  # a cache of its own
+                if self.cold_cache:  # a cache of its own
                     env["TORCHINDUCTOR_CACHE_DIR"] = self.compile_cache_dir("launcher")
-            self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.compile)
+            self.launchers[imports] = Launcher(imports, env, self.timeout_s, self.args.settings)
         return self.launchers[imports]
 
     def start_worker(self, spec: WorkerSpec) -> WorkerProcess:
@@ -148,7 +149,7 @@ class Workers:
             "--threads", str(spec.host_threads), "--mode", spec.mode, *(["--twin"] if spec.twin else []),
             "--machine", self.args.machine, "--round", str(self.args.round), "--processes", str(self.args.processes),
             "--settings", self.args.settings, "--environment", self.args.environment,
-            "--kernels", self.args.kernels, "--compile", self.args.compile,
+            "--kernels", self.args.kernels,
         ]
         launcher = self.launcher(spec)
         if launcher is not None:

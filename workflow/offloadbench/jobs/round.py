@@ -55,6 +55,7 @@ from ..measure import system
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.settings import Settings
 from ..records import FAILED, cell_record, load_environment, write_json_atomic
+from ..run_settings import RunSettings
 from ..units import fmt_duration
 from .bout import Bout
 from .bout import method as bout_method
@@ -87,11 +88,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--processes", type=int, required=True, help="measure.processes: the planned rounds")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--grid", required=True, help="the config's grid section as JSON")
-    parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
+    parser.add_argument("--settings", required=True, help="the run's settings file (run_settings.py)")
     parser.add_argument("--environment", required=True, help="environment.json of this machine label")
     parser.add_argument("--raw", required=True, help="results/<machine>/raw")
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
-    parser.add_argument("--compile", required=True, help="the config's compile section as JSON")
     parser.add_argument("--log", help="the job's log; without it, stderr stays where it is")
     parser.add_argument("--only", help="an extra round: the keys of the cells it measures, as JSON (jobs/settle)")
     return parser.parse_args(argv)
@@ -101,10 +101,10 @@ class Round:
     def __init__(self, args: argparse.Namespace, terminal):
         self.args, self.terminal = args, terminal
         self.raw = Path(args.raw).resolve()  # every record path absolute, whatever a kernel does to its folder
-        self.settings = json.loads(args.settings)
-        self.timeout_s = float(self.settings["timeout_s"])
-        self.compile_settings = json.loads(args.compile)
-        self.min_cycles = int(self.settings["min_cycles"])  # the fewest cycles of a bout
+        self.run_settings = RunSettings.read(args.settings)
+        self.settings = self.run_settings.measure
+        self.timeout_s = self.settings.timeout_s
+        self.min_cycles = self.settings.min_cycles  # the fewest cycles of a bout
         self.kernels = read_kernel_files(json.loads(args.kernels), SPECS)
         self.environment = load_environment(args.environment)
         self.cells = grid.expand(json.loads(args.grid), self.kernels, self.environment.usable_devices)
@@ -124,9 +124,9 @@ class Round:
         self.spent: dict[Cell, float] = {}  # seconds each cell's commands took: its share of timeout_s
         self.oom_before: dict[Cell, int | None] = {}  # the OOM killer's count when each cell began
         self.facts = host_facts()
-        self.earlier = EarlierRecords(self.raw, args.round, self.extra, self.settings, self.kernels)
+        self.earlier = EarlierRecords(self.raw, args.round, self.extra, self.settings.recorded(), self.kernels)
         self.staging = Staging(self.raw, args.round)
-        self.pool = Workers(args, self.settings, self.compile_settings, self.environment, self.raw, self.split)
+        self.pool = Workers(args, self.run_settings, self.environment, self.raw, self.split)
 
     def device_reason(self, cell: Cell) -> str | None:
         """Why this machine cannot measure the cell at all (environment.json), or None."""
@@ -164,13 +164,13 @@ class Round:
         lock_wait, before, after = 0.0, None, None
         if self.todo:
             with host_lock(label=f"{self.args.machine}, {self.name}",
-                           timeout_s=float(self.settings["lock_timeout_s"]),
+                           timeout_s=self.settings.lock_timeout_s,
                            say=lambda line: tell(self.terminal, line)) as lock_wait:
                 before = system.snapshot()
                 self.began = self.last_report = time.monotonic()
                 try:
                     self.pool.start({cell.worker for cell in self.todo if not self.device_reason(cell)})
-                    separate = self.settings.get("pairing") == "separate"
+                    separate = self.settings.pairing == "separate"
                     groups = schedule.groups(self.todo, self.args.round, separate)
                     plans = {} if separate else plan_cycles(self.earlier.bouts(), [g[0].group_name for g in groups],
                                                             self.min_cycles)
@@ -313,7 +313,7 @@ class Round:
         info = self.kernels.get(cell.op)  # its file's hash: a rerun measures it again only once the file changed
         record = cell_record(
             cell, self.args.machine, process, status=status, reason=reason, started_at=now, finished_at=now,
-            provenance=self.facts, settings=self.settings, measured={"op_info": info.describe()} if info else None,
+            provenance=self.facts, settings=self.settings.recorded(), measured={"op_info": info.describe()} if info else None,
         )
         write_json_atomic(self.staging.partial(cell), record)
         self.statuses[cell] = status
@@ -360,7 +360,7 @@ class Round:
             "system_after": after,
             "advice": system.advice(before) if before else [],
             # the method's thresholds as this code applied them: the report words its method from these
-            "method": {**Settings.from_config(self.settings, self.compile_settings).method(),
+            "method": {**Settings.from_run(self.run_settings).method(),
                        **bout_method(self.min_cycles)},
             **where(),
         })

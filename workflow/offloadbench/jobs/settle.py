@@ -27,6 +27,7 @@ from ..analysis.pairs import comparisons
 from ..analysis.settle import plan_round
 from ..logs import run_job, tell
 from ..records import load_environment, load_round, write_json_atomic
+from ..run_settings import RunSettings
 from ..units import fmt_duration
 from ..verdicts import UNDECIDED
 
@@ -36,10 +37,10 @@ NO_EXTRA = "measure.max_processes allows no extra round"
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Extra rounds until the verdicts settle.")
-    for name in ("machine", "grid", "settings", "analysis", "environment", "raw", "out"):
+    for name in ("machine", "grid", "analysis", "environment", "raw", "out"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--settings", required=True, help="the run's settings file (run_settings.py)")
     parser.add_argument("--kernels", default="[]")
-    parser.add_argument("--compile", required=True, help="the config's compile section as JSON")
     parser.add_argument("--log")
     return parser.parse_args(argv)
 
@@ -48,13 +49,13 @@ class Settling:
     def __init__(self, args: argparse.Namespace, terminal):
         self.args, self.terminal = args, terminal
         self.raw = Path(args.raw)
-        self.settings = json.loads(args.settings)
+        self.settings = RunSettings.read(args.settings).measure
         self.grid = json.loads(args.grid)
         self.kernels = json.loads(args.kernels)
         self.analysis = Analysis.from_config(json.loads(args.analysis))
         self.environment = load_environment(args.environment)
-        self.planned = int(self.settings["processes"])
-        self.cap = int(self.settings["max_processes"])
+        self.planned = self.settings.processes
+        self.cap = self.settings.max_processes
 
     def cells(self):
         paths = grid_records(str(self.raw), self.grid, self.planned, self.kernels, self.environment)
@@ -77,7 +78,7 @@ class Settling:
         """A share of the planned rounds' time: their wall time, or their cells' own seconds
         where that is larger (a planned round rerun with nothing to do took no time)."""
         planned = max(self.round_seconds("planned"), self.planned_cell_seconds(cells))
-        return float(self.settings["extra_time_fraction"]) * planned
+        return self.settings.extra_time_fraction * planned
 
     def overhead(self, cells) -> float:
         """Wall time per second of cell time in the planned rounds: worker starts, compiles, pauses."""
@@ -149,7 +150,7 @@ class Settling:
         command = [sys.executable, "-m", "offloadbench.jobs.round", "--round", str(k), "--processes", str(self.planned),
                    "--machine", args.machine, "--grid", args.grid, "--settings", args.settings,
                    "--environment", args.environment, "--raw", args.raw, "--kernels", args.kernels,
-                   "--compile", args.compile, "--only", json.dumps(sorted(c.key for c in chosen))]
+                   "--only", json.dumps(sorted(c.key for c in chosen))]
         if args.log:
             command += ["--log", f"{args.log}.x{k}"]
         return subprocess.run(command, check=False, stderr=self.terminal).returncode  # its progress lines reach the user

@@ -64,6 +64,7 @@ from ..measure import compiled, devices, process_state
 from ..measure.provenance import host_facts, utc_now, where
 from ..measure.threads import apply_thread_limits, thread_counts
 from ..records import CELL_SCHEMA, cell_record, warm_validators, write_json_atomic
+from ..run_settings import RunSettings
 from .environment import foreign_host, model_name
 from .output import CappedOutput, ProcessOutput
 from .protocol import (
@@ -100,10 +101,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--machine", required=True)
     parser.add_argument("--round", type=int, required=True)
     parser.add_argument("--processes", type=int, required=True, help="measure.processes: the planned rounds")
-    parser.add_argument("--settings", required=True, help="the config's measure section as JSON")
+    parser.add_argument("--settings", required=True, help="the run's settings file (run_settings.py)")
     parser.add_argument("--environment", help="environment.json of this machine label")
     parser.add_argument("--kernels", default="[]", help="the config's kernels files as JSON")
-    parser.add_argument("--compile", required=True, help="the config's compile section as JSON")
     parser.add_argument("--events-fd", type=int, required=True)
     parser.add_argument("--token", default="", help="the token of the worker's own events (ready, forked, died)")
     parser.add_argument("--imported-s", type=float, default=0.0,
@@ -145,7 +145,7 @@ class Worker:
         self.args = args
         self.channels = Channels(args.events_fd, args.token)
         self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
-        self.settings = json.loads(args.settings)
+        self.run_settings = RunSettings.read(args.settings)
         self.kernel_paths = json.loads(args.kernels)
         # resolved now: a kernel that changes the working directory moves no later import; a
         # thread running their code is a kernel's
@@ -184,7 +184,7 @@ class Worker:
         from ..measure import cell  # what every cell's process needs, loaded once here
         from ..measure.settings import Settings
 
-        self.cell_settings = Settings.from_config(self.settings, json.loads(self.args.compile))
+        self.cell_settings = Settings.from_run(self.run_settings)
         # cells measured one after the other in this process: bring it to a steady state
         self.warmed_s = None if self.forks else cell.warm_process(self.spec.library, self.torch)
         if self.spec.mode == COMPILED and self.torch is not None:
@@ -283,7 +283,7 @@ class Worker:
             run.cell, self.args.machine, process,
             status=outcome.status, reason=outcome.reason,
             started_at=started, finished_at=utc_now(),
-            provenance=self.facts, settings={**self.settings, **outcome.settings},
+            provenance=self.facts, settings={**self.run_settings.measure.recorded(), **outcome.settings},
             measured={
                 **outcome.measured,
                 **({"op_info": info.describe()} if info else {}),

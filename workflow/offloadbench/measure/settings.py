@@ -1,16 +1,14 @@
-"""How a cell is measured: the `measure` and `compile` sections of the config as one
-typed object, read once in the worker and passed to everything that times."""
+"""How a cell is measured: what a worker takes of the run's settings file (run_settings),
+as one typed object passed to everything that times."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..catalogue import MEMORY_HEADROOM
+from ..run_settings import RunSettings
 from . import diagnostics, disturbance, timing
 from .timing import BlockRule, StopRule, WarmupRule
-
-# The stopping rule's settings in the `measure` section, each with its type.
-STOP_KEYS = {"target_rel_ci": float, "min_samples": int, "min_sampling_s": float, "max_samples": int, "budget_s": float}
 
 
 @dataclass(frozen=True)
@@ -32,23 +30,30 @@ class Settings:
     turn_s: float = 0.02  # a bout's turn: each region sampled at least this long (one sample at least)
 
     @classmethod
-    def from_config(cls, section: dict, compile_section: dict) -> Settings:
-        """From the validated config's `measure` and `compile` sections (every key there: the
-        schema gives the defaults, and nothing here restates them)."""
+    def from_run(cls, run: RunSettings) -> Settings:
+        """What a cell's process takes of the run's settings file."""
+        m, c = run.measure, run.compile
         return cls(
-            stop=StopRule(**{key: kind(section[key]) for key, kind in STOP_KEYS.items()}),
-            warmup=WarmupRule(budget_s=float(section["warmup_budget_s"])),
-            block=BlockRule(min_sample_s=float(section["min_sample_s"])),
-            random_state=int(section["random_state"]),
-            check_rows=int(section["check_rows"]),
-            pinned_memory=bool(section["pinned_memory"]),
-            allow_tf32=bool(section["allow_tf32"]),
-            compile_backend=str(compile_section["backend"]),
-            compile_mode=str(compile_section["mode"]),
-            cold_cache=bool(compile_section["cold_cache"]),
-            resident_calls=tuple(int(k) for k in section["resident_calls"]),
-            turn_s=float(section["turn_s"]),
+            stop=StopRule(target_rel_ci=m.target_rel_ci, min_samples=m.min_samples, min_sampling_s=m.min_sampling_s,
+                          max_samples=m.max_samples, budget_s=m.budget_s),
+            warmup=WarmupRule(budget_s=m.warmup_budget_s),
+            block=BlockRule(min_sample_s=m.min_sample_s),
+            random_state=m.random_state,
+            check_rows=m.check_rows,
+            pinned_memory=m.pinned_memory,
+            allow_tf32=m.allow_tf32,
+            compile_backend=c.backend,
+            compile_mode=c.mode,
+            cold_cache=c.cold_cache,
+            resident_calls=m.resident_calls,
+            turn_s=m.turn_s,
         )
+
+    @classmethod
+    def from_config(cls, section: dict, compile_section: dict) -> Settings:
+        """From the validated config's `measure` and `compile` sections, as the settings
+        file would hold them (what tests build)."""
+        return cls.from_run(RunSettings.from_sections(section, compile_section))
 
     def method(self) -> dict[str, float]:
         """The thresholds of the measuring method as numbers, from the rules that apply them:

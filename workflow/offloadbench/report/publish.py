@@ -16,6 +16,7 @@ from ..config import load_foreign_config, validate
 from ..csvsafe import write_csv
 from ..layout import JUDGING, TABLES, machine_figures
 from ..records import load_environment
+from ..run_settings import RunSettings
 from .figures.compare_figures import COMPARE_FIGURES, draw_comparison_figure
 from .figures.draw import draw
 from .text.comparison import write_comparison_report
@@ -51,13 +52,14 @@ def render(source: Source, analysis: Analysis, out_dir: str) -> None:
     file is read and checked before anything is drawn or written, so a bad one costs a
     second, not a whole rendering."""
     out = Path(out_dir)
-    settings = run_settings(source)
+    config = run_settings(source)
     written = source.tables(analysis)
     tables = with_series_rows(written)  # each decision with its sizes, losses and states, as read_tables gives
     own = source.judging()  # judging.json: the policy its own tables were judged with, if it has them
     rejudged = "" if own in (None, analysis.judging) else (
         f"Re-judged here under {analysis.judging.describe()}: its own tables were judged under {own.describe()}.")
-    inputs = Inputs(source.label, source.environment(), tables, settings, with_thresholds(analysis.judging),
+    inputs = Inputs(source.label, source.environment(), tables, RunSettings.from_config(config).measure,
+                    config["analysis"], with_thresholds(analysis.judging),
                     source.rounds(), source.settle(), rejudged)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:

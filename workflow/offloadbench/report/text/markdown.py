@@ -23,6 +23,7 @@ from ...cells import Cell
 from ...layout import TABLES, machine_figures
 from ...logs import stage
 from ...records import Environment, RoundRecord, SettleRecord
+from ...run_settings import MeasureSection, RunSettings
 from ...verdicts import Judging
 from ..captions import caption_of
 from ..escape import md_data, md_frame, safe_html
@@ -54,7 +55,8 @@ class Inputs:
     machine: str
     environment: Environment
     tables: dict[str, pd.DataFrame]  # layout.TABLES
-    settings: dict  # the validated config of the run (its measure settings)
+    measure: MeasureSection  # what the run was asked to measure with (settings.json)
+    analysis: dict  # the config's analysis section (the bootstrap)
     judging: Judging  # the policy the tables were judged with (judging.json): every label's level
     rounds: list[RoundRecord] = field(default_factory=list)  # raw/rounds/round-<k>.json
     settle: SettleRecord | None = None  # raw/rounds/settle.json: the extra rounds
@@ -240,7 +242,7 @@ def build_markdown(inputs: Inputs) -> str:
         ("the tables", lambda: [
             *table_section("Speedups", SPEEDUPS, s, judging), *table_section("Timings", TIMINGS, t, judging),
             *table_section("Copy bandwidth, every size", TRANSFER, transfer, judging)]),
-        ("the method", lambda: method_section(inputs.settings, processes_held(t), recorded_method(inputs.rounds, judging),
+        ("the method", lambda: method_section(inputs.measure, inputs.analysis, processes_held(t), recorded_method(inputs.rounds, judging),
                                               judging, inputs.rejudged)),
         ("the machine", lambda: machine_section(inputs.environment, inputs.machine)),
     ]
@@ -293,14 +295,16 @@ def write_report(inputs: Inputs, md_path: str, html_path: str) -> None:
                folded, {ANSWER: "decisions"})
 
 
-def load_inputs(paths, machine: str, settings: dict) -> Inputs:
-    """Read the tables, the policy they were judged with, environment.json and the round
-    records named by `paths` (an object with attributes, as Snakemake's input)."""
+def load_inputs(paths, machine: str, analysis: dict) -> Inputs:
+    """Read the tables, the policy they were judged with, environment.json, the run's
+    settings and the round records named by `paths` (an object with attributes, as
+    Snakemake's input)."""
     from ...analysis.tables import read_tables
     from ...records import load_environment, load_judging, load_round, load_settle
 
     tables = read_tables({name: getattr(paths, name) for name in TABLES})
     settle = getattr(paths, "settle", None)
     judging = load_judging(paths.judging)  # the one source of δ and the confidence level
-    return Inputs(machine, load_environment(paths.environment), tables, settings, judging,
+    measure = RunSettings.read(paths.settings).measure
+    return Inputs(machine, load_environment(paths.environment), tables, measure, analysis, judging,
                   [load_round(p) for p in getattr(paths, "rounds", [])], load_settle(settle) if settle else None)

@@ -1,7 +1,7 @@
 """The report's Method section, worded from the thresholds the run recorded: the measuring
 method's in each round's record (Settings.method, written by the round), the analysis's in
-judging.json (written beside the tables), and the config's settings for what the run was
-asked (extra rounds, memory, TF32, the bootstrap). Nothing here holds a threshold of its
+judging.json (written beside the tables), the run's settings for what it was asked (extra
+rounds, memory, TF32) and the analysis section for the bootstrap. Nothing here holds a threshold of its
 own, so the text cannot drift from the code that measured; records from before the
 thresholds were recorded show "?" where a number would be."""
 
@@ -13,6 +13,7 @@ from functools import partialmethod
 import pandas as pd
 
 from ...records import RoundRecord
+from ...run_settings import MeasureSection
 from ...units import format_bytes
 from ...verdicts import Judging
 from ..format import finite, fmt_percent, fmt_plain
@@ -43,11 +44,12 @@ class Numbers:
     size = partialmethod(_said, words=format_bytes)
 
 
-def method_section(settings: dict, held: str, method: Mapping[str, float], judging: Judging,
+def method_section(m: MeasureSection, a: dict, held: str, method: Mapping[str, float], judging: Judging,
                    rejudged: str = "") -> list[str]:
     """## Method: how the run measured and judged, from `method` (recorded_method); the
-    config's `settings` only for what the run was asked (extra rounds, memory, TF32)."""
-    m, a, n = settings["measure"], settings["analysis"], Numbers(method)
+    run's measure settings `m` only for what it was asked (extra rounds, memory, TF32), the
+    analysis section `a` for the bootstrap."""
+    n = Numbers(method)
     copies = f"; {n.ms('preroll_copy_max_s')} for a GPU's copies" if "preroll_copy_max_s" in method else ""
     preroll = (f"until one runs within {n.percent('warmup_rel_tol')} of the region's best so far, for at least "
                f"{n.ms('preroll_s')} and at most {n.ms('preroll_max_s')} (none for calls that long{copies})"
@@ -56,7 +58,7 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
     memory = (
         "pinned: the inputs live in pinned memory from the start (copying them there is not timed), "
         "as when an application allocates its buffers pinned. "
-        if m["pinned_memory"] else "pageable. "
+        if m.pinned_memory else "pageable. "
     )
     # the measuring thresholds every round has recorded since they were (the analysis's are this code's)
     unrecorded = (" The records of this run predate recorded thresholds: "
@@ -81,8 +83,8 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         f"unreplaced, the cell keeping at least {n.number('min_kept_processes')}; one that is only fast or slow is "
         "kept, and where the kept processes fall into two groups far apart, the cell has two states, "
         "each reported. Extra rounds also run the bouts of the undecided comparisons that more processes would "
-        f"likely decide within {m['max_processes']} processes per cell, likeliest first (never a tie or an answer that "
-        f"depends on a state), within {fmt_percent(m['extra_time_fraction'])} of the planned rounds' time. Thread counts are set before NumPy and PyTorch load and read back afterwards. "
+        f"likely decide within {m.max_processes} processes per cell, likeliest first (never a tie or an answer that "
+        f"depends on a state), within {fmt_percent(m.extra_time_fraction)} of the planned rounds' time. Thread counts are set before NumPy and PyTorch load and read back afterwards. "
         "Inputs are random in [-1, 1), made before timing. Every region is timed with `time.perf_counter_ns` and "
         "the garbage collector off; GPU regions synchronise the device before the clock starts and before it stops. "
         f"A region first runs blocks of calls until one is within ±{n.percent('warmup_rel_tol')} of the best block "
@@ -105,7 +107,7 @@ def method_section(settings: dict, held: str, method: Mapping[str, float], judgi
         f"{n.percent('clock_change_rel')}, or a process failed; a missed CI target is only noted, as the CI is wider "
         "for it. Each result is checked against a float64 NumPy "
         f"reference on {n.number('check_rows')} sampled rows with a dtype-aware tolerance; a wrong result is an "
-        f"error, not a speedup. TF32 is {'allowed' if m['allow_tf32'] else 'off'}; host memory is {memory}"
+        f"error, not a speedup. TF32 is {'allowed' if m.allow_tf32 else 'off'}; host memory is {memory}"
         "The copy-out phase and the end-to-end region make a fresh host array each call, as `.cpu().numpy()` does; "
         f"the bandwidth sweep copies into reused buffers, so it shows what the link itself sustains.{unrecorded}"
     )
