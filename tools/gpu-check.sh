@@ -74,7 +74,7 @@ fi
 
 phase tests "GPU tests"
 # only the GPU tests' modules: a module importing what this host lacks cannot stop them
-"$PY" -m pytest -m gpu -q -p no:cacheprovider --junitxml "$OUT/pytest-gpu.xml" tests/measure/test_gpu.py tests/measure/test_cupy.py tests/measure/test_system.py \
+"$PY" -m pytest -m gpu -q -p no:cacheprovider --junitxml "$OUT/pytest-gpu.xml" tests/measure/test_gpu.py tests/measure/test_cupy.py tests/measure/test_jax.py tests/measure/test_system.py \
   2>&1 | tee "$OUT/pytest-gpu.log"
 
 phase pipeline "GPU grid through the pipeline"

@@ -120,3 +120,102 @@ def test_one_thread_binds_xlas_runtime_to_one_core_before_it_starts():
     said = json.loads(done.stdout.strip().splitlines()[-1])
     assert said["affinity"] == said["cores"] == 1 and said["async"] is False and not said["async_dispatch"]
     assert "--xla_cpu_multi_thread_eigen=false" in said["xla_flags"]
+
+
+# --- on a GPU: the stand-in's cuda (XLA's CPU) in `make test`, a real GPU in `make gpu-check` ----
+
+
+def test_float64_cells_of_jax_get_workers_of_their_own():
+    """x64 is a setting of the whole process: a worker that measures several cells (a GPU's)
+    never mixes float32 and float64 cells of JAX; other libraries keep one worker."""
+    single, double = (Cell("axpy", "jax", "cuda", dtype, 64, "1").worker for dtype in ("float32", "float64"))
+    assert single != double and double.setting == "x64" and single.setting == ""
+    assert double.name == "jax-cuda-t1-x64" and single.name == "jax-cuda-t1"
+    assert Cell("axpy", "jax", "cpu", "float64", 64, "1", "compiled").worker.name == "jax-cpu-t1-compiled-x64"
+    torch_cells = {Cell("axpy", "torch", "cuda", dtype, 64, "1").worker for dtype in ("float32", "float64")}
+    assert len(torch_cells) == 1
+
+
+def test_every_wait_of_a_jax_cell_covers_the_copies_and_calls_since_the_last(monkeypatch):
+    """JAX returns before a copy or a call is done: a timed block must wait for every array it
+    placed (h2d) and every result (compute), not only the last call's."""
+    from offloadbench.measure.backend import make_host_inputs
+    from offloadbench.measure.cell import make_backend
+    from offloadbench.measure.ops import get_op
+
+    cell, op = Cell("axpy", "jax", "cpu", "float32", 16, "1"), get_op("axpy")
+    backend = make_backend(cell, op, FAST, None)
+    waited = []
+    monkeypatch.setattr(backend.jax, "block_until_ready", lambda values: waited.append(list(values)) or values)
+    placed = [backend.to_device(x) for x in make_host_inputs(op, cell, 0)]
+    backend.sync()
+    result = backend.compute(placed)
+    backend.sync()
+    backend.sync()  # nothing new: nothing to wait for
+    arrays = [x for x in placed if isinstance(x, backend.jax.Array)]
+    assert len(waited) == 2 and [id(x) for x in waited[0]] == [id(x) for x in arrays]
+    assert [id(x) for x in waited[1]] == [id(result)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_a_jax_cell_on_cuda_is_measured_with_its_copies_and_checked(mode):
+    from conftest import run_cell_record
+    from offloadbench.measure import devices
+    from offloadbench.measure.system import standin_requested
+
+    torch = devices.import_torch()
+    record = run_cell_record(Cell("axpy", "jax", "cuda", "float32", 256, "1", mode), FAST, torch)
+    assert record["status"] == "ok", record["reason"]
+    assert record["check"]["passed"] and record["check"]["rel_err"] < 1e-5
+    assert {"h2d", "compute", "d2h", "end_to_end", "resident_1"} <= set(record["phases"])
+    assert record["device"]["name"]  # the GPU, named through the seam
+    peak = record["memory"]["device"]
+    if standin_requested():  # XLA's CPU keeps no memory statistics: said, not guessed
+        assert peak["peak_bytes"] is None and "cannot be reset" in peak["reason"]
+    else:  # XLA's allocator on the GPU; below an earlier peak of this process it is said so
+        assert peak["method"].startswith("XLA's allocator") or "cannot be reset" in peak["reason"]
+    if mode == "compiled":
+        assert record["compile"]["backend"] == "xla" and record["compile"]["first_call_s"] > 0
+
+
+@pytest.mark.standin
+def test_a_round_measures_jax_on_cuda_in_float32_and_float64_workers_of_their_own(tmp_path):
+    from offloadbench.records import load_record
+    from rounds import SETTINGS as ROUND_SETTINGS
+    from rounds import run_round
+    from test_standin import standin_box
+
+    box = standin_box(tmp_path)
+    grid = {"ops": ["axpy"], "libraries": ["numpy", "jax"], "devices": ["cpu", "cuda"],
+            "dtypes": ["float32", "float64"], "sizes": [16], "threads": [1]}
+    code, err = run_round(box, grid=grid, settings={**ROUND_SETTINGS, "timeout_s": 120})
+    assert code == 0, err[-3000:]
+    for dtype in ("float32", "float64"):
+        record = load_record(box / "raw" / "axpy" / f"jax-cuda-{dtype}-n16-t1" / "p1.json")
+        assert record.ok, record.reason
+        # a float64 cell run in float32 would be 1e-8 off, past float64's tolerance
+        assert record.check.passed, record.check
+    workers = json.loads((box / "raw" / "rounds" / "round-1.json").read_text())["workers"]
+    assert {"jax-cuda-t1", "jax-cuda-t1-x64", "jax-cpu-t1", "jax-cpu-t1-x64"} <= set(workers)
+
+
+def test_jax_on_a_gpu_without_a_cuda_jaxlib_is_unavailable_with_the_way_to_one():
+    """This host's jaxlib has no CUDA: a JAX cell on cuda cannot place its arrays, and says how
+    to get a jaxlib that can (in a process of its own: the platform is the whole process's)."""
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "workflow")
+        from offloadbench.cells import Cell
+        from offloadbench.measure.backend import Unavailable
+        from offloadbench.measure.cell import make_backend
+        from offloadbench.measure.ops import get_op
+        from offloadbench.measure.settings import Settings
+        try:
+            make_backend(Cell("axpy", "jax", "cuda", "float32", 16, "1"), get_op("axpy"), Settings(), None)
+        except Unavailable as missing:
+            print(missing)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    said = done.stdout.strip().splitlines()[-1]
+    assert said.startswith("cuda unavailable to jax 0.10.2: ") and 'pip install "jax[cuda13]==0.10.2"' in said, said

@@ -39,7 +39,7 @@ def test_every_correct_kernel_runs_in_every_variant_and_none_is_called_wrong(run
     variants = {(op, device): set(rows["variant"]) for (op, device), rows in mine.groupby(["op", "device"])}
     for op in RIGHT:
         assert variants[(op, "cpu")] == {"numpy", "torch", "numpy compiled", "torch compiled", "jax", "jax compiled"}
-        assert variants[(op, "cuda")] == {"cupy", "torch", "numpy compiled", "torch compiled"}, op
+        assert variants[(op, "cuda")] == {"cupy", "torch", "numpy compiled", "torch compiled", "jax", "jax compiled"}, op
     cannot = mine["reason"].astype(str).str.startswith("not for jax")  # test_what_jax_cannot_run_…
     failed = mine[(mine["status"] != "ok") & ~cannot]
     assert failed.empty, failed[["op", "variant", "device", "status", "reason"]].to_string()
@@ -49,6 +49,8 @@ def test_what_jax_cannot_run_as_written_is_skipped_with_the_reason_in_its_row(ru
     jax = run["timings"][(run["timings"]["library"] == "jax") & run["timings"]["op"].isin(RIGHT)]
     status = {(op, mode): (status, str(reason)) for op, mode, status, reason
               in zip(jax["op"], jax["mode"], jax["status"], jax["reason"], strict=True)}
+    on_each = jax.groupby(["op", "mode"])[["status", "reason"]].nunique()
+    assert (on_each <= 1).all().all(), on_each  # the same on the CPU and on the (stand-in) GPU
     for op, changed in IN_PLACE.items():  # JAX arrays cannot be changed
         for mode in ("eager", "compiled"):
             which = f"arguments {changed}" if "," in changed else f"argument {changed}"
@@ -112,7 +114,7 @@ def test_every_kernel_asked_for_is_in_the_answer_with_why_where_it_has_none(run)
     wrong = decisions[decisions["op"] == "wrong_off_numpy"]
     assert set(wrong["decision"]) == {"none"} and set(wrong["no_answer"]) == {"check_failed"}
     assert (wrong["no_answer_rel_err"] > wrong["no_answer_tolerance"]).all()
-    said = "no answer: every other variant failed the check against float64 (cupy, torch: relative error"
+    said = "no answer: every other variant failed the check against float64 (cupy, jax, torch: relative error"
     assert said in " ".join(run["log"].split())  # the terminal wraps its lines
     assert said in (run["out"] / "report.md").read_text()
     latex = (run["out"] / "tables" / "decisions.tex").read_text()

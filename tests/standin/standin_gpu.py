@@ -11,6 +11,10 @@ every process that imports torch through `devices.import_torch` installs it. It 
   available, which initialises it;
 - for NVML (a `pynvml` of its own: the GPUs in PCI order, their addresses and clocks);
 - for CuPy (standin_cupy.py: a `cupy` whose arrays live on this device);
+- for JAX's GPU: JAX's cuda cells run on XLA's CPU platform, through every path of ours
+  (their workers of their own per x64, placement, copies, syncs, regions, the memory
+  reading, which XLA's CPU does not give) but the CUDA runtime; what JAX itself does on a
+  GPU is checked by `make gpu-check` only;
 - as the seam's cuda device (`StandInCuda`): data on it are CPU tensors of a subclass,
   compiled code runs there through Inductor's CPU backend.
 
@@ -608,6 +612,11 @@ def install(torch_module=None) -> State:
     import standin_cupy  # CuPy on the same device, in place of a real one only here
 
     sys.modules.update(standin_cupy.modules())
+    # JAX's cuda cells run on XLA's CPU: every path of ours (their workers, placement, copies,
+    # syncs, regions, the memory reading) but the CUDA runtime, which this host lacks
+    from offloadbench.libraries import jax as jax_library
+
+    jax_library.PLATFORMS["cuda"] = "cpu"
     os.register_at_fork(after_in_child=device.forked)
     return device
 

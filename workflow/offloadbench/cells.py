@@ -91,11 +91,13 @@ class WorkerSpec:
     threads: str  # the label, resolved by `host_threads` on the host that measures
     mode: str = EAGER
     twin: bool = False
+    setting: str = ""  # what its cells set for the whole process (Library.process_setting), e.g. JAX's x64
 
     @property
     def name(self) -> str:
-        """`<library>-<device>-t<threads>[-compiled][-aa]`: how records and logs name it."""
-        suffix = ("" if self.mode == EAGER else f"-{self.mode}") + (f"-{TWIN_SUFFIX}" if self.twin else "")
+        """`<library>-<device>-t<threads>[-compiled][-<setting>][-aa]`: how records and logs name it."""
+        suffix = ("" if self.mode == EAGER else f"-{self.mode}") + (f"-{self.setting}" if self.setting else "")
+        suffix += f"-{TWIN_SUFFIX}" if self.twin else ""
         return f"{self.library}-{self.device}-t{self.threads}{suffix}"
 
     @property
@@ -155,8 +157,10 @@ class Cell:
     def worker(self) -> WorkerSpec:
         """The worker process that measures it in a round. Compiled cells get workers of
         their own: the compiler's imports and threads never share a process with an eager
-        cell, least of all with the NumPy baseline."""
-        return WorkerSpec(self.library, self.device, self.threads, self.mode, self.twin)
+        cell, least of all with the NumPy baseline; so do cells that set something else for
+        the whole process (JAX's float64 cells, which enable x64)."""
+        setting = libraries.get(self.library).process_setting_of(self.dtype)
+        return WorkerSpec(self.library, self.device, self.threads, self.mode, self.twin, setting)
 
     @property
     def group(self) -> tuple[str, str, int]:

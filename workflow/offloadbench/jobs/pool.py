@@ -147,6 +147,7 @@ class Workers:
         argv = [
             "--token", token, "--library", spec.library, "--device", spec.device, "--threads-label", spec.threads,
             "--threads", str(spec.host_threads), "--mode", spec.mode, *(["--twin"] if spec.twin else []),
+            *(["--setting", spec.setting] if spec.setting else []),
             "--machine", self.args.machine, "--round", str(self.args.round), "--processes", str(self.args.processes),
             "--settings", self.args.settings, "--environment", self.args.environment,
             "--kernels", self.args.kernels,

@@ -133,9 +133,10 @@ class Round:
         missing = self.environment.library_reason(cell.library)
         if missing:
             return missing
-        uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
-        reason = self.environment.device_reason(cell.device) if uses_torch else None
-        return reason or (self.environment.compile_reason(cell.device) if cell.compiled and uses_torch else None)
+        seam = libraries.needs_torch(cell.library, cell.compiled, cell.device)
+        reason = self.environment.device_reason(cell.device) if seam else None
+        torch_compiles = cell.compiled and libraries.runtime(cell.library, cell.compiled).uses_torch
+        return reason or (self.environment.compile_reason(cell.device) if torch_compiles else None)
 
     # the round
     def run(self) -> int:

@@ -98,6 +98,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, required=True, help="the host threads, resolved by the round job")
     parser.add_argument("--mode", default="eager", choices=MODES)
     parser.add_argument("--twin", action="store_true", help="the second process of a self-comparison")
+    parser.add_argument("--setting", default="", help="what its cells set for the whole process (JAX's x64)")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--round", type=int, required=True)
     parser.add_argument("--processes", type=int, required=True, help="measure.processes: the planned rounds")
@@ -144,7 +145,7 @@ class Worker:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.channels = Channels(args.events_fd, args.token)
-        self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin)
+        self.spec = WorkerSpec(args.library, args.device, args.threads_label, args.mode, args.twin, args.setting)
         self.run_settings = RunSettings.read(args.settings)
         self.kernel_paths = json.loads(args.kernels)
         # resolved now: a kernel that changes the working directory moves no later import; a
@@ -165,7 +166,8 @@ class Worker:
         import numpy  # noqa: F401 - timed: part of the process's cost, not a cell's
 
         library = libraries.get(self.spec.library)
-        if libraries.runtime(library.name, self.spec.compiled).uses_torch:  # torch.compile compiles NumPy code too
+        # torch.compile compiles NumPy code too, and a GPU is watched through torch
+        if libraries.needs_torch(library.name, self.spec.compiled, self.spec.device):
             self.torch = devices.import_torch()
         if self.torch is not None or not library.uses_torch:  # the kernels' `xp`: imported once, not per cell
             library.kernel_namespace(library.namespace(self.torch))

@@ -46,6 +46,12 @@ def runtime(library: str, compiled: bool) -> Library:
     return get(own.compiler) if compiled else own
 
 
+def needs_torch(library: str, compiled: bool, device: str) -> bool:
+    """Whether a cell's process loads torch: its runtime is torch's, or it runs on a GPU,
+    which measure/devices.py names, watches and keeps apart from forks through torch."""
+    return runtime(library, compiled).uses_torch or device != "cpu"
+
+
 def is_baseline(library: str) -> bool:
     """Whether `library` (eager, on the CPU) is what every speedup is measured against."""
     return library in _BY_NAME and _BY_NAME[library].baseline

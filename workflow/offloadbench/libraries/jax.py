@@ -1,12 +1,18 @@
-"""JAX: `jax.numpy` op by op (eager), and `jax.jit` as its compiled mode, on the CPU.
+"""JAX: `jax.numpy` op by op (eager), and `jax.jit` as its compiled mode, on the CPU and on
+a CUDA GPU.
 
 What it is not: its arrays cannot be changed, so a kernel that updates its arguments is not
 for JAX; under jit, code whose shapes or control flow depend on the values (boolean masks,
 `if` on an array) does not trace. Such cells are skipped with the reason.
 
-float64 needs x64, a setting of the whole process: every CPU cell has a process of its own
-(forked from its worker before JAX's runtime starts), which enables x64 for a float64 cell
-and leaves it off otherwise. The measuring side is measure/xla_backend.py."""
+Two settings belong to the whole process and hold from before XLA's runtime starts: the
+platform (a "cpu" cell's process sees XLA's CPU only, a "cuda" cell's the GPU), and x64,
+without which JAX silently runs float64 in float32. Every CPU cell has a process of its own,
+forked from its worker before the runtime starts; a GPU worker measures its cells itself,
+so float64 cells get a worker of their own (`process_setting`: "x64"), whose process
+enables x64 at its first cell. On a GPU, XLA takes memory as it needs it instead of 75% of
+the GPU at its start (XLA_PYTHON_CLIENT_PREALLOCATE=false): torch's workers share the GPU.
+The measuring side is measure/xla_backend.py."""
 
 from __future__ import annotations
 
@@ -27,14 +33,45 @@ def kernel_namespace(lib):
     return lib  # jax.numpy follows the array API
 
 
-def configure(dtype: str) -> None:
-    """JAX on the CPU, with x64 on for a 64-bit dtype and off otherwise. Without the first, a
-    GPU host's CUDA jaxlib would put a "cpu" cell's arrays on its GPU; without the second,
-    JAX would silently run float64 in float32. Both hold from before the runtime starts."""
+# XLA's platform of each device of ours; the stand-in GPU maps its cuda to XLA's CPU, where
+# its cells take every path of ours but the CUDA runtime (tests/standin/standin_gpu.py).
+PLATFORMS = {"cpu": "cpu", "cuda": "cuda"}
+
+
+def process_setting(dtype: str) -> str:
+    return "x64" if dtype in WIDE_DTYPES else ""
+
+
+def configure(dtype: str, device: str = "cpu") -> None:
+    """The cell's process on the device's platform only, with x64 on for a 64-bit dtype and
+    off otherwise. Without the first, a GPU host's CUDA jaxlib would put a "cpu" cell's
+    arrays on its GPU; without the second, JAX would silently run float64 in float32."""
     import jax
 
-    jax.config.update("jax_platforms", "cpu")
+    platform = PLATFORMS[device]
+    if platform != "cpu":
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax.config.update("jax_platforms", platform)
     jax.config.update("jax_enable_x64", dtype in WIDE_DTYPES)
+
+
+def device_of(device: str):
+    """XLA's device of one of ours, in a process configured for it."""
+    import jax
+
+    return jax.devices(PLATFORMS[device])[0]
+
+
+def _roof_device(on, dtype: str):
+    """A roof point's XLA device and x64, in the roofs job: one process measures the roofs
+    of every device, so the platform stays open and each point's arrays are placed on their
+    device (a jitted call runs where its arrays are); x64 is set per point, on fresh arrays
+    and a fresh jit."""
+    import jax
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # a GPU's runtime may start here too
+    jax.config.update("jax_enable_x64", dtype in WIDE_DTYPES)
+    return jax.devices(PLATFORMS[on.name])[0]
 
 
 def from_host(array, torch=None):
@@ -57,8 +94,8 @@ def triad(on, b, c, scale: float, torch=None):
     """a = b + s·c, jitted: XLA fuses it into one pass."""
     import jax
 
-    configure(str(b.dtype))
-    jb, jc = jax.device_put(b), jax.device_put(c)
+    where = _roof_device(on, str(b.dtype))
+    jb, jc = jax.device_put(b, where), jax.device_put(c, where)
     call = _ready(jax.jit(lambda x, y: x + scale * y))
     return (lambda: call(jb, jc)), on.synchronize
 
@@ -67,8 +104,8 @@ def matmul(on, a, b, dtype: str, torch=None):
     import jax
     import jax.numpy as jnp
 
-    configure(dtype)
-    ja, jb = (jax.device_put(x).astype(getattr(jnp, dtype)) for x in (a, b))
+    where = _roof_device(on, dtype)
+    ja, jb = (jax.device_put(x, where).astype(getattr(jnp, dtype)) for x in (a, b))
     call = _ready(jax.jit(jnp.matmul))
     return (lambda: call(ja, jb)), on.synchronize
 
@@ -94,13 +131,14 @@ def limit_threads(count: int) -> dict:
 
 LIBRARY = Library(
     name="jax", label="JAX", module_name="jax.numpy", baseline=False, compiler="jax",
-    devices=("cpu",), runs_plain_numpy=False,
+    devices=("cpu", "cuda"), runs_plain_numpy=False,
     unsupported_dtypes={"bfloat16": "bfloat16 inputs are made through torch, which JAX cells do not load"},
     uses_torch=False, tensors=False, drives_devices=False,
     import_s=1.5, pool_spin_s=0.03,  # XLA's pool is bound at start (limit_threads) and blocks, not spins
     namespace=namespace, kernel_namespace=kernel_namespace, from_host=from_host, owns=owns,
     triad=triad, matmul=matmul,
-    distribution="jax", source="PyPI (jax with its CPU jaxlib), an extra: requirements-jax.txt",
+    distribution="jax", source="PyPI (jax with its CPU jaxlib; a GPU needs jax[cuda13]), an extra: requirements-jax.txt",
     requirements="requirements-jax.txt",
     mutable_arrays=False, copies_from_numpy=True, backend="xla", host_peak_method="rss", limit_threads=limit_threads,
+    process_setting=process_setting,
 )

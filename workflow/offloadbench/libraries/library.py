@@ -44,6 +44,12 @@ class Library:
     backend: str = "torch"  # the measuring backend that moves its arrays and runs its calls (measure/)
     host_peak_method: str = "tracemalloc"  # how a call's peak host memory is seen (measure/memory.py)
     limit_threads: Callable | None = None  # (count), before its runtime starts -> what it set
+    # (dtype) -> what a cell of that dtype sets for its whole process ("": nothing); cells
+    # that set different things get workers of their own (a worker measures several cells)
+    process_setting: Callable[[str], str] | None = None
+
+    def process_setting_of(self, dtype: str) -> str:
+        return self.process_setting(dtype) if self.process_setting else ""
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices

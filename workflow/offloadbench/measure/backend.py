@@ -53,6 +53,11 @@ class NotForLibrary(Exception):
     the cell is skipped with the reason."""
 
 
+class Unavailable(Exception):
+    """The library cannot reach the cell's device here (a jaxlib without CUDA): the cell is
+    skipped with the reason and the way to it."""
+
+
 class Backend:
     """How a library moves data and runs the op on one device, eager or compiled.
 

@@ -42,6 +42,7 @@ from . import arguments, correctness, devices, diagnostics, disturbance, memory
 from .backend import (
     Backend,
     NotForLibrary,
+    Unavailable,
     build_regions,
     configure_torch,
     conversion_seconds,
@@ -351,13 +352,15 @@ class CellRun:
         self.op = op = get_op(cell.op, self.kernels)
         device = devices.get(cell.device, torch)
         uses_torch = libraries.runtime(cell.library, cell.compiled).uses_torch
-        reason = device.unavailable_reason() if uses_torch else None
+        seam = libraries.needs_torch(cell.library, cell.compiled, cell.device)
+        reason = device.unavailable_reason() if seam else None
         if not reason and cell.compiled and uses_torch:  # torch.compile's needs (a C++ compiler, Triton)
             reason = device.compile_reason()
         if reason:
             raise CellFailed("skipped", reason)
         if uses_torch:
             outcome.settings.update(configure_torch(torch, settings))
+        if seam:
             outcome.measured["device"] = device.describe()
         if op.kernel is not None:
             outcome.measured["op_info"] = {"kind": "kernel", "takes_xp": op.kernel.takes_xp, "n_means": op.spec.n_means}
@@ -504,6 +507,8 @@ class CellRun:
             yield
         except CellFailed as failure:
             self._fail(failure.status, failure.reason)
+        except Unavailable as missing:
+            self._fail("skipped", str(missing))
         except NotForLibrary as refusal:  # the reason in words, and the fact as a value
             self._fail("skipped", str(refusal))
             self.outcome.measured["not_for"] = {"library": self.cell.library, "mode": self.cell.mode}

@@ -122,6 +122,9 @@ def device_peak(call: Callable[[], object], device) -> dict:
     device.synchronize()
     peak = device.peak_since(before)
     del result
+    if peak is None:  # a runtime whose peak cannot be reset (XLA), not risen above its earlier one
+        return {"peak_bytes": None, "method": "not measured",
+                "reason": f"{device.peak_method}: the call stayed below the process's earlier peak, which cannot be reset"}
     return {"peak_bytes": peak, "method": device.peak_method}
 
 

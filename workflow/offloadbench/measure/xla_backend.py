@@ -7,7 +7,11 @@ regions, the check and the memory reading are built the same way (`build_regions
   (`block_until_ready` on the last result ends every timed block: JAX dispatches
   asynchronously, so a call returns before its work is done);
 - end_to_end: NumPy arrays in, the NumPy result out, as NumPy code calling JAX does: on the
-  CPU too, since making a JAX array of a NumPy one copies it.
+  CPU too, since making a JAX array of a NumPy one copies it;
+- on a GPU also h2d and d2h (`device_put` onto the GPU, NumPy's array of the result) and the
+  resident trips, as for torch. A copy from NumPy is asynchronous too: every timed block
+  waits for what it placed. JAX copies from and to NumPy's own (pageable) memory:
+  `measure.pinned_memory` does not apply to its cells.
 
 jit is the compiled mode: its first call traces and compiles, timed as the compile phase.
 JAX arrays cannot be changed, so a kernel that updates its arguments is skipped (found by
@@ -20,7 +24,7 @@ from __future__ import annotations
 from ..cells import Cell
 from ..libraries import jax as jax_library
 from . import arguments, compiled, devices, memory
-from .backend import NotForLibrary
+from .backend import NotForLibrary, Unavailable
 from .ops import Op
 from .settings import Settings
 
@@ -30,8 +34,43 @@ TRACE_ERRORS = ("ConcretizationTypeError", "NonConcreteBooleanIndexError", "Trac
                 "TracerIntegerConversionError", "TracerArrayConversionError", "UnexpectedTracerError")
 
 
+class XlaDevice:
+    """The seam's cuda device (its name, memory, clocks) as JAX's work sees it: waiting for
+    JAX's work, and a peak read from XLA's allocator, which torch's statistics miss. XLA's
+    peak cannot be reset: a call's peak is known where it rose above the process's earlier
+    one, else it is not measured (memory.device_peak says why)."""
+
+    peak_method = "XLA's allocator (peak_bytes_in_use above what it held before)"
+
+    def __init__(self, seam, xla_device, wait):
+        self.seam, self.xla_device, self.wait = seam, xla_device, wait
+        self.name = seam.name
+        self.peak_before: int | None = None
+
+    def __getattr__(self, name: str):
+        return getattr(self.seam, name)
+
+    def synchronize(self) -> None:
+        self.wait()
+        self.seam.synchronize()
+
+    def _stats(self) -> dict:
+        return self.xla_device.memory_stats() or {}
+
+    def reset_peak(self) -> int | None:
+        stats = self._stats()
+        self.peak_before = stats.get("peak_bytes_in_use")
+        return stats.get("bytes_in_use")
+
+    def peak_since(self, before: int | None) -> int | None:
+        peak = self._stats().get("peak_bytes_in_use")
+        if peak is None or before is None or self.peak_before is None or peak <= self.peak_before:
+            return None
+        return int(peak - before)
+
+
 class XlaBackend:
-    """How JAX moves data and runs the op on the CPU, eager (op by op) or jitted."""
+    """How JAX moves data and runs the op on the CPU or a GPU, eager (op by op) or jitted."""
 
     tensors = False  # its arrays are no torch tensors
     graphs = False
@@ -41,14 +80,22 @@ class XlaBackend:
         import jax
 
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
-        jax_library.configure(cell.dtype)  # before any array of the cell is made
+        jax_library.configure(cell.dtype, cell.device)  # before any array of the cell is made
         self.jax = jax
         self.lib = jax_library.namespace()
-        self.device = devices.get(cell.device, torch)
+        seam = devices.get(cell.device, torch)
+        # a GPU cell's arrays are placed on it; a CPU cell's where JAX puts them (its CPU)
+        try:
+            self.place = jax_library.device_of(cell.device) if cell.is_gpu else None
+        except Exception as error:  # noqa: BLE001 - XLA has no such platform here (JAX raises RuntimeError or AssertionError)
+            said = str(error).strip() and devices.first_line(error)[:200] or f"XLA has no {jax_library.PLATFORMS[cell.device]} platform here"
+            raise Unavailable(f"{cell.device} unavailable to jax {jax.__version__}: {said}; "
+                              f'a GPU needs a CUDA jaxlib: pip install "jax[cuda13]=={jax.__version__}"') from None
+        self.device = XlaDevice(seam, self.place, self.sync) if cell.is_gpu else seam
         self.compiled_fn = None
         self.resident_reason: str | None = None
         self.changes: tuple[int, ...] = ()  # always empty: a kernel that changes its arguments is skipped
-        self._last = None  # the last result: what a block waits for
+        self._pending: list = []  # arrays placed and results since the last wait: what a block waits for
         if cell.compiled:
             def code(*inputs):
                 return op.compute(self.lib, *inputs)
@@ -56,17 +103,21 @@ class XlaBackend:
             self.compiled_fn = jax.jit(code)
 
     def sync(self) -> None:
-        """Wait for the last call's work: JAX returns before it is done."""
-        if self._last is not None:
-            self.jax.block_until_ready(self._last)
-            self._last = None
+        """Wait for the copies and calls since the last wait: JAX returns before they are done."""
+        if self._pending:
+            self.jax.block_until_ready(self._pending)
+            self._pending.clear()
 
     def kept(self, result):
         return result
 
     def to_device(self, host):
-        """An argument as a JAX array (scalars and other values unchanged)."""
-        return self.jax.device_put(host) if arguments.is_array(host) else host
+        """An argument as a JAX array on the cell's device (scalars and other values unchanged)."""
+        if not arguments.is_array(host):
+            return host
+        placed = self.jax.device_put(host, self.place)
+        self._pending.append(placed)
+        return placed
 
     def to_host(self, result):
         """The result as NumPy arrays (tuples stay tuples, numbers as they are)."""
@@ -84,8 +135,9 @@ class XlaBackend:
 
     def call(self, inputs):
         function = self.compiled_fn if self.compiled_fn is not None else self._eager
-        self._last = function(*inputs)
-        return self._last
+        result = function(*inputs)
+        self._pending.append(result)
+        return result
 
     def _eager(self, *inputs):
         return self.op.compute(self.lib, *inputs)
@@ -102,7 +154,8 @@ class XlaBackend:
         argument (JAX's cannot change; measure/cell.py has skipped a kernel whose NumPy
         call changes one)."""
         try:
-            returned = self._last = self._eager(*[self.to_device(x) for x in arguments.fresh(host_inputs)])
+            returned = self._eager(*[self.to_device(x) for x in arguments.fresh(host_inputs)])
+            self._pending.append(returned)
             self.sync()
         except TypeError as error:
             raise self._refusal(error, "") or error from None
