@@ -70,19 +70,26 @@ class Backend:
         self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
         self.library = libraries.get(cell.library)
         self.lib = self.library.namespace(torch)
-        self.device = devices.get(cell.device, torch)
+        self.device = self.watched(devices.get(cell.device, torch))
         self.sync = self.device.synchronize
+        runtime = libraries.runtime(cell.library, cell.compiled)
         # numpy compiled on a GPU moves its data as torch does: device tensors in the
         # device-resident form, host arrays copied by the compiled code end to end.
-        self.tensors = self.library.tensors or (cell.compiled and cell.is_gpu)
+        self.tensors = runtime.tensors and (self.library.tensors or cell.is_gpu)
         self.compiled_fn = self.end_to_end_fn = None
         self.after_compile: compiled.CompileWatch | None = None  # set by first_calls
         self.resident_reason: str | None = None  # why the cell has no resident trips (set by build_regions)
         self.changes: tuple[int, ...] = ()  # the arguments a call updates in place
         # the next call overwrites this one's outputs (CUDA graphs): what is kept is cloned
-        self.graphs = cell.compiled and cell.device == "cuda" and settings.compile_mode in compiled.CUDA_GRAPH_MODES
+        self.graphs = (cell.compiled and runtime.uses_torch and cell.device == "cuda"
+                       and settings.compile_mode in compiled.CUDA_GRAPH_MODES)
         if cell.compiled:
             self._compile()
+
+    def watched(self, seam):
+        """The device whose syncs and memory readings time the cell: the seam's, where torch
+        sees the library's work; a library whose work or memory torch does not see wraps it."""
+        return seam
 
     def _compile(self) -> None:
         torch, op, lib, device = self.torch, self.op, self.lib, self.device

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import libraries
 from ..cells import Cell
-from . import arguments, devices
+from . import arguments
 from .backend import Backend
 from .ops import Op
 from .settings import Settings
@@ -59,16 +58,11 @@ class CupyBackend(Backend):
         import cupy
         import cupyx
 
-        self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
-        self.library = libraries.get(cell.library)
         self.cupy, self.cupyx = cupy, cupyx
-        self.lib = cupy
-        self.device = CupyDevice(devices.get(cell.device, torch), cupy)
-        self.sync = self.device.synchronize
-        self.tensors = self.graphs = False
-        self.compiled_fn = self.end_to_end_fn = None
-        self.resident_reason: str | None = None
-        self.changes: tuple[int, ...] = ()
+        super().__init__(cell, op, settings, torch)
+
+    def watched(self, seam):
+        return CupyDevice(seam, self.cupy)
 
     def to_device(self, host):
         """An argument where CuPy's code takes it: arrays copied to the device, the rest

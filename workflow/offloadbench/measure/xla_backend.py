@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..cells import Cell
 from ..libraries import jax as jax_library
 from . import arguments, compiled, devices, memory
-from .backend import NotForLibrary, Unavailable
+from .backend import Backend, NotForLibrary, Unavailable
 from .ops import Op
 from .settings import Settings
 
@@ -69,21 +69,15 @@ class XlaDevice:
         return int(peak - before)
 
 
-class XlaBackend:
+class XlaBackend(Backend):
     """How JAX moves data and runs the op on the CPU or a GPU, eager (op by op) or jitted."""
-
-    tensors = False  # its arrays are no torch tensors
-    graphs = False
-    end_to_end_fn = None
 
     def __init__(self, cell: Cell, op: Op, settings: Settings, torch=None):
         import jax
 
-        self.cell, self.op, self.settings, self.torch = cell, op, settings, torch
         jax_library.configure(cell.dtype, cell.device)  # before any array of the cell is made
         self.jax = jax
-        self.lib = jax_library.namespace()
-        seam = devices.get(cell.device, torch)
+        self._pending: list = []  # arrays placed and results since the last wait: what a block waits for
         # a GPU cell's arrays are placed on it; a CPU cell's where JAX puts them (its CPU)
         try:
             self.place = jax_library.device_of(cell.device) if cell.is_gpu else None
@@ -91,25 +85,25 @@ class XlaBackend:
             said = str(error).strip() and devices.first_line(error)[:200] or f"XLA has no {jax_library.PLATFORMS[cell.device]} platform here"
             raise Unavailable(f"{cell.device} unavailable to jax {jax.__version__}: {said}; "
                               f'a GPU needs a CUDA jaxlib: pip install "jax[cuda13]=={jax.__version__}"') from None
-        self.device = XlaDevice(seam, self.place, self.sync) if cell.is_gpu else seam
-        self.compiled_fn = None
-        self.resident_reason: str | None = None
-        self.changes: tuple[int, ...] = ()  # always empty: a kernel that changes its arguments is skipped
-        self._pending: list = []  # arrays placed and results since the last wait: what a block waits for
-        if cell.compiled:
-            def code(*inputs):
-                return op.compute(self.lib, *inputs)
+        super().__init__(cell, op, settings, torch)
+        self.sync = self.wait  # JAX's work is waited for through what it returned, on every device
 
-            self.compiled_fn = jax.jit(code)
+    def watched(self, seam):
+        return XlaDevice(seam, self.place, self.wait) if self.cell.is_gpu else seam
 
-    def sync(self) -> None:
+    def _compile(self) -> None:
+        op, lib = self.op, self.lib
+
+        def code(*inputs):
+            return op.compute(lib, *inputs)
+
+        self.compiled_fn = self.jax.jit(code)
+
+    def wait(self) -> None:
         """Wait for the copies and calls since the last wait: JAX returns before they are done."""
         if self._pending:
             self.jax.block_until_ready(self._pending)
             self._pending.clear()
-
-    def kept(self, result):
-        return result
 
     def to_device(self, host):
         """An argument as a JAX array on the cell's device (scalars and other values unchanged)."""
@@ -130,9 +124,6 @@ class XlaBackend:
     def as_numpy(self, host):
         return self.to_host(host)
 
-    def outputs(self, returned, inputs):
-        return returned
-
     def call(self, inputs):
         function = self.compiled_fn if self.compiled_fn is not None else self._eager
         result = function(*inputs)
@@ -141,13 +132,6 @@ class XlaBackend:
 
     def _eager(self, *inputs):
         return self.op.compute(self.lib, *inputs)
-
-    def compute(self, inputs):
-        return self.call(inputs)
-
-    def round_trip(self, host_inputs: list):
-        """NumPy arrays in, the NumPy result out (converting it waits for it)."""
-        return self.to_host(self.call([self.to_device(x) for x in host_inputs]))
 
     def eager_call(self, host_inputs: list) -> tuple[object, tuple[int, ...]]:
         """The kernel's eager code on JAX copies of the inputs: its result, and no changed
