@@ -203,6 +203,7 @@ OWN_TEXT = {
     "report/text/gpu_check.py read_phases": "the check script's own file of phase times",
     "report/text/gpu_check.py main": "its own command line's name:seconds budgets",
     "report/text/latex_macros.py camel_words": "names of its own macros",
+    "report/text/latex_macros.py number_words": "the words of a number inflect spelled, for its own macro names",
     "report/text/latex_macros.py Macros.__post_init__": "checks its own macro prefix",
     "report/text/latex_macros.py Macros.add": "checks its own macro names",
     "report/text/latex_tables.py slug": "labels of its own tables",

@@ -39,33 +39,22 @@ from .decisions import answer, who
 from .latex_tables import NA, machine_of, with_machines
 from .tables import ok_rows, processes_range
 
-_ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
-         "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
-_TENS = ["", "", "Twenty", "Thirty", "Forty", "Fifty", "Sixty", "Seventy", "Eighty", "Ninety"]
-_SCALES = [(10**9, "Billion"), (10**6, "Million"), (10**3, "Thousand"), (10**2, "Hundred")]
-
 
 def number_words(digits: str) -> str:
     """A run of digits in capitalised English words: "32" -> "ThirtyTwo", "007" -> "ZeroZeroSeven"."""
     if not digits.isdigit() or not digits.isascii():
         raise ValueError(f"not a run of digits: {digits!r}")
+    import inflect  # the LaTeX rule's only: numbers in words
+
     stripped = digits.lstrip("0")
     zeros = "Zero" * (len(digits) - len(stripped))
     if not stripped:
         return zeros
+    words = inflect.engine()
     if len(stripped) > 12:  # past the billions, read it digit by digit
-        return zeros + "".join(_ONES[int(d)] for d in stripped)
-    return zeros + _spell(int(stripped))
-
-
-def _spell(n: int) -> str:
-    for scale, word in _SCALES:
-        if n >= scale:
-            head, rest = divmod(n, scale)
-            return _spell(head) + word + (_spell(rest) if rest else "")
-    if n < 20:
-        return _ONES[n]
-    return _TENS[n // 10] + (_ONES[n % 10] if n % 10 else "")
+        return zeros + "".join(words.number_to_words(d).capitalize() for d in stripped)
+    said = words.number_to_words(int(stripped), andword="")  # "one thousand, two hundred thirty-four"
+    return zeros + "".join(part.capitalize() for part in re.findall(r"[a-z]+", said))
 
 
 def camel_words(text) -> str:
