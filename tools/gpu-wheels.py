@@ -38,6 +38,8 @@ HOST_HAS = frozenset({
 })
 # The project's own runtime pins the check imports beside snakemake (requirements.txt).
 PINS = ("threadpoolctl", "psutil", "pyyaml", "jsonschema", "markdown", "array-api-compat")
+# ... and those whose own dependencies the host lacks too (inflect: typeguard, more-itertools)
+PINS_WITH_DEPENDENCIES = ("inflect",)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")
 
 
@@ -64,6 +66,8 @@ def download(out: Path, python: str) -> None:
     subprocess.run([sys.executable, "-m", "pip", "download", *common, "--find-links", str(out), pinned("snakemake")],
                    check=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *common, *map(pinned, PINS)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", *common, *map(pinned, PINS_WITH_DEPENDENCIES)],
+                   check=True)
 
 
 def main(argv: list[str] | None = None) -> int:

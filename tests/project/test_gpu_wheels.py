@@ -19,6 +19,7 @@ def test_the_carried_wheels_fit_a_call_to_the_gpu_host(tmp_path):
     wheels = list(tmp_path.glob("*.whl"))
     names = {wheel.name.split("-")[0].lower() for wheel in wheels}
     assert "snakemake" in names and "pulp" in names  # what the host lacks, snakemake's solver included
+    assert {"inflect", "typeguard"} <= names  # the LaTeX rule's, with what it needs
     assert not names & {"pandas", "matplotlib", "numpy", "torch", "pytest"}  # what the host has stays home
     assert all("cp312" in w.name or "py3" in w.name or "abi3" in w.name for w in wheels)  # the host's Python
     assert sum(w.stat().st_size for w in wheels) <= 60 * 2**20
