@@ -26,7 +26,7 @@ class ConfigError(UserError):
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 8x faster
 
 
 def _schema_of(key: str, schema: dict) -> dict:
