@@ -77,7 +77,11 @@ class XlaBackend(Backend):
 
         jax_library.configure(cell.dtype, cell.device)  # before any array of the cell is made
         self.jax = jax
-        self._pending: list = []  # arrays placed and results since the last wait: what a block waits for
+        # what a block waits for: the arrays placed since the last wait, and the last result
+        # (a device runs its calls in order, so the last one done means every one is; keeping
+        # every result of a block would keep them alive and make each wait walk them all)
+        self._placed: list = []
+        self._last = None
         # a GPU cell's arrays are placed on it; a CPU cell's where JAX puts them (its CPU)
         try:
             self.place = jax_library.device_of(cell.device) if cell.is_gpu else None
@@ -101,16 +105,19 @@ class XlaBackend(Backend):
 
     def wait(self) -> None:
         """Wait for the copies and calls since the last wait: JAX returns before they are done."""
-        if self._pending:
-            self.jax.block_until_ready(self._pending)
-            self._pending.clear()
+        if self._placed:
+            self.jax.block_until_ready(self._placed)
+            self._placed.clear()
+        if self._last is not None:
+            self.jax.block_until_ready(self._last)
+            self._last = None
 
     def to_device(self, host):
         """An argument as a JAX array on the cell's device (scalars and other values unchanged)."""
         if not arguments.is_array(host):
             return host
         placed = self.jax.device_put(host, self.place)
-        self._pending.append(placed)
+        self._placed.append(placed)
         return placed
 
     def to_host(self, result):
@@ -126,9 +133,8 @@ class XlaBackend(Backend):
 
     def call(self, inputs):
         function = self.compiled_fn if self.compiled_fn is not None else self._eager
-        result = function(*inputs)
-        self._pending.append(result)
-        return result
+        self._last = function(*inputs)
+        return self._last
 
     def _eager(self, *inputs):
         return self.op.compute(self.lib, *inputs)
@@ -138,8 +144,7 @@ class XlaBackend(Backend):
         argument (JAX's cannot change; measure/cell.py has skipped a kernel whose NumPy
         call changes one)."""
         try:
-            returned = self._eager(*[self.to_device(x) for x in arguments.fresh(host_inputs)])
-            self._pending.append(returned)
+            returned = self._last = self._eager(*[self.to_device(x) for x in arguments.fresh(host_inputs)])
             self.sync()
         except TypeError as error:
             raise self._refusal(error, "") or error from None
