@@ -42,17 +42,20 @@ def process_setting(dtype: str) -> str:
     return "x64" if dtype in WIDE_DTYPES else ""
 
 
-def configure(dtype: str, device: str = "cpu") -> None:
-    """The cell's process on the device's platform only, with x64 on for a 64-bit dtype and
-    off otherwise. Without the first, a GPU host's CUDA jaxlib would put a "cpu" cell's
-    arrays on its GPU; without the second, JAX would silently run float64 in float32."""
+def _width_and_memory(dtype: str):
+    """x64 on for a 64-bit dtype and off otherwise (else JAX silently runs float64 in
+    float32), and a GPU's memory taken as needed, should its runtime start: jax itself."""
     import jax
 
-    platform = PLATFORMS[device]
-    if platform != "cpu":
-        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    jax.config.update("jax_platforms", platform)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     jax.config.update("jax_enable_x64", dtype in WIDE_DTYPES)
+    return jax
+
+
+def configure(dtype: str, device: str = "cpu") -> None:
+    """The cell's process on the device's platform only (else a GPU host's CUDA jaxlib would
+    put a "cpu" cell's arrays on its GPU), in the dtype's width."""
+    _width_and_memory(dtype).config.update("jax_platforms", PLATFORMS[device])
 
 
 def device_of(device: str):
@@ -67,11 +70,7 @@ def _roof_device(on, dtype: str):
     of every device, so the platform stays open and each point's arrays are placed on their
     device (a jitted call runs where its arrays are); x64 is set per point, on fresh arrays
     and a fresh jit."""
-    import jax
-
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # a GPU's runtime may start here too
-    jax.config.update("jax_enable_x64", dtype in WIDE_DTYPES)
-    return jax.devices(PLATFORMS[on.name])[0]
+    return _width_and_memory(dtype).devices(PLATFORMS[on.name])[0]
 
 
 def from_host(array, torch=None):
