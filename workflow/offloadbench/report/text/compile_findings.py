@@ -55,7 +55,7 @@ def series_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """Per compiled series at its largest size: speedup, compile time, calls to amortize."""
     compiled = speedups[speedups["mode"] == COMPILED]
     frame, _ = widest_threads(compiled)
-    lines = []
+    lines, never_pay = [], {}
     for _, group in report_groups(frame.assign(variant=[variant_of(r) for _, r in frame.iterrows()]),
                             ["op", "variant", "device", "dtype"]):
         row = group.loc[group["size"].idxmax()]
@@ -63,19 +63,31 @@ def series_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
         if falls_back(row):
             lines.append(f"{head}: **no compiled speedup**, {row['compile_fallback']}; {variant_of(row)} times "
                          f"{row['op']} as partly uncompiled code.")
-            continue
-        never = row.get("amortize_calls") == math.inf  # compiled is not faster
-        pays = (f"never pays its compile back: it runs {row['op']} no faster than NumPy" if never else
-                f"pays its compile back after {fmt_payback(*interval(row, 'amortize_calls'), ci=judging.ci)}")
-        startup = row.get("compiler_startup_s")
-        if finite(startup) and finite(row["amortize_calls"]):
-            whole = row["amortize_calls"] * (row["compile_s"] + startup) / row["compile_s"]
-            pays += (f"; after about {fmt_calls(whole)} calls for a program's first compiled function, which also "
-                     f"pays the compiler's start-up ({fmt_seconds(startup)})")
-        # the series first in each clause, so no clause reads the same for two series
-        lines.append(f"{head}: the compile takes {_compile_time(row, judging)} once per process and {pays}; its "
-                     f"speedup over NumPy is {ratio_of(row, ci=judging.ci)}{caveat(row)}.")
+        elif row.get("amortize_calls") == math.inf:  # compiled is not faster: one line per op says so
+            never_pay.setdefault(row["op"], []).append(
+                f"{variant_of(row)} ({_where_full(row)}: compile {_compile_time(row, judging)}, "
+                f"{ratio_of(row, ci=judging.ci)}{caveat(row)})")
+        else:
+            lines.append(f"{head}: the compile takes {_compile_time(row, judging)} once per process and "
+                         f"{_pays_back(row, judging)}; its speedup over NumPy is {ratio_of(row, ci=judging.ci)}"
+                         f"{caveat(row)}.")
+    for op, series in never_pay.items():
+        lead = ("its compiled form never pays its compile back, since it never runs" if len(series) == 1 else
+                "no compiled form pays its compile back, since none runs")
+        lines.append(f"- {op}: {lead} {op} faster than NumPy: " + "; ".join(series) + ".")
     return lines
+
+
+def _pays_back(row, judging: Judging) -> str:
+    """After how many calls a compiled series pays its compile back, and with the compiler's
+    start-up where the record has it."""
+    pays = f"pays its compile back after {fmt_payback(*interval(row, 'amortize_calls'), ci=judging.ci)}"
+    startup = row.get("compiler_startup_s")
+    if finite(startup) and finite(row["amortize_calls"]):
+        whole = row["amortize_calls"] * (row["compile_s"] + startup) / row["compile_s"]
+        pays += (f"; after about {fmt_calls(whole)} calls for a program's first compiled function, which also "
+                 f"pays the compiler's start-up ({fmt_seconds(startup)})")
+    return pays
 
 
 def eager_against_compiled(speedups: pd.DataFrame, judging: Judging) -> list[str]:

@@ -173,7 +173,8 @@ def op_speedups_table(speedups: pd.DataFrame, judging: Judging) -> str:
     table = by_size(groups, sorted({int(n) for n in speedups["size"]}),
                     lambda keys, first: {"variant": keys[0], "where": where_cell(first), "dtype": keys[3]},
                     lambda cell: f"{ratio_of(cell, 'end_to_end_speedup')}{caveat(cell)}, {cell['end_to_end_verdict']}")
-    return f"End-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(table)
+    op = speedups["op"].iloc[0]  # named, so that no two ops' tables open with the same sentence
+    return f"{op}, end-to-end speedup over NumPy ({judging.ci}), verdict:\n\n" + markdown_table(table)
 
 
 def build_markdown(inputs: Inputs) -> str:
