@@ -12,6 +12,9 @@ RUN_STAMP := $(VENV)/.installed-runtime
 # The rules and the tests run `python` and `snakemake` from PATH, as under --sdm conda; the venv's come first.
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
+# No byte-compiling at install: Python compiles the modules a run imports, once, on first
+# import; compiling all of torch's and JAX's at install took 30 of a fresh venv's 74 s here.
+PIP_FLAGS := --quiet --disable-pip-version-check --no-compile
 
 .PHONY: setup run test test-bench browser summary example test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-restore bench-fits bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
@@ -19,11 +22,11 @@ SNAKEMAKE := $(BIN)/snakemake
 $(RUN_STAMP): requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11 or newer is needed (snakemake 9); set PYTHON=python3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install $(PIP_FLAGS) -r requirements.txt
 	touch $@
 
 $(STAMP): $(RUN_STAMP) requirements-dev.txt requirements-jax.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install $(PIP_FLAGS) -r requirements-dev.txt
 	touch $@
 
 # The environment alone, for running your own grids with snakemake.
@@ -32,7 +35,7 @@ setup: $(RUN_STAMP)
 # A grid that names an extra library (jax) gets it installed first (tools/extras.py says which).
 run: $(RUN_STAMP)
 	@for req in $$($(BIN)/python tools/extras.py $(CONFIG)); do \
-	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -r $$req || \
+	  $(BIN)/python -m pip install $(PIP_FLAGS) -r $$req || \
 	  { echo "error: $(CONFIG) names a library of $$req, which pip could not install here: install it with pip install -r $$req"; exit 1; }; \
 	done
 	$(SNAKEMAKE) --cores $(CORES) --configfile $(CONFIG)
