@@ -2,6 +2,7 @@
 brings one up as root. Two node types in one command, each measured as one SLURM job on
 a whole node, then compared; and the guard against `machine: auto` on a cluster."""
 
+import functools
 import shutil
 import subprocess
 import time
@@ -15,6 +16,7 @@ pytestmark = pytest.mark.slurm
 PROFILE = "workflow/profiles/slurm"
 
 
+@functools.cache  # sinfo waits seconds for a controller that is not there: ask once per process
 def cluster_up() -> str | None:
     if shutil.which("sbatch") is None:
         return "no sbatch on PATH (make test-slurm brings up a local cluster)"
