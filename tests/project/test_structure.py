@@ -356,3 +356,13 @@ def test_the_report_takes_its_judging_policy_from_judging_json_only():
                *(ROOT / "workflow" / "scripts").glob("*.py")]
     builds = [str(p.relative_to(ROOT)) for p in readers if re.search(r"Judging(\.from_config)?\(", p.read_text())]
     assert builds == []
+
+
+# What only older record versions wrote: their readers live in records/legacy.py alone.
+LEGACY_MARKS = ('get("rounds")', "RENAMED_SETTINGS", "FLAG_PREFIXES", "about (\\d+) processes")
+
+
+def test_only_the_legacy_module_knows_what_older_record_versions_wrote():
+    knowing = {path.relative_to(PACKAGE).as_posix(): mark for path in PACKAGE.rglob("*.py")
+               for mark in LEGACY_MARKS if mark in path.read_text()}
+    assert set(knowing) == {"records/legacy.py"}, knowing

@@ -6,6 +6,8 @@
   `RoundRecord`, `SettleRecord`, `DeviceRecord`, `Environment`): the analysis and the
   report read their attributes, never the documents' keys;
 - `store`: the one builder of a cell's record, and the readers, older versions included.
+- `legacy`: what older record versions wrote, in the current version's terms (the typed
+  readers bring each older part up to date there).
 """
 
 from .documents import write_bytes_atomic, write_json_atomic

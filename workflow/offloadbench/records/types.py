@@ -3,15 +3,14 @@ own record (`RoundRecord`), what the settling did (`SettleRecord`), and a machin
 provenance (`Environment`).
 
 Each is built once, from a document the schemas have checked, where records are read
-(store.py); the analysis and the report read attributes, never keys, and older record
-versions are read here and nowhere else. As in pyperf, a run's values are immutable once
-read, and every reader sees the same object.
+(store.py); the analysis and the report read attributes, never keys. What older record
+versions wrote is brought up to date in legacy.py, the one module that knows it. As in
+pyperf, a run's values are immutable once read, and every reader sees the same object.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -19,9 +18,9 @@ from types import MappingProxyType
 
 from .. import libraries
 from ..cells import Cell
+from . import legacy
 
 EMPTY: Mapping = MappingProxyType({})
-RENAMED_SETTINGS = {"seed": "random_state"}  # measure settings named otherwise before version 3
 
 
 def _frozen(value) -> Mapping:
@@ -176,8 +175,6 @@ class Disturbance:
 # from the others (a fault of its own, not a state of the function).
 OWN_FAULT_KINDS = frozenset({"bimodal", "drift", "cpu_clock", "gpu_clock"})
 WHOLE_CELL = ""  # the region of a flag about the whole sampling window, not one timed region
-_LEGACY_PREFIXES = (("CI not reached", "not_converged"), ("bimodal samples", "bimodal"), ("drift", "drift"),
-                    ("CPU clock changed", "cpu_clock"), ("GPU clock changed", "gpu_clock"), ("disturbed", "disturbed"))
 
 
 @dataclass(frozen=True)
@@ -202,22 +199,11 @@ class Flag:
 
     @classmethod
     def from_json(cls, data) -> Flag:
-        if isinstance(data, str):
-            return cls._from_words(data)
+        if isinstance(data, str):  # before version 4
+            data = legacy.flag(data)
         size = _number(data.get("size"))
         return cls(data["kind"], _text(data.get("region")) or WHOLE_CELL, math.inf if size is None else size,
                    _text(data.get("text")) or data["kind"])
-
-    @classmethod
-    def _from_words(cls, text: str) -> Flag:
-        """A flag of a record before version 4, which kept only its words: "[region: ]kind ...
-        12.0% ..." (its size the first percentage)."""
-        head, _, tail = text.partition(": ")  # "end_to_end: drift: ..." names its region; "drift: ..." does not
-        region, rest = (head, tail) if tail and head.isidentifier() and head not in ("drift", "disturbed") else ("", text)
-        kind = next((k for prefix, k in _LEGACY_PREFIXES if rest.startswith(prefix)), "")
-        found = re.search(r"(\d+(?:\.\d+)?)%", rest)
-        return cls(kind, region or ("compute" if kind in ("not_converged", "bimodal", "drift") else WHOLE_CELL),
-                   float(found.group(1)) / 100 if found else 0.0, text)
 
 
 @dataclass(frozen=True)
@@ -364,7 +350,7 @@ class CellRecord:
         return _read(
             cls, data, source=source, version=int(data.get("schema_version") or 1), cell=Cell.from_dict(data["cell"]),
             status=data["status"], regions=MappingProxyType(regions),
-            processes=_integer(process.get("processes", process.get("rounds"))) or 1,  # version 2 called it rounds
+            processes=_integer(legacy.processes(process)) or 1,
             host=_text(process.get("host")) or _text(_object(data.get("provenance")).get("hostname")) or "",
             converged=_object(data.get("stopping")).get("converged"),  # the schema leaves `stopping` untyped
             flags=tuple(dict.fromkeys(Flag.from_json(f) for f in _object(data.get("diagnostics")).get("flags") or ()
@@ -373,7 +359,7 @@ class CellRecord:
             model=_read(Model, _object(data.get("model"))), check=_read(Check, _object(data.get("check"))),
             host_peak=_read(Peak, _object(memory.get("host"))), device_peak=_read(Peak, _object(memory.get("device"))),
             compile=_read(CompilePhase, compiled) if isinstance(compiled, dict) else None,
-            settings=_frozen({RENAMED_SETTINGS.get(k, k): v for k, v in _object(data.get("settings")).items()}),
+            settings=_frozen(legacy.settings(_object(data.get("settings")))),
             bout=_read(BoutInfo, bout) if isinstance(bout.get("id"), str) else None,
             turns=_turns(_object(data.get("turns"))), held=held,
         )
@@ -402,8 +388,7 @@ class RoundRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> RoundRecord:
-        return _read(cls, data, round=int(data["round"]),
-                     processes=_integer(data.get("processes", data.get("rounds"))))  # version 2 called it rounds
+        return _read(cls, data, round=int(data["round"]), processes=_integer(legacy.processes(data)))
 
 
 @dataclass(frozen=True)
@@ -417,9 +402,8 @@ class WouldDecide:
 
     @classmethod
     def from_json(cls, data) -> WouldDecide:
-        if isinstance(data, str):  # a settle record before typed advice kept its words
-            found = re.search(r"about (\d+) processes", data)
-            return cls(int(found.group(1)) if found else None, "every core" in data)
+        if isinstance(data, str):  # a settle record from before typed advice
+            data = legacy.would_decide(data)
         return _read(cls, _object(data))
 
 
