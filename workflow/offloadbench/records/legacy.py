@@ -8,8 +8,8 @@ current names.
 - before version 4 a noise flag kept only its words: "[region: ]kind ... 12.0% ...";
 - a settle record from before typed advice said in words what would decide a comparison.
 
-The shipped H200 results and the test data hold records of these versions, so each path
-here is read in the tests.
+The shipped H200 results are version 1 records, and the tests read each older form named
+here (tests/analysis/test_records.py, tests/jobs/test_settle.py).
 """
 
 from __future__ import annotations
