@@ -12,9 +12,9 @@ RUN_STAMP := $(VENV)/.installed-runtime
 # The rules and the tests run `python` and `snakemake` from PATH, as under --sdm conda; the venv's come first.
 export PATH := $(BIN):$(PATH)
 SNAKEMAKE := $(BIN)/snakemake
-# No byte-compiling at install: Python compiles the modules a run imports, once, on first
-# import; compiling all of torch's and JAX's at install took 30 of a fresh venv's 74 s here.
-PIP_FLAGS := --quiet --disable-pip-version-check --no-compile
+# Byte-compiled at install (pip's default): where PYTHONDONTWRITEBYTECODE is set, as on our
+# VM and CI, nothing compiled later is kept, and every process would compile torch afresh (4-5 s).
+PIP_FLAGS := --quiet --disable-pip-version-check
 
 .PHONY: setup run test test-bench browser summary example test-slurm lint compare bundle estimate bench-fidelity bench-pyperf bench-overhead bench-alone bench-restore bench-fits bench-reproducibility bench-compile bench-coverage bench-paired gpu-check gpu-wheels clean-venv
 
