@@ -51,13 +51,16 @@ bundle: $(RUN_STAMP)
 
 # The benchmarks' smoke runs take minutes of their own: `make test-bench` (CI runs both).
 # The tests run on every core (at most 4 workers; the tests of the tiny pipeline run share one
-# worker, which runs it once); then the GPU tests and the stand-in GPU's own, in processes
-# whose torch has the stand-in GPU; then those that need the machine to themselves.
+# worker, which runs it once); then, one at a time, the GPU tests and the stand-in GPU's own, in
+# processes whose torch has the stand-in GPU, and those that need the machine to themselves.
+# The suite keeps the byte code of the repository's modules and pytest's rewritten test modules
+# (in __pycache__/, which git ignores) where PYTHONDONTWRITEBYTECODE is set, as on our VM and CI:
+# its hundreds of processes would compile them afresh, each pytest process for about 4 s.
 TEST_WORKERS ?= auto
+test: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not bench and not alone and not gpu and not standin" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup
-	OFFLOADBENCH_STANDIN_GPU=1 $(BIN)/python -m pytest -m "(gpu or standin) and not bench"
-	$(BIN)/python -m pytest -m "alone and not bench"
+	OFFLOADBENCH_STANDIN_GPU=1 $(BIN)/python -m pytest -m "(gpu or standin or alone) and not bench"
 
 test-bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench
