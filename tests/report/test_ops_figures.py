@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from conftest import assert_shows_its_data, make_processes, tables_of
 from matplotlib.collections import PathCollection
+from offloadbench.analysis.breakeven import NOT_REACHED
 from offloadbench.analysis.roofline import attainable, bounds, device_roofs
 from offloadbench.catalogue import get_spec
 from offloadbench.report.figures.draw import FIGURES
@@ -21,6 +22,7 @@ from offloadbench.report.figures.heatmap import (
 )
 from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, roofline_figure
 from offloadbench.report.figures.style import theme
+from offloadbench.report.text.markdown import op_speedups_table
 from offloadbench.report.text.ops_findings import bound_lines, bound_notes, payoff_lines
 from offloadbench.verdicts import Judging
 
@@ -282,19 +284,31 @@ def line_for(lines: list[str], start: str) -> str:
     return found[0]
 
 
-def test_payoff_sentences_for_the_three_kinds_of_series(gpu_ops):
+def test_payoff_sentences_say_only_what_the_ops_table_cannot(gpu_ops):
+    """The break-even size between two measured sizes is a sentence; a series that pays at
+    every size, at none, or on the cpu is its row of the op's table, not a sentence too."""
     lines = payoff_lines(gpu_ops["speedups"], Judging())
-    never = line_for(lines, "- axpy on cuda (float32)")
-    assert "never pays with the copies counted up to n = 2048" in never and "slower than NumPy" in never
     inside = line_for(lines, "- matmul on cuda (float32)")
     assert "pays from n ≈" in inside and "(between 512 and 2048)" in inside and "at n = 2048 it is" in inside
     assert "95% CI" in inside
-    always = line_for(lines, "- fft2 on cuda (float32)")
-    assert "pays at every size measured (from n = 128)" in always
-    cpu = line_for(lines, "- axpy with torch on the cpu (float32, all = 4 threads)")
-    assert "is slower than NumPy at n = 2048" in cpu
-    assert "is faster than NumPy" in line_for(lines, "- fft2 with torch on the cpu")
-    assert ")† end to end" in line_for(lines, "- sort with torch on the cpu")  # the weak cell's mark
+    assert not [line for line in lines if line.startswith(("- axpy on cuda", "- fft2 on cuda"))]  # never, always
+    assert not [line for line in lines if "on the cpu" in line]
+    speedups = gpu_ops["speedups"]
+    axpy = speedups[(speedups["op"] == "axpy") & (speedups["device"] == "cuda")]
+    assert set(axpy["end_to_end_verdict"]) == {"slower"}  # what the table shows in the sentence's place
+    table = op_speedups_table(speedups[speedups["op"] == "fft2"], Judging())
+    assert table.count("faster") >= len(speedups.loc[speedups["op"] == "fft2", "size"].unique())
+
+
+def test_a_gpu_series_that_pays_but_not_at_the_largest_size_is_said(gpu_ops):
+    speedups = gpu_ops["speedups"]
+    fft2 = speedups[(speedups["op"] == "fft2") & (speedups["device"] == "cuda")].sort_values("size")
+    largest = fft2.index[-1]
+    turned = speedups.copy()
+    turned.loc[largest, "end_to_end_verdict"] = "slower"
+    turned.loc[largest, "break_even_status"] = NOT_REACHED
+    (line,) = [line for line in payoff_lines(turned, Judging()) if line.startswith("- fft2 on cuda")]
+    assert f"but not at the largest size, n = {int(fft2['size'].iloc[-1])}" in line
 
 
 def test_payoff_sentences_of_empty_speedups():

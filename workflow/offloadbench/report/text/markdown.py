@@ -148,8 +148,9 @@ def decisions_markdown(shown: Shown) -> str:
 
 
 def op_section(op: str, inputs: Inputs) -> list[str]:
-    """What the report knows of one op: its decisions in full, where each variant pays,
-    what bounds it, and its end-to-end speedups at every size."""
+    """What the report knows of one op: its decisions in full, from which size a GPU variant
+    pays (where its table cannot show it), what bounds it, and its end-to-end speedups at
+    every size."""
     t, s, d = (frame[frame["op"] == op] if "op" in frame else frame
                for frame in map(inputs.table, ("timings", "speedups", "decisions")))
     lines = [f"### {op}", ""]

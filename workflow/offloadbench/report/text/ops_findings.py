@@ -1,5 +1,5 @@
-"""Findings per op in sentences: where offloading pays with the copies counted, what bounds
-each op, and the verdict at the largest size. Same style as `findings`: Markdown bullets,
+"""Findings per op in sentences: from which size offloading pays with the copies counted, and
+what bounds each op; the verdicts at each size are the op's table. Same style as `findings`: Markdown bullets,
 numbers with their CIs, a weak mark after a number from a weak cell, plain words where
 data is missing. The report gives each op's lines in its own section (report.text.markdown).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...analysis.breakeven import FROM_SMALLEST, REACHED
+from ...analysis.breakeven import REACHED
 from ...analysis.columns import falls_back, without_models
 from ...analysis.roofline import bounds, device_roofs
 from ...compared import baseline_rows
@@ -23,7 +23,6 @@ from ..format import (
     fmt_rate,
     ratio_of,
     report_groups,
-    row_threads,
     threads_phrase,
     variant_of,
     where_phrase,
@@ -35,46 +34,40 @@ E2E = "end_to_end_speedup"
 
 
 def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
-    """Per op, variant, device and dtype: does it pay with the copies counted, and from which n."""
+    """Per op, GPU variant and dtype, what the op's table of speedups by size cannot say: from
+    which n it pays with the copies counted, and where it pays at some sizes but not at the
+    largest; and each compiled series that fell back to running uncompiled. A series that
+    pays at every size, at none, or was measured at one size is its row of the table alone:
+    the report says no number twice in one section."""
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no payoff can be stated."]
-    frame, label = widest_threads(speedups)
-    threads = threads_phrase(frame, label)
+    frame, _ = widest_threads(speedups)
     frame = frame.assign(variant=[variant_of(row) for _, row in frame.iterrows()])
     several_variants = frame["variant"].nunique() > 1
     lines = []
     for (op, variant, device, dtype), group in report_groups(frame, ["op", "variant", "device", "dtype"]):
         group = group.sort_values("size")
         largest = group.iloc[-1]
-        at_largest = ratio_of(largest, E2E, judging.ci) + caveat(largest)
-        words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
-        n_max = int(largest["size"])
         if falls_back(largest):
             lines.append(f"- {op} with {variant} {where_phrase(device)} ({dtype}) is no compiled speedup: "
                          f"{largest['compile_fallback']}.")
             continue
         if device == "cpu":
-            here = threads if str(largest["threads"]) == label else row_threads(largest)
-            lines.append(f"- {op} with {variant} on the cpu ({dtype}, {here}) is {words} at n = {n_max}, the largest "
-                         f"size measured: {at_largest} end to end.")
             continue
-        status, size = largest.get("break_even_status"), largest.get("break_even_size")  # the table's, per series
         head = f"- {op}{f' with {variant}' if several_variants else ''} {where_phrase(device)} ({dtype})"
+        at_largest = ratio_of(largest, E2E, judging.ci) + caveat(largest)
+        n_max = int(largest["size"])
+        status, size = largest.get("break_even_status"), largest.get("break_even_size")  # the table's, per series
         sizes = group["size"].astype(int)
-        if status == FROM_SMALLEST:
-            pays = f"at every size measured (from n = {sizes.iloc[0]})"
-        elif status == REACHED:
-            pays = (f"from n ≈ {fmt_break_even(size, status)} (between {sizes[sizes < size].max()} and "
-                    f"{sizes[sizes >= size].min()})")
         paying = sizes[group["end_to_end_verdict"] == FASTER].tolist()
-        if status in (FROM_SMALLEST, REACHED):
-            lines.append(f"{head} pays {pays} with the copies counted; at n = {n_max} it is {at_largest}.")
-        elif paying:
+        if status == REACHED:
+            lines.append(f"{head} pays from n ≈ {fmt_break_even(size, status)} (between {sizes[sizes < size].max()} "
+                         f"and {sizes[sizes >= size].min()}) with the copies counted; at n = {n_max} it is "
+                         f"{at_largest}.")
+        elif paying and paying[-1] != n_max:
+            words = VERDICT_WORDS.get(largest["end_to_end_verdict"], largest["end_to_end_verdict"])
             lines.append(f"{head} pays with the copies counted at n = {', '.join(map(str, paying))}, but not at "
                          f"the largest size, n = {n_max}: there it is {at_largest}, {words}.")
-        else:
-            lines.append(f"{head} never pays with the copies counted up to n = {n_max}: there it is "
-                         f"{at_largest}, {words}.")
     return lines
 
 
