@@ -1,7 +1,8 @@
 """Findings per op in sentences: from which size offloading pays with the copies counted, and
-what bounds each op; the verdicts at each size are the op's table. Same style as `findings`: Markdown bullets,
-numbers with their CIs, a weak mark after a number from a weak cell, plain words where
-data is missing. The report gives each op's lines in its own section (report.text.markdown).
+what bounds each op; the verdicts at each size are the op's table. Same style as `findings`:
+Markdown bullets, numbers with their CIs, a weak mark after a number from a weak cell, plain
+words where data is missing. The report gives each op's lines in its own section
+(report.text.markdown).
 """
 
 from __future__ import annotations
