@@ -22,6 +22,7 @@ from offloadbench.report.figures.heatmap import (
 )
 from offloadbench.report.figures.roofline import NO_ROOFS_NOTE, roofline_figure
 from offloadbench.report.figures.style import theme
+from offloadbench.report.text.findings import break_even_lines
 from offloadbench.report.text.markdown import op_speedups_table
 from offloadbench.report.text.ops_findings import bound_lines, bound_notes, payoff_lines
 from offloadbench.verdicts import Judging
@@ -309,6 +310,21 @@ def test_a_gpu_series_that_pays_but_not_at_the_largest_size_is_said(gpu_ops):
     turned.loc[largest, "break_even_status"] = NOT_REACHED
     (line,) = [line for line in payoff_lines(turned, Judging()) if line.startswith("- fft2 on cuda")]
     assert f"but not at the largest size, n = {int(fft2['size'].iloc[-1])}" in line
+
+
+def test_ops_that_pay_alike_on_a_gpu_share_one_sentence_and_a_table_of_their_numbers(gpu_ops):
+    """fft2 and sort both pay at every size on cuda: one sentence names both, a table gives
+    each its numbers; an op alone in its verdict keeps its own sentence."""
+    lines = break_even_lines(gpu_ops["speedups"], Judging())
+    shared = line_for(lines, "- On cuda (float32), with the copies counted, offloading pays at every size measured")
+    assert "for fft2 and sort" in shared and "(95% CI)" in shared
+    table = lines[lines.index(shared) + 2].splitlines()
+    assert table[0] == "| op | n | end to end | with the data on the device |"
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| fft2", "| sort"]
+    assert sum("pays at every size measured" in line for line in lines) == 1
+    axpy = line_for(lines, "- axpy, float32 on cuda:")
+    assert "does not pay at any size measured (up to n = 2048)" in axpy and "with the data already on the device" in axpy
+    assert lines[-1] != ""
 
 
 def test_payoff_sentences_of_empty_speedups():

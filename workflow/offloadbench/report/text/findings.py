@@ -36,7 +36,7 @@ from ..format import (
     variant_of,
     verdict_counts,
 )
-from ..table import by_size
+from ..table import by_size, markdown_table
 from .decisions import WEAK_MARK
 
 
@@ -105,17 +105,32 @@ def no_gpu_reason(timings: pd.DataFrame) -> str | None:
 
 
 def break_even_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
-    lines = []
+    """Per op on each GPU: from which n offloading pays with the copies counted, and its
+    end-to-end speedup at the largest size against that with the data already on the device.
+    Ops that share a device, dtype and verdict are named in one sentence, their numbers in one
+    table, rather than the sentence once per op."""
     gpu = speedups[speedups["device"] != "cpu"]
+    alike: dict[tuple, list] = {}  # (device, dtype, how it pays) -> [(op, its largest size's row)]
     for (op, device, dtype), group in gpu.groupby(["op", "device", "dtype"]):
-        largest = group.loc[group["size"].idxmax()]
-        lines.append(
-            f"- {op}, {dtype} on {device}: with the copies counted, offloading {pays_from(group)}; at "
-            f"n = {int(largest['size'])} the end-to-end speedup is "
-            f"{ratio_of(largest, 'end_to_end_speedup', judging.ci)} against {ratio_of(largest, ci=judging.ci)} with "
-            "the data already on the device."
-        )
-    return lines
+        alike.setdefault((device, dtype, pays_from(group)), []).append((op, group.loc[group["size"].idxmax()]))
+    lines = []
+    for (device, dtype, pays), ops in alike.items():
+        if len(ops) == 1:
+            ((op, largest),) = ops
+            lines.append(
+                f"- {op}, {dtype} on {device}: with the copies counted, offloading {pays}; at "
+                f"n = {int(largest['size'])} the end-to-end speedup is "
+                f"{ratio_of(largest, 'end_to_end_speedup', judging.ci)} against {ratio_of(largest, ci=judging.ci)} "
+                "with the data already on the device."
+            )
+            continue
+        rows = pd.DataFrame([{"op": op, "n": int(largest["size"]),
+                              "end to end": ratio_of(largest, "end_to_end_speedup"),
+                              "with the data on the device": ratio_of(largest)} for op, largest in ops])
+        lead = (f"- On {device} ({dtype}), with the copies counted, offloading {pays} for "
+                f"{and_list([op for op, _ in ops])}; the speedups at the largest size ({judging.ci}):")
+        lines += [lead, "", markdown_table(rows), ""]
+    return lines[:-1] if lines and not lines[-1] else lines  # the section ends on a blank line of its own
 
 
 def gpu_findings(timings: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:

@@ -37,9 +37,9 @@ E2E = "end_to_end_speedup"
 def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     """Per op, GPU variant and dtype, what the op's table of speedups by size cannot say: from
     which n it pays with the copies counted, and where it pays at some sizes but not at the
-    largest; and each compiled series that fell back to running uncompiled. A series that
-    pays at every size, at none, or was measured at one size is its row of the table alone:
-    the report says no number twice in one section."""
+    largest. A series that pays at every size, at none, or was measured at one size is its
+    row of the table alone, and a compiled one that fell back to running uncompiled is said
+    in What compiling costs: the report says nothing twice in one section."""
     if speedups.empty:
         return ["- No PyTorch cell has both a result and a NumPy baseline, so no payoff can be stated."]
     frame, _ = widest_threads(speedups)
@@ -49,11 +49,7 @@ def payoff_lines(speedups: pd.DataFrame, judging: Judging) -> list[str]:
     for (op, variant, device, dtype), group in report_groups(frame, ["op", "variant", "device", "dtype"]):
         group = group.sort_values("size")
         largest = group.iloc[-1]
-        if falls_back(largest):
-            lines.append(f"- {op} with {variant} {where_phrase(device)} ({dtype}) is no compiled speedup: "
-                         f"{largest['compile_fallback']}.")
-            continue
-        if device == "cpu":
+        if device == "cpu" or falls_back(largest):  # a fallback is said in What compiling costs
             continue
         head = f"- {op}{f' with {variant}' if several_variants else ''} {where_phrase(device)} ({dtype})"
         at_largest = ratio_of(largest, E2E, judging.ci) + caveat(largest)
