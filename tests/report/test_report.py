@@ -31,6 +31,16 @@ def test_report_states_findings_with_cis(gpu_tables):
         assert f"figures/{name}.png" in text
 
 
+def test_each_ops_section_opens_with_its_decisions_naming_the_op(gpu_tables):
+    """Read alone (an op's section is folded in the page), a decision still says which op it is."""
+    text = build_markdown(inputs(gpu_tables))
+    decisions = gpu_tables["decisions"]
+    for op, rows in decisions.groupby("op"):
+        section = text.split(f"\n### {op}\n")[1].split("\n### ")[0]
+        opening = section.strip().splitlines()[:len(rows)]
+        assert all(line.startswith(f"- {op} (") and "): " in line for line in opening), opening
+
+
 def test_report_says_plainly_when_there_is_no_gpu(gpu_tables):
     t = gpu_tables["timings"].copy()
     cuda = t["device"] == "cuda"

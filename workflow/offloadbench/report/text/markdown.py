@@ -154,7 +154,8 @@ def op_section(op: str, inputs: Inputs) -> list[str]:
     t, s, d = (frame[frame["op"] == op] if "op" in frame else frame
                for frame in map(inputs.table, ("timings", "speedups", "decisions")))
     lines = [f"### {op}", ""]
-    lines += [f"- {where_cell(r)}, {r['dtype']}: {answer(r, inputs.judging)}" for _, r in d.iterrows()]
+    # each line names its op, as the section's other lines do: read alone, it still says which
+    lines += [f"- {op} ({where_cell(r)}, {r['dtype']}): {answer(r, inputs.judging)}" for _, r in d.iterrows()]
     if not s.empty:
         lines += payoff_lines(s, inputs.judging)
     lines += bound_lines(t, inputs.table("roofs")) or unplaced_line(op, t, inputs.table("roofs"))
